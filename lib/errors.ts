@@ -1,0 +1,80 @@
+/**
+ * The one error type of the package: an OAuth 2.0 / OIDC error that knows its wire code and HTTP status.
+ * Everything that goes wrong for a request becomes one of these; `gateway/render-error.ts` is the one
+ * place that turns it into a response (JSON body, redirect, error page or RFC 6750 challenge).
+ */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'invalid_scope'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'unsupported_response_type'
+  | 'access_denied'
+  | 'consent_required'
+  | 'login_required'
+  | 'unknown_user_id'
+  | 'authorization_pending'
+  | 'slow_down'
+  | 'expired_token'
+  | 'invalid_token'
+  | 'insufficient_scope'
+  | 'server_error'
+  | 'temporarily_unavailable';
+
+const DEFAULT_STATUS: Record<OAuthErrorCode, number> = {
+  invalid_request: 400,
+  invalid_client: 401,
+  invalid_grant: 400,
+  invalid_scope: 400,
+  unauthorized_client: 400,
+  unsupported_grant_type: 400,
+  unsupported_response_type: 400,
+  // 403 on bc-authorize (policy forbidden, sandbox line not allow-listed); the token endpoint
+  // answers CIBA's access_denied with 400 as RFC 6749 §5.2 asks, by passing the status explicitly.
+  access_denied: 403,
+  consent_required: 400,
+  login_required: 400,
+  unknown_user_id: 400,
+  authorization_pending: 400,
+  slow_down: 400,
+  expired_token: 400,
+  invalid_token: 401,
+  insufficient_scope: 403,
+  server_error: 500,
+  temporarily_unavailable: 503,
+};
+
+export interface OAuthErrorOptions {
+  /** HTTP status; defaults to the usual one for the code. */
+  status?: number;
+  /** Extra response headers (e.g. `Retry-After`). */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+export class OAuthError extends Error {
+  readonly code: OAuthErrorCode;
+  readonly description: string | undefined;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(code: OAuthErrorCode, description?: string, options: OAuthErrorOptions = {}) {
+    super(description ? `${code}: ${description}` : code, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'OAuthError';
+    this.code = code;
+    this.description = description;
+    this.status = options.status ?? DEFAULT_STATUS[code];
+    this.headers = options.headers ?? {};
+  }
+
+  /** The RFC 6749 §5.2 body. */
+  toJSON(): { error: OAuthErrorCode; error_description?: string } {
+    return this.description === undefined ? { error: this.code } : { error: this.code, error_description: this.description };
+  }
+}
+
+export function isOAuthError(value: unknown): value is OAuthError {
+  return value instanceof OAuthError;
+}

@@ -1,0 +1,131 @@
+import type { JsonObject, JsonValue, PutOptions, RecordKind, Store, StoredRecord } from './store.js';
+import { ExpiryQueue } from './expiry-queue.js';
+
+export interface MemoryStoreOptions {
+  /** Milliseconds clock; tests inject one to expire records without waiting. */
+  now?: () => number;
+  /** How often idle expired entries are swept, in ms (they are also swept on every operation). */
+  sweepInterval?: number;
+}
+
+interface Entry {
+  value: JsonObject;
+  consumed: boolean;
+  expiresAt: number;
+  grants: readonly string[];
+}
+
+function deepFreeze<T extends JsonValue>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * The embedded default store: one process, nothing survives a restart. Records are copied and frozen
+ * on `put`, so neither the caller nor a reader can change what is stored. JavaScript runs one operation
+ * at a time, so `consume` is atomic without locks. Expired entries are reclaimed from a min-heap of
+ * expiry times on each operation and by an unref'd timer, so memory is bounded by what is live.
+ */
+export class MemoryStore implements Store {
+  private readonly entries = new Map<string, Entry>();
+  private readonly grants = new Map<string, Set<string>>();
+  private readonly queue = new ExpiryQueue();
+  private readonly now: () => number;
+  private readonly timer: NodeJS.Timeout | undefined;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.now = options.now ?? Date.now;
+    const interval = options.sweepInterval ?? 30_000;
+    if (interval > 0) {
+      this.timer = setInterval(() => this.sweep(), interval);
+      this.timer.unref();
+    }
+  }
+
+  /** Number of live entries (for monitoring and tests). */
+  get size(): number {
+    this.sweep();
+    return this.entries.size;
+  }
+
+  async put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void> {
+    if (!(options.ttl > 0)) throw new RangeError('ttl must be a positive number of seconds');
+    this.sweep();
+    const key = `${kind}:${id}`;
+    const previous = this.entries.get(key);
+    if (previous) this.unindex(key, previous);
+    const expiresAt = this.now() + options.ttl * 1000;
+    const grants = options.grants ? [...options.grants] : [];
+    this.entries.set(key, { value: deepFreeze(structuredClone(value)), consumed: false, expiresAt, grants });
+    for (const grant of grants) {
+      let keys = this.grants.get(grant);
+      if (!keys) this.grants.set(grant, (keys = new Set()));
+      keys.add(key);
+    }
+    this.queue.push(expiresAt, key);
+  }
+
+  async get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined> {
+    const entry = this.live(`${kind}:${id}`);
+    return entry ? { value: entry.value as T, consumed: entry.consumed } : undefined;
+  }
+
+  async consume(kind: RecordKind, id: string): Promise<boolean> {
+    const entry = this.live(`${kind}:${id}`);
+    if (!entry || entry.consumed) return false;
+    entry.consumed = true;
+    return true;
+  }
+
+  async delete(kind: RecordKind, id: string): Promise<void> {
+    this.remove(`${kind}:${id}`);
+  }
+
+  async revokeGrant(grantId: string): Promise<void> {
+    const keys = this.grants.get(grantId);
+    if (!keys) return;
+    for (const key of [...keys]) this.remove(key);
+    this.grants.delete(grantId);
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  private live(key: string): Entry | undefined {
+    this.sweep();
+    const entry = this.entries.get(key);
+    if (entry && entry.expiresAt <= this.now()) {
+      this.remove(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  private sweep(): void {
+    this.queue.drain(this.now(), (key, expiresAt) => {
+      // The heap keeps stale times of overwritten entries; only the current one counts.
+      const entry = this.entries.get(key);
+      if (entry && entry.expiresAt === expiresAt) this.remove(key);
+    });
+  }
+
+  private remove(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.unindex(key, entry);
+  }
+
+  private unindex(key: string, entry: Entry): void {
+    for (const grant of entry.grants) {
+      const keys = this.grants.get(grant);
+      if (!keys) continue;
+      keys.delete(key);
+      if (keys.size === 0) this.grants.delete(grant);
+    }
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * The store contract. Every piece of server-side state (codes, backchannel requests, access tokens,
+ * consent records, consent-page interactions) goes through these five operations, so the memory store
+ * and the Redis store are interchangeable and pass one shared contract test suite
+ * (test/stores/contract.ts).
+ *
+ * Modelled on express-session's Store and node-oidc-provider's adapter, reduced to what the grants need:
+ * - `put` writes a whole record with a TTL; the store forgets it after the TTL.
+ * - `consume` is the single-use primitive: atomically marks the record consumed and reports whether
+ *   THIS call did it. Of any number of concurrent calls, exactly one gets `true`. The record stays
+ *   readable (with `consumed: true`) until it expires, so a replay can be recognised.
+ * - `revokeGrant` deletes every record written with that grant id (RFC 6749 §4.1.2: a replayed code
+ *   revokes the tokens issued from it; revoking consent revokes the tokens issued under it).
+ */
+
+/** The kinds of record the package keeps. A store may use them as key prefixes. */
+export type RecordKind =
+  | 'code'
+  | 'backchannel'
+  | 'poll'
+  | 'access_token'
+  | 'consent'
+  | 'interaction'
+  | 'session'
+  | 'revoked';
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+export interface PutOptions {
+  /** Seconds until the store may forget the record. Must be > 0. */
+  ttl: number;
+  /** Grant ids the record belongs to; `revokeGrant(id)` deletes it. */
+  grants?: readonly string[];
+}
+
+export interface StoredRecord<T extends JsonObject = JsonObject> {
+  value: T;
+  /** True once `consume` has succeeded for this record. */
+  consumed: boolean;
+}
+
+export interface Store {
+  /** Writes (or overwrites, resetting `consumed`) the record. */
+  put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void>;
+  get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined>;
+  /** Atomically marks the record consumed. True only for the one call that did it. */
+  consume(kind: RecordKind, id: string): Promise<boolean>;
+  delete(kind: RecordKind, id: string): Promise<void>;
+  /** Deletes every record written with this grant id. */
+  revokeGrant(grantId: string): Promise<void>;
+  /** Releases timers and connections. */
+  close?(): Promise<void>;
+}
+
+/** Thrown by a store whose backend is unreachable; endpoints answer 503 temporarily_unavailable. */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}

@@ -1,0 +1,151 @@
+import { describe, expect, it, beforeEach, afterEach } from 'vitest';
+import type { Store } from '../../lib/stores/store.js';
+
+export interface StoreHarness {
+  store: Store;
+  /** Let `seconds` pass for the store (a fake clock, or real waiting). */
+  elapse(seconds: number): Promise<void>;
+  close?(): Promise<void>;
+}
+
+/**
+ * The behaviour every store must have. Each store's test file calls this with a factory; the Redis
+ * store runs the very same cases against a real redis-server.
+ */
+export function describeStoreContract(name: string, create: () => Promise<StoreHarness>): void {
+  describe(`store contract: ${name}`, () => {
+    let h: StoreHarness;
+    beforeEach(async () => {
+      h = await create();
+    });
+    afterEach(async () => {
+      await h.close?.();
+    });
+
+    it('reads back what was put, not consumed', async () => {
+      await h.store.put('code', 'a', { clientId: 'c1', n: 1, nested: { list: [1, 'x', null] } }, { ttl: 60 });
+      expect(await h.store.get('code', 'a')).toEqual({
+        value: { clientId: 'c1', n: 1, nested: { list: [1, 'x', null] } },
+        consumed: false,
+      });
+    });
+
+    it('answers undefined for an unknown id', async () => {
+      expect(await h.store.get('code', 'nope')).toBeUndefined();
+      expect(await h.store.consume('code', 'nope')).toBe(false);
+    });
+
+    it('keeps kinds apart', async () => {
+      await h.store.put('code', 'same', { k: 'code' }, { ttl: 60 });
+      await h.store.put('access_token', 'same', { k: 'token' }, { ttl: 60 });
+      expect((await h.store.get('code', 'same'))?.value).toEqual({ k: 'code' });
+      expect((await h.store.get('access_token', 'same'))?.value).toEqual({ k: 'token' });
+      await h.store.delete('code', 'same');
+      expect(await h.store.get('code', 'same')).toBeUndefined();
+      expect(await h.store.get('access_token', 'same')).toBeDefined();
+    });
+
+    it('stores a copy: changing the object after put changes nothing', async () => {
+      const value = { list: ['a'] as string[] };
+      await h.store.put('consent', 'x', value, { ttl: 60 });
+      value.list.push('b');
+      expect((await h.store.get('consent', 'x'))?.value).toEqual({ list: ['a'] });
+    });
+
+    it('accepts ids with separators and unicode', async () => {
+      const id = 'client:sub|purpose#scope:ü:🙂';
+      await h.store.put('consent', id, { ok: true }, { ttl: 60 });
+      expect((await h.store.get('consent', id))?.value).toEqual({ ok: true });
+      expect(await h.store.get('consent', 'client:sub|purpose#scope:ü')).toBeUndefined();
+    });
+
+    it('refuses a TTL that is not positive', async () => {
+      await expect(h.store.put('code', 'z', {}, { ttl: 0 })).rejects.toThrow();
+      expect(await h.store.get('code', 'z')).toBeUndefined();
+    });
+
+    it('forgets a record after its TTL', async () => {
+      await h.store.put('code', 'short', { v: 1 }, { ttl: 1 });
+      await h.store.put('code', 'long', { v: 2 }, { ttl: 120 });
+      await h.elapse(1.5);
+      expect(await h.store.get('code', 'short')).toBeUndefined();
+      expect(await h.store.consume('code', 'short')).toBe(false);
+      expect((await h.store.get('code', 'long'))?.value).toEqual({ v: 2 });
+    });
+
+    it('consume wins once, then reports false; the record stays readable as consumed', async () => {
+      await h.store.put('code', 'once', { v: 1 }, { ttl: 60 });
+      expect(await h.store.consume('code', 'once')).toBe(true);
+      expect(await h.store.consume('code', 'once')).toBe(false);
+      expect(await h.store.get('code', 'once')).toEqual({ value: { v: 1 }, consumed: true });
+    });
+
+    it('of 50 concurrent consumes exactly one wins', async () => {
+      await h.store.put('backchannel', 'race', { v: 1 }, { ttl: 60 });
+      const results = await Promise.all(Array.from({ length: 50 }, () => h.store.consume('backchannel', 'race')));
+      expect(results.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('put overwrites the record and resets consumed', async () => {
+      await h.store.put('poll', 'p', { n: 1 }, { ttl: 60 });
+      await h.store.consume('poll', 'p');
+      await h.store.put('poll', 'p', { n: 2 }, { ttl: 60 });
+      expect(await h.store.get('poll', 'p')).toEqual({ value: { n: 2 }, consumed: false });
+    });
+
+    it('an overwrite with a shorter TTL expires at the new time', async () => {
+      await h.store.put('poll', 'p', { n: 1 }, { ttl: 120 });
+      await h.store.put('poll', 'p', { n: 2 }, { ttl: 1 });
+      await h.elapse(1.5);
+      expect(await h.store.get('poll', 'p')).toBeUndefined();
+    });
+
+    it('delete removes the record', async () => {
+      await h.store.put('access_token', 't', { v: 1 }, { ttl: 60 });
+      await h.store.delete('access_token', 't');
+      expect(await h.store.get('access_token', 't')).toBeUndefined();
+      await h.store.delete('access_token', 't');
+    });
+
+    it('revokeGrant deletes every record of the grant, across kinds, and nothing else', async () => {
+      await h.store.put('code', 'c', { v: 1 }, { ttl: 60, grants: ['g1'] });
+      await h.store.put('access_token', 't1', { v: 2 }, { ttl: 60, grants: ['g1'] });
+      await h.store.put('access_token', 't2', { v: 3 }, { ttl: 60, grants: ['g2'] });
+      await h.store.put('access_token', 't3', { v: 4 }, { ttl: 60 });
+      await h.store.revokeGrant('g1');
+      expect(await h.store.get('code', 'c')).toBeUndefined();
+      expect(await h.store.get('access_token', 't1')).toBeUndefined();
+      expect(await h.store.get('access_token', 't2')).toBeDefined();
+      expect(await h.store.get('access_token', 't3')).toBeDefined();
+      await h.store.revokeGrant('never-used');
+    });
+
+    it('a record in two grants is revoked by either', async () => {
+      await h.store.put('access_token', 'both', { v: 1 }, { ttl: 60, grants: ['authz', 'consent'] });
+      await h.store.put('access_token', 'other', { v: 2 }, { ttl: 60, grants: ['authz2', 'consent'] });
+      await h.store.revokeGrant('consent');
+      expect(await h.store.get('access_token', 'both')).toBeUndefined();
+      expect(await h.store.get('access_token', 'other')).toBeUndefined();
+      await h.store.put('access_token', 'third', { v: 3 }, { ttl: 60, grants: ['authz3', 'consent2'] });
+      await h.store.revokeGrant('authz3');
+      expect(await h.store.get('access_token', 'third')).toBeUndefined();
+    });
+
+    it('an overwritten record leaves the grants it no longer belongs to', async () => {
+      await h.store.put('access_token', 'moved', { v: 1 }, { ttl: 60, grants: ['old'] });
+      await h.store.put('access_token', 'moved', { v: 2 }, { ttl: 60, grants: ['new'] });
+      await h.store.revokeGrant('old');
+      expect((await h.store.get('access_token', 'moved'))?.value).toEqual({ v: 2 });
+      await h.store.revokeGrant('new');
+      expect(await h.store.get('access_token', 'moved')).toBeUndefined();
+    });
+
+    it('a grant written again after revocation can be revoked again', async () => {
+      await h.store.put('code', 'r', { v: 1 }, { ttl: 60, grants: ['g'] });
+      await h.store.revokeGrant('g');
+      await h.store.put('access_token', 'after', { v: 1 }, { ttl: 60, grants: ['g'] });
+      await h.store.revokeGrant('g');
+      expect(await h.store.get('access_token', 'after')).toBeUndefined();
+    });
+  });
+}
