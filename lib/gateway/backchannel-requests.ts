@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import type { GatewayContext } from './context.js';
+import type { BackchannelRequest } from './options.js';
+import type { ScopeDecision } from './authorization.js';
+import type { RegisteredClient } from '../registry/clients.js';
+import type { Subscriber } from '../identity/subscribers.js';
+
+/** A CIBA request as stored under its auth_req_id. */
+export interface BackchannelRecord {
+  clientId: string;
+  subscriberId: string;
+  phoneNumber: string | null;
+  purpose: string;
+  scopes: string[];
+  scope: string;
+  /** Scopes that need a consent record before a token is issued. */
+  consentScopes: string[];
+  /** The approval hook's decision: `pending` until it resolves. Consent is checked separately, at each poll. */
+  status: 'pending' | 'approved' | 'denied';
+  createdAt: number;
+  expiresAt: number;
+  grantId: string;
+  [key: string]: string | number | null | string[];
+}
+
+/** Last poll of a request, kept apart from the request so a poll never overwrites an approval. */
+export interface PollRecord {
+  last: number;
+  interval: number;
+  [key: string]: number;
+}
+
+function ttlFor(ctx: GatewayContext, record: BackchannelRecord): number {
+  // Kept past expiry so a late poll learns expired_token rather than invalid_grant.
+  return Math.max(1, Math.ceil((record.expiresAt - ctx.now()) / 1000) + ctx.lifetimes.expiredRetention);
+}
+
+export function toHookRequest(authReqId: string, record: BackchannelRecord, client: RegisteredClient | undefined): BackchannelRequest {
+  const subscriber: Subscriber = record.phoneNumber === null ? { id: record.subscriberId } : { id: record.subscriberId, phoneNumber: record.phoneNumber };
+  return {
+    auth_req_id: authReqId,
+    clientId: record.clientId,
+    ...(client?.name === undefined ? {} : { clientName: client.name }),
+    subscriber,
+    purpose: record.purpose,
+    scopes: record.scopes,
+    scope: record.scope,
+    expiresAt: record.expiresAt,
+  };
+}
+
+export async function createBackchannelRequest(
+  ctx: GatewayContext,
+  client: RegisteredClient,
+  subscriber: Subscriber,
+  decision: ScopeDecision,
+): Promise<{ authReqId: string; record: BackchannelRecord }> {
+  // 256 random bits, base64url: opaque and unguessable (CIBA §7.3 asks for at least 128).
+  const authReqId = randomBytes(32).toString('base64url');
+  const createdAt = ctx.now();
+  const record: BackchannelRecord = {
+    clientId: client.clientId,
+    subscriberId: subscriber.id,
+    phoneNumber: subscriber.phoneNumber ?? null,
+    purpose: decision.requested.purpose,
+    scopes: decision.requested.scopes,
+    scope: decision.requested.value,
+    consentScopes: decision.consentScopes,
+    status: ctx.backchannel.authorize ? 'pending' : 'approved',
+    createdAt,
+    expiresAt: createdAt + ctx.lifetimes.authReqId * 1000,
+    grantId: randomBytes(16).toString('base64url'),
+  };
+  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record), grants: [record.grantId] });
+  return { authReqId, record };
+}
+
+/**
+ * Records the approval hook's decision (or an operator's, through `netauth.backchannel`).
+ * Only a pending, unexpired request changes; true when it did.
+ */
+export async function decideBackchannelRequest(ctx: GatewayContext, authReqId: string, decision: 'approved' | 'denied'): Promise<boolean> {
+  const stored = await ctx.store.get<BackchannelRecord>('backchannel', authReqId);
+  if (!stored || stored.consumed || stored.value.status !== 'pending' || stored.value.expiresAt <= ctx.now()) return false;
+  const record = { ...stored.value, status: decision };
+  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record), grants: [record.grantId] });
+  return true;
+}

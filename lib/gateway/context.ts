@@ -1,0 +1,85 @@
+import { ConsentRecords } from '../consent/records.js';
+import { StaticConsentPolicy, type ConsentPolicy } from '../consent/policy.js';
+import { StaticClientRegistry, type ClientRegistry } from '../registry/clients.js';
+import { StaticSubscriberDirectory, type SubscriberDirectory } from '../identity/subscribers.js';
+import { MemoryStore } from '../stores/memory.js';
+import type { Store } from '../stores/store.js';
+import type { BackchannelOptions, NetAuthOptions } from './options.js';
+
+/** The options, resolved once: what every endpoint module reads. */
+export interface GatewayContext {
+  issuer: string;
+  realm: string;
+  clients: ClientRegistry;
+  subscribers: SubscriberDirectory;
+  policy: ConsentPolicy;
+  consent: ConsentRecords;
+  store: Store;
+  ownsStore: boolean;
+  lifetimes: Required<NonNullable<NetAuthOptions['lifetimes']>>;
+  backchannel: BackchannelOptions;
+  /** Allow-listed phone numbers in sandbox mode; undefined outside it. */
+  sandboxLines: ReadonlySet<string> | undefined;
+  bodyLimit: string | number;
+  onError: (error: unknown) => void;
+  now: () => number;
+}
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value < 0) throw new TypeError(`lifetimes.${name} must be a non-negative number of seconds`);
+  return value;
+}
+
+function isList<T>(value: readonly T[] | object): value is readonly T[] {
+  return Array.isArray(value);
+}
+
+function defaultOnError(error: unknown): void {
+  // Only the error's name and message: request data (secrets, tokens, phone numbers) never reaches the log.
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : 'unknown error';
+  process.stderr.write(`express-netauth: internal error: ${text}\n`);
+}
+
+export function createContext(options: NetAuthOptions): GatewayContext {
+  let issuerUrl: URL;
+  try {
+    issuerUrl = new URL(options.issuer);
+  } catch {
+    throw new TypeError('issuer must be an absolute URL');
+  }
+  if (issuerUrl.search || issuerUrl.hash) throw new TypeError('issuer must not have a query or fragment');
+  const issuer = options.issuer.replace(/\/+$/, '');
+  const now = options.now ?? Date.now;
+  const store = options.store ?? new MemoryStore({ now });
+  const policy = isList(options.consentPolicy) ? new StaticConsentPolicy(options.consentPolicy) : options.consentPolicy;
+  const l = options.lifetimes ?? {};
+  const lifetimes = {
+    code: positive('code', l.code, 60),
+    authReqId: positive('authReqId', l.authReqId, 120),
+    pollInterval: positive('pollInterval', l.pollInterval, 2),
+    accessToken: positive('accessToken', l.accessToken, 3600),
+    expiredRetention: positive('expiredRetention', l.expiredRetention, 600),
+  };
+  for (const name of ['code', 'authReqId', 'accessToken'] as const) {
+    if (lifetimes[name] <= 0) throw new TypeError(`lifetimes.${name} must be positive`);
+  }
+  return {
+    issuer,
+    realm: options.realm ?? issuer,
+    clients: isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients,
+    subscribers: isList(options.subscribers) ? new StaticSubscriberDirectory(options.subscribers) : options.subscribers,
+    policy,
+    consent: new ConsentRecords(store, policy, now),
+    store,
+    ownsStore: options.store === undefined,
+    lifetimes,
+    backchannel: options.backchannel ?? {},
+    sandboxLines: options.sandbox
+      ? new Set(options.sandbox.allowList.map((line) => (line.startsWith('tel:') ? line.slice(4) : line)))
+      : undefined,
+    bodyLimit: options.bodyLimit ?? '16kb',
+    onError: options.onError ?? defaultOnError,
+    now,
+  };
+}

@@ -1,0 +1,45 @@
+import express, { type Router } from 'express';
+import type { GatewayContext } from './context.js';
+import { ClientAuthenticator } from './client-auth.js';
+import { action, formBody } from './form.js';
+import { methodNotAllowed, noStore } from './http.js';
+import { jsonErrorHandler } from './render-error.js';
+import { bcAuthorize } from './bc-authorize.js';
+import { tokenEndpoint } from './token.js';
+import { metadata } from './discovery.js';
+import type { Grant } from './grants/grant.js';
+import { cibaGrant } from './grants/ciba.js';
+
+/**
+ * The gateway router: each endpoint is a declarative stack (headers, body, action), errors go to one renderer.
+ * Mount it at the issuer's path.
+ */
+export function createRouter(ctx: GatewayContext): Router {
+  const router = express.Router();
+  const auth = new ClientAuthenticator(ctx.clients, ctx.realm);
+  const form = formBody(ctx.bodyLimit);
+  const grants: Grant[] = [cibaGrant];
+
+  router
+    .route('/bc-authorize')
+    .post(noStore, ...form, action(bcAuthorize(ctx, auth)))
+    .all(noStore, methodNotAllowed('POST'));
+  router
+    .route('/token')
+    .post(noStore, ...form, action(tokenEndpoint(ctx, auth, grants)))
+    .all(noStore, methodNotAllowed('POST'));
+
+  const discovery = express.Router();
+  const document = metadata(ctx);
+  for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
+    discovery
+      .route(path)
+      .get((_req, res) => {
+        res.set('Cache-Control', 'public, max-age=300').json(document);
+      })
+      .all(methodNotAllowed('GET, HEAD'));
+  }
+  router.use(discovery);
+  router.use(jsonErrorHandler(ctx.onError));
+  return router;
+}

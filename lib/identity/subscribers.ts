@@ -1,0 +1,95 @@
+import { normaliseIp, type LoginHint, type NetworkAddress } from './login-hint.js';
+
+/** A mobile subscriber. `id` is the operator's stable, opaque identifier; never a phone number in logs. */
+export interface Subscriber {
+  id: string;
+  /** E.164 with leading "+", when the subscriber has a line. */
+  phoneNumber?: string;
+}
+
+/**
+ * The operator's subscriber database, behind the one interface this package asks of it.
+ * Implement it over your HLR/UDM, CGNAT session logs or RADIUS accounting.
+ */
+export interface SubscriberDirectory {
+  findByPhoneNumber(phoneNumber: string): Promise<Subscriber | undefined>;
+  /** `port` is present when the operator's edge supplies the source port (CGNAT). */
+  findByNetworkAddress(address: NetworkAddress): Promise<Subscriber | undefined>;
+}
+
+export interface StaticSubscriber extends Subscriber {
+  /**
+   * Addresses the subscriber's device uses: `"10.0.0.7"`, `"2001:db8::7"`, or with a CGNAT port range
+   * `"100.64.0.1:1024-2047"` / `"[2001:db8::7]:1024-2047"`. An address without ports matches every port.
+   */
+  addresses?: string[];
+}
+
+interface AddressRule {
+  ip: string;
+  from: number;
+  to: number;
+  subscriber: Subscriber;
+}
+
+function parseAddressRule(text: string, subscriber: Subscriber): AddressRule {
+  let host = text;
+  let ports: string | undefined;
+  const bracket = /^\[([^\]]+)\](?::(.+))?$/.exec(text);
+  if (bracket) {
+    host = bracket[1]!;
+    ports = bracket[2];
+  } else if (text.split(':').length === 2) {
+    [host, ports] = text.split(':') as [string, string];
+  }
+  const ip = normaliseIp(host);
+  if (!ip) throw new TypeError(`subscriber ${subscriber.id}: "${text}" is not an IP address`);
+  if (ports === undefined) return { ip, from: 1, to: 65535, subscriber };
+  const range = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(ports);
+  const from = range ? Number(range[1]) : NaN;
+  const to = range ? Number(range[2] ?? range[1]) : NaN;
+  if (!(from >= 1 && to <= 65535 && from <= to)) {
+    throw new TypeError(`subscriber ${subscriber.id}: "${text}" has an invalid port range`);
+  }
+  return { ip, from, to, subscriber };
+}
+
+/** A directory from a fixed table: the embedded default, for the demo, tests and sandboxes. */
+export class StaticSubscriberDirectory implements SubscriberDirectory {
+  private readonly byPhone = new Map<string, Subscriber>();
+  private readonly byIp = new Map<string, AddressRule[]>();
+
+  constructor(subscribers: readonly StaticSubscriber[]) {
+    for (const entry of subscribers) {
+      const subscriber: Subscriber = entry.phoneNumber === undefined ? { id: entry.id } : { id: entry.id, phoneNumber: entry.phoneNumber };
+      if (entry.phoneNumber !== undefined) this.byPhone.set(entry.phoneNumber, subscriber);
+      for (const text of entry.addresses ?? []) {
+        const rule = parseAddressRule(text, subscriber);
+        const rules = this.byIp.get(rule.ip) ?? [];
+        rules.push(rule);
+        this.byIp.set(rule.ip, rules);
+      }
+    }
+  }
+
+  async findByPhoneNumber(phoneNumber: string): Promise<Subscriber | undefined> {
+    return this.byPhone.get(phoneNumber);
+  }
+
+  async findByNetworkAddress(address: NetworkAddress): Promise<Subscriber | undefined> {
+    const rules = this.byIp.get(address.ip);
+    if (!rules) return undefined;
+    if (address.port === undefined) {
+      // Without a port, an address shared by several subscribers (CGNAT) names nobody.
+      const owners = new Set(rules.map((r) => r.subscriber.id));
+      return owners.size === 1 ? rules[0]!.subscriber : undefined;
+    }
+    const port = address.port;
+    return rules.find((r) => port >= r.from && port <= r.to)?.subscriber;
+  }
+}
+
+/** Resolves a parsed login_hint to the subscriber it names, if any. */
+export function findByLoginHint(directory: SubscriberDirectory, hint: LoginHint): Promise<Subscriber | undefined> {
+  return hint.type === 'tel' ? directory.findByPhoneNumber(hint.phoneNumber) : directory.findByNetworkAddress(hint.address);
+}

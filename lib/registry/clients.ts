@@ -1,0 +1,91 @@
+import { createHash, scrypt as scryptCallback, randomBytes, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
+
+const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
+
+export type GrantType = 'authorization_code' | 'urn:openid:params:grant-type:ciba';
+export const CIBA_GRANT: GrantType = 'urn:openid:params:grant-type:ciba';
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post';
+
+/** An application as registered in the gateway's developer portal. */
+export interface RegisteredClient {
+  clientId: string;
+  /** Display name shown on the consent page. */
+  name?: string;
+  /**
+   * The secret, or its hash from `hashClientSecret()` (`sha256:` for generated high-entropy secrets,
+   * `scrypt:` for human-chosen ones). Exactly one of the two.
+   */
+  clientSecret?: string;
+  clientSecretHash?: string;
+  /** Exact strings; the request's redirect_uri must equal one of them character for character. */
+  redirectUris?: string[];
+  grantTypes: GrantType[];
+  /** Scopes the client may request, as `dpv:<Purpose>#<scope>`. */
+  scopes: string[];
+  /** Default `client_secret_basic`. `client_secret_post` must be chosen per client. */
+  tokenEndpointAuthMethod?: ClientAuthMethod;
+  /** Require PKCE (S256) on the frontend flow. */
+  requirePkce?: boolean;
+}
+
+/** Where the router looks up clients: your developer portal's database, or a static list. */
+export interface ClientRegistry {
+  find(clientId: string): Promise<RegisteredClient | undefined>;
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+/**
+ * Hashes a client secret for registration. `sha256` (the default) suits the random secrets a portal
+ * generates and costs nothing per request; use `scrypt` for secrets a person chose.
+ */
+export async function hashClientSecret(secret: string, algorithm: 'sha256' | 'scrypt' = 'sha256'): Promise<string> {
+  if (algorithm === 'sha256') return `sha256:${sha256(secret).toString('base64url')}`;
+  const salt = randomBytes(16);
+  const hash = await scrypt(secret, salt, 32);
+  return `scrypt:${salt.toString('base64url')}:${hash.toString('base64url')}`;
+}
+
+/**
+ * Compares a presented secret with the registration in constant time: both sides are reduced to
+ * fixed-length digests first, so neither length nor content leaks through timing.
+ */
+export async function verifyClientSecret(client: RegisteredClient, presented: string): Promise<boolean> {
+  if (client.clientSecretHash !== undefined) {
+    const [algorithm, a, b] = client.clientSecretHash.split(':');
+    if (algorithm === 'sha256' && a) {
+      const expected = Buffer.from(a, 'base64url');
+      return expected.length === 32 && timingSafeEqual(expected, sha256(presented));
+    }
+    if (algorithm === 'scrypt' && a && b) {
+      const expected = Buffer.from(b, 'base64url');
+      const actual = await scrypt(presented, Buffer.from(a, 'base64url'), expected.length);
+      return timingSafeEqual(expected, actual);
+    }
+    return false;
+  }
+  if (client.clientSecret === undefined) return false;
+  return timingSafeEqual(sha256(client.clientSecret), sha256(presented));
+}
+
+/** A registry from a fixed list (the embedded default). */
+export class StaticClientRegistry implements ClientRegistry {
+  private readonly clients = new Map<string, RegisteredClient>();
+
+  constructor(clients: readonly RegisteredClient[]) {
+    for (const client of clients) {
+      if ((client.clientSecret === undefined) === (client.clientSecretHash === undefined)) {
+        throw new TypeError(`client ${client.clientId}: give exactly one of clientSecret and clientSecretHash`);
+      }
+      if (this.clients.has(client.clientId)) throw new TypeError(`client ${client.clientId} is registered twice`);
+      this.clients.set(client.clientId, client);
+    }
+  }
+
+  async find(clientId: string): Promise<RegisteredClient | undefined> {
+    return this.clients.get(clientId);
+  }
+}
