@@ -93,3 +93,7 @@ export function basic(clientId: string, secret: string): string {
 
 export const APP1 = basic('app-1', SECRET);
 export const APP2 = basic('app-2', 'other-secret');
+
+export const SIM_SWAP = 'dpv:FraudPreventionAndDetection#sim-swap';
+export const LOCATION = 'dpv:FraudPreventionAndDetection#device-location';
+export const CIBA = 'urn:openid:params:grant-type:ciba';

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { createTestGateway, SIM_SWAP } from '../helpers/gateway.js';
+import { pollToken, startBackchannel } from '../helpers/requests.js';
+
+async function tokenFor(app: Parameters<typeof pollToken>[0], scope = SIM_SWAP): Promise<string> {
+  return (await pollToken(app, await startBackchannel(app, 'tel:+34600000001', scope))).body.access_token as string;
+}
+
+describe('service-API guard', () => {
+  it('lets a valid token through and hands the route subscriber, client and purpose', async () => {
+    const { app } = createTestGateway();
+    const res = await request(app).post('/sim-swap/check').set('Authorization', `Bearer ${await tokenFor(app)}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ swapped: false, subscriber: 'sub-alice', clientId: 'app-1', purpose: 'FraudPreventionAndDetection' });
+  });
+
+  it('accepts the scheme in any case', async () => {
+    const { app } = createTestGateway();
+    expect((await request(app).post('/sim-swap/check').set('Authorization', `bearer ${await tokenFor(app)}`)).status).toBe(200);
+  });
+
+  it('no token: 401 with a realm-only challenge', async () => {
+    const { app } = createTestGateway();
+    const res = await request(app).post('/sim-swap/check');
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toBe('Bearer realm="http://gateway.test/apigateway", scope="sim-swap"');
+    const basicInstead = await request(app).post('/sim-swap/check').set('Authorization', 'Basic abc');
+    expect(basicInstead.status).toBe(401);
+    expect(basicInstead.headers['www-authenticate']).not.toContain('error=');
+  });
+
+  it('an unknown token: 401 invalid_token', async () => {
+    const { app } = createTestGateway();
+    const res = await request(app).post('/sim-swap/check').set('Authorization', 'Bearer not-a-token');
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="[^"]+", error="invalid_token"/);
+    expect(res.body.error).toBe('invalid_token');
+  });
+
+  it('an expired token: 401 invalid_token', async () => {
+    const { app, clock } = createTestGateway();
+    const token = await tokenFor(app);
+    clock.advance(3600);
+    const res = await request(app).post('/sim-swap/check').set('Authorization', `Bearer ${token}`);
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toContain('error="invalid_token"');
+  });
+
+  it('a token for another scope: 403 insufficient_scope', async () => {
+    const { app } = createTestGateway();
+    const res = await request(app).get('/location').set('Authorization', `Bearer ${await tokenFor(app)}`);
+    expect(res.status).toBe(403);
+    expect(res.headers['www-authenticate']).toContain('error="insufficient_scope"');
+    expect(res.headers['www-authenticate']).toContain('scope="device-location"');
+    expect(res.body.error).toBe('insufficient_scope');
+  });
+
+  it('checks the purpose when the route names one', async () => {
+    const { app, netauth } = createTestGateway();
+    app.post('/verify', netauth.guard({ scope: 'sim-swap', purpose: 'RequestedServiceProvision' }), (_req, res) => void res.json({}));
+    const res = await request(app).post('/verify').set('Authorization', `Bearer ${await tokenFor(app)}`);
+    expect(res.status).toBe(403);
+  });
+
+  it('a malformed Authorization header: 400 invalid_request', async () => {
+    const { app } = createTestGateway();
+    const res = await request(app).post('/sim-swap/check').set('Authorization', 'Bearer two tokens');
+    expect(res.status).toBe(400);
+    expect(res.headers['www-authenticate']).toContain('error="invalid_request"');
+  });
+});

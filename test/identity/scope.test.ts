@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { parseScope } from '../../lib/identity/scope.js';
+import type { OAuthError } from '../../lib/errors.js';
+
+function code(value: string): string | undefined {
+  try {
+    parseScope(value);
+    return undefined;
+  } catch (error) {
+    return (error as OAuthError).code;
+  }
+}
+
+describe('scope', () => {
+  it('reads dpv:<purpose>#<scope>', () => {
+    expect(parseScope('dpv:FraudPreventionAndDetection#sim-swap')).toEqual({
+      purpose: 'FraudPreventionAndDetection',
+      scopes: ['sim-swap'],
+      openid: false,
+      value: 'dpv:FraudPreventionAndDetection#sim-swap',
+    });
+  });
+
+  it('reads the CAMARA form: dpv:<purpose> plus bare API scopes, with openid', () => {
+    expect(parseScope('openid dpv:FraudPreventionAndDetection sim-swap:check sim-swap:retrieve-date')).toEqual({
+      purpose: 'FraudPreventionAndDetection',
+      scopes: ['sim-swap:check', 'sim-swap:retrieve-date'],
+      openid: true,
+      value: 'openid dpv:FraudPreventionAndDetection sim-swap:check sim-swap:retrieve-date',
+    });
+  });
+
+  it('accepts openid with the single-token form and ignores repeated tokens', () => {
+    const parsed = parseScope('dpv:FraudPreventionAndDetection#sim-swap openid dpv:FraudPreventionAndDetection#sim-swap');
+    expect(parsed.openid).toBe(true);
+    expect(parsed.scopes).toEqual(['sim-swap']);
+    expect(parsed.value).toBe('dpv:FraudPreventionAndDetection#sim-swap openid');
+  });
+
+  it.each([
+    ['dpv:FraudPreventionAndDetection#sim-swap dpv:Marketing#sim-swap', 'two purposes'],
+    ['sim-swap', 'no purpose'],
+    ['openid', 'only openid'],
+    ['dpv:FraudPreventionAndDetection', 'a purpose and no API scope'],
+    ['dpv:#sim-swap', 'empty purpose'],
+    ['dpv:Fraud-Prevention#sim-swap', 'purpose not a DPV name'],
+    ['dpv:FraudPreventionAndDetection#', 'empty scope after #'],
+    ['dpv:FraudPreventionAndDetection#sim"swap', 'a quote'],
+    ['dpv:FraudPreventionAndDetection#sím-swap', 'non-ASCII'],
+  ])('%s (%s) is invalid_scope', (value) => {
+    expect(code(value)).toBe('invalid_scope');
+  });
+
+  it('an empty scope is invalid_request (required parameter missing)', () => {
+    expect(code('   ')).toBe('invalid_request');
+  });
+});
