@@ -1,0 +1,146 @@
+/**
+ * A real redis-server for the tests: started on a free loopback port with no persistence and its own
+ * temp dir, and able to stop and start again on the same port (to test "Redis went away").
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const BINARY = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+
+/** Why Redis tests cannot run here, or undefined when redis-server is available. */
+export function redisServerMissing(): string | undefined {
+  const probe = spawnSync(BINARY, ['--version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) {
+    return `redis-server not found (tried "${BINARY}"; install it or set REDIS_SERVER_BIN)`;
+  }
+  return undefined;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port from the OS');
+  return address.port;
+}
+
+/** True once the server answers PING with PONG (not LOADING, not refused). */
+function pings(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    let reply = '';
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString('latin1');
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+    });
+  });
+}
+
+// Servers still running when the test process exits are killed, so none outlive a crashed run.
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+export class RedisServer {
+  private child: ChildProcess | undefined;
+  private output = '';
+
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+  ) {}
+
+  /** Starts a server on a free port; retries on another port if the chosen one was taken meanwhile. */
+  static async start(): Promise<RedisServer> {
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'netauth-redis-')));
+      try {
+        await server.restart();
+        return server;
+      } catch (err) {
+        lastError = err;
+        await server.destroy();
+      }
+    }
+    throw lastError;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined;
+  }
+
+  /** (Re)starts the server on its port and waits until it answers PING. */
+  async restart(): Promise<void> {
+    if (this.child) return;
+    this.output = '';
+    const child = spawn(
+      BINARY,
+      [
+        '--port', String(this.port),
+        '--bind', '127.0.0.1',
+        '--save', '',
+        '--appendonly', 'no',
+        '--dir', this.dir,
+        '--daemonize', 'no',
+        '--loglevel', 'warning',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    this.child = child;
+    running.add(child);
+    child.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    let exited = false;
+    child.once('exit', () => {
+      exited = true;
+      running.delete(child);
+      if (this.child === child) this.child = undefined;
+    });
+    for (let i = 0; i < 200; i++) {
+      if (exited) break;
+      if (await pings(this.port)) return;
+      await sleep(25);
+    }
+    await this.stop();
+    throw new Error(`redis-server did not start on port ${this.port}:\n${this.output}`);
+  }
+
+  /** Stops the server (connections drop, data is gone) and waits for the process to exit. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.child = undefined;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    // SIGKILL: like a crash, and nothing to save anyway (no persistence).
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  /** Stops the server and removes its temp dir. */
+  async destroy(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

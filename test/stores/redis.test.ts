@@ -1,0 +1,244 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createClient } from 'redis';
+import { RedisStore } from '../../lib/stores/redis.js';
+import { StoreUnavailableError } from '../../lib/stores/store.js';
+import { RedisServer, redisServerMissing } from '../helpers/redis-server.js';
+import { describeStoreContract } from './contract.js';
+
+const missing = redisServerMissing();
+// Without redis-server these tests skip, except under CI, where they must run (and so fail loudly).
+const skip = missing !== undefined && process.env.CI !== 'true';
+if (skip) console.warn(`Skipping the Redis store tests: ${missing}`);
+
+/** Every store gets its own key prefix, so tests never see each other's keys. */
+const freshPrefix = () => `netauth-test:${randomUUID()}:`;
+
+type RawClient = ReturnType<typeof createClient>;
+
+async function rawClient(url: string, options: { offlineQueue?: boolean } = {}): Promise<RawClient> {
+  const client = createClient({
+    url,
+    disableOfflineQueue: !options.offlineQueue,
+    socket: { reconnectStrategy: () => 100 },
+  });
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
+describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${missing})` : ''}`, () => {
+  let server: RedisServer;
+  let raw: RawClient;
+
+  beforeAll(async () => {
+    if (missing) throw new Error(`${missing}; with CI=true the Redis store tests must run`);
+    server = await RedisServer.start();
+    raw = await rawClient(server.url);
+  });
+
+  afterAll(async () => {
+    if (raw?.isOpen) raw.destroy();
+    await server?.destroy();
+  });
+
+  describeStoreContract('redis', async () => {
+    const store = new RedisStore({ url: server.url, prefix: freshPrefix() });
+    return {
+      store,
+      // Redis expires keys on its own clock, so time has to really pass.
+      elapse: (seconds) => sleep(seconds * 1000),
+      close: () => store.close(),
+    };
+  });
+
+  it('gives every key a TTL; a grant index lives exactly as long as its longest member', async () => {
+    const prefix = freshPrefix();
+    const store = new RedisStore({ url: server.url, prefix });
+    try {
+      await store.put('code', 'c', { v: 1 }, { ttl: 60, grants: ['g'] });
+      await store.put('access_token', 't', { v: 2 }, { ttl: 300, grants: ['g'] });
+      await store.put('consent', 'k', { v: 3 }, { ttl: 10, grants: ['g', 'h'] });
+      const index = `${prefix}grant:g`;
+      expect(Number(await raw.pTTL(index))).toBeGreaterThan(60_000);
+
+      const keys = await raw.keys(`${prefix}*`);
+      expect(keys.sort()).toEqual(
+        [`${prefix}grant:g`, `${prefix}grant:h`, `${prefix}rec:access_token:t`, `${prefix}rec:code:c`, `${prefix}rec:consent:k`].sort(),
+      );
+      for (const key of keys) expect(Number(await raw.pTTL(key))).toBeGreaterThan(0);
+
+      // The longest member gone, the index's expiry comes down to the longest one left.
+      await store.delete('access_token', 't');
+      const shortened = Number(await raw.pTTL(index));
+      expect(shortened).toBeGreaterThan(0);
+      expect(shortened).toBeLessThanOrEqual(60_000);
+      // Its last member gone, the index is gone.
+      await store.delete('consent', 'k');
+      expect(await raw.exists(`${prefix}grant:h`)).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('revoking a grant spares an id that expired and was written again under another grant', async () => {
+    const store = new RedisStore({ url: server.url, prefix: freshPrefix() });
+    try {
+      await store.put('consent', 'client|sub|purpose', { v: 1 }, { ttl: 1, grants: ['old'] });
+      await store.put('access_token', 'long', { v: 2 }, { ttl: 60, grants: ['old'] });
+      await sleep(1500);
+      // Same id again (consent ids are deterministic), now under another grant.
+      await store.put('consent', 'client|sub|purpose', { v: 3 }, { ttl: 60, grants: ['new'] });
+      await store.revokeGrant('old');
+      expect((await store.get('consent', 'client|sub|purpose'))?.value).toEqual({ v: 3 });
+      expect(await store.get('access_token', 'long')).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('keeps a grant index to its live members', async () => {
+    const prefix = freshPrefix();
+    const store = new RedisStore({ url: server.url, prefix });
+    const index = `${prefix}grant:g`;
+    try {
+      await store.put('consent', 'anchor', { v: 0 }, { ttl: 60, grants: ['g'] });
+      for (let i = 0; i < 20; i++) await store.put('access_token', `old${i}`, { i }, { ttl: 1, grants: ['g'] });
+      await sleep(1500);
+      await store.put('access_token', 'fresh', { v: 1 }, { ttl: 60, grants: ['g'] });
+      expect((await raw.zRange(index, 0, -1)).sort()).toEqual([`${prefix}rec:access_token:fresh`, `${prefix}rec:consent:anchor`]);
+
+      // A record overwritten under other grants leaves the old index at once.
+      await store.put('consent', 'anchor', { v: 0 }, { ttl: 60, grants: ['other'] });
+      expect(await raw.zRange(index, 0, -1)).toEqual([`${prefix}rec:access_token:fresh`]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('of 50 concurrent consumes through two separate connections exactly one wins', async () => {
+    const prefix = freshPrefix();
+    const a = new RedisStore({ url: server.url, prefix });
+    const b = new RedisStore({ url: server.url, prefix });
+    try {
+      await a.put('code', 'race', { v: 1 }, { ttl: 60 });
+      expect(await b.get('code', 'race')).toEqual({ value: { v: 1 }, consumed: false });
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => (i % 2 === 0 ? a : b).consume('code', 'race')),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect(await a.get('code', 'race')).toEqual({ value: { v: 1 }, consumed: true });
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('uses the prefix netauth: by default and stores values as JSON', async () => {
+    const id = randomUUID();
+    const store = new RedisStore({ url: server.url });
+    try {
+      await store.put('code', id, { clientId: 'c1', list: [1, null] }, { ttl: 60 });
+      expect(await raw.hGetAll(`netauth:rec:code:${id}`)).toEqual({
+        v: '{"clientId":"c1","list":[1,null]}',
+        c: '0',
+        g: '[]',
+      });
+      await store.delete('code', id);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('refuses a TTL that is not finite', async () => {
+    const store = new RedisStore({ url: server.url, prefix: freshPrefix() });
+    try {
+      await expect(store.put('code', 'x', {}, { ttl: Number.POSITIVE_INFINITY })).rejects.toThrow(RangeError);
+      await expect(store.put('code', 'x', {}, { ttl: Number.NaN })).rejects.toThrow(RangeError);
+      expect(await store.get('code', 'x')).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('works with an injected client and leaves it open on close()', async () => {
+    const client = await rawClient(server.url);
+    try {
+      const store = new RedisStore({ client, prefix: freshPrefix() });
+      await store.put('poll', 'p', { v: 1 }, { ttl: 60 });
+      expect(await store.consume('poll', 'p')).toBe(true);
+      await store.close();
+      expect(await client.ping()).toBe('PONG');
+    } finally {
+      client.destroy();
+    }
+  });
+
+  describe('when Redis goes away', () => {
+    let own: RedisServer;
+    beforeAll(async () => {
+      own = await RedisServer.start();
+    });
+    afterAll(async () => {
+      await own?.destroy();
+    });
+
+    async function expectUnavailable(store: RedisStore): Promise<void> {
+      await expect(store.put('code', 'x', { v: 1 }, { ttl: 60, grants: ['g'] })).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.get('code', 'x')).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.consume('code', 'x')).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.delete('code', 'x')).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.revokeGrant('g')).rejects.toBeInstanceOf(StoreUnavailableError);
+    }
+
+    it('rejects with StoreUnavailableError while stopped and recovers by itself once restarted', { timeout: 30_000 }, async () => {
+      await own.restart();
+      const store = new RedisStore({ url: own.url, prefix: freshPrefix() });
+      try {
+        await store.put('code', 'before', { v: 1 }, { ttl: 60 });
+        await own.stop();
+        await expectUnavailable(store);
+        await own.restart();
+        // The same store object reconnects on its own; wait (bounded) until it has.
+        await vi.waitFor(() => store.get('code', 'nothing'), { timeout: 15_000, interval: 100 });
+        await store.put('code', 'after', { v: 2 }, { ttl: 60 });
+        expect(await store.consume('code', 'after')).toBe(true);
+        expect(await store.get('code', 'after')).toEqual({ value: { v: 2 }, consumed: true });
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('a store created while Redis is down rejects, then works once Redis is up', { timeout: 30_000 }, async () => {
+      await own.stop();
+      const store = new RedisStore({ url: own.url, prefix: freshPrefix() });
+      try {
+        await expectUnavailable(store);
+        await own.restart();
+        await vi.waitFor(() => store.get('code', 'nothing'), { timeout: 15_000, interval: 100 });
+        await store.put('code', 'x', { v: 1 }, { ttl: 60 });
+        expect(await store.consume('code', 'x')).toBe(true);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('an injected client that queues commands while offline still rejects instead of hanging', { timeout: 30_000 }, async () => {
+      await own.restart();
+      const client = await rawClient(own.url, { offlineQueue: true });
+      const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 300 });
+      try {
+        await store.put('code', 'x', { v: 1 }, { ttl: 60 });
+        await own.stop();
+        await expectUnavailable(store);
+        await own.restart();
+        await vi.waitFor(() => store.get('code', 'nothing'), { timeout: 15_000, interval: 100 });
+        expect(await store.consume('code', 'nothing')).toBe(false);
+      } finally {
+        await store.close();
+        client.destroy();
+      }
+    });
+  });
+});
