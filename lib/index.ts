@@ -21,3 +21,5 @@ export { MemoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
 export { StoreUnavailableError } from './stores/store.js';
 export type { Store, RecordKind, PutOptions, StoredRecord, JsonObject, JsonValue } from './stores/store.js';
+export { RedisStore } from './stores/redis.js';
+export type { RedisStoreOptions, RedisCommandClient } from './stores/redis.js';
