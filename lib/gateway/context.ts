@@ -25,9 +25,10 @@ export interface GatewayContext {
   now: () => number;
 }
 
-function positive(name: string, value: number | undefined, fallback: number): number {
+function seconds(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value < 0) throw new TypeError(`lifetimes.${name} must be a non-negative number of seconds`);
+  // Wire values (expires_in, interval) are whole, positive seconds: openid-client refuses anything else.
+  if (!Number.isInteger(value) || value < 1) throw new TypeError(`lifetimes.${name} must be a positive whole number of seconds`);
   return value;
 }
 
@@ -55,15 +56,12 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const policy = isList(options.consentPolicy) ? new StaticConsentPolicy(options.consentPolicy) : options.consentPolicy;
   const l = options.lifetimes ?? {};
   const lifetimes = {
-    code: positive('code', l.code, 60),
-    authReqId: positive('authReqId', l.authReqId, 120),
-    pollInterval: positive('pollInterval', l.pollInterval, 2),
-    accessToken: positive('accessToken', l.accessToken, 3600),
-    expiredRetention: positive('expiredRetention', l.expiredRetention, 600),
+    code: seconds('code', l.code, 60),
+    authReqId: seconds('authReqId', l.authReqId, 120),
+    pollInterval: seconds('pollInterval', l.pollInterval, 2),
+    accessToken: seconds('accessToken', l.accessToken, 3600),
+    expiredRetention: seconds('expiredRetention', l.expiredRetention, 600),
   };
-  for (const name of ['code', 'authReqId', 'accessToken'] as const) {
-    if (lifetimes[name] <= 0) throw new TypeError(`lifetimes.${name} must be positive`);
-  }
   return {
     issuer,
     realm: options.realm ?? issuer,

@@ -1,0 +1,130 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import express from 'express';
+import { createNetAuth, type NetAuthOptions } from '../../lib/index.js';
+import { createNetAuthClient, NetAuthClientError } from '../../lib/client/index.js';
+import { CLIENTS, POLICY, SECRET, SUBSCRIBERS, SIM_SWAP, LOCATION } from '../helpers/gateway.js';
+import { listen } from '../helpers/listen.js';
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  while (closers.length) await closers.pop()!();
+});
+
+/** A listening gateway; `intercept` runs before the router on /apigateway/token. */
+async function gateway(options: Partial<NetAuthOptions> = {}, intercept?: express.RequestHandler) {
+  const app = express();
+  const server = await listen(app);
+  const netauth = createNetAuth({
+    issuer: `${server.url}/apigateway`,
+    clients: CLIENTS,
+    subscribers: SUBSCRIBERS,
+    consentPolicy: POLICY,
+    lifetimes: { pollInterval: 1 },
+    ...options,
+  });
+  if (intercept) app.post('/apigateway/token', intercept);
+  app.use('/apigateway', netauth.router);
+  app.post('/sim-swap/check', netauth.guard({ scope: 'sim-swap' }), (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id }));
+  closers.push(server.close, () => netauth.close());
+  const client = createNetAuthClient({ gateway: `${server.url}/apigateway`, clientId: 'app-1', clientSecret: SECRET, allowInsecureRequests: true });
+  return { url: server.url, netauth, client };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<NetAuthClientError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(NetAuthClientError);
+    return error as NetAuthClientError;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('backend-flow client', () => {
+  it('gets a token the service API accepts', async () => {
+    const { url, client } = await gateway();
+    const token = await client.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+    expect(token.scope).toBe(SIM_SWAP);
+    const res = await fetch(`${url}/sim-swap/check`, { method: 'POST', headers: { authorization: `Bearer ${token.access_token}` } });
+    expect(await res.json()).toEqual({ subscriber: 'sub-alice' });
+  });
+
+  it('gets a token for a pending request approved later (out-of-band consent)', async () => {
+    const { netauth, client } = await gateway({
+      backchannel: {
+        onConsentRequired: (req) => {
+          setTimeout(() => void netauth.consent.grant({ clientId: req.clientId, subscriberId: req.subscriber.id, scope: req.scope }), 1200);
+        },
+      },
+    });
+    const token = await client.backchannel({ login_hint: 'tel:+34600000002', scope: LOCATION });
+    expect(token.scope).toBe(LOCATION);
+  });
+
+  it('backs off on slow_down: the next poll waits interval + 5 s', async () => {
+    const polls: number[] = [];
+    const { client } = await gateway({}, (_req, res, next) => {
+      polls.push(Date.now());
+      if (polls.length === 1) {
+        res.status(400).set('Cache-Control', 'no-store').json({ error: 'slow_down' });
+        return;
+      }
+      next();
+    });
+    const token = await client.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+    expect(token.access_token).toBeTruthy();
+    expect(polls).toHaveLength(2);
+    // CIBA §11: after slow_down the interval MUST grow by 5 s (here from 1 s to 6 s): a protocol rule, not a speed.
+    expect(polls[1]! - polls[0]!).toBeGreaterThanOrEqual(5900);
+  });
+
+  it('honours Retry-After on a 503 and then succeeds', async () => {
+    let refused = 0;
+    const { client } = await gateway({}, (_req, res, next) => {
+      if (refused++ === 0) {
+        res.status(503).set('Retry-After', '1').json({ error: 'temporarily_unavailable' });
+        return;
+      }
+      next();
+    });
+    const token = await client.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+    expect(token.access_token).toBeTruthy();
+    expect(refused).toBe(2);
+  });
+
+  it('surfaces access_denied as kind "denied"', async () => {
+    const { netauth, client } = await gateway({
+      backchannel: { onConsentRequired: (req) => void netauth.consent.deny({ clientId: req.clientId, subscriberId: req.subscriber.id, scope: req.scope }) },
+    });
+    const error = await rejection(client.backchannel({ login_hint: 'tel:+34600000001', scope: LOCATION }));
+    expect(error.kind).toBe('denied');
+    expect(error.error).toBe('access_denied');
+  });
+
+  it('surfaces expiry as kind "expired"', async () => {
+    const { client } = await gateway({ lifetimes: { pollInterval: 1, authReqId: 2 } });
+    const error = await rejection(client.backchannel({ login_hint: 'tel:+34600000001', scope: LOCATION }));
+    expect(error.kind).toBe('expired');
+  });
+
+  it('stops when the caller aborts', async () => {
+    const { client } = await gateway();
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const error = await rejection(client.backchannel({ login_hint: 'tel:+34600000001', scope: LOCATION, signal: controller.signal }));
+    expect(error.kind).toBe('aborted');
+  });
+
+  it('bc-authorize errors are typed too', async () => {
+    const { client } = await gateway();
+    const error = await rejection(client.backchannel({ login_hint: 'tel:+34699999999', scope: SIM_SWAP }));
+    expect(error.kind).toBe('token_error');
+    expect(error.error).toBe('unknown_user_id');
+  });
+
+  it('an unreachable gateway is kind "unavailable"', async () => {
+    const client = createNetAuthClient({ gateway: 'http://127.0.0.1:9/apigateway', clientId: 'app-1', clientSecret: SECRET, allowInsecureRequests: true });
+    const error = await rejection(client.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP }));
+    expect(error.kind).toBe('unavailable');
+  });
+});
