@@ -51,8 +51,8 @@ const UNSAFE_IN_URL = /[\s"'<>;,\\`]/;
 
 function logo(value: string | undefined): { logoUrl: string | undefined; imgSrc: string } {
   if (value === undefined) return { logoUrl: undefined, imgSrc: "'none'" };
+  if (/^data:image\/[a-z0-9.+-]+[;,][^\s"'<>\\`]*$/i.test(value)) return { logoUrl: value, imgSrc: 'data:' };
   if (UNSAFE_IN_URL.test(value)) throw new TypeError('consentPage.logoUrl contains characters a URL does not');
-  if (/^data:image\/[a-z0-9.+-]+[;,]/i.test(value)) return { logoUrl: value, imgSrc: 'data:' };
   if (value.startsWith('/') && !value.startsWith('//')) return { logoUrl: value, imgSrc: "'self'" };
   let url: URL;
   try {
@@ -60,7 +60,7 @@ function logo(value: string | undefined): { logoUrl: string | undefined; imgSrc:
   } catch {
     throw new TypeError('consentPage.logoUrl must be an https URL, a path on this host or a data:image URI');
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+  if (url.protocol !== 'https:') {
     throw new TypeError('consentPage.logoUrl must be an https URL, a path on this host or a data:image URI');
   }
   // Exactly this one image is allowed, nothing else from its host.
