@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
-import { MemoryStore } from '../../lib/index.js';
+import { MemoryStore, StoreUnavailableError, type Store } from '../../lib/index.js';
 import type { CodeRecord } from '../../lib/gateway/grants/authorization-code.js';
 import { ISSUER, createTestGateway } from '../helpers/gateway.js';
 import {
@@ -264,5 +264,38 @@ describe('prompt', () => {
   it('prompt=login and prompt=select_account are satisfied by network identification', async () => {
     expect(callback(await authorize(gw.app, { prompt: 'login' })).code).toBeDefined();
     expect(callback(await authorize(gw.app, { prompt: 'select_account' })).code).toBeDefined();
+  });
+});
+
+describe('failures of the service itself, after the redirect_uri is known: redirected too', () => {
+  function failingStore(error: Error): Store {
+    const inner = new MemoryStore({ sweepInterval: 0 });
+    return {
+      put: async (kind, id, value, options) => {
+        if (kind === 'code' || kind === 'session') throw error;
+        return inner.put(kind, id, value, options);
+      },
+      get: (kind, id) => inner.get(kind, id),
+      consume: (kind, id) => inner.consume(kind, id),
+      delete: (kind, id) => inner.delete(kind, id),
+      revokeGrant: (grant) => inner.revokeGrant(grant),
+    };
+  }
+
+  it('an unreachable store: temporarily_unavailable, with the state', async () => {
+    const gw = createTestGateway({ store: failingStore(new StoreUnavailableError('down')) });
+    for (const scope of [SIM_SWAP, LOCATION]) {
+      const q = callback(await authorize(gw.app, { scope }));
+      expect(q).toMatchObject({ error: 'temporarily_unavailable', state: 'state-123', iss: ISSUER });
+    }
+  });
+
+  it('an unexpected error: server_error revealing nothing, reported to onError', async () => {
+    const reported: unknown[] = [];
+    const gw = createTestGateway({ store: failingStore(new Error('secret detail')), onError: (e) => reported.push(e) });
+    const res = await authorize(gw.app);
+    expect(callback(res)).toMatchObject({ error: 'server_error', error_description: 'internal error', state: 'state-123' });
+    expect(res.headers.location).not.toContain('secret');
+    expect(reported).toHaveLength(1);
   });
 });
