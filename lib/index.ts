@@ -1,6 +1,16 @@
 export { createNetAuth } from './netauth.js';
 export type { NetAuth, ConsentApi, ConsentInput, BackchannelApi } from './netauth.js';
-export type { NetAuthOptions, Lifetimes, BackchannelOptions, BackchannelRequest, BackchannelDecision, SandboxOptions } from './gateway/options.js';
+export type {
+  NetAuthOptions,
+  Lifetimes,
+  BackchannelOptions,
+  BackchannelRequest,
+  BackchannelDecision,
+  SandboxOptions,
+  NetworkOptions,
+  ConsentPageOptions,
+  ConsentPageTexts,
+} from './gateway/options.js';
 export type { GuardOptions, NetAuthGrant } from './gateway/guard.js';
 export type { AuthorizationServerMetadata } from './gateway/discovery.js';
 export type { TokenResponse } from './gateway/access-tokens.js';

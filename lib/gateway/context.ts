@@ -4,7 +4,9 @@ import { StaticClientRegistry, type ClientRegistry } from '../registry/clients.j
 import { StaticSubscriberDirectory, type SubscriberDirectory } from '../identity/subscribers.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
+import { NetworkIdentifier } from '../identity/network.js';
 import type { BackchannelOptions, NetAuthOptions } from './options.js';
+import { resolveConsentPage, type ConsentPageConfig } from './consent-template.js';
 
 /** The options, resolved once: what every endpoint module reads. */
 export interface GatewayContext {
@@ -20,6 +22,9 @@ export interface GatewayContext {
   backchannel: BackchannelOptions;
   /** Allow-listed phone numbers in sandbox mode; undefined outside it. */
   sandboxLines: ReadonlySet<string> | undefined;
+  /** Network identification of the frontend flow; undefined when not configured (no one is identified). */
+  network: NetworkIdentifier | undefined;
+  consentPage: ConsentPageConfig;
   bodyLimit: string | number;
   onError: (error: unknown) => void;
   now: () => number;
@@ -61,6 +66,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     pollInterval: seconds('pollInterval', l.pollInterval, 2),
     accessToken: seconds('accessToken', l.accessToken, 3600),
     expiredRetention: seconds('expiredRetention', l.expiredRetention, 600),
+    interaction: seconds('interaction', l.interaction, 600),
   };
   return {
     issuer,
@@ -76,6 +82,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     sandboxLines: options.sandbox
       ? new Set(options.sandbox.allowList.map((line) => (line.startsWith('tel:') ? line.slice(4) : line)))
       : undefined,
+    network: options.network ? new NetworkIdentifier(options.network) : undefined,
+    consentPage: resolveConsentPage(options.consentPage, issuerUrl),
     bodyLimit: options.bodyLimit ?? '16kb',
     onError: options.onError ?? defaultOnError,
     now,

@@ -48,6 +48,20 @@ export function formParams(req: Request): FormParams {
   return new FormParams(body !== null && typeof body === 'object' ? (body as Record<string, unknown>) : {});
 }
 
+/**
+ * Query parameters by the same wire rules. Read from the raw URL rather than `req.query`, so the app's
+ * `query parser` setting (e.g. qs with nested objects) cannot change what the endpoint sees.
+ */
+export function queryParams(req: Request): FormParams {
+  const search = new URL(req.originalUrl, 'http://localhost').searchParams;
+  const values: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  for (const [name, value] of search) {
+    const previous = values[name];
+    values[name] = previous === undefined ? value : [previous, value].flat();
+  }
+  return new FormParams(values);
+}
+
 interface BodyParserError {
   type?: unknown;
   status?: unknown;

@@ -15,6 +15,8 @@ export interface Lifetimes {
   accessToken?: number;
   /** How long an expired auth_req_id is remembered, to answer expired_token rather than invalid_grant. Default 600. */
   expiredRetention?: number;
+  /** How long the consent page waits for the subscriber's answer (frontend flow). Default 600. */
+  interaction?: number;
 }
 
 /** What a backchannel hook is told about a request. */
@@ -52,6 +54,69 @@ export interface SandboxOptions {
   allowList: string[];
 }
 
+/**
+ * Network identification for the frontend flow. The device address is `req.ip`, so Express's `trust proxy`
+ * setting decides which hop counts: set it to exactly the operator's own proxies.
+ */
+export interface NetworkOptions {
+  /** The operator's mobile address ranges in CIDR notation (`"10.0.0.0/8"`, `"2001:db8::/32"`). Anything else is not the mobile network. */
+  mobileRanges: string[];
+  /**
+   * Request header carrying the device's source port, set (and overwritten) by the operator's edge, for
+   * subscribers behind CGNAT, e.g. `x-source-port`. Without it the directory is asked by IP alone.
+   */
+  portHeader?: string;
+}
+
+/** Wording of the consent page; every text may be replaced (e.g. to translate it). */
+export interface ConsentPageTexts {
+  /** Page title and heading. `{client}` is replaced by the application's name. */
+  title: string;
+  /** Introduces the purpose. `{client}` and `{operator}` are replaced. */
+  intro: string;
+  purposeLabel: string;
+  scopeLabel: string;
+  allow: string;
+  deny: string;
+  /** Under the buttons. `{operator}` is replaced. */
+  footer: string;
+  /** Heading of error pages. */
+  errorTitle: string;
+}
+
+/** Branding of the consent page (and of the error pages of the frontend flow). */
+export interface ConsentPageOptions {
+  /** Shown in the header and the texts. Default `"Your mobile operator"`. */
+  operatorName?: string;
+  /** CSS colour of the header bar and the Allow button: `#rgb`, `#rrggbb`, `rgb(...)`, `hsl(...)` or a colour name. Default `#0b57d0`. */
+  primaryColor?: string;
+  /** Text colour on the primary colour. Default `#ffffff`. */
+  primaryTextColor?: string;
+  /** Page background. Default `#ffffff`. */
+  backgroundColor?: string;
+  /** Body text. Default `#1f1f1f`. */
+  textColor?: string;
+  /**
+   * Logo: an `https:` URL, a path on this host (`/assets/logo.svg`) or a `data:image/...` URI. The page has
+   * no other external source; an absolute URL is allowed by exact match in the page's CSP `img-src`.
+   */
+  logoUrl?: string;
+  /** `lang` of the page. Default `en`. */
+  language?: string;
+  /** Link to the operator's privacy notice, shown under the buttons. */
+  privacyPolicyUrl?: string;
+  texts?: Partial<ConsentPageTexts>;
+  /** Name of the session cookie that binds the page to the browser. Default `netauth.sid`. */
+  cookieName?: string;
+  /** Path of the session cookie. Default: the issuer's path. Must cover where the router is mounted. */
+  cookiePath?: string;
+  /**
+   * Secret(s) signing the session cookie (the first signs, all verify, for rotation). Give the same secret to
+   * every instance behind a load balancer. Default: random per process (one instance only).
+   */
+  cookieSecret?: string | string[];
+}
+
 export interface NetAuthOptions {
   /**
    * The issuer identifier: the absolute URL where the router is mounted, e.g.
@@ -70,6 +135,10 @@ export interface NetAuthOptions {
   backchannel?: BackchannelOptions;
   /** Sandbox mode: no network identification; the login_hint names an allow-listed line. */
   sandbox?: SandboxOptions;
+  /** How the frontend flow recognises the subscriber's device. Without it (and outside sandbox mode) no one is identified. */
+  network?: NetworkOptions;
+  /** Branding and cookie of the consent page. */
+  consentPage?: ConsentPageOptions;
   /** Realm in `WWW-Authenticate` challenges. Default: the issuer. */
   realm?: string;
   /** Largest accepted form body. Default `16kb`. */

@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import type { ErrorRequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import { StoreUnavailableError } from '../stores/store.js';
 import { bodyError } from './form.js';
+import { contentSecurityPolicy, renderErrorPage, type ConsentPageConfig } from './consent-template.js';
 
 /**
  * The one place errors become responses. Anything that is not already an OAuthError is classified here:
@@ -54,5 +56,67 @@ export function jsonErrorHandler(onError: (error: unknown) => void): ErrorReques
       return;
     }
     sendJsonError(res, toOAuthError(error, onError));
+  };
+}
+
+/**
+ * Where a frontend-flow request answers once its client and redirect_uri are known to be registered
+ * (protocol.md, frontend step 2): from then on errors go back to the application, not to an error page.
+ */
+export interface RedirectTarget {
+  redirectUri: string;
+  /** The state exactly as sent; undefined when none was sent (none is ever invented). */
+  state: string | undefined;
+  /** 302 from GET /authorize, 303 after the consent form's POST. */
+  status: 302 | 303;
+}
+
+const redirectTargets = new WeakMap<Response, RedirectTarget>();
+
+/** Marks the response as redirectable: later errors are rendered as a redirect to `target`. */
+export function setRedirectTarget(res: Response, target: RedirectTarget): void {
+  redirectTargets.set(res, target);
+}
+
+/**
+ * The authorization response (RFC 6749 §4.1.2): the parameters in the redirect_uri's query, the query it
+ * already has kept, then `state` if one was sent and `iss` (RFC 9207).
+ */
+export function sendAuthorizationResponse(res: Response, issuer: string, target: RedirectTarget, params: Record<string, string | undefined>): void {
+  const hash = target.redirectUri.indexOf('#');
+  const base = hash < 0 ? target.redirectUri : target.redirectUri.slice(0, hash);
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) query.append(name, value);
+  if (target.state !== undefined) query.append('state', target.state);
+  query.append('iss', issuer);
+  const separator = base.includes('?') ? (base.endsWith('?') || base.endsWith('&') ? '' : '&') : '?';
+  res.set('Location', `${base}${separator}${query.toString()}`);
+  res.status(target.status).end();
+}
+
+/** An error of the frontend flow, redirected to the application. */
+export function sendRedirectError(res: Response, issuer: string, target: RedirectTarget, error: OAuthError): void {
+  sendAuthorizationResponse(res, issuer, target, { error: error.code, error_description: error.description });
+}
+
+/** The HTML error page: for requests that must not redirect (unknown client, unregistered redirect_uri, a refused form). */
+export function sendErrorPage(res: Response, page: ConsentPageConfig, error: OAuthError): void {
+  const nonce = randomBytes(16).toString('base64');
+  res.set(error.headers);
+  res.set('Content-Security-Policy', contentSecurityPolicy(page, nonce));
+  res.status(error.status).type('html').send(renderErrorPage(page, nonce, error.code, error.description));
+}
+
+/** Error handler for the frontend flow (authorize, consent page): a redirect when the target is known, else the error page. */
+export function frontendErrorHandler(issuer: string, page: ConsentPageConfig, onError: (error: unknown) => void): ErrorRequestHandler {
+  return (error: unknown, _req, res, next) => {
+    if (res.headersSent) {
+      next(error);
+      return;
+    }
+    const oauthError = toOAuthError(error, onError);
+    const target = redirectTargets.get(res);
+    if (target) sendRedirectError(res, issuer, target, oauthError);
+    else sendErrorPage(res, page, oauthError);
   };
 }

@@ -2,13 +2,16 @@ import express, { type Router } from 'express';
 import type { GatewayContext } from './context.js';
 import { ClientAuthenticator } from './client-auth.js';
 import { action, formBody } from './form.js';
-import { methodNotAllowed, noStore } from './http.js';
-import { jsonErrorHandler } from './render-error.js';
+import { frontendHeaders, methodNotAllowed, noStore } from './http.js';
+import { frontendErrorHandler, jsonErrorHandler } from './render-error.js';
 import { bcAuthorize } from './bc-authorize.js';
 import { tokenEndpoint } from './token.js';
 import { metadata } from './discovery.js';
 import type { Grant } from './grants/grant.js';
 import { cibaGrant } from './grants/ciba.js';
+import { authorizationCodeGrant } from './grants/authorization-code.js';
+import { authorizeEndpoint } from './authorize.js';
+import { ConsentPage } from './consent-page.js';
 
 /**
  * The gateway router: each endpoint is a declarative stack (headers, body, action), errors go to one renderer.
@@ -18,7 +21,22 @@ export function createRouter(ctx: GatewayContext): Router {
   const router = express.Router();
   const auth = new ClientAuthenticator(ctx.clients, ctx.realm);
   const form = formBody(ctx.bodyLimit);
-  const grants: Grant[] = [cibaGrant];
+  const grants: Grant[] = [cibaGrant, authorizationCodeGrant];
+  const consentPage = new ConsentPage(ctx);
+
+  // The frontend flow answers browsers: redirects and HTML pages, never JSON (except 405), from its own error handler.
+  const frontend = express.Router();
+  frontend
+    .route('/authorize')
+    .get(frontendHeaders, action(authorizeEndpoint(ctx, consentPage)))
+    .all(frontendHeaders, methodNotAllowed('GET, HEAD'));
+  frontend
+    .route('/consent')
+    .get(frontendHeaders, consentPage.session, action(consentPage.show))
+    .post(frontendHeaders, ...form, consentPage.session, action(consentPage.decide))
+    .all(frontendHeaders, methodNotAllowed('GET, HEAD, POST'));
+  frontend.use(frontendErrorHandler(ctx.issuer, ctx.consentPage, ctx.onError));
+  router.use(frontend);
 
   router
     .route('/bc-authorize')

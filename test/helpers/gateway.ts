@@ -48,6 +48,20 @@ export const POLICY: ConsentRule[] = [
   { purpose: 'Marketing', scope: 'device-location', basis: 'forbidden' },
 ];
 
+/** The operator's mobile ranges in the fixture: the subscribers' addresses above lie in them. */
+export const MOBILE_RANGES = ['10.20.0.0/16', '100.64.0.0/10', '2001:db8::/32'];
+
+/** The edge's CGNAT source-port header in the fixture. */
+export const PORT_HEADER = 'x-source-port';
+
+export interface TestGatewaySetup {
+  /**
+   * Express `trust proxy`. Default `loopback`: supertest connects from loopback, so a test plays the
+   * operator's edge by sending `X-Forwarded-For: <device address>`.
+   */
+  trustProxy?: boolean | string | number;
+}
+
 export interface TestGateway {
   app: Express;
   netauth: NetAuth;
@@ -58,7 +72,7 @@ export interface TestGateway {
  * The real router mounted in a real Express app, plus a sample service API behind the guard.
  * The clock is injected so expiry and polling intervals are tested without waiting.
  */
-export function createTestGateway(overrides: Partial<NetAuthOptions> = {}): TestGateway {
+export function createTestGateway(overrides: Partial<NetAuthOptions> = {}, setup: TestGatewaySetup = {}): TestGateway {
   const clock = {
     now: 1_800_000_000_000,
     advance(seconds: number) {
@@ -70,10 +84,12 @@ export function createTestGateway(overrides: Partial<NetAuthOptions> = {}): Test
     clients: CLIENTS,
     subscribers: SUBSCRIBERS,
     consentPolicy: POLICY,
+    network: { mobileRanges: MOBILE_RANGES, portHeader: PORT_HEADER },
     now: () => clock.now,
     ...overrides,
   });
   const app = express();
+  app.set('trust proxy', setup.trustProxy ?? 'loopback');
   app.use('/apigateway', netauth.router);
   app.post('/sim-swap/check', netauth.guard({ scope: 'sim-swap' }), (req, res) => {
     res.json({ swapped: false, subscriber: req.netauth?.subscriber.id, clientId: req.netauth?.clientId, purpose: req.netauth?.purpose });

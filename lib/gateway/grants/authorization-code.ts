@@ -1,0 +1,134 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { OAuthError } from '../../errors.js';
+import type { Subscriber } from '../../identity/subscribers.js';
+import type { GatewayContext } from '../context.js';
+import type { Grant } from './grant.js';
+import { issueAccessToken, tokenKey } from '../access-tokens.js';
+
+/** An authorization code as stored under the code itself (kind `code`). */
+export interface CodeRecord {
+  clientId: string;
+  /** The redirect_uri the code was delivered to; the token request must repeat it exactly. */
+  redirectUri: string;
+  subscriberId: string;
+  phoneNumber: string | null;
+  purpose: string;
+  scopes: string[];
+  scope: string;
+  /** S256 challenge, or null when the code was issued without PKCE (then a code_verifier is refused). */
+  codeChallenge: string | null;
+  /** OIDC nonce, kept for the ID token. */
+  nonce: string | null;
+  /** The code's own grant: tokens issued from it carry it, and a replay revokes it. */
+  grantId: string;
+  /** Grants of the consent records the code rests on. */
+  consentGrants: string[];
+  issuedAt: number;
+  expiresAt: number;
+  [key: string]: string | number | null | string[];
+}
+
+/** What a code is issued for: a validated authorization request, its subscriber identified, consent settled. */
+export interface CodeRequest {
+  clientId: string;
+  redirectUri: string;
+  subscriber: Subscriber;
+  purpose: string;
+  scopes: string[];
+  scope: string;
+  codeChallenge: string | undefined;
+  nonce: string | undefined;
+  consentGrants: string[];
+}
+
+/** RFC 7636 §4.1: 43..128 unreserved characters. */
+const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
+/** BASE64URL(SHA256(verifier)): always 43 characters. */
+export const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
+
+/** Issues a single-use code: 256 random bits, base64url. */
+export async function createAuthorizationCode(ctx: GatewayContext, request: CodeRequest): Promise<string> {
+  const code = randomBytes(32).toString('base64url');
+  const issuedAt = ctx.now();
+  const record: CodeRecord = {
+    clientId: request.clientId,
+    redirectUri: request.redirectUri,
+    subscriberId: request.subscriber.id,
+    phoneNumber: request.subscriber.phoneNumber ?? null,
+    purpose: request.purpose,
+    scopes: request.scopes,
+    scope: request.scope,
+    codeChallenge: request.codeChallenge ?? null,
+    nonce: request.nonce ?? null,
+    grantId: randomBytes(16).toString('base64url'),
+    consentGrants: request.consentGrants,
+    issuedAt,
+    expiresAt: issuedAt + ctx.lifetimes.code * 1000,
+  };
+  // Written with the consent grants too: withdrawing consent before redemption kills the code as well.
+  await ctx.store.put('code', code, record, { ttl: ctx.lifetimes.code, grants: [record.grantId, ...record.consentGrants] });
+  return code;
+}
+
+function verifyPkce(record: CodeRecord, verifier: string | undefined): void {
+  if (record.codeChallenge === null) {
+    // Downgrade protection (RFC 9700 §2.1.1): a verifier for a code issued without a challenge is refused.
+    if (verifier !== undefined) throw new OAuthError('invalid_grant', 'code_verifier sent for a code issued without a code_challenge');
+    return;
+  }
+  if (verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required');
+  if (!VERIFIER.test(verifier)) throw new OAuthError('invalid_grant', 'code_verifier is malformed');
+  const computed = Buffer.from(createHash('sha256').update(verifier, 'ascii').digest('base64url'));
+  const expected = Buffer.from(record.codeChallenge);
+  if (computed.length !== expected.length || !timingSafeEqual(computed, expected)) {
+    throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
+  }
+}
+
+async function replayed(ctx: GatewayContext, record: CodeRecord): Promise<OAuthError> {
+  // RFC 6749 §4.1.2 / RFC 9700 §4.5: the code was used before; every token issued from it is revoked.
+  await ctx.store.revokeGrant(record.grantId);
+  return new OAuthError('invalid_grant', 'the code was already used');
+}
+
+export const authorizationCodeGrant: Grant = {
+  type: 'authorization_code',
+  async exchange(ctx, client, params) {
+    const code = params.require('code');
+    const redirectUri = params.require('redirect_uri');
+    const verifier = params.get('code_verifier');
+
+    // Everything is checked before the code is consumed, so a bad request does not burn it.
+    const stored = await ctx.store.get<CodeRecord>('code', code);
+    // Another client's code is answered exactly like an unknown one.
+    if (!stored || stored.value.clientId !== client.clientId) throw new OAuthError('invalid_grant', 'unknown code');
+    const record = stored.value;
+    if (record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the code has expired');
+    if (redirectUri !== record.redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri differs from the authorization request');
+    verifyPkce(record, verifier);
+    if (stored.consumed) throw await replayed(ctx, record);
+
+    // The token is written BEFORE the code is consumed: a replay that revokes the grant at any later moment
+    // therefore always finds it. Of concurrent redemptions exactly one wins the consume.
+    const tokens = await issueAccessToken(ctx, {
+      clientId: record.clientId,
+      subscriber: record.phoneNumber === null ? { id: record.subscriberId } : { id: record.subscriberId, phoneNumber: record.phoneNumber },
+      purpose: record.purpose,
+      scopes: record.scopes,
+      scope: record.scope,
+      grants: [record.grantId, ...record.consentGrants],
+    });
+    let won: boolean;
+    try {
+      won = await ctx.store.consume('code', code);
+    } catch (error) {
+      await ctx.store.delete('access_token', tokenKey(tokens.access_token)).catch(ctx.onError);
+      throw error;
+    }
+    if (!won) {
+      await ctx.store.delete('access_token', tokenKey(tokens.access_token));
+      throw await replayed(ctx, record);
+    }
+    return tokens;
+  },
+};

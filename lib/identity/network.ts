@@ -1,0 +1,85 @@
+import ipaddr from 'ipaddr.js';
+import type { Request } from 'express';
+import { normaliseIp, type NetworkAddress } from './login-hint.js';
+import type { Subscriber, SubscriberDirectory } from './subscribers.js';
+
+export interface NetworkIdentifierOptions {
+  mobileRanges: readonly string[];
+  portHeader?: string;
+}
+
+/** Why a device was not identified; the endpoint turns every reason into the same answer. */
+export type NetworkIdentification =
+  | { identified: true; subscriber: Subscriber; address: NetworkAddress }
+  | { identified: false; reason: 'no-address' | 'bad-port' | 'off-network' | 'unknown-address' };
+
+type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
+
+function parseRange(text: string): Range {
+  let range: Range;
+  try {
+    range = ipaddr.parseCIDR(text);
+  } catch {
+    throw new TypeError(`network.mobileRanges: "${text}" is not a CIDR range`);
+  }
+  const [address, bits] = range;
+  // An IPv4-mapped IPv6 range is the IPv4 range, since device addresses are normalised the same way.
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
+    return [(address as ipaddr.IPv6).toIPv4Address(), bits - 96];
+  }
+  return range;
+}
+
+const PORT = /^[0-9]{1,5}$/;
+
+/**
+ * The frontend flow's subscriber identification: the request's client IP (as Express's `trust proxy`
+ * decides), optionally with the source port the operator's edge reports (CGNAT), must lie in the
+ * operator's mobile ranges and be mapped to a subscriber by the directory.
+ */
+export class NetworkIdentifier {
+  private readonly ranges: Range[];
+  private readonly portHeader: string | undefined;
+
+  constructor(options: NetworkIdentifierOptions) {
+    if (!Array.isArray(options.mobileRanges)) throw new TypeError('network.mobileRanges must be a list of CIDR ranges');
+    this.ranges = options.mobileRanges.map(parseRange);
+    if (options.portHeader !== undefined && !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(options.portHeader)) {
+      throw new TypeError('network.portHeader must be an HTTP header name');
+    }
+    this.portHeader = options.portHeader?.toLowerCase();
+  }
+
+  /** True when the (normalised) IP lies in one of the mobile ranges. */
+  isMobile(ip: string): boolean {
+    if (!ipaddr.isValid(ip)) return false;
+    const address = ipaddr.parse(ip);
+    return this.ranges.some(([range, bits]) => range.kind() === address.kind() && address.match(range, bits));
+  }
+
+  /**
+   * The device's address: `req.ip`, normalised (IPv4-mapped IPv6 is IPv4), plus the port header when
+   * configured. `bad-port` when the header is present but is not one port in 1..65535.
+   */
+  deviceAddress(req: Request): NetworkAddress | 'no-address' | 'bad-port' {
+    const ip = req.ip === undefined ? undefined : normaliseIp(req.ip);
+    if (ip === undefined) return 'no-address';
+    if (this.portHeader === undefined) return { ip };
+    const header = req.headers[this.portHeader];
+    if (header === undefined) return { ip };
+    const text = Array.isArray(header) ? undefined : header.trim();
+    if (text === undefined || !PORT.test(text)) return 'bad-port';
+    const port = Number(text);
+    if (port < 1 || port > 65535) return 'bad-port';
+    return { ip, port };
+  }
+
+  async identify(req: Request, directory: SubscriberDirectory): Promise<NetworkIdentification> {
+    const address = this.deviceAddress(req);
+    if (typeof address === 'string') return { identified: false, reason: address };
+    if (!this.isMobile(address.ip)) return { identified: false, reason: 'off-network' };
+    const subscriber = await directory.findByNetworkAddress(address);
+    if (!subscriber) return { identified: false, reason: 'unknown-address' };
+    return { identified: true, subscriber, address };
+  }
+}
