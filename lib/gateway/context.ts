@@ -5,6 +5,9 @@ import { StaticSubscriberDirectory, type SubscriberDirectory } from '../identity
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
 import type { BackchannelOptions, NetAuthOptions } from './options.js';
+import { resolveKeySet, type KeySet } from './keys.js';
+import { Revocations } from './revocations.js';
+import { createPairwiseSubject, type PairwiseSubject } from './subjects.js';
 
 /** The options, resolved once: what every endpoint module reads. */
 export interface GatewayContext {
@@ -20,6 +23,13 @@ export interface GatewayContext {
   backchannel: BackchannelOptions;
   /** Allow-listed phone numbers in sandbox mode; undefined outside it. */
   sandboxLines: ReadonlySet<string> | undefined;
+  /** Signing keys; undefined when nothing is signed (no ID tokens, opaque access tokens, no keys given). */
+  keys: KeySet | undefined;
+  idTokens: boolean;
+  accessTokenFormat: 'opaque' | 'jwt';
+  accessTokenAudience: string;
+  pairwiseSubject: PairwiseSubject;
+  revocations: Revocations;
   bodyLimit: string | number;
   onError: (error: unknown) => void;
   now: () => number;
@@ -62,13 +72,18 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     accessToken: seconds('accessToken', l.accessToken, 3600),
     expiredRetention: seconds('expiredRetention', l.expiredRetention, 600),
   };
+  const accessTokenFormat = options.accessTokenFormat ?? 'opaque';
+  if (accessTokenFormat !== 'opaque' && accessTokenFormat !== 'jwt') throw new TypeError("accessTokenFormat must be 'opaque' or 'jwt'");
+  const idTokens = options.idTokens ?? false;
+  const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
+  const revocations = new Revocations(store, now, lifetimes.accessToken);
   return {
     issuer,
     realm: options.realm ?? issuer,
     clients: isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients,
     subscribers: isList(options.subscribers) ? new StaticSubscriberDirectory(options.subscribers) : options.subscribers,
     policy,
-    consent: new ConsentRecords(store, policy, now),
+    consent: new ConsentRecords(store, policy, now, (grantId) => revocations.revokeGrants([grantId])),
     store,
     ownsStore: options.store === undefined,
     lifetimes,
@@ -76,6 +91,12 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     sandboxLines: options.sandbox
       ? new Set(options.sandbox.allowList.map((line) => (line.startsWith('tel:') ? line.slice(4) : line)))
       : undefined,
+    keys,
+    idTokens,
+    accessTokenFormat,
+    accessTokenAudience: options.accessTokenAudience ?? issuer,
+    pairwiseSubject: createPairwiseSubject(options.pairwiseSalt),
+    revocations,
     bodyLimit: options.bodyLimit ?? '16kb',
     onError: options.onError ?? defaultOnError,
     now,
