@@ -46,8 +46,11 @@ export class Revocations {
   async revokeGrants(grantIds: readonly string[]): Promise<void> {
     const until = this.now() + this.grantRetention * 1000;
     for (const grantId of grantIds) {
-      await this.record(grantKey(grantId), until);
-      await this.store.revokeGrant(grantId);
+      // Both store writes are attempted even if one fails (the local entry is already in place), so a
+      // failing list write does not leave opaque tokens alive, nor the reverse; the first failure is raised.
+      const results = await Promise.allSettled([this.record(grantKey(grantId), until), this.store.revokeGrant(grantId)]);
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
     }
   }
 
