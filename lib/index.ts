@@ -14,6 +14,9 @@ export type {
 export type { GuardOptions, NetAuthGrant } from './gateway/guard.js';
 export type { AuthorizationServerMetadata } from './gateway/discovery.js';
 export type { TokenResponse } from './gateway/access-tokens.js';
+export type { AccessTokenClaims } from './gateway/jwt-access-tokens.js';
+export type { IntrospectionResponse } from './gateway/token-introspection.js';
+export type { JWK } from 'jose';
 export { OAuthError, isOAuthError } from './errors.js';
 export type { OAuthErrorCode } from './errors.js';
 export { StaticClientRegistry, hashClientSecret } from './registry/clients.js';

@@ -44,6 +44,11 @@ export class ConsentRecords {
     private readonly store: Store,
     private readonly policy: ConsentPolicy,
     private readonly now: () => number,
+    /**
+     * Revokes the tokens issued under a grant. Default: deletes the records written with it. The gateway passes
+     * its revocation list, which also reaches JWT access tokens (verified offline, with no record to delete).
+     */
+    private readonly revokeGrant: (grantId: string) => Promise<void> = (grantId) => store.revokeGrant(grantId),
   ) {}
 
   async grant(subject: ConsentSubject): Promise<ConsentRecord[]> {
@@ -69,7 +74,7 @@ export class ConsentRecords {
         const existing = await this.store.get<ConsentRecord>('consent', id);
         if (!existing) return false;
         await this.store.delete('consent', id);
-        await this.store.revokeGrant(existing.value.grantId);
+        await this.revokeGrant(existing.value.grantId);
         return true;
       }),
     );
@@ -119,7 +124,7 @@ export class ConsentRecords {
     };
     await this.store.put('consent', id, record, { ttl: lifetime });
     // A refusal supersedes a consent: the tokens issued under it go with it.
-    if (status === 'denied' && previous?.status === 'granted') await this.store.revokeGrant(previous.grantId);
+    if (status === 'denied' && previous?.status === 'granted') await this.revokeGrant(previous.grantId);
     return record;
   }
 }

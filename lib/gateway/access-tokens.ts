@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { GatewayContext } from './context.js';
 import type { Authorization } from './authorization.js';
+import { signAccessToken } from './jwt-access-tokens.js';
 
 /** What the store keeps for an access token, under the SHA-256 of the token (never the token itself). */
 export interface AccessTokenRecord {
@@ -12,6 +13,12 @@ export interface AccessTokenRecord {
   scope: string;
   issuedAt: number;
   expiresAt: number;
+  /** `jwt` tokens are verified offline by the guard; this record serves introspection and revocation. */
+  format: 'opaque' | 'jwt';
+  /** The JWT's `jti`; null for opaque tokens. */
+  jti: string | null;
+  /** Grant ids the token was issued under (also the store's grant index of this record). */
+  grants: string[];
   [key: string]: string | number | null | string[];
 }
 
@@ -28,11 +35,32 @@ export function tokenKey(token: string): string {
   return createHash('sha256').update(token).digest('base64url');
 }
 
-/** Opaque bearer token: 256 random bits. */
+/**
+ * Issues an access token in the configured format: opaque (256 random bits) or an RFC 9068 JWT. Either way
+ * the store keeps a record under the SHA-256 of the token, written with the authorization's grant ids.
+ */
 export async function issueAccessToken(ctx: GatewayContext, authorization: Authorization): Promise<TokenResponse> {
-  const token = randomBytes(32).toString('base64url');
-  const issuedAt = ctx.now();
   const lifetime = ctx.lifetimes.accessToken;
+  let issuedAt = ctx.now();
+  let token: string;
+  let jti: string | null = null;
+  if (ctx.accessTokenFormat === 'jwt') {
+    // Whole seconds, so the record and the JWT's iat/exp agree.
+    issuedAt = Math.floor(issuedAt / 1000) * 1000;
+    jti = randomBytes(16).toString('base64url');
+    token = await signAccessToken(ctx, {
+      clientId: authorization.clientId,
+      subscriberId: authorization.subscriber.id,
+      scope: authorization.scope,
+      purpose: authorization.purpose,
+      grants: authorization.grants,
+      jti,
+      iat: issuedAt / 1000,
+      exp: issuedAt / 1000 + lifetime,
+    });
+  } else {
+    token = randomBytes(32).toString('base64url');
+  }
   const record: AccessTokenRecord = {
     clientId: authorization.clientId,
     subscriberId: authorization.subscriber.id,
@@ -42,6 +70,9 @@ export async function issueAccessToken(ctx: GatewayContext, authorization: Autho
     scope: authorization.scope,
     issuedAt,
     expiresAt: issuedAt + lifetime * 1000,
+    format: ctx.accessTokenFormat,
+    jti,
+    grants: [...authorization.grants],
   };
   await ctx.store.put('access_token', tokenKey(token), record, { ttl: lifetime, grants: authorization.grants });
   return { access_token: token, token_type: 'Bearer', expires_in: lifetime, scope: authorization.scope };

@@ -18,6 +18,8 @@ export interface BackchannelRecord {
   /** The approval hook's decision: `pending` until it resolves. Consent is checked separately, at each poll. */
   status: 'pending' | 'approved' | 'denied';
   createdAt: number;
+  /** Epoch ms of the approval (the ID token's auth_time): `createdAt` when approved at once; null until then. */
+  approvedAt: number | null;
   expiresAt: number;
   grantId: string;
   [key: string]: string | number | null | string[];
@@ -68,6 +70,7 @@ export async function createBackchannelRequest(
     consentScopes: decision.consentScopes,
     status: ctx.backchannel.authorize ? 'pending' : 'approved',
     createdAt,
+    approvedAt: ctx.backchannel.authorize ? null : createdAt,
     expiresAt: createdAt + ctx.lifetimes.authReqId * 1000,
     grantId: randomBytes(16).toString('base64url'),
   };
@@ -82,7 +85,7 @@ export async function createBackchannelRequest(
 export async function decideBackchannelRequest(ctx: GatewayContext, authReqId: string, decision: 'approved' | 'denied'): Promise<boolean> {
   const stored = await ctx.store.get<BackchannelRecord>('backchannel', authReqId);
   if (!stored || stored.consumed || stored.value.status !== 'pending' || stored.value.expiresAt <= ctx.now()) return false;
-  const record = { ...stored.value, status: decision };
+  const record: BackchannelRecord = { ...stored.value, status: decision, approvedAt: decision === 'approved' ? ctx.now() : null };
   await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record), grants: [record.grantId] });
   return true;
 }

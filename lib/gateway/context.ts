@@ -7,6 +7,9 @@ import type { Store } from '../stores/store.js';
 import { NetworkIdentifier } from '../identity/network.js';
 import type { BackchannelOptions, NetAuthOptions } from './options.js';
 import { resolveConsentPage, type ConsentPageConfig } from './consent-template.js';
+import { resolveKeySet, type KeySet } from './keys.js';
+import { Revocations } from './revocations.js';
+import { createPairwiseSubject, type PairwiseSubject } from './subjects.js';
 
 /** The options, resolved once: what every endpoint module reads. */
 export interface GatewayContext {
@@ -25,6 +28,13 @@ export interface GatewayContext {
   /** Network identification of the frontend flow; undefined when not configured (no one is identified). */
   network: NetworkIdentifier | undefined;
   consentPage: ConsentPageConfig;
+  /** Signing keys; undefined when nothing is signed (no ID tokens, opaque access tokens, no keys given). */
+  keys: KeySet | undefined;
+  idTokens: boolean;
+  accessTokenFormat: 'opaque' | 'jwt';
+  accessTokenAudience: string;
+  pairwiseSubject: PairwiseSubject;
+  revocations: Revocations;
   bodyLimit: string | number;
   onError: (error: unknown) => void;
   now: () => number;
@@ -68,13 +78,18 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     expiredRetention: seconds('expiredRetention', l.expiredRetention, 600),
     interaction: seconds('interaction', l.interaction, 600),
   };
+  const accessTokenFormat = options.accessTokenFormat ?? 'opaque';
+  if (accessTokenFormat !== 'opaque' && accessTokenFormat !== 'jwt') throw new TypeError("accessTokenFormat must be 'opaque' or 'jwt'");
+  const idTokens = options.idTokens ?? false;
+  const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
+  const revocations = new Revocations(store, now, lifetimes.accessToken);
   return {
     issuer,
     realm: options.realm ?? issuer,
     clients: isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients,
     subscribers: isList(options.subscribers) ? new StaticSubscriberDirectory(options.subscribers) : options.subscribers,
     policy,
-    consent: new ConsentRecords(store, policy, now),
+    consent: new ConsentRecords(store, policy, now, (grantId) => revocations.revokeGrants([grantId])),
     store,
     ownsStore: options.store === undefined,
     lifetimes,
@@ -84,6 +99,12 @@ export function createContext(options: NetAuthOptions): GatewayContext {
       : undefined,
     network: options.network ? new NetworkIdentifier(options.network) : undefined,
     consentPage: resolveConsentPage(options.consentPage, issuerUrl),
+    keys,
+    idTokens,
+    accessTokenFormat,
+    accessTokenAudience: options.accessTokenAudience ?? issuer,
+    pairwiseSubject: createPairwiseSubject(options.pairwiseSalt),
+    revocations,
     bodyLimit: options.bodyLimit ?? '16kb',
     onError: options.onError ?? defaultOnError,
     now,

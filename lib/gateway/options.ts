@@ -2,6 +2,7 @@ import type { ConsentPolicy, ConsentRule } from '../consent/policy.js';
 import type { ClientRegistry, RegisteredClient } from '../registry/clients.js';
 import type { StaticSubscriber, Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
 import type { Store } from '../stores/store.js';
+import type { JWK } from 'jose';
 
 /** Lifetimes in seconds. Defaults are protocol.md's. */
 export interface Lifetimes {
@@ -139,6 +140,25 @@ export interface NetAuthOptions {
   network?: NetworkOptions;
   /** Branding and cookie of the consent page. */
   consentPage?: ConsentPageOptions;
+  /**
+   * Private JWKs (RSA ≥ 2048 bits, EC P-256/P-384/P-521 or Ed25519) that sign ID tokens and JWT access
+   * tokens. The first signs; all are published at `{issuer}/jwks` and verify, so a key can be rotated in
+   * ahead of use and an old one kept until its tokens expire. `kid`: the JWK's, else its RFC 7638
+   * thumbprint. Without keys, when something needs signing, an RS256 key is generated for development
+   * (with a warning: tokens stop verifying on restart and across instances).
+   */
+  signingKeys?: JWK[];
+  /** Issue an ID token when `openid` is in the granted scope. Default false. */
+  idTokens?: boolean;
+  /** `opaque` (default): random, stored hashed. `jwt`: RFC 9068 `at+jwt`, verifiable offline with the JWKS. */
+  accessTokenFormat?: 'opaque' | 'jwt';
+  /** `aud` of JWT access tokens (the service APIs). Default: the issuer. */
+  accessTokenAudience?: string;
+  /**
+   * Salt of the pairwise `sub` (ID tokens, introspection). Keep it secret and stable: changing it changes
+   * every `sub`. Default: random per process, with a warning.
+   */
+  pairwiseSalt?: string;
   /** Realm in `WWW-Authenticate` challenges. Default: the issuer. */
   realm?: string;
   /** Largest accepted form body. Default `16kb`. */

@@ -12,6 +12,8 @@ import { cibaGrant } from './grants/ciba.js';
 import { authorizationCodeGrant } from './grants/authorization-code.js';
 import { authorizeEndpoint } from './authorize.js';
 import { ConsentPage } from './consent-page.js';
+import { introspectionEndpoint } from './token-introspection.js';
+import { revocationEndpoint } from './token-revocation.js';
 
 /**
  * The gateway router: each endpoint is a declarative stack (headers, body, action), errors go to one renderer.
@@ -47,6 +49,15 @@ export function createRouter(ctx: GatewayContext): Router {
     .post(noStore, ...form, action(tokenEndpoint(ctx, auth, grants)))
     .all(noStore, methodNotAllowed('POST'));
 
+  router
+    .route('/introspect')
+    .post(noStore, ...form, action(introspectionEndpoint(ctx, auth)))
+    .all(noStore, methodNotAllowed('POST'));
+  router
+    .route('/revoke')
+    .post(noStore, ...form, action(revocationEndpoint(ctx, auth)))
+    .all(noStore, methodNotAllowed('POST'));
+
   const discovery = express.Router();
   const document = metadata(ctx);
   for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
@@ -54,6 +65,16 @@ export function createRouter(ctx: GatewayContext): Router {
       .route(path)
       .get((_req, res) => {
         res.set('Cache-Control', 'public, max-age=300').json(document);
+      })
+      .all(methodNotAllowed('GET, HEAD'));
+  }
+  const keys = ctx.keys;
+  if (keys) {
+    // Public keys only (resolveKeySet exports them from the public halves).
+    discovery
+      .route('/jwks')
+      .get((_req, res) => {
+        res.set('Cache-Control', 'public, max-age=300').type('application/jwk-set+json').send(JSON.stringify(keys.jwks));
       })
       .all(methodNotAllowed('GET, HEAD'));
   }

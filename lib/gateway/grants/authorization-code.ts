@@ -4,6 +4,8 @@ import type { Subscriber } from '../../identity/subscribers.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
 import { issueAccessToken, tokenKey } from '../access-tokens.js';
+import { idTokenRequested, issueIdToken } from '../id-tokens.js';
+import { revokeGrant } from '../revocations.js';
 
 /** An authorization code as stored under the code itself (kind `code`). */
 export interface CodeRecord {
@@ -86,8 +88,9 @@ function verifyPkce(record: CodeRecord, verifier: string | undefined): void {
 }
 
 async function replayed(ctx: GatewayContext, record: CodeRecord): Promise<OAuthError> {
-  // RFC 6749 §4.1.2 / RFC 9700 §4.5: the code was used before; every token issued from it is revoked.
-  await ctx.store.revokeGrant(record.grantId);
+  // RFC 6749 §4.1.2 / RFC 9700 §4.5: the code was used before; every token issued from it is revoked
+  // (records deleted, and JWT access tokens listed as revoked).
+  await revokeGrant(ctx, record.grantId);
   return new OAuthError('invalid_grant', 'the code was already used');
 }
 
@@ -125,9 +128,17 @@ export const authorizationCodeGrant: Grant = {
       await ctx.store.delete('access_token', tokenKey(tokens.access_token)).catch(ctx.onError);
       throw error;
     }
-    if (!won) {
-      await ctx.store.delete('access_token', tokenKey(tokens.access_token));
-      throw await replayed(ctx, record);
+    // The loser's own token goes with the grant the replay revokes.
+    if (!won) throw await replayed(ctx, record);
+    if (idTokenRequested(ctx, record.scope)) {
+      tokens.id_token = await issueIdToken(ctx, {
+        clientId: record.clientId,
+        subscriber: { id: record.subscriberId },
+        // The network identified the subscriber when the code was issued.
+        authTime: record.issuedAt,
+        ...(record.nonce === null ? {} : { nonce: record.nonce }),
+        accessToken: tokens.access_token,
+      });
     }
     return tokens;
   },

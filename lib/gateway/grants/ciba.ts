@@ -3,6 +3,7 @@ import { CIBA_GRANT } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
 import { issueAccessToken } from '../access-tokens.js';
+import { idTokenRequested, issueIdToken } from '../id-tokens.js';
 import type { BackchannelRecord, PollRecord } from '../backchannel-requests.js';
 
 type Outcome = { kind: 'approved'; consentGrants: string[] } | { kind: 'pending' } | { kind: 'denied' };
@@ -55,7 +56,7 @@ export const cibaGrant: Grant = {
 
     // Single use: of concurrent polls for an approved request exactly one wins the token.
     if (!(await ctx.store.consume('backchannel', authReqId))) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
-    return issueAccessToken(ctx, {
+    const tokens = await issueAccessToken(ctx, {
       clientId: record.clientId,
       subscriber: record.phoneNumber === null ? { id: record.subscriberId } : { id: record.subscriberId, phoneNumber: record.phoneNumber },
       purpose: record.purpose,
@@ -63,5 +64,19 @@ export const cibaGrant: Grant = {
       scope: record.scope,
       grants: [record.grantId, ...result.consentGrants],
     });
+    if (idTokenRequested(ctx, record.scope)) {
+      tokens.id_token = await issueIdToken(ctx, {
+        clientId: record.clientId,
+        subscriber: { id: record.subscriberId },
+        // When the request was approved (by the hook, or at once when created); older records lack approvedAt.
+        authTime: record.approvedAt ?? record.createdAt,
+        accessToken: tokens.access_token,
+        // CIBA Core §10.3.1 binds a push-mode ID token to its request with this claim and at_hash; §10.1.1
+        // (poll) does not require them, but the token endpoint response benefits from the same binding, and
+        // node-oidc-provider and the FAPI-CIBA conformance checks expect it there too. CIBA has no nonce.
+        extra: { 'urn:openid:params:jwt:claim:auth_req_id': authReqId },
+      });
+    }
+    return tokens;
   },
 };
