@@ -103,7 +103,10 @@ export class ConsentPage {
       store: new ContractSessionStore(ctx.store, this.ttl),
       resave: false,
       saveUninitialized: false,
-      unset: 'destroy',
+      // Not 'destroy': with it express-session deletes the session on the way out whenever `req.session` is
+      // unset, which includes a session it failed to load (store unavailable): the 503 page would then delete
+      // the pending request, or fail again after the response. `forget` destroys sessions explicitly.
+      unset: 'keep',
       cookie: { httpOnly: true, sameSite: 'lax', secure: page.secureCookie, path: page.cookiePath, maxAge: this.ttl * 1000 },
     });
   }

@@ -48,11 +48,21 @@ export function sendBearerError(res: Response, realm: string, error: OAuthError 
   res.status(error.status).json(error.toJSON());
 }
 
+/**
+ * An error once the response has started (e.g. express-session failing to write after `res.end`): no one is
+ * left to tell, so an unexpected one is reported and an unfinished response cut. It goes no further: Express's
+ * final handler would print its stack trace.
+ */
+function afterResponse(res: Response, error: unknown, onError: (error: unknown) => void): void {
+  toOAuthError(error, onError);
+  if (!res.writableEnded) res.destroy();
+}
+
 /** Error handler for the JSON endpoints (bc-authorize, token, discovery). */
 export function jsonErrorHandler(onError: (error: unknown) => void): ErrorRequestHandler {
-  return (error: unknown, _req, res, next) => {
+  return (error: unknown, _req, res, _next) => {
     if (res.headersSent) {
-      next(error);
+      afterResponse(res, error, onError);
       return;
     }
     sendJsonError(res, toOAuthError(error, onError));
@@ -109,9 +119,9 @@ export function sendErrorPage(res: Response, page: ConsentPageConfig, error: OAu
 
 /** Error handler for the frontend flow (authorize, consent page): a redirect when the target is known, else the error page. */
 export function frontendErrorHandler(issuer: string, page: ConsentPageConfig, onError: (error: unknown) => void): ErrorRequestHandler {
-  return (error: unknown, _req, res, next) => {
+  return (error: unknown, _req, res, _next) => {
     if (res.headersSent) {
-      next(error);
+      afterResponse(res, error, onError);
       return;
     }
     const oauthError = toOAuthError(error, onError);

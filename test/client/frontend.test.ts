@@ -6,7 +6,7 @@ import { createNetAuthClient, NetAuthClientError, type NetAuthClient } from '../
 import { CLIENTS, POLICY, SECRET, SUBSCRIBERS, SIM_SWAP, LOCATION } from '../helpers/gateway.js';
 import { listen } from '../helpers/listen.js';
 import { Browser, consentFormOf } from '../helpers/browser.js';
-import { spawnGateway } from '../helpers/spawn-gateway.js';
+import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../helpers/gateway-process.js';
 
 /** Mounts an application backend (express-session + the companion) on `app` under `prefix`. */
 function mountApplication(app: Express, prefix: string, client: NetAuthClient, gateway: () => string): void {
@@ -178,14 +178,16 @@ describe('app side: gateway router and companion in one app', () => {
 });
 
 describe('app side: gateway and application in two processes', () => {
-  let gateway: Awaited<ReturnType<typeof spawnGateway>>;
+  let gateway: GatewayProcess;
   let app: Awaited<ReturnType<typeof listen>>;
 
   beforeAll(async () => {
     const application = express();
     app = await listen(application);
-    gateway = await spawnGateway({
-      clients: [{ ...CLIENTS[0]!, redirectUris: [`${app.url}/app/callback`] }],
+    gateway = await startGatewayProcess('app-side', {
+      NETAUTH_LOOPBACK: '1',
+      REDIS_URL: '',
+      NETAUTH_CLIENTS: JSON.stringify([{ ...CLIENTS[0]!, redirectUris: [`${app.url}/app/callback`] }]),
     });
     const client = createNetAuthClient({
       gateway: `${gateway.url}/apigateway`,
@@ -204,7 +206,7 @@ describe('app side: gateway and application in two processes', () => {
 
   afterAll(async () => {
     await app?.close();
-    await gateway?.stop();
+    await stopGatewayProcesses();
   });
 
   it('frontend flow across processes: the token lands in the session and the service API accepts it', async () => {

@@ -20,6 +20,23 @@ export function redisServerMissing(): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether a file's Redis tests skip: only when redis-server is missing and not under CI=true (CI installs
+ * it, so there a missing server must fail the run). Call `requireRedisServer()` in the suite's beforeAll.
+ */
+export function skipRedisTests(what: string): boolean {
+  const missing = redisServerMissing();
+  const skip = missing !== undefined && process.env.CI !== 'true';
+  if (skip) console.warn(`Skipping ${what}: ${missing}`);
+  return skip;
+}
+
+/** Throws (failing the suite) when redis-server is missing: reached only under CI=true, where the tests must run. */
+export function requireRedisServer(): void {
+  const missing = redisServerMissing();
+  if (missing) throw new Error(`${missing}; with CI=true the Redis tests must run`);
+}
+
 async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve, reject) => {

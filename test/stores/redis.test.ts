@@ -4,13 +4,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createClient } from 'redis';
 import { RedisStore } from '../../lib/stores/redis.js';
 import { StoreUnavailableError } from '../../lib/stores/store.js';
-import { RedisServer, redisServerMissing } from '../helpers/redis-server.js';
+import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { describeStoreContract } from './contract.js';
 
-const missing = redisServerMissing();
 // Without redis-server these tests skip, except under CI, where they must run (and so fail loudly).
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`Skipping the Redis store tests: ${missing}`);
+const skip = skipRedisTests('the Redis store tests');
 
 /** Every store gets its own key prefix, so tests never see each other's keys. */
 const freshPrefix = () => `netauth-test:${randomUUID()}:`;
@@ -28,12 +26,12 @@ async function rawClient(url: string, options: { offlineQueue?: boolean } = {}):
   return client;
 }
 
-describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${missing})` : ''}`, () => {
+describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})` : ''}`, () => {
   let server: RedisServer;
   let raw: RawClient;
 
   beforeAll(async () => {
-    if (missing) throw new Error(`${missing}; with CI=true the Redis store tests must run`);
+    requireRedisServer();
     server = await RedisServer.start();
     raw = await rawClient(server.url);
   });

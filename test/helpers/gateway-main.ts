@@ -1,0 +1,88 @@
+/**
+ * One gateway instance as its own process, for the multi-instance tests (test/redis/two-gateways.test.ts),
+ * started by test/helpers/gateway-process.ts as `node --import tsx test/helpers/gateway-main.ts`.
+ *
+ * The fixture's clients, subscribers, policy and mobile ranges (test/helpers/gateway.ts), the fixture's
+ * issuer, a RedisStore and a real clock. Configuration from the environment:
+ *   REDIS_URL              the shared Redis (without it: a MemoryStore, one instance)
+ *   NETAUTH_PREFIX         key prefix (default `netauth:`)
+ *   NETAUTH_COOKIE_SECRET  consentPage.cookieSecret, the same on every instance (required with Redis)
+ *   NETAUTH_INSTANCE       a name, sent back in an `X-Netauth-Instance` header on every response
+ *   NETAUTH_CLIENTS        JSON list of clients instead of the fixture's
+ *   NETAUTH_LOOPBACK       `1`: the issuer is this process's own http://127.0.0.1:<port>/apigateway and
+ *                          loopback is Alice's mobile line (for a real browser-like client on this machine)
+ * Listens on 127.0.0.1:0 and writes one line `{"port":N}` to stdout once it accepts connections.
+ * SIGTERM closes the server and the store, then exits.
+ */
+import express from 'express';
+import { createNetAuth, MemoryStore, RedisStore, StoreUnavailableError, isOAuthError, type RegisteredClient } from '../../lib/index.js';
+import { CLIENTS, ISSUER, MOBILE_RANGES, POLICY, PORT_HEADER, SUBSCRIBERS } from './gateway.js';
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) {
+    process.stderr.write(`gateway-main: ${name} is required\n`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const instance = process.env.NETAUTH_INSTANCE ?? String(process.pid);
+const redis = Boolean(process.env.REDIS_URL);
+const store = redis
+  ? new RedisStore({ url: required('REDIS_URL'), prefix: process.env.NETAUTH_PREFIX ?? 'netauth:', timeout: 1000 })
+  : new MemoryStore();
+const loopback = process.env.NETAUTH_LOOPBACK === '1';
+const clients = process.env.NETAUTH_CLIENTS ? (JSON.parse(process.env.NETAUTH_CLIENTS) as RegisteredClient[]) : CLIENTS;
+
+const app = express();
+// Listen first (the loopback issuer names the port), but report the port only once every route is mounted.
+const server = app.listen(0, '127.0.0.1');
+const port = await new Promise<number>((resolve) => server.once('listening', () => resolve((server.address() as { port: number }).port)));
+
+const netauth = createNetAuth({
+  issuer: loopback ? `http://127.0.0.1:${port}/apigateway` : ISSUER,
+  clients,
+  subscribers: loopback ? SUBSCRIBERS.map((s) => (s.id === 'sub-alice' ? { ...s, addresses: [...(s.addresses ?? []), '127.0.0.1'] } : s)) : SUBSCRIBERS,
+  consentPolicy: POLICY,
+  network: { mobileRanges: loopback ? [...MOBILE_RANGES, '127.0.0.0/8'] : MOBILE_RANGES, portHeader: PORT_HEADER },
+  store,
+  ...(redis ? { consentPage: { cookieSecret: required('NETAUTH_COOKIE_SECRET') } } : {}),
+  // Whole seconds are the smallest interval; one keeps openid-client's polling short.
+  lifetimes: { pollInterval: 1 },
+});
+
+// The tests play the operator's edge from loopback: X-Forwarded-For carries the device address.
+if (!loopback) app.set('trust proxy', 'loopback');
+app.use((_req, res, next) => {
+  res.set('X-Netauth-Instance', instance);
+  next();
+});
+app.use('/apigateway', netauth.router);
+app.post('/sim-swap/check', netauth.guard({ scope: 'sim-swap' }), (req, res) => {
+  res.json({ swapped: false, subscriber: req.netauth?.subscriber.id });
+});
+app.get('/location', netauth.guard({ scope: 'device-location' }), (req, res) => {
+  res.json({ subscriber: req.netauth?.subscriber.id });
+});
+
+// TEST ONLY, never in lib/: the operator's out-of-band consent service recording a subscriber's consent
+// (what approves a backend-flow request that waits for consent).
+app.post('/test-admin/consent', express.json(), (req, res) => {
+  const body = req.body as { clientId: string; login_hint: string; scope: string };
+  netauth.consent.grant({ clientId: body.clientId, login_hint: body.login_hint, scope: body.scope }).then(
+    (records) => res.json({ granted: records.map((r) => r.scope) }),
+    (error: unknown) => {
+      const status = error instanceof StoreUnavailableError ? 503 : isOAuthError(error) ? 400 : 500;
+      res.status(status).json({ error: error instanceof Error ? error.name : 'error' });
+    },
+  );
+});
+
+process.stdout.write(`${JSON.stringify({ port })}\n`);
+
+process.once('SIGTERM', () => {
+  server.closeAllConnections();
+  server.close();
+  void store.close().finally(() => process.exit(0));
+});

@@ -1,0 +1,252 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import * as client from 'openid-client';
+import { APP1, CIBA, ISSUER, SECRET, SIM_SWAP } from '../helpers/gateway.js';
+import { ALICE_IP, CALLBACK, LOCATION, consentForm } from '../helpers/frontend.js';
+import { RedisServer, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../helpers/gateway-process.js';
+
+/**
+ * Issue 6, "done when": two gateway processes (test/helpers/gateway-main.ts) sharing one real Redis, as two
+ * instances behind a load balancer. They share the issuer and consentPage.cookieSecret, nothing else.
+ * The relying party is openid-client with endpoints pinned to one instance or the other.
+ */
+
+const skip = skipRedisTests('the two-gateway Redis test');
+
+/** The same path and query on one instance: what a load balancer does with a URL under the issuer. */
+function on(instance: GatewayProcess, url: string | URL): string {
+  const u = new URL(url);
+  if (!u.href.startsWith(`${ISSUER}/`)) throw new Error(`${u.href} is not under the issuer`);
+  return `${instance.url}${u.pathname}${u.search}`;
+}
+
+/** The subscriber's phone browser: the operator's edge reports the device address; redirects are looked at, not followed. */
+function browser(url: string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set('X-Forwarded-For', ALICE_IP);
+  return fetch(url, { ...init, headers, redirect: 'manual' });
+}
+
+function sessionCookie(res: Response): string {
+  return res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+}
+
+function form(fields: Record<string, string>): { method: 'POST'; headers: Record<string, string>; body: URLSearchParams } {
+  return { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) };
+}
+
+/** A relying party whose front channel goes to `front` (authorize, bc-authorize) and whose token requests go to `back`. */
+function relyingParty(front: GatewayProcess, back: GatewayProcess): client.Configuration {
+  const config = new client.Configuration(
+    {
+      issuer: ISSUER,
+      authorization_endpoint: `${front.url}/apigateway/authorize`,
+      backchannel_authentication_endpoint: `${front.url}/apigateway/bc-authorize`,
+      token_endpoint: `${back.url}/apigateway/token`,
+      authorization_response_iss_parameter_supported: true,
+    },
+    'app-1',
+    undefined,
+    client.ClientSecretBasic(SECRET),
+  );
+  client.allowInsecureRequests(config);
+  return config;
+}
+
+/** GET /authorize for sim-swap (no consent needed) on one instance: the code. */
+async function codeFrom(instance: GatewayProcess): Promise<string> {
+  const res = await browser(
+    `${instance.url}/apigateway/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'app-1', redirect_uri: CALLBACK, scope: SIM_SWAP })}`,
+  );
+  const code = new URL(res.headers.get('location') ?? 'x:').searchParams.get('code');
+  if (res.status !== 302 || code === null) throw new Error(`authorize on ${instance.name}: ${res.status} ${res.headers.get('location')}`);
+  return code;
+}
+
+function redeem(instance: GatewayProcess, code: string): Promise<Response> {
+  return fetch(`${instance.url}/apigateway/token`, {
+    ...form({ grant_type: 'authorization_code', code, redirect_uri: CALLBACK }),
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: APP1 },
+  });
+}
+
+function callApi(instance: GatewayProcess, token: string): Promise<Response> {
+  return fetch(`${instance.url}/sim-swap/check`, { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
+}
+
+describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
+  let redis: RedisServer;
+  let a: GatewayProcess;
+  let b: GatewayProcess;
+
+  beforeAll(async () => {
+    requireRedisServer();
+    redis = await RedisServer.start();
+    const env = { REDIS_URL: redis.url, NETAUTH_COOKIE_SECRET: randomBytes(24).toString('base64url') };
+    [a, b] = await Promise.all([startGatewayProcess('A', env), startGatewayProcess('B', env)]);
+  }, 40_000);
+
+  afterAll(async () => {
+    await stopGatewayProcesses();
+    await redis?.destroy();
+  });
+
+  it('frontend flow: authorize on A, consent page shown by B and answered on A, code redeemed on B, token used on A', async () => {
+    const config = relyingParty(a, b);
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: CALLBACK,
+      scope: LOCATION,
+      state,
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
+
+    const start = await browser(url.href);
+    expect(start.status).toBe(302);
+    expect(start.headers.get('x-netauth-instance')).toBe('A');
+    const cookie = sessionCookie(start);
+    const pageUrl = start.headers.get('location')!;
+    // The session A wrote is read by B: same Redis, same cookie secret.
+    const page = await browser(on(b, pageUrl), { headers: { Cookie: cookie } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('x-netauth-instance')).toBe('B');
+    const fields = consentForm(await page.text());
+    const answer = await browser(on(a, new URL(fields.action, pageUrl)), {
+      ...form({ interaction: fields.interaction, csrf: fields.csrf, decision: 'allow' }),
+      headers: { Cookie: cookie, 'Content-Type': 'application/x-www-form-urlencoded' },
+    });
+    expect(answer.status).toBe(303);
+    expect(answer.headers.get('x-netauth-instance')).toBe('A');
+
+    const tokens = await client.authorizationCodeGrant(config, new URL(answer.headers.get('location')!), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+    });
+    expect(tokens.scope).toBe(LOCATION);
+    const api = await fetch(`${a.url}/location`, { headers: { Authorization: `Bearer ${tokens.access_token}` } });
+    expect(api.status).toBe(200);
+    expect(await api.json()).toEqual({ subscriber: 'sub-alice' });
+  });
+
+  it('backend flow: auth_req_id created on A, pending on B, consent recorded out-of-band on A, token polled on B', async () => {
+    const config = relyingParty(a, b);
+    const started = await client.initiateBackchannelAuthentication(config, { login_hint: 'tel:+34600000002', scope: LOCATION });
+
+    const pending = await fetch(`${b.url}/apigateway/token`, {
+      ...form({ grant_type: CIBA, auth_req_id: started.auth_req_id }),
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: APP1 },
+    });
+    expect(pending.status).toBe(400);
+    expect(await pending.json()).toEqual({ error: 'authorization_pending', error_description: expect.any(String) });
+
+    const granted = await fetch(`${a.url}/test-admin/consent`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ clientId: 'app-1', login_hint: 'tel:+34600000002', scope: LOCATION }),
+    });
+    expect(granted.status).toBe(200);
+
+    // openid-client waits `interval` (1 s) before each poll, so B sees no slow_down.
+    const tokens = await client.pollBackchannelAuthenticationGrant(config, started);
+    expect(tokens.scope).toBe(LOCATION);
+    const api = await fetch(`${b.url}/location`, { headers: { Authorization: `Bearer ${tokens.access_token}` } });
+    expect(await api.json()).toEqual({ subscriber: 'sub-bob' });
+  });
+
+  it('50 parallel redemptions of one code over both processes: exactly one token, and the replay revokes it', async () => {
+    const code = await codeFrom(a);
+    const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => redeem(i % 2 === 0 ? a : b, code)));
+    const bodies = await Promise.all(responses.map((r) => r.json() as Promise<Record<string, string>>));
+
+    expect(responses.filter((r) => r.status === 200)).toHaveLength(1);
+    const losers = bodies.filter((body) => body.access_token === undefined);
+    expect(losers).toHaveLength(49);
+    for (const body of losers) expect(body.error).toBe('invalid_grant');
+    expect(new Set(responses.map((r) => r.headers.get('x-netauth-instance')))).toEqual(new Set(['A', 'B']));
+
+    // RFC 6749 §4.1.2: the replays revoked the one token, on both instances.
+    const token = bodies.find((body) => body.access_token !== undefined)!.access_token!;
+    for (const instance of [a, b]) expect((await callApi(instance, token)).status).toBe(401);
+  });
+
+  it('Redis stopped: both answer temporarily unavailable on every surface; Redis started again: both work, same processes', { timeout: 40_000 }, async () => {
+    // Before: a token, and a consent page waiting (prompt=consent asks again although consent is on record).
+    const before = await redeem(a, await codeFrom(b));
+    const token = ((await before.json()) as { access_token: string }).access_token;
+    const start = await browser(
+      `${a.url}/apigateway/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'app-1', redirect_uri: CALLBACK, scope: LOCATION, prompt: 'consent', state: 's1' })}`,
+    );
+    const cookie = sessionCookie(start);
+    const pageUrl = start.headers.get('location')!;
+    const fields = consentForm(await (await browser(on(b, pageUrl), { headers: { Cookie: cookie } })).text());
+
+    await redis.stop();
+
+    for (const instance of [a, b]) {
+      const json = [
+        await fetch(`${instance.url}/apigateway/bc-authorize`, {
+          ...form({ login_hint: 'tel:+34600000001', scope: SIM_SWAP }),
+          headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: APP1 },
+        }),
+        await redeem(instance, 'any-code'),
+        // The guard: 503, not 401; the token is fine, the service is not.
+        await callApi(instance, token),
+      ];
+      for (const res of json) {
+        expect(res.status).toBe(503);
+        expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+        expect(res.headers.get('x-netauth-instance')).toBe(instance.name);
+        expect(await res.json()).toMatchObject({ error: 'temporarily_unavailable' });
+      }
+
+      const authorize = await browser(
+        `${instance.url}/apigateway/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'app-1', redirect_uri: CALLBACK, scope: SIM_SWAP, state: 's2' })}`,
+      );
+      expect(authorize.status).toBe(302);
+      expect(Object.fromEntries(new URL(authorize.headers.get('location')!).searchParams)).toMatchObject({
+        error: 'temporarily_unavailable',
+        state: 's2',
+        iss: ISSUER,
+      });
+
+      const pages = [
+        await browser(on(instance, pageUrl), { headers: { Cookie: cookie } }),
+        await browser(on(instance, new URL(fields.action, pageUrl)), {
+          ...form({ interaction: fields.interaction, csrf: fields.csrf, decision: 'allow' }),
+          headers: { Cookie: cookie, 'Content-Type': 'application/x-www-form-urlencoded' },
+        }),
+      ];
+      for (const page of pages) {
+        expect(page.status).toBe(503);
+        expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+        expect(await page.text()).toContain('<code>temporarily_unavailable</code>');
+      }
+    }
+
+    await redis.restart();
+    // Each process reconnects by itself (backoff up to about 2 s).
+    for (const instance of [a, b]) {
+      await vi.waitFor(async () => expect((await redeem(instance, 'unknown')).status).toBe(400), { timeout: 15_000, interval: 200 });
+    }
+    // Redis came back empty (the test server keeps nothing); new flows work across both instances again.
+    const config = relyingParty(b, a);
+    const started = await client.initiateBackchannelAuthentication(config, { login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+    const polled = await client.pollBackchannelAuthenticationGrant(config, started);
+    expect((await callApi(b, polled.access_token)).status).toBe(200);
+    const redeemed = await redeem(b, await codeFrom(a));
+    expect(redeemed.status).toBe(200);
+  });
+
+  it('neither process crashed, restarted or printed a stack trace', () => {
+    for (const instance of [a, b]) {
+      expect(instance.alive).toBe(true);
+      expect(instance.stderr).toBe('');
+    }
+  });
+});
