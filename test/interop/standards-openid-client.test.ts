@@ -33,7 +33,9 @@ describe('interop: openid-client v6, ID tokens, JWT access tokens, introspection
     netauth = createNetAuth({
       issuer,
       clients: CLIENTS,
-      subscribers: SUBSCRIBERS,
+      // Loopback is Alice's mobile line, for the frontend flow.
+      subscribers: SUBSCRIBERS.map((s) => (s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s)),
+      network: { mobileRanges: ['127.0.0.0/8'] },
       consentPolicy: POLICY,
       lifetimes: { pollInterval: 1 },
       idTokens: true,
@@ -86,6 +88,49 @@ describe('interop: openid-client v6, ID tokens, JWT access tokens, introspection
     // The non-repudiation check fetched the published keys to verify the signature.
     expect(jwksFetches).toBeGreaterThan(0);
     expect(typeof claimsOne!.auth_time).toBe('number');
+  });
+
+  it('validates the ID token of the frontend flow: nonce, auth_time, the same pairwise sub', async () => {
+    const config = await configuration('app-1', SECRET);
+    const codeVerifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const nonce = client.randomNonce();
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: 'https://app.example/callback',
+      scope: OPENID_SIM_SWAP,
+      state,
+      nonce,
+      code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+    });
+    const redirect = await fetch(url, { redirect: 'manual' });
+    expect(redirect.status).toBe(302);
+    const tokens = await client.authorizationCodeGrant(config, new URL(redirect.headers.get('location')!), {
+      pkceCodeVerifier: codeVerifier,
+      expectedState: state,
+      expectedNonce: nonce,
+      idTokenExpected: true,
+    });
+    const claims = tokens.claims()!;
+    expect(claims).toMatchObject({ iss: issuer, aud: 'app-1', nonce, amr: ['hwk'] });
+    expect(claims.sub).toBe(createHash('sha256').update(`app-1sub-alice${SALT}`).digest('base64url'));
+    expect(typeof claims.auth_time).toBe('number');
+
+    // A wrong expected nonce is caught by the library.
+    const again = client.buildAuthorizationUrl(config, {
+      redirect_uri: 'https://app.example/callback',
+      scope: OPENID_SIM_SWAP,
+      state,
+      nonce: client.randomNonce(),
+      code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+    });
+    const second = await fetch(again, { redirect: 'manual' });
+    const error = await client
+      .authorizationCodeGrant(config, new URL(second.headers.get('location')!), { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce })
+      .then(() => undefined, (e: unknown) => e as Error);
+    expect(error).toMatchObject({ code: 'OAUTH_JWT_CLAIM_COMPARISON_FAILED' });
+    expect((error!.cause as Error).message).toContain('"nonce"');
   });
 
   it('no ID token without openid', async () => {
