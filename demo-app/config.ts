@@ -22,9 +22,12 @@ function isIp(text: string): boolean {
   return ipaddr.IPv4.isValidFourPartDecimal(text) || ipaddr.IPv6.isValid(text);
 }
 
+/** Whether the address lies in one of the ranges; invalid input (reported by its own field) counts as inside. */
 function inRanges(address: string, ranges: readonly string[]): boolean {
+  if (!isIp(address)) return true;
   const ip = ipaddr.process(address);
   return ranges.some((text) => {
+    if (!ipaddr.isValidCIDR(text)) return true;
     const range = ipaddr.parseCIDR(text);
     return range[0].kind() === ip.kind() && ip.match(range);
   });
@@ -123,6 +126,7 @@ const schema = z
       if (phones.has(s.phoneNumber)) issue(['subscribers', i, 'phoneNumber'], `${s.phoneNumber} is already the line of subscribers[${phones.get(s.phoneNumber)}]`);
       phones.set(s.phoneNumber, i);
       (s.addresses ?? []).forEach((a, j) => {
+        if (!isIp(a)) return;
         const key = ipaddr.process(a).toNormalizedString();
         if (addresses.has(key)) issue(['subscribers', i, 'addresses', j], `${a} is already an address of subscribers[${addresses.get(key)}]`);
         addresses.set(key, i);
@@ -216,7 +220,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     const key = issue.keys[0]!;
     return `${formatPath([...issue.path, key])}: unknown key`;
   }
-  if (issue.code === 'invalid_type') {
+  if (issue.code === 'invalid_type' && issue.expected !== 'int') {
     const received = issue.input === undefined ? 'nothing' : Array.isArray(issue.input) ? 'a list' : issue.input === null ? 'null' : typeof issue.input;
     const expected = issue.expected === 'array' ? 'a list' : issue.expected === 'object' ? 'an object' : `a ${issue.expected}`;
     return `${formatPath(issue.path)}: ${issue.input === undefined ? 'is required' : `must be ${expected}, not ${received}`}`;

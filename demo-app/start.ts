@@ -80,7 +80,13 @@ export async function startDemo(config: DemoConfig, options: StartOptions = {}):
     let store: RedisStore | undefined;
     let sessionStore: SessionRedisStore | undefined;
     if (options.redisUrl) {
-      const redis = createClient({ url: options.redisUrl, disableOfflineQueue: true, socket: { connectTimeout: 3000, reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2000) } });
+      let connected = false;
+      const redis = createClient({
+        url: options.redisUrl,
+        // Fail fast while disconnected (503s) rather than queue; give up at once if the first connection fails.
+        disableOfflineQueue: true,
+        socket: { connectTimeout: 3000, reconnectStrategy: (retries, cause) => (connected ? Math.min(100 * 2 ** retries, 2000) : cause) },
+      });
       redis.on('error', () => {
         // Reported through failing requests; node-redis would crash the process on an unhandled 'error'.
       });
@@ -90,9 +96,10 @@ export async function startDemo(config: DemoConfig, options: StartOptions = {}):
           new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), 3000).unref()),
         ]);
       } catch (error) {
-        redis.destroy();
+        if (redis.isOpen) redis.destroy();
         throw new DemoStartError(`cannot connect to REDIS_URL (${error instanceof Error ? error.message : String(error)})`);
       }
+      connected = true;
       closeRedis = () => redis.close().catch(() => redis.destroy());
       sessionStore = new SessionRedisStore({ client: redis, prefix: 'netauth-demo:sess:' });
       store = new RedisStore({ client: redis, prefix: 'netauth-demo:' });
