@@ -176,9 +176,10 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
 <p class="lead">The operator side of the demo. The sample application is at <a href="${appUrl}/">${appUrl}</a>.</p>
 <div class="cards">
 <section class="card" aria-labelledby="h-auth"><h2 id="h-auth">Authorization service</h2>
-<dl class="facts"><dt>Issuer</dt><dd><code>${issuer}</code></dd>
-<dt>Discovery</dt><dd><a href="${config.issuerPath}/.well-known/openid-configuration">openid-configuration</a></dd>
-<dt>APIs</dt><dd><code>POST /sim-swap/v1/check</code><br><code>POST /number-verification/v1/verify</code></dd></dl></section>
+<p>Issuer <code>${issuer}</code></p>
+<p><a href="${config.issuerPath}/.well-known/openid-configuration">Discovery metadata</a></p>
+<p>Network APIs, guarded by its access tokens:</p>
+<ul class="plain"><li><code>POST /sim-swap/v1/check</code></li><li><code>POST /number-verification/v1/verify</code></li></ul></section>
 <section class="card" aria-labelledby="h-dev"><h2 id="h-dev">Simulated device</h2>
 <p>This browser is: <strong>${device.label}</strong> (<code>${device.address}</code>).</p>
 <p><a href="/demo/device">Change the simulated device</a></p></section>

@@ -14,6 +14,20 @@ function hidden(page: string, name: string): string {
   return value.replace(/&#38;/g, '&').replace(/&#61;/g, '=');
 }
 
+/** Starts a SIM swap check in the app and follows its status page until it is no longer waiting. */
+async function waitForCheck(demo: RunningDemo, browser: Browser, phoneNumber: string): Promise<string> {
+  const home = await (await browser.request(`${demo.appUrl}/`)).text();
+  const started = await browser.request(`${demo.appUrl}/sim-swap`, { form: { phoneNumber, _csrf: hidden(home, '_csrf') } });
+  expect(started.status).toBe(303);
+  const status = new URL(started.headers.get('location')!, demo.appUrl);
+  for (let i = 0; i < 100; i++) {
+    const page = await (await browser.request(status)).text();
+    if (!page.includes('Waiting for the subscriber')) return page;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('the check is still waiting');
+}
+
 describe('demo gateway over HTTP', () => {
   let demo: RunningDemo;
 
@@ -94,10 +108,57 @@ describe('demo gateway over HTTP', () => {
     }
   });
 
+  it('a callback this browser did not start is a friendly state-mismatch page', async () => {
+    const res = await fetch(`${demo.appUrl}/callback?code=abc&state=forged`);
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('This answer does not belong to this browser session');
+  });
+
+  it('the backend flow for a number the operator does not know ends on a friendly page', async () => {
+    const page = await waitForCheck(demo, new Browser(), '+34699999999');
+    expect(page).toContain('The operator does not know this number');
+    expect(page).toContain('unknown_user_id');
+  });
+
   it('escapes what it echoes and answers unknown pages with 404', async () => {
     const res = await fetch(`${demo.appUrl}/sim-swap/%3Cscript%3E`);
     expect(res.status).toBe(404);
     expect(await res.text()).not.toContain('<script>');
     expect((await fetch(`${demo.gatewayUrl}/nothing-here`)).status).toBe(404);
+  });
+});
+
+describe('demo in sandbox mode, with short lifetimes', () => {
+  let demo: RunningDemo;
+
+  beforeAll(async () => {
+    demo = await startDemo(
+      resolveConfig(
+        { host: '127.0.0.1', ports: { gateway: 0, app: 0 }, sandbox: { allowList: ['+34600000001', '+34600000002'] }, lifetimes: { authReqId: 2, pollInterval: 1 } },
+        'test',
+      ),
+    );
+  });
+  afterAll(() => demo?.close());
+
+  it('the typed number names the line (login_hint), whatever the simulated network', async () => {
+    const browser = new Browser();
+    const home = await (await browser.request(`${demo.appUrl}/`, { headers: { Cookie: 'demo_device=wifi' } })).text();
+    const start = await browser.request(`${demo.appUrl}/verify`, { form: { phoneNumber: '+34 600 000 002', _csrf: hidden(home, '_csrf') } });
+    const authorize = new URL(start.headers.get('location')!);
+    expect(authorize.searchParams.get('login_hint')).toBe('tel:+34600000002');
+    const consent = await fetch(authorize, { redirect: 'manual', headers: { Cookie: 'demo_device=wifi' } });
+    expect(new URL(consent.headers.get('location')!).pathname).toBe('/apigateway/consent');
+  });
+
+  it('a backend request nobody answers expires: "the request expired"', async () => {
+    const page = await waitForCheck(demo, new Browser(), '+34600000001');
+    expect(page).toContain('The request expired');
+  });
+
+  it('a line off the sandbox allow-list is refused', async () => {
+    const page = await waitForCheck(demo, new Browser(), '+34600000003');
+    expect(page).toContain('Consent was not given');
+    expect(page).toContain('access_denied');
   });
 });
