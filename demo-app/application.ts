@@ -279,7 +279,11 @@ ${failure.code ? html`<p class="muted">Error code: <code>${failure.code}</code><
     if (!phoneNumber) return void failurePage(res, 400, { title: 'Check the phone number', text: 'Enter it in international format: + and the country code, e.g. +34600000001.' });
     // Old jobs go; the map stays small.
     const cutoff = Date.now() - 30 * 60_000;
-    for (const [id, old] of jobs) if (old.startedAt < cutoff || jobs.size > 500) (old.abort.abort(), jobs.delete(id));
+    for (const [id, old] of jobs) {
+      if (old.startedAt >= cutoff && jobs.size <= 500) continue;
+      old.abort.abort();
+      jobs.delete(id);
+    }
     const job: Job = { id: randomBytes(16).toString('base64url'), phoneNumber, startedAt: Date.now(), status: 'waiting', abort: new AbortController() };
     jobs.set(job.id, job);
     void run(job);
