@@ -1,0 +1,109 @@
+/**
+ * The demo's command line as a newcomer meets it: `npm run demo` serves both sites and stops cleanly on
+ * SIGTERM; a bad config file is one line on stderr and exit code 1.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+
+const dir = mkdtempSync(join(tmpdir(), 'netauth-demo-cli-'));
+const children = new Set<ChildProcess>();
+
+afterEach(() => {
+  // A test that failed half-way must not leave its demo running (the whole process group: npm, sh, node).
+  for (const child of children) {
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+  children.clear();
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function configFile(name: string, content: unknown): string {
+  const file = join(dir, name);
+  writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+  return file;
+}
+
+/** Spawns in its own process group, so the test can stop everything it started. */
+function run(command: string, args: string[]): { child: ChildProcess; output: () => { stdout: string; stderr: string }; exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }> } {
+  const env = { ...process.env };
+  delete env.REDIS_URL; // memory stores, whatever the environment says
+  const child = spawn(command, args, { cwd: process.cwd(), env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+  return { child, output: () => ({ stdout, stderr }), exit };
+}
+
+/** Waits for the banner and returns the two URLs it prints. */
+async function urls(output: () => { stdout: string; stderr: string }, exit: Promise<unknown>): Promise<{ app: string; gateway: string }> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const { stdout, stderr } = output();
+    const app = /Sample application: (http:\/\/\S+?)\/?\s/.exec(stdout)?.[1];
+    const gateway = /Operator gateway: +(http:\/\/\S+?)\/?\s/.exec(stdout)?.[1];
+    if (app && gateway) return { app, gateway };
+    const exited = await Promise.race([exit.then(() => true), new Promise((r) => setTimeout(() => r(false), 100))]);
+    if (exited || Date.now() > deadline) throw new Error(`the demo did not print its URLs\nstdout: ${stdout}\nstderr: ${stderr}`);
+  }
+}
+
+const freePorts = { ports: { gateway: 0, app: 0 } };
+
+describe('demo command line', () => {
+  it('npm run demo serves the sample application and the operator gateway', async () => {
+    const { output, exit, child } = run('npm', ['run', '--silent', 'demo', '--', '--config', configFile('ports.json', freePorts)]);
+    const { app, gateway } = await urls(output, exit);
+    const home = await fetch(`${app}/`);
+    expect(home.status).toBe(200);
+    expect(home.headers.get('content-type')).toMatch(/^text\/html/);
+    const page = await home.text();
+    expect(page).toContain('Verify my number');
+    expect(page).toContain('Check for a SIM swap');
+    const operator = await fetch(`${gateway}/`);
+    expect(operator.status).toBe(200);
+    expect(await operator.text()).toContain('network API gateway');
+    const discovery = (await (await fetch(`${gateway}/apigateway/.well-known/openid-configuration`)).json()) as { issuer: string };
+    expect(discovery.issuer).toBe(`${gateway}/apigateway`);
+    process.kill(-child.pid!, 'SIGTERM');
+    await exit;
+  });
+
+  it('stops cleanly on SIGTERM: exit code 0', async () => {
+    const { output, exit, child } = run(process.execPath, ['--import', 'tsx', 'demo-app/main.ts', '--config', configFile('ports2.json', freePorts)]);
+    await urls(output, exit);
+    child.kill('SIGTERM');
+    expect(await exit).toEqual({ code: 0, signal: null });
+    expect(output().stdout).toContain('demo stopped');
+    expect(output().stderr).toBe('');
+  });
+
+  it('a bad config file: one line naming the field, exit code 1, no stack trace', async () => {
+    const bad = configFile('bad.json', { subscribers: [{ id: 'a', phoneNumber: '+34600000001' }, { id: 'b', phoneNumber: '0034 600' }] });
+    const { output, exit } = run(process.execPath, ['--import', 'tsx', 'demo-app/main.ts', '--config', bad]);
+    expect((await exit).code).toBe(1);
+    expect(output().stderr).toBe(`demo config ${bad}: subscribers[1].phoneNumber: must be +<E.164>, e.g. +34600000001\n`);
+    expect(output().stdout).toBe('');
+  });
+
+  it('a missing file and an unknown argument: exit code 1 with the reason', async () => {
+    const missing = run(process.execPath, ['--import', 'tsx', 'demo-app/main.ts', '--config', join(dir, 'nope.json')]);
+    const unknown = run(process.execPath, ['--import', 'tsx', 'demo-app/main.ts', '--port', '3000']);
+    expect((await missing.exit).code).toBe(1);
+    expect(missing.output().stderr).toMatch(/^demo config .*nope\.json: cannot read the file \(no such file\)\n$/);
+    expect((await unknown.exit).code).toBe(1);
+    expect(unknown.output().stderr).toMatch(/^demo: unknown argument "--port"\n/);
+    expect(unknown.output().stderr).not.toMatch(/\n\s+at /);
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * The demo end to end in a real browser (Debian's chromium through playwright-core): both flows, consent
+ * allowed and denied, the WiFi failure, out-of-band consent on the subscriber's phone. The demo runs in this
+ * process on free ports, as `npm run demo` would run it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { resolveConfig } from '../../demo-app/config.js';
+import { startDemo, type RunningDemo } from '../../demo-app/start.js';
+import { browserSkip, launchChromium, screenshot } from '../helpers/chromium.js';
+
+const skip = browserSkip('the demo browser tests');
+
+describe.skipIf(skip)('demo in the browser', () => {
+  let demo: RunningDemo;
+  let browser: Browser;
+  const contexts: BrowserContext[] = [];
+
+  /** A fresh browser profile per test: its own cookies, so its own simulated device and sessions. */
+  async function newPage(): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    context.setDefaultTimeout(10_000);
+    contexts.push(context);
+    return context.newPage();
+  }
+
+  async function chooseDevice(page: Page, label: RegExp): Promise<void> {
+    await page.getByRole('link', { name: 'Change the simulated device' }).click();
+    await page.getByRole('radio', { name: label }).check();
+    await page.getByRole('button', { name: 'Use this device' }).click();
+    await page.waitForURL(`${demo.appUrl}/`);
+  }
+
+  beforeAll(async () => {
+    // A poll interval of 1 s keeps the backend flow quick; everything else is the embedded defaults.
+    demo = await startDemo(resolveConfig({ ports: { gateway: 0, app: 0 }, lifetimes: { pollInterval: 1 } }, 'test'));
+    browser = await launchChromium();
+  });
+
+  afterAll(async () => {
+    for (const context of contexts) await context.close().catch(() => {});
+    await browser?.close();
+    await demo?.close();
+  });
+
+  it('frontend flow, consent allowed: the consent page, then the number verified', async () => {
+    const page = await newPage();
+    await page.goto(`${demo.appUrl}/`);
+    await page.getByText('On the mobile network').waitFor();
+    await page.getByRole('button', { name: 'Verify my number' }).click();
+
+    // The operator's consent page, on the gateway.
+    await page.waitForURL(/\/apigateway\/consent\?/);
+    expect(page.url().startsWith(demo.gatewayUrl)).toBe(true);
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    expect(await page.textContent('body')).toContain('Demo Shop');
+    await screenshot(page, 'frontend-consent-page');
+    await page.getByRole('button', { name: 'Allow' }).click();
+
+    await page.waitForURL(`${demo.appUrl}/verified`);
+    await page.getByRole('heading', { name: 'Number verified' }).waitFor();
+    const status = await page.getByRole('status').textContent();
+    expect(status).toContain('+34 600 000 001');
+    // The token is shown masked: 4 characters, an ellipsis, 4 characters.
+    expect(await page.locator('dt:text-is("Access token") + dd').textContent()).toMatch(/^.{4}….{4}$/);
+    expect(await page.locator('dt:text-is("API") + dd').textContent()).toContain('{"devicePhoneNumberVerified":true}');
+    await screenshot(page, 'frontend-verified');
+
+    // Consent is on record now: another number goes straight to the answer, which is "no".
+    await page.goto(`${demo.appUrl}/`);
+    await page.getByLabel('Your phone number').fill('+34 600 000 002');
+    await page.getByRole('button', { name: 'Verify my number' }).click();
+    await page.getByRole('heading', { name: 'Number not verified' }).waitFor();
+    expect(page.url()).toBe(`${demo.appUrl}/verified`);
+  });
+
+  it('frontend flow, consent denied: a friendly "consent was not given" page', async () => {
+    const page = await newPage();
+    await page.goto(`${demo.appUrl}/`);
+    await chooseDevice(page, /Bob's phone/);
+    await page.getByText("Bob's phone").first().waitFor();
+    // The form offers the chosen line's number.
+    expect(await page.getByLabel('Your phone number').inputValue()).toBe('+34600000002');
+    await page.getByRole('button', { name: 'Verify my number' }).click();
+    await page.waitForURL(/\/apigateway\/consent\?/);
+    await page.getByRole('button', { name: 'Deny' }).click();
+
+    await page.getByRole('heading', { name: 'Consent was not given' }).waitFor();
+    expect(page.url().startsWith(`${demo.appUrl}/callback?`)).toBe(true);
+    expect(await page.textContent('body')).toContain('access_denied');
+    await screenshot(page, 'frontend-denied');
+  });
+
+  it('WiFi: the operator cannot identify the device, and the app says so', async () => {
+    const page = await newPage();
+    await page.goto(`${demo.appUrl}/`);
+    await chooseDevice(page, /WiFi/);
+    await page.getByText('Not on the mobile network').waitFor();
+    await page.getByRole('button', { name: 'Verify my number' }).click();
+
+    await page.getByRole('heading', { name: 'Your phone is not on the mobile network' }).waitFor();
+    await screenshot(page, 'frontend-wifi');
+    // The way out: back to a mobile line.
+    await chooseDevice(page, /Alice's phone/);
+    await page.getByText('On the mobile network').waitFor();
+  });
+
+  it('backend flow: out-of-band consent on the subscriber phone, then the SIM swap result', async () => {
+    const page = await newPage();
+    await page.goto(`${demo.appUrl}/`);
+    await page.getByLabel("Customer's phone number").fill('+34600000002');
+    await page.getByRole('button', { name: 'Check for a SIM swap' }).click();
+    await page.getByRole('heading', { name: "Waiting for the subscriber's consent" }).waitFor();
+    await screenshot(page, 'backend-waiting');
+
+    // The subscriber's phone, in a second page. (The link opens a new tab; following its address rather than
+    // clicking it keeps the test clear of the status page's own refresh.)
+    const href = await page.getByRole('link', { name: "Open the subscriber's phone" }).getAttribute('href');
+    expect(href).toBe(`${demo.gatewayUrl}/demo/phone/34600000002`);
+    const phone = await page.context().newPage();
+    await phone.setViewportSize({ width: 420, height: 860 });
+    await phone.goto(href!);
+    // The inbox refreshes itself until the request is there.
+    await phone.getByRole('button', { name: 'Allow' }).waitFor();
+    expect(await phone.textContent('body')).toContain('Demo Shop asks for your consent');
+    await screenshot(phone, 'backend-phone-inbox');
+    await phone.getByRole('button', { name: 'Allow' }).click();
+    await phone.getByText('your consent is recorded').waitFor();
+
+    // The status page refreshes itself until the app has the token and the API's answer.
+    await page.getByRole('heading', { name: 'The SIM was swapped recently' }).waitFor();
+    expect(await page.locator('dt:text-is("API") + dd').textContent()).toContain('{"swapped":true}');
+    await screenshot(page, 'backend-result');
+  });
+});

@@ -1,0 +1,62 @@
+/**
+ * REDIS_URL: the demo's gateway keeps its state in the package's RedisStore and the app its sessions in
+ * connect-redis. One frontend flow over HTTP proves both are wired (the consent page's session, the code,
+ * the consent record, the app's session with the token).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from 'redis';
+import { resolveConfig } from '../../demo-app/config.js';
+import { DemoStartError, startDemo, type RunningDemo } from '../../demo-app/start.js';
+import { Browser, consentFormOf } from '../helpers/browser.js';
+import { RedisServer, redisServerMissing } from '../helpers/redis-server.js';
+
+const missing = redisServerMissing();
+const skip = missing !== undefined && process.env.CI !== 'true';
+if (skip) console.warn(`Skipping the demo's Redis test: ${missing}`);
+
+const config = () => resolveConfig({ host: '127.0.0.1', ports: { gateway: 0, app: 0 } }, 'test');
+
+describe.skipIf(skip)('demo with REDIS_URL', () => {
+  let server: RedisServer;
+  let demo: RunningDemo;
+
+  beforeAll(async () => {
+    if (missing) throw new Error(`${missing}; with CI=true the Redis tests must run`);
+    server = await RedisServer.start();
+    demo = await startDemo(config(), { redisUrl: server.url });
+  });
+  afterAll(async () => {
+    await demo?.close();
+    await server?.destroy();
+  });
+
+  it('runs the frontend flow with both sides on Redis', async () => {
+    expect(demo.stores).toBe('redis');
+    const browser = new Browser();
+    const home = await (await browser.request(`${demo.appUrl}/`)).text();
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(home)![1]!;
+    const start = await browser.request(`${demo.appUrl}/verify`, { form: { phoneNumber: '+34600000001', _csrf: csrf } });
+    expect(start.status).toBe(302);
+    const consent = await browser.navigate(start.headers.get('location')!);
+    const form = consentFormOf(await consent.res.text());
+    const answer = await browser.request(new URL(form.action, consent.url), { form: { ...form.fields, decision: 'allow' } });
+    const done = await browser.navigate(new URL(answer.headers.get('location')!, consent.url));
+    expect(done.url.pathname).toBe('/verified');
+    expect(await done.res.text()).toContain('Number verified');
+
+    const redis = createClient({ url: server.url });
+    await redis.connect();
+    try {
+      expect((await redis.keys('netauth-demo:sess:*')).length).toBeGreaterThan(0);
+      expect((await redis.keys('netauth-demo:rec:consent:*')).length).toBe(1);
+    } finally {
+      await redis.close();
+    }
+  });
+
+  it('an unreachable Redis is one clear start-up error', async () => {
+    const error = await startDemo(config(), { redisUrl: 'redis://127.0.0.1:1' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DemoStartError);
+    expect((error as Error).message).toMatch(/^cannot connect to REDIS_URL \(/);
+  });
+});
