@@ -64,6 +64,7 @@ const FAILURES: Record<NetAuthClientErrorKind, { title: string; text: string }> 
     text: "The operator's answer did not match a request started here: it was already used, or it comes from another tab or browser. Start again from the home page.",
   },
   consent_required: { title: 'Consent is needed', text: 'The operator needs the subscriber to agree first.' },
+  unknown_subscriber: { title: 'The operator does not know this number', text: 'No subscriber of this operator has that phone number.' },
   authorization_error: { title: 'The operator refused the request', text: 'The operator could not accept the request as it was sent.' },
   token_error: { title: 'The operator did not issue a token', text: 'Exchanging the answer for an access token failed.' },
   expired: { title: 'The request expired', text: 'The subscriber did not answer in time, so the operator closed the request.' },
@@ -76,9 +77,6 @@ const FAILURES: Record<NetAuthClientErrorKind, { title: string; text: string }> 
 function failureOf(error: unknown): Failure {
   if (error instanceof NetAuthClientError) {
     const base = FAILURES[error.kind];
-    if (error.error === 'unknown_user_id') {
-      return { title: 'The operator does not know this number', text: 'No subscriber of this operator has that phone number.', code: error.error };
-    }
     return { ...base, ...(error.error ? { code: error.error } : {}), ...(error.kind === 'not_on_mobile_network' ? { device: true } : {}) };
   }
   if (error instanceof ApiError) return { title: 'The network API answered with an error', text: error.message, code: `HTTP ${error.status}` };

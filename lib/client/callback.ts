@@ -70,11 +70,14 @@ export function callbackMiddleware(
       scope: tokens.scope,
       data: pending.data,
     };
-    const others = session.netauth?.pending ?? {};
-    // A new session id for the authenticated session: a fixated id from before the flow is worthless.
+    // A new session id for the authenticated session (a fixated id from before the flow is worthless);
+    // what the application kept in the session comes along.
+    const kept = Object.fromEntries(Object.entries(session).filter(([key]) => key !== 'cookie' && key !== 'netauth'));
+    const pendingOthers = session.netauth?.pending ?? {};
     await promisify((cb) => session.regenerate(cb));
     const fresh = sessionOf(req);
-    fresh.netauth = { token, ...(Object.keys(others).length > 0 ? { pending: others } : {}) };
+    Object.assign(fresh, kept);
+    fresh.netauth = { token, ...(Object.keys(pendingOthers).length > 0 ? { pending: pendingOthers } : {}) };
     await promisify((cb) => fresh.save(cb));
 
     const target = pending.returnTo ?? callback.successRedirect ?? options.successRedirect;

@@ -45,6 +45,8 @@ export function fromOpenIdClientError(error: unknown, kind: 'token_error' = 'tok
         return new NetAuthClientError('denied', 'the subscriber or the operator denied the request', details);
       case 'expired_token':
         return new NetAuthClientError('expired', 'the authorization request expired before it was approved', details);
+      case 'unknown_user_id':
+        return new NetAuthClientError('unknown_subscriber', 'no subscriber of the operator is known by this login_hint', details);
       default:
         return new NetAuthClientError(kind, `the token endpoint answered ${error.error}`, details);
     }

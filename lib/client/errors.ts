@@ -11,6 +11,8 @@ export type NetAuthClientErrorKind =
   | 'not_on_mobile_network'
   /** The callback's `state` is missing or is not the one this session sent (CSRF, replay, a second tab). */
   | 'state_mismatch'
+  /** The backend flow's login_hint names no subscriber of this operator (`unknown_user_id`). */
+  | 'unknown_subscriber'
   /** Any other error in the authorization response (`invalid_scope`, `invalid_request`, …). */
   | 'authorization_error'
   /** The token endpoint refused (`invalid_grant`, `invalid_client`, …) or answered something invalid. */
@@ -49,6 +51,7 @@ const STATUS: Record<NetAuthClientErrorKind, number> = {
   consent_required: 403,
   not_on_mobile_network: 403,
   state_mismatch: 400,
+  unknown_subscriber: 404,
   authorization_error: 400,
   token_error: 502,
   expired: 408,

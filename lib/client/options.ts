@@ -43,8 +43,11 @@ export interface StartOptions {
   dataIn?: 'session' | 'url';
   /** Path to send the browser to after the callback. */
   returnTo?: PerRequest<string | undefined>;
-  /** `prompt=none`: fail with consent_required rather than show the consent page. */
-  promptNone?: boolean;
+  /**
+   * `none`: never show the consent page (fail with kind `consent_required` instead);
+   * `consent`: ask the subscriber again even when consent is on record.
+   */
+  prompt?: PerRequest<'none' | 'consent' | undefined>;
 }
 
 export interface CallbackOptions {

@@ -39,7 +39,8 @@ export function startMiddleware(options: NetAuthClientOptions, config: () => Pro
     };
     if (loginHint) params.login_hint = loginHint;
     if (nonce) params.nonce = nonce;
-    if (start.promptNone) params.prompt = 'none';
+    const prompt = start.prompt === undefined ? undefined : resolve(start.prompt, req);
+    if (prompt) params.prompt = prompt;
     const url = oidc.buildAuthorizationUrl(await config(), params);
 
     const pending: PendingAuthorization = { state, code_verifier: codeVerifier, nonce, scope, data, returnTo };

@@ -117,9 +117,12 @@ describe('backend-flow client', () => {
 
   it('bc-authorize errors are typed too', async () => {
     const { client } = await gateway();
-    const error = await rejection(client.backchannel({ login_hint: 'tel:+34699999999', scope: SIM_SWAP }));
-    expect(error.kind).toBe('token_error');
-    expect(error.error).toBe('unknown_user_id');
+    const unknown = await rejection(client.backchannel({ login_hint: 'tel:+34699999999', scope: SIM_SWAP }));
+    expect(unknown.kind).toBe('unknown_subscriber');
+    expect(unknown.error).toBe('unknown_user_id');
+    const badScope = await rejection(client.backchannel({ login_hint: 'tel:+34600000001', scope: 'dpv:Unknown#x' }));
+    expect(badScope.kind).toBe('token_error');
+    expect(badScope.error).toBe('invalid_scope');
   });
 
   it('an unreachable gateway is kind "unavailable"', async () => {

@@ -17,7 +17,12 @@ function mountApplication(app: Express, prefix: string, client: NetAuthClient, g
     login_hint: (req) => (typeof req.query.hint === 'string' ? req.query.hint : undefined),
     data: (req) => ({ phoneNumber: req.query.phone ?? null }),
     returnTo: `${prefix}/done`,
+    prompt: (req) => (req.query.prompt === 'consent' ? 'consent' : undefined),
   }));
+  router.get('/remember', (req, res) => {
+    (req.session as unknown as Record<string, unknown>).cart = req.query.item;
+    res.json({ ok: true });
+  });
   router.get('/callback', client.callback());
   router.get('/done', async (req, res) => {
     const token = client.token(req);
@@ -25,7 +30,9 @@ function mountApplication(app: Express, prefix: string, client: NetAuthClient, g
     const api = await client.fetch(req, `${gateway()}${token?.scope?.includes('device-location') ? '/location' : '/sim-swap/check'}`, { method: 'POST' });
     res.json({ token, api: await api.json(), sessionId: req.sessionID });
   });
-  router.get('/whoami', (req, res) => void res.json({ sessionId: req.sessionID, token: client.token(req) ?? null }));
+  router.get('/whoami', (req, res) =>
+    void res.json({ sessionId: req.sessionID, token: client.token(req) ?? null, cart: (req.session as unknown as Record<string, unknown>).cart ?? null }),
+  );
   const errors: ErrorRequestHandler = (error, req, res, _next) => {
     if (!(error instanceof NetAuthClientError)) throw error;
     res.status(error.status).json({ kind: error.kind, error: error.error ?? null, token: client.token(req) ?? null });
@@ -88,6 +95,28 @@ describe('app side: gateway router and companion in one app', () => {
     expect(body.sessionId).not.toBe(before.sessionId);
   });
 
+  it("keeps the application's own session data across the session regeneration", async () => {
+    const browser = new Browser();
+    await (await browser.request(`${base}/app/remember?item=book`)).body?.cancel();
+    const before = await json(await browser.request(`${base}/app/whoami`));
+    expect(before.cart).toBe('book');
+    await (await browser.navigate(`${base}/app/verify`)).res.body?.cancel();
+    const after = await json(await browser.request(`${base}/app/whoami`));
+    expect(after.cart).toBe('book');
+    expect(after.sessionId).not.toBe(before.sessionId);
+    expect(after.token).not.toBeNull();
+  });
+
+  it('prompt=consent shows the consent page again although consent is on record', async () => {
+    await netauth.consent.grant({ clientId: 'app-1', subscriberId: 'sub-alice', scope: LOCATION });
+    const silent = await new Browser().navigate(`${base}/app/verify?scope=${encodeURIComponent(LOCATION)}`);
+    expect(silent.res.headers.get('content-type')).toMatch(/json/);
+    await silent.res.body?.cancel();
+    const asked = await new Browser().navigate(`${base}/app/verify?scope=${encodeURIComponent(LOCATION)}&prompt=consent`);
+    expect(asked.url.pathname).toBe('/apigateway/consent');
+    expect(await asked.res.text()).toContain('Allow');
+  });
+
   it('keeps application data out of the URL by default', async () => {
     const browser = new Browser();
     const { res, url } = await browser.navigate(`${base}/app/verify?phone=%2B34600000001`, (next) => next.pathname === '/app/callback');
@@ -97,6 +126,7 @@ describe('app side: gateway router and companion in one app', () => {
   });
 
   it('drives the consent page (allow) and then holds a consent-scoped token', async () => {
+    await netauth.consent.revoke({ clientId: 'app-1', subscriberId: 'sub-alice', scope: LOCATION });
     const browser = new Browser();
     const page = await browser.navigate(`${base}/app/verify?scope=${encodeURIComponent(LOCATION)}`);
     expect(page.res.status).toBe(200);
