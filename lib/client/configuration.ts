@@ -1,6 +1,6 @@
 import * as oidc from 'openid-client';
 import type { NetAuthClientOptions } from './options.js';
-import { NetAuthClientError } from './errors.js';
+import { NetAuthClientError, fromOAuthError } from './errors.js';
 
 /**
  * The openid-client configuration, built once: discovered from the issuer, or from explicit endpoints.
@@ -32,24 +32,12 @@ export function configurationLoader(options: NetAuthClientOptions): () => Promis
   };
 }
 
-/** Turns openid-client's errors into NetAuthClientError. */
-export function fromOpenIdClientError(error: unknown, kind: 'token_error' = 'token_error'): NetAuthClientError {
+/** Turns openid-client's errors (token and bc-authorize endpoints) into NetAuthClientError. */
+export function fromOpenIdClientError(error: unknown): NetAuthClientError {
   if (error instanceof NetAuthClientError) return error;
   if (error instanceof oidc.ResponseBodyError) {
-    if (error.status === 503 || error.error === 'temporarily_unavailable') {
-      return new NetAuthClientError('unavailable', 'the gateway is temporarily unavailable', { error: error.error, status: 503, cause: error });
-    }
-    const details = { error: error.error, ...(error.error_description === undefined ? {} : { description: error.error_description }), cause: error };
-    switch (error.error) {
-      case 'access_denied':
-        return new NetAuthClientError('denied', 'the subscriber or the operator denied the request', details);
-      case 'expired_token':
-        return new NetAuthClientError('expired', 'the authorization request expired before it was approved', details);
-      case 'unknown_user_id':
-        return new NetAuthClientError('unknown_subscriber', 'no subscriber of the operator is known by this login_hint', details);
-      default:
-        return new NetAuthClientError(kind, `the token endpoint answered ${error.error}`, details);
-    }
+    if (error.status === 503) return fromOAuthError('temporarily_unavailable', error.error_description, error);
+    return fromOAuthError(error.error, error.error_description, error, 'token_error');
   }
   if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) {
     return new NetAuthClientError('aborted', 'aborted', { cause: error });
@@ -57,5 +45,5 @@ export function fromOpenIdClientError(error: unknown, kind: 'token_error' = 'tok
   if (error instanceof TypeError && /fetch failed/i.test(error.message)) {
     return new NetAuthClientError('unavailable', 'the gateway could not be reached', { cause: error });
   }
-  return new NetAuthClientError(kind, 'the token exchange failed', { cause: error });
+  return new NetAuthClientError('token_error', 'the token exchange failed', { cause: error });
 }

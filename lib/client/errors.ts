@@ -64,8 +64,17 @@ const STATUS: Record<NetAuthClientErrorKind, number> = {
 /** The gateway's description when the network could not identify the subscriber (protocol.md, frontend step 3). */
 const NOT_ON_MOBILE_NETWORK = /not identified by the mobile network/i;
 
-/** Classifies an OAuth error the gateway returned, in a redirect or a JSON body. */
-export function fromOAuthError(error: string, description: string | undefined, cause?: unknown): NetAuthClientError {
+/**
+ * Classifies an OAuth error the gateway returned, in a redirect or a JSON body. Codes without a kind of
+ * their own become `fallback`: `authorization_error` for the authorization response, `token_error` for the
+ * token and bc-authorize endpoints.
+ */
+export function fromOAuthError(
+  error: string,
+  description: string | undefined,
+  cause?: unknown,
+  fallback: 'authorization_error' | 'token_error' = 'authorization_error',
+): NetAuthClientError {
   const details = { error, ...(description === undefined ? {} : { description }), cause };
   switch (error) {
     case 'access_denied':
@@ -76,10 +85,12 @@ export function fromOAuthError(error: string, description: string | undefined, c
     case 'login_required':
       return new NetAuthClientError('consent_required', 'consent is required and was not given', details);
     case 'expired_token':
-      return new NetAuthClientError('expired', 'the authorization request expired', details);
+      return new NetAuthClientError('expired', 'the authorization request expired before it was approved', details);
+    case 'unknown_user_id':
+      return new NetAuthClientError('unknown_subscriber', 'no subscriber of the operator is known by this login_hint', details);
     case 'temporarily_unavailable':
-      return new NetAuthClientError('unavailable', 'the gateway is temporarily unavailable', details);
+      return new NetAuthClientError('unavailable', 'the gateway is temporarily unavailable', { ...details, status: 503 });
     default:
-      return new NetAuthClientError('authorization_error', `the gateway answered ${error}`, details);
+      return new NetAuthClientError(fallback, `the gateway answered ${error}`, details);
   }
 }
