@@ -53,7 +53,12 @@ export function formParams(req: Request): FormParams {
  * `query parser` setting (e.g. qs with nested objects) cannot change what the endpoint sees.
  */
 export function queryParams(req: Request): FormParams {
-  const search = new URL(req.originalUrl, 'http://localhost').searchParams;
+  // Only the query is parsed: `new URL(originalUrl, base)` threw on absolute-form targets with an authority
+  // WHATWG refuses (`GET http://x:99999/authorize?...`), a 500 for bad input. URLSearchParams never throws.
+  const url = req.originalUrl;
+  const start = url.indexOf('?');
+  const end = url.indexOf('#', start);
+  const search = new URLSearchParams(start < 0 ? '' : url.slice(start + 1, end < 0 ? undefined : end));
   const values: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
   for (const [name, value] of search) {
     const previous = values[name];
