@@ -40,7 +40,20 @@ export function formBody(limit: string | number): RequestHandler[] {
   };
   // extended:false keeps values flat (no nested objects) and turns repeats into arrays, which FormParams refuses.
   const parse = express.urlencoded({ extended: false, limit, parameterLimit: 100, type: FORM_TYPE });
-  return [requireForm, parse];
+  // body-parser passes decompression failures (`Content-Encoding: gzip`, `br` or `deflate` on a body that is
+  // not) on as 400s without a `type`: they are the client's too, never a 500.
+  const parseForm: RequestHandler = (req, res, next) => {
+    parse(req, res, (error?: unknown) => {
+      if (error === undefined) {
+        next();
+        return;
+      }
+      const status = error !== null && typeof error === 'object' ? (error as BodyParserError).status : undefined;
+      const clientError = typeof status === 'number' && status >= 400 && status < 500;
+      next(bodyError(error) ?? (clientError ? new OAuthError('invalid_request', 'request body could not be read') : error));
+    });
+  };
+  return [requireForm, parseForm];
 }
 
 export function formParams(req: Request): FormParams {

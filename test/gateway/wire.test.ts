@@ -62,7 +62,22 @@ describe.each(['/apigateway/bc-authorize', '/apigateway/token'])('wire rules of 
   });
 });
 
+describe.each(['/apigateway/bc-authorize', '/apigateway/token'])('request bodies of %s that cannot be decoded', (path) => {
+  // Regression (found by test/properties): body-parser hands on decompression failures as 400s without a
+  // `type`, which the error renderer did not recognise: a 500 server_error for a client's bad body.
+  it.each(['gzip', 'deflate', 'br'])('Content-Encoding: %s on a body that is not: 400 invalid_request, never 500', async (encoding) => {
+    const reported: unknown[] = [];
+    const gw = createTestGateway({ onError: (e) => reported.push(e) });
+    const res = await request(gw.app).post(path).set('Authorization', APP1).set('Content-Encoding', encoding).type('form').send('scope=x');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'invalid_request', error_description: 'request body could not be read' });
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(reported).toEqual([]);
+  });
+});
+
 describe('wire rules', () => {
+
   it('an empty value counts as absent, unknown parameters are ignored', async () => {
     const res = await request(app)
       .post('/apigateway/bc-authorize')
