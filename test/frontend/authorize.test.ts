@@ -282,6 +282,14 @@ describe('prompt', () => {
     expect(q.iss).toBe(ISSUER);
   });
 
+  // Regression (found by test/properties): the description quoted the prompt value as sent, with '"',
+  // control characters and unicode, none of which RFC 6749 §4.1.2.1 allows in error_description.
+  it('an unknown prompt value is quoted in error_description within RFC 6749’s character set', async () => {
+    const q = callback(await authorize(gw.app, { prompt: 'é"\\\u0007x' }));
+    expect(q.error).toBe('invalid_request');
+    expect(q.error_description).toBe("unsupported prompt value '?'/?x'");
+  });
+
   it('prompt=none without consent needed: the code, silently', async () => {
     expect(callback(await authorize(gw.app, { prompt: 'none' })).code).toBeDefined();
   });

@@ -77,6 +77,19 @@ describe.each(['/apigateway/bc-authorize', '/apigateway/token'])('request bodies
 });
 
 describe('wire rules', () => {
+  // Regression (found by test/properties): descriptions quoting the request were written with '"', which
+  // RFC 6749 §5.2 does not allow in error_description (%x20-21 / %x23-5B / %x5D-7E).
+  it('error_description stays in RFC 6749 §5.2’s character set when it quotes the request', async () => {
+    const res = await request(app)
+      .post('/apigateway/bc-authorize')
+      .set('Authorization', APP1)
+      .type('form')
+      .send({ login_hint: 'tel:+34600000001', scope: 'dpv:FraudPreventionAndDetection#-x' });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'invalid_scope', error_description: "'-x' is not a valid API scope" });
+    const hint = await request(app).post('/apigateway/bc-authorize').set('Authorization', APP1).type('form').send({ login_hint: 'operatortoken:x', scope: SIM_SWAP });
+    expect(hint.body).toEqual({ error: 'unknown_user_id', error_description: "login_hint type 'operatortoken' is not served" });
+  });
 
   it('an empty value counts as absent, unknown parameters are ignored', async () => {
     const res = await request(app)
