@@ -157,6 +157,22 @@ describe('app side: gateway router and companion in one app', () => {
     expect((await json(await browser.request(url))).kind).toBe('state_mismatch');
   });
 
+  // RFC 9700 §4.4 (mix-up) / RFC 9207: the gateway advertises authorization_response_iss_parameter_supported,
+  // so the callback must carry this gateway's iss; another issuer's, or none, is refused.
+  it('rejects an authorization response with another iss, or none (mix-up defence), storing nothing', async () => {
+    for (const iss of ['https://evil.example', undefined]) {
+      const browser = new Browser();
+      const { res, url } = await browser.navigate(`${base}/app/verify`, (next) => next.pathname === '/app/callback');
+      await res.body?.cancel();
+      expect(url.searchParams.get('iss')).toBe(`${base}/apigateway`);
+      const forged = new URL(url);
+      if (iss === undefined) forged.searchParams.delete('iss');
+      else forged.searchParams.set('iss', iss);
+      // openid-client's RFC 9207 check fails before any code exchange; nothing lands in the session.
+      expect(await json(await browser.request(forged))).toEqual({ kind: 'token_error', error: null, token: null });
+    }
+  });
+
   it('a callback from another browser (no session) is a state mismatch', async () => {
     const { res, url } = await new Browser().navigate(`${base}/app/verify`, (next) => next.pathname === '/app/callback');
     await res.body?.cancel();
