@@ -54,13 +54,23 @@ export interface OAuthErrorOptions {
   cause?: unknown;
 }
 
+/**
+ * RFC 6749 §4.1.2.1 and §5.2: error_description is %x20-21 / %x23-5B / %x5D-7E. Descriptions that quote the
+ * request (a bad scope, prompt or login_hint type) are made to fit: `"` becomes `'`, `\` becomes `/`, and
+ * anything outside printable ASCII (control characters, unicode) becomes `?`.
+ */
+function wireDescription(text: string): string {
+  return text.replace(/"/g, "'").replace(/\\/g, '/').replace(/[^\x20-\x7e]/gu, '?');
+}
+
 export class OAuthError extends Error {
   readonly code: OAuthErrorCode;
   readonly description: string | undefined;
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
 
-  constructor(code: OAuthErrorCode, description?: string, options: OAuthErrorOptions = {}) {
+  constructor(code: OAuthErrorCode, rawDescription?: string, options: OAuthErrorOptions = {}) {
+    const description = rawDescription === undefined ? undefined : wireDescription(rawDescription);
     super(description ? `${code}: ${description}` : code, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'OAuthError';
     this.code = code;

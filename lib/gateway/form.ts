@@ -40,7 +40,20 @@ export function formBody(limit: string | number): RequestHandler[] {
   };
   // extended:false keeps values flat (no nested objects) and turns repeats into arrays, which FormParams refuses.
   const parse = express.urlencoded({ extended: false, limit, parameterLimit: 100, type: FORM_TYPE });
-  return [requireForm, parse];
+  // body-parser passes decompression failures (`Content-Encoding: gzip`, `br` or `deflate` on a body that is
+  // not) on as 400s without a `type`: they are the client's too, never a 500.
+  const parseForm: RequestHandler = (req, res, next) => {
+    parse(req, res, (error?: unknown) => {
+      if (error === undefined) {
+        next();
+        return;
+      }
+      const status = error !== null && typeof error === 'object' ? (error as BodyParserError).status : undefined;
+      const clientError = typeof status === 'number' && status >= 400 && status < 500;
+      next(bodyError(error) ?? (clientError ? new OAuthError('invalid_request', 'request body could not be read') : error));
+    });
+  };
+  return [requireForm, parseForm];
 }
 
 export function formParams(req: Request): FormParams {
@@ -53,7 +66,12 @@ export function formParams(req: Request): FormParams {
  * `query parser` setting (e.g. qs with nested objects) cannot change what the endpoint sees.
  */
 export function queryParams(req: Request): FormParams {
-  const search = new URL(req.originalUrl, 'http://localhost').searchParams;
+  // Only the query is parsed: `new URL(originalUrl, base)` threw on absolute-form targets with an authority
+  // WHATWG refuses (`GET http://x:99999/authorize?...`), a 500 for bad input. URLSearchParams never throws.
+  const url = req.originalUrl;
+  const start = url.indexOf('?');
+  const end = url.indexOf('#', start);
+  const search = new URLSearchParams(start < 0 ? '' : url.slice(start + 1, end < 0 ? undefined : end));
   const values: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
   for (const [name, value] of search) {
     const previous = values[name];

@@ -22,17 +22,29 @@ const TYPE = /^[a-z][a-z0-9+.-]*$/i;
  * is the same whichever stack the request arrived on.
  */
 export function normaliseIp(text: string): string | undefined {
-  if (!ipaddr.isValid(text)) return undefined;
-  // ipaddr.js accepts legacy IPv4 forms (octal, hex, short); only the four-part decimal form is an address here.
-  if (!text.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(text)) return undefined;
   if (text.includes('%')) return undefined; // zone ids name an interface, not a subscriber
-  const parsed = ipaddr.parse(text);
-  if (parsed.kind() === 'ipv6') {
-    const v6 = parsed as ipaddr.IPv6;
-    if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
-    return v6.toRFC5952String();
-  }
-  return parsed.toString();
+  // ipaddr.js accepts legacy IPv4 forms (octal, hex, short); only the four-part decimal form is an address here.
+  if (!text.includes(':')) return ipaddr.IPv4.isValidFourPartDecimal(text) ? text : undefined;
+  const ipv6 = ipv6WithoutDottedTail(text);
+  if (ipv6 === undefined || !ipaddr.IPv6.isValid(ipv6)) return undefined;
+  const parsed = ipaddr.IPv6.parse(ipv6);
+  if (parsed.isIPv4MappedAddress()) return parsed.toIPv4Address().toString();
+  return parsed.toRFC5952String();
+}
+
+/**
+ * An IPv6 address whose low 32 bits are written as a dotted quad (`::ffff:192.0.2.1`, `64:ff9b::192.0.2.1`),
+ * with that quad rewritten as two hex groups. The quad must be four-part decimal, as anywhere else (ipaddr.js
+ * would take hex and leading zeros there), and ipaddr.js's reading of `::a.b.c.d` as IPv4-*mapped* is
+ * avoided: that form is the IPv4-compatible address `::a.b.c.d` = `::xxxx:xxxx`, which is not the IPv4 address.
+ */
+function ipv6WithoutDottedTail(text: string): string | undefined {
+  const lastColon = text.lastIndexOf(':');
+  const tail = text.slice(lastColon + 1);
+  if (!tail.includes('.')) return text;
+  if (!ipaddr.IPv4.isValidFourPartDecimal(tail)) return undefined;
+  const [a, b, c, d] = tail.split('.').map(Number) as [number, number, number, number];
+  return `${text.slice(0, lastColon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
 }
 
 function parsePort(text: string): number | undefined {

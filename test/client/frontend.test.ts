@@ -9,14 +9,14 @@ import { Browser, consentFormOf } from '../helpers/browser.js';
 import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../helpers/gateway-process.js';
 
 /** Mounts an application backend (express-session + the companion) on `app` under `prefix`. */
-function mountApplication(app: Express, prefix: string, client: NetAuthClient, gateway: () => string): void {
+function mountApplication(app: Express, prefix: string, client: NetAuthClient, gateway: () => string, returnTo: string | ((req: express.Request) => string | undefined) = `${prefix}/done`): void {
   const router = express.Router();
   router.use(session({ secret: 'test-session-secret', resave: false, saveUninitialized: false, name: `sid${prefix.replace(/\W/g, '')}` }));
   router.get('/verify', client.start({
     scope: (req) => (typeof req.query.scope === 'string' ? req.query.scope : SIM_SWAP),
     login_hint: (req) => (typeof req.query.hint === 'string' ? req.query.hint : undefined),
     data: (req) => ({ phoneNumber: req.query.phone ?? null }),
-    returnTo: `${prefix}/done`,
+    returnTo,
     prompt: (req) => (req.query.prompt === 'consent' ? 'consent' : undefined),
   }));
   router.get('/remember', (req, res) => {
@@ -58,7 +58,7 @@ describe('app side: gateway router and companion in one app', () => {
     base = server.url;
     close = server.close;
     const clients = [
-      { ...CLIENTS[0]!, redirectUris: [...CLIENTS[0]!.redirectUris!, `${base}/app/callback`] },
+      { ...CLIENTS[0]!, redirectUris: [...CLIENTS[0]!.redirectUris!, `${base}/app/callback`, `${base}/open/callback`] },
       ...CLIENTS.slice(1),
     ];
     netauth = createNetAuth({
@@ -73,6 +73,10 @@ describe('app side: gateway router and companion in one app', () => {
     app.post('/location', netauth.guard({ scope: 'device-location' }), (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id }));
     const common = { gateway: `${base}/apigateway`, clientId: 'app-1', clientSecret: SECRET, allowInsecureRequests: true };
     mountApplication(app, '/app', createNetAuthClient({ ...common, redirectUri: `${base}/app/callback` }), () => base);
+    // returnTo taken from the request, as a careless application would: only same-origin paths may be used.
+    mountApplication(app, '/open', createNetAuthClient({ ...common, redirectUri: `${base}/open/callback`, successRedirect: '/open/done' }), () => base, (req) =>
+      typeof req.query.next === 'string' ? req.query.next : undefined,
+    );
     // Registered as the public URL; the proxy forwards https://app.example/callback to /proxied/callback.
     mountApplication(app, '/proxied', createNetAuthClient({ ...common, redirectUri: 'https://app.example/callback' }), () => base);
   });
@@ -185,6 +189,39 @@ describe('app side: gateway router and companion in one app', () => {
     expect(ok.res.status).toBe(200);
     // …and only once.
     expect((await json(await browser.request(url))).kind).toBe('state_mismatch');
+  });
+
+  // RFC 9700 §4.4 (mix-up) / RFC 9207: the gateway advertises authorization_response_iss_parameter_supported,
+  // so the callback must carry this gateway's iss; another issuer's, or none, is refused.
+  it('rejects an authorization response with another iss, or none (mix-up defence), storing nothing', async () => {
+    for (const iss of ['https://evil.example', undefined]) {
+      const browser = new Browser();
+      const { res, url } = await browser.navigate(`${base}/app/verify`, (next) => next.pathname === '/app/callback');
+      await res.body?.cancel();
+      expect(url.searchParams.get('iss')).toBe(`${base}/apigateway`);
+      const forged = new URL(url);
+      if (iss === undefined) forged.searchParams.delete('iss');
+      else forged.searchParams.set('iss', iss);
+      // openid-client's RFC 9207 check fails before any code exchange; nothing lands in the session.
+      expect(await json(await browser.request(forged))).toEqual({ kind: 'token_error', error: null, token: null });
+    }
+  });
+
+  // RFC 9700 §4.11.1: the client must not be an open redirector, even when the application passes returnTo from the request.
+  it.each(['https://evil.example/', '//evil.example/', '/\\evil.example/', 'javascript:alert(1)'])('a returnTo of %s is not followed: the callback goes to successRedirect', async (next) => {
+    const browser = new Browser();
+    const { res, url } = await browser.navigate(`${base}/open/verify?next=${encodeURIComponent(next)}`, (hop) => hop.pathname === '/open/callback');
+    await res.body?.cancel();
+    const answer = await browser.request(url);
+    expect(answer.status).toBe(302);
+    expect(answer.headers.get('location')).toBe('/open/done');
+  });
+
+  it('a same-origin returnTo path is followed', async () => {
+    const browser = new Browser();
+    const { res, url } = await browser.navigate(`${base}/open/verify?next=${encodeURIComponent('/open/whoami')}`, (hop) => hop.pathname === '/open/callback');
+    await res.body?.cancel();
+    expect((await browser.request(url)).headers.get('location')).toBe('/open/whoami');
   });
 
   it('a callback from another browser (no session) is a state mismatch', async () => {

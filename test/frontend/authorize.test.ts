@@ -1,8 +1,11 @@
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
+import type { Express } from 'express';
 import { MemoryStore, StoreUnavailableError, type Store } from '../../lib/index.js';
 import type { CodeRecord } from '../../lib/gateway/grants/authorization-code.js';
 import { ISSUER, createTestGateway } from '../helpers/gateway.js';
+import { listen } from '../helpers/listen.js';
 import {
   CALLBACK,
   CLIENTS_WITH_PKCE,
@@ -236,6 +239,39 @@ describe('step 6: success', () => {
   });
 });
 
+describe('request targets', () => {
+  /** One request written byte for byte: an absolute-form target is what proxies send and what supertest cannot. */
+  async function rawGet(app: Express, target: string): Promise<{ status: number; head: string }> {
+    const server = await listen(app);
+    try {
+      const text = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(new URL(server.url).port), '127.0.0.1');
+        const chunks: Buffer[] = [];
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+        socket.write(`GET ${target} HTTP/1.1\r\nHost: gateway.test\r\nX-Forwarded-For: 10.20.0.1\r\nConnection: close\r\n\r\n`);
+      });
+      return { status: Number(text.slice(9, 12)), head: text.slice(0, text.indexOf('\r\n\r\n')) };
+    } finally {
+      await server.close();
+    }
+  }
+
+  // Regression (found by test/properties): the query was read with `new URL(originalUrl, base)`, which throws
+  // on an absolute-form target whose authority WHATWG refuses, and bad input became a 500.
+  it.each(['http://x:99999', 'http://x@', 'http://1.2.3.256'])('an absolute-form target with authority %s is read by its query, never a 500', async (authority) => {
+    const reported: unknown[] = [];
+    const gw = createTestGateway({ onError: (e) => reported.push(e) });
+    const ok = await rawGet(gw.app, `${authority}/apigateway/authorize?${authorizeQuery()}`);
+    expect(ok.status).toBe(302);
+    expect(ok.head).toMatch(/\r\nLocation: https:\/\/app\.example\/callback\?code=/i);
+    const page = await rawGet(gw.app, `${authority}/apigateway/consent?interaction=x`);
+    expect(page.status).toBe(400);
+    expect(reported).toEqual([]);
+  });
+});
+
 describe('prompt', () => {
   const gw = createTestGateway();
 
@@ -244,6 +280,14 @@ describe('prompt', () => {
     expect(q.error).toBe('consent_required');
     expect(q.state).toBe('state-123');
     expect(q.iss).toBe(ISSUER);
+  });
+
+  // Regression (found by test/properties): the description quoted the prompt value as sent, with '"',
+  // control characters and unicode, none of which RFC 6749 §4.1.2.1 allows in error_description.
+  it('an unknown prompt value is quoted in error_description within RFC 6749’s character set', async () => {
+    const q = callback(await authorize(gw.app, { prompt: 'é"\\\u0007x' }));
+    expect(q.error).toBe('invalid_request');
+    expect(q.error_description).toBe("unsupported prompt value '?'/?x'");
   });
 
   it('prompt=none without consent needed: the code, silently', async () => {

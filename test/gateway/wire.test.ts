@@ -62,7 +62,35 @@ describe.each(['/apigateway/bc-authorize', '/apigateway/token'])('wire rules of 
   });
 });
 
+describe.each(['/apigateway/bc-authorize', '/apigateway/token'])('request bodies of %s that cannot be decoded', (path) => {
+  // Regression (found by test/properties): body-parser hands on decompression failures as 400s without a
+  // `type`, which the error renderer did not recognise: a 500 server_error for a client's bad body.
+  it.each(['gzip', 'deflate', 'br'])('Content-Encoding: %s on a body that is not: 400 invalid_request, never 500', async (encoding) => {
+    const reported: unknown[] = [];
+    const gw = createTestGateway({ onError: (e) => reported.push(e) });
+    const res = await request(gw.app).post(path).set('Authorization', APP1).set('Content-Encoding', encoding).type('form').send('scope=x');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'invalid_request', error_description: 'request body could not be read' });
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(reported).toEqual([]);
+  });
+});
+
 describe('wire rules', () => {
+  // Regression (found by test/properties): descriptions quoting the request were written with '"', which
+  // RFC 6749 §5.2 does not allow in error_description (%x20-21 / %x23-5B / %x5D-7E).
+  it('error_description stays in RFC 6749 §5.2’s character set when it quotes the request', async () => {
+    const res = await request(app)
+      .post('/apigateway/bc-authorize')
+      .set('Authorization', APP1)
+      .type('form')
+      .send({ login_hint: 'tel:+34600000001', scope: 'dpv:FraudPreventionAndDetection#-x' });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'invalid_scope', error_description: "'-x' is not a valid API scope" });
+    const hint = await request(app).post('/apigateway/bc-authorize').set('Authorization', APP1).type('form').send({ login_hint: 'operatortoken:x', scope: SIM_SWAP });
+    expect(hint.body).toEqual({ error: 'unknown_user_id', error_description: "login_hint type 'operatortoken' is not served" });
+  });
+
   it('an empty value counts as absent, unknown parameters are ignored', async () => {
     const res = await request(app)
       .post('/apigateway/bc-authorize')

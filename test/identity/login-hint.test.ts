@@ -35,6 +35,15 @@ describe('login_hint', () => {
     expect(parseLoginHint('ipport:10.20.0.1:65535')).toEqual({ type: 'ipport', address: { ip: '10.20.0.1', port: 65535 } });
   });
 
+  // Regression (found by test/properties/login-hint.test.ts): ipaddr.js reads `::a.b.c.d` as IPv4-mapped, so
+  // `[::0.0.0.0]` was 0.0.0.0 while `[::]`, the same address, was `::`.
+  it('the IPv4-compatible form ::a.b.c.d is the IPv6 address it spells, not the IPv4 address', () => {
+    expect(parseLoginHint('ipport:[::10.20.0.1]')).toEqual({ type: 'ipport', address: { ip: '::a14:1' } });
+    expect(parseLoginHint('ipport:[::0.0.0.0]')).toEqual(parseLoginHint('ipport:[::]'));
+    expect(normaliseIp('0:0:0:0:0:0:10.20.0.1')).toBe(normaliseIp('::a14:1'));
+    expect(normaliseIp('64:ff9b::192.0.2.33')).toBe('64:ff9b::c000:221');
+  });
+
   it.each([
     ['tel:34600000001', 'tel without +'],
     ['tel:+34 600 000 001', 'visual separators'],
@@ -58,6 +67,8 @@ describe('login_hint', () => {
     ['ipport:10.20.0.1:', 'empty port'],
     ['ipport:10.20.0.1:80a', 'non-numeric port'],
     ['ipport:[fe80::1%eth0]', 'zone id'],
+    ['ipport:[::ffff:0x0a.20.0.1]', 'hex octet in an IPv4-mapped address'],
+    ['ipport:[::ffff:010.20.0.1]', 'octal-looking octet in an IPv4-mapped address'],
     ['ipport:', 'empty identifier'],
     [':+34600000001', 'empty type'],
     ['te l:+34600000001', 'space in type'],
