@@ -19,7 +19,7 @@ export type { IntrospectionResponse } from './gateway/token-introspection.js';
 export type { JWK } from 'jose';
 export { OAuthError, isOAuthError } from './errors.js';
 export type { OAuthErrorCode } from './errors.js';
-export { StaticClientRegistry, hashClientSecret } from './registry/clients.js';
+export { StaticClientRegistry, hashClientSecret, checkRedirectUri } from './registry/clients.js';
 export type { ClientRegistry, RegisteredClient, GrantType, ClientAuthMethod } from './registry/clients.js';
 export { StaticSubscriberDirectory } from './identity/subscribers.js';
 export type { Subscriber, SubscriberDirectory, StaticSubscriber } from './identity/subscribers.js';

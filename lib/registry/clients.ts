@@ -71,6 +71,25 @@ export async function verifyClientSecret(client: RegisteredClient, presented: st
   return timingSafeEqual(sha256(client.clientSecret), sha256(presented));
 }
 
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * Registration rules for a redirect URI (RFC 9700 §2.1, §4.1; RFC 8252 §7): absolute, no fragment, and
+ * `http:` only for loopback (development and native apps); private-use schemes serve native apps.
+ */
+export function checkRedirectUri(clientId: string, uri: string): void {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    throw new TypeError(`client ${clientId}: redirect URI "${uri}" is not an absolute URI`);
+  }
+  if (url.hash !== '' || uri.includes('#')) throw new TypeError(`client ${clientId}: redirect URI "${uri}" has a fragment`);
+  if (url.protocol === 'http:' && !LOOPBACK_HOSTS.has(url.hostname)) {
+    throw new TypeError(`client ${clientId}: redirect URI "${uri}" uses http: outside loopback; use https:`);
+  }
+}
+
 /** A registry from a fixed list (the embedded default). */
 export class StaticClientRegistry implements ClientRegistry {
   private readonly clients = new Map<string, RegisteredClient>();
@@ -81,6 +100,7 @@ export class StaticClientRegistry implements ClientRegistry {
         throw new TypeError(`client ${client.clientId}: give exactly one of clientSecret and clientSecretHash`);
       }
       if (this.clients.has(client.clientId)) throw new TypeError(`client ${client.clientId} is registered twice`);
+      for (const uri of client.redirectUris ?? []) checkRedirectUri(client.clientId, uri);
       this.clients.set(client.clientId, client);
     }
   }

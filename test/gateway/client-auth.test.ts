@@ -108,3 +108,27 @@ describe('client authentication', () => {
     expectInvalidClient(wrong);
   });
 });
+
+describe('client registration', () => {
+  const client = (redirectUris: string[]) => ({
+    clientId: 'c',
+    clientSecret: 's',
+    redirectUris,
+    grantTypes: ['authorization_code' as const],
+    scopes: [SIM_SWAP],
+  });
+
+  it('refuses http: redirect URIs outside loopback, fragments and relative URIs (RFC 9700 §2.1)', () => {
+    expect(() => createTestGateway({ clients: [client(['http://app.example/cb'])] })).toThrow(/http: outside loopback/);
+    expect(() => createTestGateway({ clients: [client(['https://app.example/cb#x'])] })).toThrow(/fragment/);
+    expect(() => createTestGateway({ clients: [client(['/cb'])] })).toThrow(/absolute/);
+  });
+
+  it('accepts https, loopback http and private-use schemes for native apps', () => {
+    expect(() =>
+      createTestGateway({
+        clients: [client(['https://app.example/cb', 'http://localhost:3001/cb', 'http://127.0.0.1:8080/cb', 'http://[::1]/cb', 'com.example.app:/oauth2redirect'])],
+      }),
+    ).not.toThrow();
+  });
+});
