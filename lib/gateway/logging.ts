@@ -67,6 +67,7 @@ export function attachLogger(logger: Logger, events: EventHub): void {
 
 /** An internal error: its type and message only, as the default stderr report (never request data). */
 export function logInternalError(logger: Logger, error: unknown): void {
-  const err = error instanceof Error ? { type: error.name, message: error.message } : { type: typeof error };
-  child(logger).error({ err }, 'internal error');
+  // Not under `err`: pino's err serializer would add the stack (and rename the type) of an Error.
+  const details = error instanceof Error ? { type: error.name, message: error.message } : { type: typeof error };
+  child(logger).error({ error: details }, 'internal error');
 }
