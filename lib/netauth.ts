@@ -12,6 +12,7 @@ import { metadata, type AuthorizationServerMetadata } from './gateway/discovery.
 import { decideBackchannelRequest } from './gateway/backchannel-requests.js';
 import type { NetAuthEventEmitter } from './gateway/events.js';
 import { createMetricsRouter, type MetricsOptions } from './gateway/metrics.js';
+import type { Registry } from 'prom-client';
 
 /**
  * Whose consent, for what. The subscriber is named by `login_hint` (`tel:+…`, `ipport:…`) or by the
@@ -59,7 +60,7 @@ export interface NetAuth {
    * (`router.registry`) unless `options.registry` is given. Mount it where only your scraper reaches:
    * `adminApp.use('/metrics', netauth.metricsRouter())`. Counting starts when it is created.
    */
-  metricsRouter(options?: MetricsOptions): Router;
+  metricsRouter(options?: MetricsOptions): Router & { registry: Registry };
   /** Releases the default store's timer. A store you passed in is yours to close. */
   close(): Promise<void>;
 }

@@ -270,8 +270,8 @@ export class RateLimits {
 
   private async consume(limiter: RateLimiterAbstract | undefined, key: string): Promise<number | undefined> {
     if (limiter === undefined) return undefined;
-    if (this.open) await this.opened();
     try {
+      if (this.open) await this.opened();
       await limiter.consume(key);
       return undefined;
     } catch (rejection) {
@@ -283,8 +283,8 @@ export class RateLimits {
 
   private async failures(limiter: RateLimiterAbstract | undefined, key: string): Promise<RateLimiterRes | undefined> {
     if (limiter === undefined) return undefined;
-    if (this.open) await this.opened();
     try {
+      if (this.open) await this.opened();
       return (await limiter.get(key)) ?? undefined;
     } catch (error) {
       this.onError(error);
