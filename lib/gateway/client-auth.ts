@@ -133,13 +133,13 @@ export class ClientAuthenticator {
     }
 
     const limits = this.limits;
-    let lockedOut: Promise<number | undefined> | undefined;
+    let lockState: Promise<number | undefined> | undefined;
     if (limits) {
       // A lock-out this process knows of answers before any secret is compared (a locked-out guesser costs nothing);
       // the shared counters are read while the secret is checked.
       const wait = limits.lockedLocally(claimed, req.ip);
       if (wait !== undefined) throw this.lockedOut(endpoint, wait, undefined);
-      lockedOut = limits.lockedOut(claimed, req.ip);
+      lockState = limits.lockedOut(claimed, req.ip);
     }
     const verified = header !== undefined ? await this.basic(req, res) : await this.verify(claimed, postSecret!, 'client_secret_post');
     const client = verified.client;
@@ -149,7 +149,7 @@ export class ClientAuthenticator {
       const error = this.failed(endpoint, 'invalid_credentials', knownId);
       throw wait === undefined ? error : this.lockedOut(endpoint, wait, knownId);
     }
-    const wait = await lockedOut;
+    const wait = await lockState;
     if (wait !== undefined) throw this.lockedOut(endpoint, wait, client.clientId);
     if (bodyClientId !== undefined && bodyClientId !== client.clientId) {
       throw this.failed(endpoint, 'client_id_mismatch', client.clientId, 'client_id does not match the authenticated client');
