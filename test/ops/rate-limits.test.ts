@@ -5,7 +5,7 @@ import { APP1, APP2, CIBA, ISSUER, LOCATION, SECRET, SIM_SWAP, basic, createTest
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, authorize, callback, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
-import { RATE_LIMIT_DEFAULTS, MemoryStore, createNetAuth, type RateLimitOptions } from '../../lib/index.js';
+import { RATE_LIMIT_DEFAULTS, MemoryStore, RedisStore, createNetAuth, type RateLimitOptions } from '../../lib/index.js';
 import { CLIENTS, POLICY, SUBSCRIBERS } from '../helpers/gateway.js';
 
 const ALICE = 'tel:+34600000001';
@@ -222,6 +222,14 @@ describe('rateLimits option', () => {
     expect(() => createNetAuth({ ...base, rateLimits: { authorize: { perAddress: { points: 5, duration: 0.5 } } } })).toThrow(TypeError);
     expect(() => createNetAuth({ ...base, rateLimits: { clientAuthentication: { perAddress: { failures: -1, duration: 60 } } } })).toThrow(TypeError);
     expect(() => createNetAuth({ ...base, store: new MemoryStore(), rateLimits: { backend: 'redis' } })).toThrow(/redis/);
+  });
+
+  it('a RedisStore over a client that is not node-redis (sendCommand only): counters in memory, unless Redis is asked for', () => {
+    const base = { issuer: ISSUER, clients: CLIENTS, subscribers: SUBSCRIBERS, consentPolicy: POLICY };
+    const store = new RedisStore({ client: { isOpen: true, isReady: true, sendCommand: async () => null } });
+    expect(store.nodeRedisClient()).toBeUndefined();
+    expect(() => createNetAuth({ ...base, store })).not.toThrow();
+    expect(() => createNetAuth({ ...base, store, rateLimits: { backend: 'redis' } })).toThrow(/redis/);
   });
 
   it('the defaults', () => {
