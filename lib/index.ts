@@ -12,6 +12,34 @@ export type {
   ConsentPageTexts,
 } from './gateway/options.js';
 export type { GuardOptions, NetAuthGrant } from './gateway/guard.js';
+export { EVENT_NAMES } from './gateway/events.js';
+export type {
+  NetAuthEvents,
+  NetAuthEventName,
+  NetAuthEventListener,
+  NetAuthEventEmitter,
+  Endpoint,
+  GrantSubject,
+  AuthorizationRequestedEvent,
+  ConsentEvent,
+  CodeIssuedEvent,
+  CodeConsumedEvent,
+  CodeReplayedEvent,
+  CibaRequestedEvent,
+  CibaSlowDownEvent,
+  CibaApprovedEvent,
+  CibaDeniedEvent,
+  CibaExpiredEvent,
+  TokenIssuedEvent,
+  TokenRevokedEvent,
+  ClientAuthenticationFailedEvent,
+  RateLimitedEvent,
+  RequestCompletedEvent,
+} from './gateway/events.js';
+export { RATE_LIMIT_DEFAULTS } from './gateway/rate-limits.js';
+export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient } from './gateway/rate-limits.js';
+export type { MetricsOptions } from './gateway/metrics.js';
+export { REDACT_PATHS } from './gateway/logging.js';
 export type { AuthorizationServerMetadata } from './gateway/discovery.js';
 export type { TokenResponse } from './gateway/access-tokens.js';
 export type { AccessTokenClaims } from './gateway/jwt-access-tokens.js';

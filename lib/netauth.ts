@@ -10,6 +10,9 @@ import { createRouter } from './gateway/router.js';
 import { createGuard, type GuardOptions } from './gateway/guard.js';
 import { metadata, type AuthorizationServerMetadata } from './gateway/discovery.js';
 import { decideBackchannelRequest } from './gateway/backchannel-requests.js';
+import type { NetAuthEventEmitter } from './gateway/events.js';
+import { createMetricsRouter, type MetricsOptions } from './gateway/metrics.js';
+import type { Registry } from 'prom-client';
 
 /**
  * Whose consent, for what. The subscriber is named by `login_hint` (`tel:+…`, `ipport:…`) or by the
@@ -47,6 +50,17 @@ export interface NetAuth {
   consent: ConsentApi;
   backchannel: BackchannelApi;
   metadata(): AuthorizationServerMetadata;
+  /**
+   * Every state change as a typed event (docs/operations.md): `netauth.events.on('token.issued', (e) => …)`.
+   * Payloads never carry secrets, tokens, codes, auth_req_ids or phone numbers.
+   */
+  events: NetAuthEventEmitter;
+  /**
+   * A router serving Prometheus metrics fed by the events (`GET /`), with a prom-client Registry of its own
+   * (`router.registry`) unless `options.registry` is given. Mount it where only your scraper reaches:
+   * `adminApp.use('/metrics', netauth.metricsRouter())`. Counting starts when it is created.
+   */
+  metricsRouter(options?: MetricsOptions): Router & { registry: Registry };
   /** Releases the default store's timer. A store you passed in is yours to close. */
   close(): Promise<void>;
 }
@@ -74,9 +88,24 @@ export function createNetAuth(options: NetAuthOptions): NetAuth {
     router,
     guard: (guardOptions) => createGuard(ctx, guardOptions),
     consent: {
-      grant: async (input) => ctx.consent.grant(await subject(ctx, input)),
-      deny: async (input) => ctx.consent.deny(await subject(ctx, input)),
-      revoke: async (input) => ctx.consent.revoke(await subject(ctx, input)),
+      grant: async (input) => {
+        const who = await subject(ctx, input);
+        const records = await ctx.consent.grant(who);
+        ctx.events.emit('consent.granted', { ...who, via: 'api' });
+        return records;
+      },
+      deny: async (input) => {
+        const who = await subject(ctx, input);
+        const records = await ctx.consent.deny(who);
+        ctx.events.emit('consent.denied', { ...who, via: 'api' });
+        return records;
+      },
+      revoke: async (input) => {
+        const who = await subject(ctx, input);
+        const revoked = await ctx.consent.revoke(who);
+        if (revoked) ctx.events.emit('consent.revoked', { ...who, via: 'api' });
+        return revoked;
+      },
       lookup: async (input) => ctx.consent.lookup(await subject(ctx, input)),
     },
     backchannel: {
@@ -84,6 +113,8 @@ export function createNetAuth(options: NetAuthOptions): NetAuth {
       deny: (id) => decideBackchannelRequest(ctx, id, 'denied'),
     },
     metadata: () => metadata(ctx),
+    events: ctx.events,
+    metricsRouter: (metricsOptions) => createMetricsRouter(ctx.events, metricsOptions),
     close: async () => {
       if (ctx.ownsStore) await ctx.store.close?.();
     },

@@ -45,10 +45,11 @@ export class ConsentRecords {
     private readonly policy: ConsentPolicy,
     private readonly now: () => number,
     /**
-     * Revokes the tokens issued under a grant. Default: deletes the records written with it. The gateway passes
-     * its revocation list, which also reaches JWT access tokens (verified offline, with no record to delete).
+     * Revokes the tokens issued under a consent's grant. Default: deletes the records written with it. The gateway
+     * passes its revocation list, which also reaches JWT access tokens (verified offline, with no record to
+     * delete), and reports the revocation as an event.
      */
-    private readonly revokeGrant: (grantId: string) => Promise<void> = (grantId) => store.revokeGrant(grantId),
+    private readonly revokeGrant: (grantId: string, consent: ConsentRecord) => Promise<void> = (grantId) => store.revokeGrant(grantId),
   ) {}
 
   async grant(subject: ConsentSubject): Promise<ConsentRecord[]> {
@@ -74,7 +75,7 @@ export class ConsentRecords {
         const existing = await this.store.get<ConsentRecord>('consent', id);
         if (!existing) return false;
         await this.store.delete('consent', id);
-        await this.revokeGrant(existing.value.grantId);
+        await this.revokeGrant(existing.value.grantId, existing.value);
         return true;
       }),
     );
@@ -124,7 +125,7 @@ export class ConsentRecords {
     };
     await this.store.put('consent', id, record, { ttl: lifetime });
     // A refusal supersedes a consent: the tokens issued under it go with it.
-    if (status === 'denied' && previous?.status === 'granted') await this.revokeGrant(previous.grantId);
+    if (status === 'denied' && previous?.status === 'granted') await this.revokeGrant(previous.grantId, previous);
     return record;
   }
 }

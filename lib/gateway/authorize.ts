@@ -9,6 +9,7 @@ import { queryParams, type FormParams } from './form.js';
 import { sendAuthorizationResponse, setRedirectTarget, type RedirectTarget } from './render-error.js';
 import { createAuthorizationCode, S256_CHALLENGE } from './grants/authorization-code.js';
 import type { ConsentPage } from './consent-page.js';
+import { overLimit } from './rate-limits.js';
 
 const NOT_IDENTIFIED = 'subscriber not identified by the mobile network';
 const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
@@ -99,11 +100,25 @@ async function identify(ctx: GatewayContext, req: Request, loginHint: LoginHint 
 export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = queryParams(req);
-    const { client, redirectUri } = await registeredTarget(ctx, params);
+    // Counted while the client is looked up; answered once it is known where errors go.
+    const limited = ctx.limits?.authorize(req.ip);
+    let registered: Awaited<ReturnType<typeof registeredTarget>>;
+    try {
+      registered = await registeredTarget(ctx, params);
+    } catch (error) {
+      // No redirect target: over the limit, the error page says so (429), else the request's own error.
+      const retryAfter = await limited;
+      if (retryAfter !== undefined) throw overLimit(ctx.events, { endpoint: 'authorize', limit: 'address', retryAfter });
+      throw error;
+    }
+    const { client, redirectUri } = registered;
     const target: RedirectTarget = { redirectUri, state: undefined, status: 302 };
     setRedirectTarget(res, target);
     // A state sent twice is invalid_request, answered without a state (none is ever invented).
     target.state = params.get('state');
+    // Protocol.md, frontend step 2: from here the limit's temporarily_unavailable goes back to the application.
+    const retryAfter = await limited;
+    if (retryAfter !== undefined) throw overLimit(ctx.events, { endpoint: 'authorize', limit: 'address', clientId: client.clientId, retryAfter });
 
     if (params.has('request') || params.has('request_uri')) throw new OAuthError('invalid_request', 'request objects are not supported');
     const responseType = params.require('response_type');
@@ -123,6 +138,7 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     const subscriber = await identify(ctx, req, loginHint, prompt.has('none'));
 
     let consentGrants: string[] = [];
+    let ask = false;
     if (decision.consentScopes.length > 0) {
       const consent = await ctx.consent.state({
         clientId: client.clientId,
@@ -130,26 +146,33 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
         purpose: decision.requested.purpose,
         scopes: decision.consentScopes,
       });
-      const ask = consent.state !== 'granted' || prompt.has('consent');
-      if (ask && prompt.has('none')) throw new OAuthError('consent_required', 'the subscriber has not consented to this purpose and scope');
-      if (ask) {
-        await consentPage.start(req, res, {
-          clientId: client.clientId,
-          clientName: client.name ?? client.clientId,
-          redirectUri,
-          state: target.state ?? null,
-          subscriberId: subscriber.id,
-          phoneNumber: subscriber.phoneNumber ?? null,
-          purpose: decision.requested.purpose,
-          scopes: decision.requested.scopes,
-          scope: decision.requested.value,
-          consentScopes: decision.consentScopes,
-          codeChallenge: codeChallenge ?? null,
-          nonce: nonce ?? null,
-        });
-        return;
-      }
+      ask = consent.state !== 'granted' || prompt.has('consent');
       if (consent.state === 'granted') consentGrants = consent.grantIds;
+    }
+    ctx.events.emit('authorization.requested', {
+      clientId: client.clientId,
+      subscriberId: subscriber.id,
+      purpose: decision.requested.purpose,
+      scopes: decision.requested.scopes,
+      consentPage: ask && !prompt.has('none'),
+    });
+    if (ask && prompt.has('none')) throw new OAuthError('consent_required', 'the subscriber has not consented to this purpose and scope');
+    if (ask) {
+      await consentPage.start(req, res, {
+        clientId: client.clientId,
+        clientName: client.name ?? client.clientId,
+        redirectUri,
+        state: target.state ?? null,
+        subscriberId: subscriber.id,
+        phoneNumber: subscriber.phoneNumber ?? null,
+        purpose: decision.requested.purpose,
+        scopes: decision.requested.scopes,
+        scope: decision.requested.value,
+        consentScopes: decision.consentScopes,
+        codeChallenge: codeChallenge ?? null,
+        nonce: nonce ?? null,
+      });
+      return;
     }
 
     const code = await createAuthorizationCode(ctx, {

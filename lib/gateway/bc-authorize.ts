@@ -8,6 +8,7 @@ import type { GatewayContext } from './context.js';
 import { decideScope } from './authorization.js';
 import { formParams } from './form.js';
 import { createBackchannelRequest, decideBackchannelRequest, toHookRequest } from './backchannel-requests.js';
+import { overLimit } from './rate-limits.js';
 
 /**
  * POST /bc-authorize: CIBA poll mode. Answers 200 with an auth_req_id whether or not consent is on record,
@@ -16,7 +17,12 @@ import { createBackchannelRequest, decideBackchannelRequest, toHookRequest } fro
 export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = formParams(req);
-    const client = await auth.authenticate(req, res, params);
+    const client = await auth.authenticate(req, res, params, 'bc-authorize');
+    const limits = ctx.limits;
+    if (limits) {
+      const retryAfter = await limits.client('bc-authorize', client.clientId);
+      if (retryAfter !== undefined) throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: 'client', clientId: client.clientId, retryAfter });
+    }
     if (!client.grantTypes.includes(CIBA_GRANT)) {
       throw new OAuthError('unauthorized_client', 'the client is not registered for the CIBA grant');
     }
@@ -34,9 +40,17 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     }
     const subscriber = await findByLoginHint(ctx.subscribers, hint);
     if (!subscriber) throw new OAuthError('unknown_user_id', 'no subscriber is known by this login_hint');
+    if (limits) {
+      // Protects the subscriber from floods of requests (and of consent notifications), whichever clients send them.
+      const retryAfter = await limits.subscriber('bc-authorize', subscriber.id);
+      if (retryAfter !== undefined) {
+        throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: 'subscriber', clientId: client.clientId, subscriberId: subscriber.id, retryAfter });
+      }
+    }
 
     const { authReqId, record } = await createBackchannelRequest(ctx, client, subscriber, decision);
     res.status(200).json({ auth_req_id: authReqId, expires_in: ctx.lifetimes.authReqId, interval: ctx.lifetimes.pollInterval });
+    ctx.events.emit('ciba.requested', { clientId: client.clientId, subscriberId: subscriber.id, purpose: record.purpose, scopes: record.scopes });
 
     // After the answer: hooks run asynchronously and never delay or fail the response.
     const hookRequest = toHookRequest(authReqId, record, client);

@@ -4,6 +4,8 @@ import type { Request, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import { verifyClientSecret, type ClientRegistry, type RegisteredClient } from '../registry/clients.js';
 import type { FormParams } from './form.js';
+import type { ClientAuthenticationFailedEvent, Endpoint, EventHub } from './events.js';
+import { rateLimitedError, type RateLimits } from './rate-limits.js';
 
 /** RFC 6749 Appendix B: `+` is a space, then percent-decoding. Undefined when malformed. */
 export function formDecode(value: string): string | undefined {
@@ -65,25 +67,52 @@ export function parseBasic(header: string | undefined): { clientId: string; secr
   return { clientId, secret };
 }
 
+/** What a credential check found: the client when the credentials hold; `known` whenever the client id is registered. */
+interface Verified {
+  client?: RegisteredClient;
+  known?: RegisteredClient;
+}
+
+/** Failures get more detail in events than on the wire (always a bare 401 invalid_client). */
+type FailureReason = ClientAuthenticationFailedEvent['reason'];
+
+export interface ClientAuthenticatorOptions {
+  events?: EventHub;
+  /** Brute-force protection: failed attempts per registered client id and per address, then 429 until the window passes. */
+  limits?: RateLimits;
+}
+
 /**
- * Client authentication for bc-authorize and token: HTTP Basic through passport, or client_secret_post
- * for clients registered with it. Exactly one method; a body client_id must name the same client.
+ * Client authentication for bc-authorize, token, introspection and revocation: HTTP Basic through passport, or
+ * client_secret_post for clients registered with it. Exactly one method; a body client_id must name the same
+ * client. With rate limits on, a client id or address past its failure threshold is answered 429 (even with
+ * the right credentials) until the window passes.
  */
 export class ClientAuthenticator {
   private readonly passport = new passport.Passport();
+  /** The outcome of the Basic strategy's check, handed from passport's callback back to `authenticate`. */
+  private readonly outcomes = new WeakMap<Request, Verified>();
+  private readonly events: EventHub | undefined;
+  private readonly limits: RateLimits | undefined;
 
   constructor(
     private readonly clients: ClientRegistry,
     private readonly realm: string,
+    options: ClientAuthenticatorOptions = {},
   ) {
+    this.events = options.events;
+    this.limits = options.limits;
     this.passport.use(
-      new ClientSecretBasicStrategy((_req, clientId, secret, done) => {
-        this.verify(clientId, secret, 'client_secret_basic').then((client) => done(null, client ?? false), done);
+      new ClientSecretBasicStrategy((req, clientId, secret, done) => {
+        this.verify(clientId, secret, 'client_secret_basic').then((verified) => {
+          this.outcomes.set(req, verified);
+          done(null, verified.client ?? false);
+        }, done);
       }),
     );
   }
 
-  async authenticate(req: Request, res: Response, params: FormParams): Promise<RegisteredClient> {
+  async authenticate(req: Request, res: Response, params: FormParams, endpoint: Endpoint): Promise<RegisteredClient> {
     const header = req.headers.authorization;
     const postSecret = params.get('client_secret');
     const bodyClientId = params.get('client_id');
@@ -91,44 +120,77 @@ export class ClientAuthenticator {
       throw new OAuthError('invalid_request', 'use exactly one client authentication method');
     }
     if (params.has('client_assertion') || params.has('client_assertion_type')) {
-      throw this.invalidClient('client assertions are not supported');
+      throw this.failed(endpoint, 'unsupported_method', undefined, 'client assertions are not supported');
     }
-    let client: RegisteredClient | undefined;
+    let claimed: string | undefined;
     if (header !== undefined) {
-      client = await this.basic(req, res);
+      claimed = parseBasic(header)?.clientId;
+      if (claimed === undefined) throw this.failed(endpoint, 'malformed');
     } else if (postSecret !== undefined && bodyClientId !== undefined) {
-      client = await this.verify(bodyClientId, postSecret, 'client_secret_post');
+      claimed = bodyClientId;
+    } else {
+      throw this.failed(endpoint, 'missing');
     }
-    if (!client) throw this.invalidClient('client authentication failed');
+
+    const limits = this.limits;
+    let lockState: Promise<number | undefined> | undefined;
+    if (limits) {
+      // A lock-out this process knows of answers before any secret is compared (a locked-out guesser costs nothing);
+      // the shared counters are read while the secret is checked.
+      const wait = limits.lockedLocally(claimed, req.ip);
+      if (wait !== undefined) throw this.lockedOut(endpoint, wait, undefined);
+      lockState = limits.lockedOut(claimed, req.ip);
+    }
+    const verified = header !== undefined ? await this.basic(req, res) : await this.verify(claimed, postSecret!, 'client_secret_post');
+    const client = verified.client;
+    if (!client) {
+      const knownId = verified.known?.clientId;
+      const wait = limits ? await limits.failed(knownId, req.ip) : undefined;
+      const error = this.failed(endpoint, 'invalid_credentials', knownId);
+      throw wait === undefined ? error : this.lockedOut(endpoint, wait, knownId);
+    }
+    const wait = await lockState;
+    if (wait !== undefined) throw this.lockedOut(endpoint, wait, client.clientId);
     if (bodyClientId !== undefined && bodyClientId !== client.clientId) {
-      throw this.invalidClient('client_id does not match the authenticated client');
+      throw this.failed(endpoint, 'client_id_mismatch', client.clientId, 'client_id does not match the authenticated client');
     }
     return client;
   }
 
-  private basic(req: Request, res: Response): Promise<RegisteredClient | undefined> {
+  private basic(req: Request, res: Response): Promise<Verified> {
     return new Promise((resolve, reject) => {
-      const run = this.passport.authenticate('client_secret_basic', { session: false }, (error: unknown, client: RegisteredClient | false) => {
+      const run = this.passport.authenticate('client_secret_basic', { session: false }, (error: unknown) => {
         if (error) reject(error);
-        else resolve(client || undefined);
+        else resolve(this.outcomes.get(req) ?? {});
       }) as (req: Request, res: Response, next: (error?: unknown) => void) => void;
       run(req, res, reject);
     });
   }
 
-  private async verify(clientId: string, secret: string, method: 'client_secret_basic' | 'client_secret_post'): Promise<RegisteredClient | undefined> {
+  private async verify(clientId: string, secret: string, method: 'client_secret_basic' | 'client_secret_post'): Promise<Verified> {
     const client = await this.clients.find(clientId);
     if (!client) {
       // Spend the same work as a real comparison, so unknown ids are not told apart by timing.
       await verifyClientSecret({ clientId, grantTypes: [], scopes: [], clientSecret: '\0' }, secret);
-      return undefined;
+      return {};
     }
     const ok = await verifyClientSecret(client, secret);
-    if (!ok || (client.tokenEndpointAuthMethod ?? 'client_secret_basic') !== method) return undefined;
-    return client;
+    if (!ok || (client.tokenEndpointAuthMethod ?? 'client_secret_basic') !== method) return { known: client };
+    return { client, known: client };
   }
 
-  private invalidClient(description: string): OAuthError {
+  /** Reports the failure and makes the 401. */
+  private failed(endpoint: Endpoint, reason: FailureReason, clientId?: string, description = 'client authentication failed'): OAuthError {
+    this.events?.emit('client.authentication_failed', clientId === undefined ? { endpoint, reason } : { endpoint, clientId, reason });
     return new OAuthError('invalid_client', description, { headers: { 'WWW-Authenticate': `Basic realm="${this.realm.replace(/["\\]/g, '')}"` } });
+  }
+
+  /** The brute-force lock-out's 429. */
+  private lockedOut(endpoint: Endpoint, retryAfter: number, clientId: string | undefined): OAuthError {
+    this.events?.emit(
+      'rate.limited',
+      clientId === undefined ? { endpoint, limit: 'client_authentication', retryAfter } : { endpoint, limit: 'client_authentication', clientId, retryAfter },
+    );
+    return rateLimitedError(retryAfter, 'too many failed client authentications; retry later');
   }
 }

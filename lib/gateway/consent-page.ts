@@ -201,9 +201,11 @@ export class ConsentPage {
     const subject = { clientId: pending.clientId, subscriberId: pending.subscriberId, purpose: pending.purpose, scopes: pending.consentScopes };
     if (decision === 'deny') {
       await this.ctx.consent.deny(subject);
+      this.ctx.events.emit('consent.denied', { ...subject, via: 'page' });
       throw new OAuthError('access_denied', 'the subscriber did not consent');
     }
     const records = await this.ctx.consent.grant(subject);
+    this.ctx.events.emit('consent.granted', { ...subject, via: 'page' });
     const code = await createAuthorizationCode(this.ctx, {
       clientId: pending.clientId,
       redirectUri: pending.redirectUri,

@@ -10,6 +10,9 @@ import { resolveConsentPage, type ConsentPageConfig } from './consent-template.j
 import { resolveKeySet, type KeySet } from './keys.js';
 import { Revocations } from './revocations.js';
 import { createPairwiseSubject, type PairwiseSubject } from './subjects.js';
+import { EventHub } from './events.js';
+import { RateLimits } from './rate-limits.js';
+import { attachLogger, logInternalError } from './logging.js';
 
 /** The options, resolved once: what every endpoint module reads. */
 export interface GatewayContext {
@@ -38,6 +41,10 @@ export interface GatewayContext {
   bodyLimit: string | number;
   onError: (error: unknown) => void;
   now: () => number;
+  /** `netauth.events`: every state change, for operators. */
+  events: EventHub;
+  /** Rate limits and the client-authentication lock-out; undefined with `rateLimits: false`. */
+  limits: RateLimits | undefined;
 }
 
 function seconds(name: string, value: number | undefined, fallback: number): number {
@@ -83,13 +90,31 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const idTokens = options.idTokens ?? false;
   const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
   const revocations = new Revocations(store, now, lifetimes.accessToken);
+  const logger = options.logger;
+  const reportError = options.onError ?? (logger ? undefined : defaultOnError);
+  const onError = (error: unknown): void => {
+    // Reporting never throws into a request: a failing reporter is as good as none.
+    try {
+      reportError?.(error);
+      if (logger) logInternalError(logger, error);
+    } catch {
+      /* nothing left to tell */
+    }
+  };
+  const events = new EventHub(onError);
+  if (logger) attachLogger(logger, events);
+  const limits = options.rateLimits === false ? undefined : new RateLimits(options.rateLimits ?? {}, store, onError);
+  const consent = new ConsentRecords(store, policy, now, async (grantId, record) => {
+    await revocations.revokeGrants([grantId]);
+    if (record.status === 'granted') events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'consent_withdrawn' });
+  });
   return {
     issuer,
     realm: options.realm ?? issuer,
     clients: isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients,
     subscribers: isList(options.subscribers) ? new StaticSubscriberDirectory(options.subscribers) : options.subscribers,
     policy,
-    consent: new ConsentRecords(store, policy, now, (grantId) => revocations.revokeGrants([grantId])),
+    consent,
     store,
     ownsStore: options.store === undefined,
     lifetimes,
@@ -106,7 +131,9 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     pairwiseSubject: createPairwiseSubject(options.pairwiseSalt),
     revocations,
     bodyLimit: options.bodyLimit ?? '16kb',
-    onError: options.onError ?? defaultOnError,
+    onError,
     now,
+    events,
+    limits,
   };
 }

@@ -3,6 +3,8 @@ import type { ClientRegistry, RegisteredClient } from '../registry/clients.js';
 import type { StaticSubscriber, Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
 import type { Store } from '../stores/store.js';
 import type { JWK } from 'jose';
+import type { Logger } from 'pino';
+import type { RateLimitOptions } from './rate-limits.js';
 
 /** Lifetimes in seconds. Defaults are protocol.md's. */
 export interface Lifetimes {
@@ -163,7 +165,18 @@ export interface NetAuthOptions {
   realm?: string;
   /** Largest accepted form body. Default `16kb`. */
   bodyLimit?: string | number;
-  /** Reports unexpected internal errors (never request data). Default: one line on stderr. */
+  /**
+   * Rate limits and brute-force protection on client authentication (429 with `Retry-After`; `slow_down` on CIBA
+   * polls). On by default, with limits far above normal use; `false` turns them all off (benchmarks, fuzzing).
+   * See docs/operations.md.
+   */
+  rateLimits?: false | RateLimitOptions;
+  /**
+   * A pino logger: every event (`netauth.events`) is logged, and internal errors. Never secrets, tokens, codes,
+   * auth_req_ids or phone numbers (a child logger with `redact` is the second line of defence). Default: none.
+   */
+  logger?: Logger;
+  /** Reports unexpected internal errors (never request data). Default: the logger's `error`, else one line on stderr. */
   onError?: (error: unknown) => void;
   /** Milliseconds clock, for tests. Default `Date.now`. */
   now?: () => number;

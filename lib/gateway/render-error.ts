@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ErrorRequestHandler, Response } from 'express';
-import { OAuthError } from '../errors.js';
+import { OAuthError, type OAuthErrorCode } from '../errors.js';
 import { StoreUnavailableError } from '../stores/store.js';
 import { bodyError } from './form.js';
 import { contentSecurityPolicy, renderErrorPage, type ConsentPageConfig } from './consent-template.js';
@@ -21,8 +21,17 @@ export function toOAuthError(error: unknown, onError: (error: unknown) => void):
   return new OAuthError('server_error', 'internal error');
 }
 
+/** The OAuth error each answered response carried, for the `request.completed` event's outcome. */
+const answeredErrors = new WeakMap<Response, OAuthErrorCode>();
+
+/** The OAuth error code the response was rendered with, if it was an error. */
+export function answeredError(res: Response): OAuthErrorCode | undefined {
+  return answeredErrors.get(res);
+}
+
 /** RFC 6749 §5.2 JSON error body. */
 export function sendJsonError(res: Response, error: OAuthError): void {
+  answeredErrors.set(res, error.code);
   res.set(error.headers);
   res.status(error.status).json(error.toJSON());
 }
@@ -40,6 +49,7 @@ export function sendBearerError(res: Response, realm: string, error: OAuthError 
   }
   if (scope) challenge += `, scope="${quote(scope)}"`;
   res.set('WWW-Authenticate', challenge);
+  if (error) answeredErrors.set(res, error.code);
   if (!error) {
     res.status(401).end();
     return;
@@ -106,12 +116,14 @@ export function sendAuthorizationResponse(res: Response, issuer: string, target:
 
 /** An error of the frontend flow, redirected to the application. */
 export function sendRedirectError(res: Response, issuer: string, target: RedirectTarget, error: OAuthError): void {
+  answeredErrors.set(res, error.code);
   sendAuthorizationResponse(res, issuer, target, { error: error.code, error_description: error.description });
 }
 
 /** The HTML error page: for requests that must not redirect (unknown client, unregistered redirect_uri, a refused form). */
 export function sendErrorPage(res: Response, page: ConsentPageConfig, error: OAuthError): void {
   const nonce = randomBytes(16).toString('base64');
+  answeredErrors.set(res, error.code);
   res.set(error.headers);
   res.set('Content-Security-Policy', contentSecurityPolicy(page, nonce));
   res.status(error.status).type('html').send(renderErrorPage(page, nonce, error.code, error.description));

@@ -27,7 +27,7 @@ export interface IntrospectionResponse {
 export function introspectionEndpoint(ctx: GatewayContext, auth: ClientAuthenticator) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = formParams(req);
-    const client = await auth.authenticate(req, res, params);
+    const client = await auth.authenticate(req, res, params, 'introspect');
     const token = params.require('token');
     params.get('token_type_hint'); // read only to refuse a repeated parameter
     const record = await findAccessToken(ctx, token);

@@ -14,7 +14,7 @@ import { tokenKey, type AccessTokenRecord } from './access-tokens.js';
 export function revocationEndpoint(ctx: GatewayContext, auth: ClientAuthenticator) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = formParams(req);
-    const client = await auth.authenticate(req, res, params);
+    const client = await auth.authenticate(req, res, params, 'revoke');
     const token = params.require('token');
     params.get('token_type_hint'); // read only to refuse a repeated parameter
     const key = tokenKey(token);
@@ -28,6 +28,7 @@ export function revocationEndpoint(ctx: GatewayContext, auth: ClientAuthenticato
       if (record.clientId !== client.clientId) throw new OAuthError('invalid_request', 'the token was not issued to this client');
       if (record.format === 'jwt' && record.jti) await ctx.revocations.revokeToken(record.jti, record.expiresAt);
       await ctx.store.delete('access_token', key);
+      ctx.events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'revocation_request' });
     }
     res.status(200).end();
   };

@@ -57,7 +57,8 @@ function isErrorReply(err: unknown): err is Error {
 export class RedisStore implements Store {
   private readonly client: RedisCommandClient;
   private readonly owned: OwnedClient | undefined;
-  private readonly prefix: string;
+  /** Prefix of every key the store writes. */
+  readonly prefix: string;
   private readonly timeout: number;
   /** Settles on the created client's first connection attempt; until then operations wait for it. */
   private firstAttempt: Promise<void> | undefined;
@@ -119,6 +120,24 @@ export class RedisStore implements Store {
 
   async revokeGrant(grantId: string): Promise<void> {
     await this.eval(REVOKE, [this.grantPrefix() + grantId], [this.grantPrefix(), grantId]);
+  }
+
+  /**
+   * The node-redis client behind the store, for companions that speak node-redis commands (the gateway's
+   * rate-limit counters share the store's connection): the client the store created, or the injected one
+   * when it is node-redis. Undefined for an injected client that only offers `sendCommand`.
+   */
+  nodeRedisClient(): OwnedClient | undefined {
+    if (this.owned) return this.owned;
+    const client = this.client as Partial<Record<'eval' | 'multi' | 'del', unknown>>;
+    return typeof client.eval === 'function' && typeof client.multi === 'function' && typeof client.del === 'function'
+      ? (this.client as unknown as OwnedClient)
+      : undefined;
+  }
+
+  /** Opens the client the store created, as its first operation would, and waits for that first attempt's outcome. */
+  async open(): Promise<void> {
+    if (!this.closed) await this.connected();
   }
 
   /** Quits the client the store created; an injected client stays open (its owner closes it). */

@@ -68,10 +68,14 @@ export interface PropertyGateway extends TestGateway {
   close(): Promise<void>;
 }
 
-/** The test gateway (test/helpers/gateway.ts) on a loopback port, with onError captured. */
+/**
+ * The test gateway (test/helpers/gateway.ts) on a loopback port, with onError captured. Rate limits are
+ * off: thousands of generated requests (many with wrong credentials) from one address would otherwise
+ * be answered 429 by design; test/ops covers the limits.
+ */
 export async function startGateway(overrides: Partial<NetAuthOptions> = {}): Promise<PropertyGateway> {
   const internalErrors: unknown[] = [];
-  const gw = createTestGateway({ onError: (error) => internalErrors.push(error), ...overrides });
+  const gw = createTestGateway({ onError: (error) => internalErrors.push(error), rateLimits: false, ...overrides });
   const server = await listen(gw.app);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
   const { port } = new URL(server.url);

@@ -6,6 +6,7 @@ import type { Grant } from './grant.js';
 import { issueAccessToken, tokenKey } from '../access-tokens.js';
 import { idTokenRequested, issueIdToken } from '../id-tokens.js';
 import { revokeGrant } from '../revocations.js';
+import { overLimit } from '../rate-limits.js';
 
 /** An authorization code as stored under the code itself (kind `code`). */
 export interface CodeRecord {
@@ -69,6 +70,13 @@ export async function createAuthorizationCode(ctx: GatewayContext, request: Code
   };
   // Written with the consent grants too: withdrawing consent before redemption kills the code as well.
   await ctx.store.put('code', code, record, { ttl: ctx.lifetimes.code, grants: [record.grantId, ...record.consentGrants] });
+  ctx.events.emit('code.issued', {
+    clientId: record.clientId,
+    subscriberId: record.subscriberId,
+    purpose: record.purpose,
+    scopes: record.scopes,
+    pkce: record.codeChallenge !== null,
+  });
   return code;
 }
 
@@ -91,6 +99,8 @@ async function replayed(ctx: GatewayContext, record: CodeRecord): Promise<OAuthE
   // RFC 6749 §4.1.2 / RFC 9700 §4.5: the code was used before; every token issued from it is revoked
   // (records deleted, and JWT access tokens listed as revoked).
   await revokeGrant(ctx, record.grantId);
+  ctx.events.emit('code.replayed', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, scopes: record.scopes });
+  ctx.events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'code_replay' });
   return new OAuthError('invalid_grant', 'the code was already used');
 }
 
@@ -110,6 +120,13 @@ export const authorizationCodeGrant: Grant = {
     if (redirectUri !== record.redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri differs from the authorization request');
     verifyPkce(record, verifier);
     if (stored.consumed) throw await replayed(ctx, record);
+    if (ctx.limits) {
+      // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After.
+      const retryAfter = await ctx.limits.subscriber('token', record.subscriberId);
+      if (retryAfter !== undefined) {
+        throw overLimit(ctx.events, { endpoint: 'token', limit: 'subscriber', clientId: record.clientId, subscriberId: record.subscriberId, retryAfter });
+      }
+    }
 
     // The token is written BEFORE the code is consumed: a replay that revokes the grant at any later moment
     // therefore always finds it. Of concurrent redemptions exactly one wins the consume.
@@ -140,6 +157,9 @@ export const authorizationCodeGrant: Grant = {
         accessToken: tokens.access_token,
       });
     }
+    const subject = { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, scopes: record.scopes };
+    ctx.events.emit('code.consumed', subject);
+    ctx.events.emit('token.issued', { ...subject, grantType: 'authorization_code', format: ctx.accessTokenFormat, idToken: tokens.id_token !== undefined });
     return tokens;
   },
 };

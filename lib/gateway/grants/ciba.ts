@@ -5,12 +5,28 @@ import type { Grant } from './grant.js';
 import { issueAccessToken } from '../access-tokens.js';
 import { idTokenRequested, issueIdToken } from '../id-tokens.js';
 import type { BackchannelRecord, PollRecord } from '../backchannel-requests.js';
+import type { RateLimitedEvent } from '../events.js';
 
-type Outcome = { kind: 'approved'; consentGrants: string[] } | { kind: 'pending' } | { kind: 'denied' };
+type Outcome = { kind: 'approved'; consentGrants: string[] } | { kind: 'pending' } | { kind: 'denied'; by: 'decision' | 'consent' };
+
+/**
+ * A CIBA poll over a rate limit (the client's or the subscriber's): `slow_down`, the answer CIBA Core §11 has
+ * for polling too fast, with `Retry-After`. Pollers (openid-client) add 5 s to their interval and keep polling.
+ */
+export function cibaSlowDown(ctx: GatewayContext, event: RateLimitedEvent): OAuthError {
+  ctx.events.emit('rate.limited', event);
+  ctx.events.emit(
+    'ciba.slow_down',
+    event.subscriberId === undefined
+      ? { clientId: event.clientId ?? '', reason: 'rate_limit' }
+      : { clientId: event.clientId ?? '', subscriberId: event.subscriberId, reason: 'rate_limit' },
+  );
+  return new OAuthError('slow_down', 'too many requests; poll more slowly', { headers: { 'Retry-After': String(event.retryAfter) } });
+}
 
 /** Where the request stands: the hook's decision first, then the subscriber's consent where the policy needs it. */
 async function outcome(ctx: GatewayContext, record: BackchannelRecord): Promise<Outcome> {
-  if (record.status === 'denied') return { kind: 'denied' };
+  if (record.status === 'denied') return { kind: 'denied', by: 'decision' };
   if (record.status === 'pending') return { kind: 'pending' };
   if (record.consentScopes.length === 0) return { kind: 'approved', consentGrants: [] };
   const consent = await ctx.consent.state({
@@ -21,7 +37,7 @@ async function outcome(ctx: GatewayContext, record: BackchannelRecord): Promise<
   });
   if (consent.state === 'granted') return { kind: 'approved', consentGrants: consent.grantIds };
   // Only a refusal made while this request was open answers it; an older one leaves room to ask again.
-  if (consent.state === 'denied' && consent.decidedAt >= record.createdAt) return { kind: 'denied' };
+  if (consent.state === 'denied' && consent.decidedAt >= record.createdAt) return { kind: 'denied', by: 'consent' };
   return { kind: 'pending' };
 }
 
@@ -34,6 +50,7 @@ async function pendingAnswer(ctx: GatewayContext, authReqId: string, record: Bac
   const next: PollRecord = { last: now, interval: tooSoon ? interval + 5 : interval };
   const ttl = Math.max(1, Math.ceil((record.expiresAt - now) / 1000) + ctx.lifetimes.expiredRetention);
   await ctx.store.put('poll', authReqId, next, { ttl, grants: [record.grantId] });
+  if (tooSoon) ctx.events.emit('ciba.slow_down', { clientId: record.clientId, subscriberId: record.subscriberId, reason: 'interval' });
   return tooSoon
     ? new OAuthError('slow_down', `poll at most every ${next.interval} seconds`)
     : new OAuthError('authorization_pending', 'the subscriber has not yet authorized the request');
@@ -48,10 +65,21 @@ export const cibaGrant: Grant = {
     if (!stored || stored.value.clientId !== client.clientId) throw new OAuthError('invalid_grant', 'unknown auth_req_id');
     if (stored.consumed) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
     const record = stored.value;
-    if (record.expiresAt <= ctx.now()) throw new OAuthError('expired_token', 'the auth_req_id has expired');
+    const subject = { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, scopes: record.scopes };
+    if (record.expiresAt <= ctx.now()) {
+      ctx.events.emit('ciba.expired', subject);
+      throw new OAuthError('expired_token', 'the auth_req_id has expired');
+    }
 
-    const result = await outcome(ctx, record);
-    if (result.kind === 'denied') throw new OAuthError('access_denied', 'the subscriber denied the request', { status: 400 });
+    // The subscriber's limit is counted while the consent is read (one round trip with Redis for both).
+    const [result, retryAfter] = await Promise.all([outcome(ctx, record), ctx.limits?.subscriber('token', record.subscriberId)]);
+    if (result.kind === 'denied') {
+      ctx.events.emit('ciba.denied', { ...subject, reason: result.by });
+      throw new OAuthError('access_denied', 'the subscriber denied the request', { status: 400 });
+    }
+    if (retryAfter !== undefined) {
+      throw cibaSlowDown(ctx, { endpoint: 'token', limit: 'subscriber', clientId: record.clientId, subscriberId: record.subscriberId, retryAfter });
+    }
     if (result.kind === 'pending') throw await pendingAnswer(ctx, authReqId, record);
 
     // Single use: of concurrent polls for an approved request exactly one wins the token.
@@ -77,6 +105,8 @@ export const cibaGrant: Grant = {
         extra: { 'urn:openid:params:jwt:claim:auth_req_id': authReqId },
       });
     }
+    ctx.events.emit('ciba.approved', subject);
+    ctx.events.emit('token.issued', { ...subject, grantType: CIBA_GRANT, format: ctx.accessTokenFormat, idToken: tokens.id_token !== undefined });
     return tokens;
   },
 };

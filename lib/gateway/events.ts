@@ -1,0 +1,233 @@
+import type { OAuthErrorCode } from '../errors.js';
+import type { GrantType } from '../registry/clients.js';
+
+/**
+ * The gateway's events: one for every state change, typed, for operators (metrics, logs, alerts).
+ *
+ * Payloads carry what an operator needs and nothing that grants or identifies more than that: client ids,
+ * the operator's opaque subscriber id, purpose, scopes, grant type, a reason. Never a secret, token, code,
+ * auth_req_id, phone number or login_hint; never an IP address.
+ */
+
+/** The router's endpoints, as they appear in events and metrics. */
+export type Endpoint = 'authorize' | 'consent' | 'bc-authorize' | 'token' | 'introspect' | 'revoke' | 'jwks' | 'discovery';
+
+/** Who asks for what: the common ground of most payloads. */
+export interface GrantSubject {
+  clientId: string;
+  /** The operator's opaque subscriber id (never the phone number). */
+  subscriberId: string;
+  /** DPV purpose, e.g. `FraudPreventionAndDetection`. */
+  purpose: string;
+  /** API scopes, e.g. `["sim-swap"]`. */
+  scopes: string[];
+}
+
+/** GET /authorize accepted a request and identified the subscriber (frontend flow). */
+export interface AuthorizationRequestedEvent extends GrantSubject {
+  /** True when the consent page is shown; false when a code is issued at once. */
+  consentPage: boolean;
+}
+
+/** Consent recorded or withdrawn, on the consent page or through `netauth.consent`. */
+export interface ConsentEvent extends GrantSubject {
+  via: 'page' | 'api';
+}
+
+export interface CodeIssuedEvent extends GrantSubject {
+  /** Whether the code is bound to a PKCE challenge. */
+  pkce: boolean;
+}
+
+export type CodeConsumedEvent = GrantSubject;
+
+/** A code presented again: the tokens issued from it are revoked. */
+export type CodeReplayedEvent = GrantSubject;
+
+/** bc-authorize answered 200: the request is pending. */
+export type CibaRequestedEvent = GrantSubject;
+
+/** A CIBA poll answered slow_down. */
+export interface CibaSlowDownEvent {
+  clientId: string;
+  /** Absent when the client's rate limit answered before the request was read. */
+  subscriberId?: string;
+  /** `interval`: polled sooner than the interval; `rate_limit`: the client's or subscriber's rate limit. */
+  reason: 'interval' | 'rate_limit';
+}
+
+/** A CIBA poll handed out the token. */
+export type CibaApprovedEvent = GrantSubject;
+
+/** A CIBA poll answered access_denied (emitted with each such answer). */
+export interface CibaDeniedEvent extends GrantSubject {
+  /** `decision`: the backchannel.authorize hook or `netauth.backchannel.deny`; `consent`: the subscriber refused. */
+  reason: 'decision' | 'consent';
+}
+
+/** A CIBA poll answered expired_token (emitted with each such answer). */
+export type CibaExpiredEvent = GrantSubject;
+
+export interface TokenIssuedEvent extends GrantSubject {
+  grantType: GrantType;
+  format: 'opaque' | 'jwt';
+  idToken: boolean;
+}
+
+export interface TokenRevokedEvent {
+  clientId: string;
+  subscriberId: string;
+  /**
+   * `revocation_request`: RFC 7009 at /revoke (one token); `code_replay`: every token of a replayed code;
+   * `consent_withdrawn`: every token issued under a consent revoked or superseded by a refusal.
+   */
+  reason: 'revocation_request' | 'code_replay' | 'consent_withdrawn';
+  purpose: string;
+}
+
+export interface ClientAuthenticationFailedEvent {
+  endpoint: Endpoint;
+  /** Only a registered client's id: an id nobody registered is never repeated (it may be anything). */
+  clientId?: string;
+  /**
+   * `missing`: no credentials; `malformed`: unreadable Basic header; `invalid_credentials`: unknown client,
+   * wrong secret or a method the client is not registered for (only these count towards the lock-out);
+   * `client_id_mismatch`: a body client_id naming another client; `unsupported_method`: client assertions.
+   */
+  reason: 'missing' | 'malformed' | 'invalid_credentials' | 'client_id_mismatch' | 'unsupported_method';
+}
+
+export interface RateLimitedEvent {
+  endpoint: Endpoint;
+  /**
+   * `client` / `subscriber` / `address`: a request-rate limit; `client_authentication`: the brute-force lock-out
+   * after failed client authentications (per client id or per address).
+   */
+  limit: 'client' | 'subscriber' | 'address' | 'client_authentication';
+  /** Present when the limit is the client's (or a registered client's lock-out). */
+  clientId?: string;
+  /** Present when the limit is the subscriber's. */
+  subscriberId?: string;
+  /** Seconds until the limit lets requests through again (the Retry-After value). */
+  retryAfter: number;
+}
+
+/** Every answer of the router (not of the guard), for latency and outcome metrics. */
+export interface RequestCompletedEvent {
+  endpoint: Endpoint;
+  method: string;
+  status: number;
+  /** `ok`, or the OAuth error code the response carried (JSON body, redirect or error page). */
+  outcome: 'ok' | OAuthErrorCode;
+  /** Token endpoint: a supported grant_type, else undefined. */
+  grantType?: GrantType;
+  /** Wall time from the request reaching the router to the response's last byte handed to the OS. */
+  durationMs: number;
+}
+
+/** Event name → payload. */
+export interface NetAuthEvents {
+  'authorization.requested': AuthorizationRequestedEvent;
+  'consent.granted': ConsentEvent;
+  'consent.denied': ConsentEvent;
+  'consent.revoked': ConsentEvent;
+  'code.issued': CodeIssuedEvent;
+  'code.consumed': CodeConsumedEvent;
+  'code.replayed': CodeReplayedEvent;
+  'ciba.requested': CibaRequestedEvent;
+  'ciba.slow_down': CibaSlowDownEvent;
+  'ciba.approved': CibaApprovedEvent;
+  'ciba.denied': CibaDeniedEvent;
+  'ciba.expired': CibaExpiredEvent;
+  'token.issued': TokenIssuedEvent;
+  'token.revoked': TokenRevokedEvent;
+  'client.authentication_failed': ClientAuthenticationFailedEvent;
+  'rate.limited': RateLimitedEvent;
+  'request.completed': RequestCompletedEvent;
+}
+
+export type NetAuthEventName = keyof NetAuthEvents;
+
+export type NetAuthEventListener<K extends NetAuthEventName> = (payload: Readonly<NetAuthEvents[K]>, name: K) => void;
+
+/** Every event name, in a stable order (the logger and the metrics subscribe to each). */
+export const EVENT_NAMES: readonly NetAuthEventName[] = [
+  'authorization.requested',
+  'consent.granted',
+  'consent.denied',
+  'consent.revoked',
+  'code.issued',
+  'code.consumed',
+  'code.replayed',
+  'ciba.requested',
+  'ciba.slow_down',
+  'ciba.approved',
+  'ciba.denied',
+  'ciba.expired',
+  'token.issued',
+  'token.revoked',
+  'client.authentication_failed',
+  'rate.limited',
+  'request.completed',
+];
+
+/** What `netauth.events` offers: subscribe and unsubscribe. */
+export interface NetAuthEventEmitter {
+  /**
+   * Calls `listener` synchronously with every `name` event. Keep it fast (hand slow work to a queue): it runs
+   * inside the request. A listener that throws (or returns a rejected promise) is reported to `onError` and
+   * never fails the request.
+   */
+  on<K extends NetAuthEventName>(name: K, listener: NetAuthEventListener<K>): this;
+  off<K extends NetAuthEventName>(name: K, listener: NetAuthEventListener<K>): this;
+}
+
+type AnyListener = (payload: unknown, name: NetAuthEventName) => unknown;
+
+/**
+ * A small typed emitter. Emitting an event nobody listens to costs one property read, so endpoints emit
+ * unconditionally; `has()` lets a caller skip work (building a payload, timing a request) when nobody listens.
+ */
+export class EventHub implements NetAuthEventEmitter {
+  // A plain object of arrays: the lookup in emit() is one property read. Arrays are replaced, never mutated,
+  // so a listener that unsubscribes during an emit does not disturb the loop.
+  private readonly listeners: { [K in NetAuthEventName]?: AnyListener[] } = Object.create(null) as { [K in NetAuthEventName]?: AnyListener[] };
+
+  constructor(private readonly onListenerError: (error: unknown) => void) {}
+
+  on<K extends NetAuthEventName>(name: K, listener: NetAuthEventListener<K>): this {
+    if (!EVENT_NAMES.includes(name)) throw new TypeError(`unknown event "${String(name)}"`);
+    if (typeof listener !== 'function') throw new TypeError('listener must be a function');
+    this.listeners[name] = [...(this.listeners[name] ?? []), listener as AnyListener];
+    return this;
+  }
+
+  off<K extends NetAuthEventName>(name: K, listener: NetAuthEventListener<K>): this {
+    const current = this.listeners[name];
+    if (!current) return this;
+    const index = current.lastIndexOf(listener as AnyListener);
+    if (index < 0) return this;
+    const next = [...current.slice(0, index), ...current.slice(index + 1)];
+    if (next.length > 0) this.listeners[name] = next;
+    else delete this.listeners[name];
+    return this;
+  }
+
+  /** Whether anyone listens to `name`. */
+  has(name: NetAuthEventName): boolean {
+    return this.listeners[name] !== undefined;
+  }
+
+  emit<K extends NetAuthEventName>(name: K, payload: NetAuthEvents[K]): void {
+    const listeners = this.listeners[name];
+    if (listeners === undefined) return;
+    for (const listener of listeners) {
+      try {
+        const result = listener(payload, name);
+        if (result instanceof Promise) result.catch(this.onListenerError);
+      } catch (error) {
+        this.onListenerError(error);
+      }
+    }
+  }
+}

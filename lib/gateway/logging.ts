@@ -1,0 +1,73 @@
+import type { Level, Logger } from 'pino';
+import { EVENT_NAMES, type EventHub, type NetAuthEventName } from './events.js';
+
+/**
+ * Field names that would carry a credential, a token, a code, an auth_req_id or a phone number, at the top
+ * level and one level down. The events never carry them; redaction is the second line of defence, should
+ * anything ever put one into a log record (a future payload, an error object).
+ */
+const SENSITIVE = [
+  'access_token',
+  'id_token',
+  'refresh_token',
+  'token',
+  'code',
+  'code_verifier',
+  'auth_req_id',
+  'authReqId',
+  'client_secret',
+  'clientSecret',
+  'secret',
+  'password',
+  'authorization',
+  'cookie',
+  'csrf',
+  'login_hint',
+  'loginHint',
+  'phoneNumber',
+  'phone_number',
+  'msisdn',
+];
+
+export const REDACT_PATHS: readonly string[] = [...SENSITIVE, ...SENSITIVE.map((name) => `*.${name}`)];
+
+/** Log level of each event: problems an operator should look at are warnings; per-request timing is debug. */
+const LEVELS: Partial<Record<NetAuthEventName, Level>> = {
+  'code.replayed': 'warn',
+  'client.authentication_failed': 'warn',
+  'rate.limited': 'warn',
+  'request.completed': 'debug',
+};
+
+/** The package's child of the application's logger: bound to the package, with redaction. */
+function childOf(logger: Logger): Logger {
+  return logger.child({ lib: 'express-netauth' }, { redact: { paths: [...REDACT_PATHS], censor: '[redacted]' } });
+}
+
+const children = new WeakMap<Logger, Logger>();
+
+function child(logger: Logger): Logger {
+  let found = children.get(logger);
+  if (!found) children.set(logger, (found = childOf(logger)));
+  return found;
+}
+
+/** Logs every event as `{ event, ...payload }` with the event name as the message. */
+export function attachLogger(logger: Logger, events: EventHub): void {
+  const log = child(logger);
+  for (const name of EVENT_NAMES) {
+    const level = LEVELS[name] ?? 'info';
+    // Skips listening (and so timing requests) when the level is off.
+    if (!log.isLevelEnabled(level)) continue;
+    events.on(name, (payload) => {
+      log[level]({ event: name, ...payload }, name);
+    });
+  }
+}
+
+/** An internal error: its type and message only, as the default stderr report (never request data). */
+export function logInternalError(logger: Logger, error: unknown): void {
+  // Not under `err`: pino's err serializer would add the stack (and rename the type) of an Error.
+  const details = error instanceof Error ? { type: error.name, message: error.message } : { type: typeof error };
+  child(logger).error({ error: details }, 'internal error');
+}

@@ -1,0 +1,243 @@
+import { describe, expect, it } from 'vitest';
+import request from 'supertest';
+import type { Express } from 'express';
+import { APP1, APP2, CIBA, ISSUER, LOCATION, SECRET, SIM_SWAP, basic, createTestGateway } from '../helpers/gateway.js';
+import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
+import { CALLBACK, authorize, callback, codeFor, redeem } from '../helpers/frontend.js';
+import { recordEvents } from '../helpers/events.js';
+import { RATE_LIMIT_DEFAULTS, MemoryStore, RedisStore, createNetAuth, type RateLimitOptions } from '../../lib/index.js';
+import { CLIENTS, POLICY, SUBSCRIBERS } from '../helpers/gateway.js';
+
+const ALICE = 'tel:+34600000001';
+const BOB = 'tel:+34600000002';
+
+/** Every limit off except the ones given: each test looks at one limit. */
+function only(limits: RateLimitOptions): RateLimitOptions {
+  return {
+    ...limits,
+    authorize: { perAddress: false, ...limits.authorize },
+    bcAuthorize: { perClient: false, perSubscriber: false, ...limits.bcAuthorize },
+    token: { perClient: false, perSubscriber: false, ...limits.token },
+    clientAuthentication: { perClient: false, perAddress: false, ...limits.clientAuthentication },
+  };
+}
+
+function expectTooMany(res: request.Response, maxWait: number): void {
+  expect(res.status).toBe(429);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  expect(res.headers['cache-control']).toBe('no-store');
+  expect(res.body).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
+  const wait = Number(res.headers['retry-after']);
+  expect(Number.isInteger(wait)).toBe(true);
+  expect(wait).toBeGreaterThanOrEqual(1);
+  expect(wait).toBeLessThanOrEqual(maxWait);
+}
+
+const from = (app: Express, ip: string, authorization: string, body: Record<string, string> = { login_hint: ALICE, scope: SIM_SWAP }) =>
+  request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', ip).set('Authorization', authorization).type('form').send(body);
+
+describe('rate limits: bc-authorize', () => {
+  it('per client: past the limit 429 temporarily_unavailable with Retry-After; other clients unaffected', async () => {
+    const { app, netauth } = createTestGateway({ rateLimits: only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } }) });
+    const events = recordEvents(netauth);
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
+    // Counted before anything else: an invalid request over the limit is 429 too.
+    expectTooMany(await bcAuthorize(app, { login_hint: BOB, scope: 'dpv:Nothing#x' }), 60);
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+    expect(events.of('rate.limited')).toEqual([{ endpoint: 'bc-authorize', limit: 'client', clientId: 'app-1', retryAfter: expect.any(Number) }]);
+    expect(events.of('ciba.requested')).toHaveLength(3);
+  });
+
+  it('per subscriber, whichever client asks: 429; other subscribers unaffected', async () => {
+    const { app, netauth } = createTestGateway({ rateLimits: only({ bcAuthorize: { perSubscriber: { points: 2, duration: 600 } } }) });
+    const events = recordEvents(netauth);
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+    expectTooMany(await bcAuthorize(app, { login_hint: 'ipport:10.20.0.1', scope: SIM_SWAP }, APP2), 600);
+    expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
+    expect(events.of('rate.limited')).toEqual([
+      { endpoint: 'bc-authorize', limit: 'subscriber', clientId: 'app-2', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
+    ]);
+  });
+});
+
+describe('rate limits: token', () => {
+  it('per client, code grant: 429 with Retry-After; the code is not burnt', async () => {
+    const gw = createTestGateway({ rateLimits: only({ token: { perClient: { points: 1, duration: 1 } } }) });
+    const first = await codeFor(gw);
+    const second = await codeFor(gw);
+    expect((await redeem(gw.app, { code: first, redirect_uri: CALLBACK })).status).toBe(200);
+    expectTooMany(await redeem(gw.app, { code: second, redirect_uri: CALLBACK }), 1);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect((await redeem(gw.app, { code: second, redirect_uri: CALLBACK })).status).toBe(200);
+  });
+
+  it('per client, CIBA grant: slow_down (400) with Retry-After, as CIBA has a poller slow down', async () => {
+    const { app, netauth } = createTestGateway({ rateLimits: only({ token: { perClient: { points: 1, duration: 60 } } }) });
+    const events = recordEvents(netauth);
+    const id = await startBackchannel(app, ALICE, LOCATION);
+    expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
+    const res = await pollToken(app, id);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('slow_down');
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(events.of('ciba.slow_down')).toEqual([{ clientId: 'app-1', reason: 'rate_limit' }]);
+    expect(events.of('rate.limited')).toEqual([{ endpoint: 'token', limit: 'client', clientId: 'app-1', retryAfter: expect.any(Number) }]);
+  });
+
+  it('per subscriber, CIBA grant: slow_down; terminal answers (denied, expired) are never masked', async () => {
+    const { app, netauth, clock } = createTestGateway({ rateLimits: only({ token: { perSubscriber: { points: 2, duration: 60 } } }) });
+    const events = recordEvents(netauth);
+    const id = await startBackchannel(app, ALICE, LOCATION);
+    expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
+    clock.advance(2);
+    expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
+    clock.advance(2);
+    // Another client polling for the same subscriber is slowed down too.
+    const other = await startBackchannel(app, ALICE, SIM_SWAP, APP2);
+    const slowed = await pollToken(app, other, APP2);
+    expect(slowed.body.error).toBe('slow_down');
+    expect(events.of('ciba.slow_down')).toEqual([{ clientId: 'app-2', subscriberId: 'sub-alice', reason: 'rate_limit' }]);
+    // Bob is not limited.
+    expect((await pollToken(app, await startBackchannel(app, BOB, SIM_SWAP))).status).toBe(200);
+
+    await netauth.consent.deny({ clientId: 'app-1', login_hint: ALICE, scope: LOCATION });
+    expect((await pollToken(app, id)).body.error).toBe('access_denied');
+    clock.advance(121);
+    expect((await pollToken(app, other, APP2)).body.error).toBe('expired_token');
+  });
+
+  it('per subscriber, code grant: 429', async () => {
+    const gw = createTestGateway({ rateLimits: only({ token: { perSubscriber: { points: 1, duration: 60 } } }) });
+    const first = await codeFor(gw);
+    const second = await codeFor(gw);
+    expect((await redeem(gw.app, { code: first, redirect_uri: CALLBACK })).status).toBe(200);
+    expectTooMany(await redeem(gw.app, { code: second, redirect_uri: CALLBACK }), 60);
+  });
+});
+
+describe('rate limits: /authorize per address', () => {
+  it('once the redirect target is validated: a redirect with temporarily_unavailable, the state and iss', async () => {
+    const gw = createTestGateway({ rateLimits: only({ authorize: { perAddress: { points: 2, duration: 60 } } }) });
+    const events = recordEvents(gw.netauth);
+    expect(callback(await authorize(gw.app)).code).toBeDefined();
+    expect(callback(await authorize(gw.app)).code).toBeDefined();
+    const res = await authorize(gw.app, { state: 'xyz' });
+    expect(res.status).toBe(302);
+    expect(callback(res)).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String), state: 'xyz', iss: ISSUER });
+    // Bob's device is another address.
+    expect(callback(await authorize(gw.app, {}, { ip: '10.20.0.2' })).code).toBeDefined();
+    expect(events.of('rate.limited')).toEqual([{ endpoint: 'authorize', limit: 'address', clientId: 'app-1', retryAfter: expect.any(Number) }]);
+  });
+
+  it('before the target is validated: a 429 error page with Retry-After, never a redirect', async () => {
+    const gw = createTestGateway({ rateLimits: only({ authorize: { perAddress: { points: 1, duration: 60 } } }) });
+    await authorize(gw.app);
+    const res = await authorize(gw.app, { client_id: 'nobody' });
+    expect(res.status).toBe(429);
+    expect(res.headers.location).toBeUndefined();
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(res.text).toContain('temporarily_unavailable');
+  });
+
+  it('an IPv6 address counts by its /64', async () => {
+    const gw = createTestGateway({ rateLimits: only({ authorize: { perAddress: { points: 2, duration: 60 } } }) });
+    expect(callback(await authorize(gw.app, {}, { ip: '2001:db8::1' })).code).toBeDefined();
+    expect(callback(await authorize(gw.app, {}, { ip: '2001:db8::1' })).code).toBeDefined();
+    expect(callback(await authorize(gw.app, {}, { ip: '2001:db8::abcd' })).error).toBe('temporarily_unavailable');
+    expect(callback(await authorize(gw.app, {}, { ip: '2001:db8:0:1::1' })).error).toBe('access_denied');
+  });
+});
+
+describe('brute-force protection on client authentication', () => {
+  const lockout = (failures: number, duration = 900) => ({
+    rateLimits: only({ clientAuthentication: { perAddress: { failures, duration }, perClient: false } }),
+  });
+
+  it('per address: after the failures, 429 even with the right credentials; other addresses unaffected', async () => {
+    const { app, netauth } = createTestGateway(lockout(3));
+    const events = recordEvents(netauth);
+    for (let i = 0; i < 3; i++) expect((await from(app, '203.0.113.7', basic('app-1', `guess-${i}`))).status).toBe(401);
+    expectTooMany(await from(app, '203.0.113.7', APP1), 900);
+    expectTooMany(await from(app, '203.0.113.7', basic('app-1', 'guess-4')), 900);
+    // The lock covers every client-authenticated endpoint of that address.
+    expectTooMany(await request(app).post('/apigateway/token').set('X-Forwarded-For', '203.0.113.7').set('Authorization', APP1).type('form').send({ grant_type: CIBA, auth_req_id: 'x' }), 900);
+    expectTooMany(await request(app).post('/apigateway/introspect').set('X-Forwarded-For', '203.0.113.7').set('Authorization', APP1).type('form').send({ token: 'x' }), 900);
+    expect((await from(app, '203.0.113.8', APP1)).status).toBe(200);
+    expect(events.of('rate.limited').map((e) => e.limit)).toEqual(['client_authentication', 'client_authentication', 'client_authentication', 'client_authentication']);
+    expect(events.of('rate.limited')[0]).toEqual({ endpoint: 'bc-authorize', limit: 'client_authentication', clientId: 'app-1', retryAfter: expect.any(Number) });
+  });
+
+  it('per registered client id, from any address; unknown ids and other clients are not locked', async () => {
+    const { app } = createTestGateway({ rateLimits: only({ clientAuthentication: { perClient: { failures: 3, duration: 900 }, perAddress: false } }) });
+    for (let i = 0; i < 3; i++) expect((await from(app, `198.51.100.${i}`, basic('app-1', 'wrong'))).status).toBe(401);
+    expectTooMany(await from(app, '198.51.100.50', APP1), 900);
+    expect((await from(app, '198.51.100.50', APP2)).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await from(app, '198.51.100.60', basic('nobody', 'wrong'))).status).toBe(401);
+  });
+
+  it('successes do not count, nor do missing credentials or a client_id mismatch; only rejected credentials do', async () => {
+    const { app } = createTestGateway(lockout(2));
+    for (let i = 0; i < 5; i++) expect((await from(app, '192.0.2.1', APP1)).status).toBe(200);
+    for (let i = 0; i < 3; i++) {
+      expect((await request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', '192.0.2.1').type('form').send({ login_hint: ALICE, scope: SIM_SWAP })).status).toBe(401);
+      expect((await from(app, '192.0.2.1', APP1, { login_hint: ALICE, scope: SIM_SWAP, client_id: 'app-2' })).status).toBe(401);
+    }
+    expect((await from(app, '192.0.2.1', basic('app-1', 'wrong'))).status).toBe(401);
+    expect((await from(app, '192.0.2.1', APP1)).status).toBe(200);
+    expect((await from(app, '192.0.2.1', basic('app-1', 'wrong'))).status).toBe(401);
+    expectTooMany(await from(app, '192.0.2.1', APP1), 900);
+  });
+
+  it('the lock lasts until the window passes', async () => {
+    const { app } = createTestGateway(lockout(1, 1));
+    expect((await from(app, '192.0.2.9', basic('app-1', 'wrong'))).status).toBe(401);
+    expectTooMany(await from(app, '192.0.2.9', APP1), 1);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect((await from(app, '192.0.2.9', APP1)).status).toBe(200);
+  });
+
+  it('by default: 30 failures per address, then locked', async () => {
+    const { app } = createTestGateway();
+    for (let i = 0; i < RATE_LIMIT_DEFAULTS.clientAuthentication.perAddress.failures; i++) {
+      expect((await from(app, '192.0.2.77', basic('nobody', 'x'))).status).toBe(401);
+    }
+    expectTooMany(await from(app, '192.0.2.77', basic('app-1', SECRET)), 900);
+  });
+});
+
+describe('rateLimits option', () => {
+  it('false turns every limit off', async () => {
+    const { app } = createTestGateway({ rateLimits: false });
+    for (let i = 0; i < 40; i++) expect((await from(app, '192.0.2.5', basic('app-1', 'wrong'))).status).toBe(401);
+    expect((await from(app, '192.0.2.5', APP1)).status).toBe(200);
+  });
+
+  it('refuses rules that are not whole positive numbers, and a Redis backend without Redis', () => {
+    const base = { issuer: ISSUER, clients: CLIENTS, subscribers: SUBSCRIBERS, consentPolicy: POLICY };
+    expect(() => createNetAuth({ ...base, rateLimits: { token: { perClient: { points: 0, duration: 60 } } } })).toThrow(TypeError);
+    expect(() => createNetAuth({ ...base, rateLimits: { authorize: { perAddress: { points: 5, duration: 0.5 } } } })).toThrow(TypeError);
+    expect(() => createNetAuth({ ...base, rateLimits: { clientAuthentication: { perAddress: { failures: -1, duration: 60 } } } })).toThrow(TypeError);
+    expect(() => createNetAuth({ ...base, store: new MemoryStore(), rateLimits: { backend: 'redis' } })).toThrow(/redis/);
+  });
+
+  it('a RedisStore over a client that is not node-redis (sendCommand only): counters in memory, unless Redis is asked for', () => {
+    const base = { issuer: ISSUER, clients: CLIENTS, subscribers: SUBSCRIBERS, consentPolicy: POLICY };
+    const store = new RedisStore({ client: { isOpen: true, isReady: true, sendCommand: async () => null } });
+    expect(store.nodeRedisClient()).toBeUndefined();
+    expect(() => createNetAuth({ ...base, store })).not.toThrow();
+    expect(() => createNetAuth({ ...base, store, rateLimits: { backend: 'redis' } })).toThrow(/redis/);
+  });
+
+  it('the defaults', () => {
+    expect(RATE_LIMIT_DEFAULTS).toEqual({
+      authorize: { perAddress: { points: 300, duration: 60 } },
+      bcAuthorize: { perClient: { points: 3000, duration: 60 }, perSubscriber: { points: 60, duration: 600 } },
+      token: { perClient: { points: 6000, duration: 60 }, perSubscriber: { points: 300, duration: 60 } },
+      clientAuthentication: { perClient: { failures: 50, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
+    });
+  });
+});
