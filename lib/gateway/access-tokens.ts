@@ -1,16 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { GatewayContext } from './context.js';
-import type { Authorization } from './authorization.js';
+import { authorizationOf, type StoredAuthorization } from './authorization.js';
 import { signAccessToken } from './jwt-access-tokens.js';
 
 /** What the store keeps for an access token, under the SHA-256 of the token (never the token itself). */
-export interface AccessTokenRecord {
-  clientId: string;
-  subscriberId: string;
-  phoneNumber: string | null;
-  purpose: string;
-  scopes: string[];
-  scope: string;
+export interface AccessTokenRecord extends StoredAuthorization {
   issuedAt: number;
   expiresAt: number;
   /** `jwt` tokens are verified offline by the guard; this record serves introspection and revocation. */
@@ -37,9 +31,10 @@ export function tokenKey(token: string): string {
 
 /**
  * Issues an access token in the configured format: opaque (256 random bits) or an RFC 9068 JWT. Either way
- * the store keeps a record under the SHA-256 of the token, written with the authorization's grant ids.
+ * the store keeps a record under the SHA-256 of the token, written with `grants`: the authorization's own
+ * grant and the consents it rests on, so revoking either revokes the token.
  */
-export async function issueAccessToken(ctx: GatewayContext, authorization: Authorization): Promise<TokenResponse> {
+export async function issueAccessToken(ctx: GatewayContext, authorization: StoredAuthorization, grants: string[]): Promise<TokenResponse> {
   const lifetime = ctx.lifetimes.accessToken;
   let issuedAt = ctx.now();
   let token: string;
@@ -50,10 +45,10 @@ export async function issueAccessToken(ctx: GatewayContext, authorization: Autho
     jti = randomBytes(16).toString('base64url');
     token = await signAccessToken(ctx, {
       clientId: authorization.clientId,
-      subscriberId: authorization.subscriber.id,
+      subscriberId: authorization.subscriberId,
       scope: authorization.scope,
       purpose: authorization.purpose,
-      grants: authorization.grants,
+      grants,
       jti,
       iat: issuedAt / 1000,
       exp: issuedAt / 1000 + lifetime,
@@ -62,19 +57,14 @@ export async function issueAccessToken(ctx: GatewayContext, authorization: Autho
     token = randomBytes(32).toString('base64url');
   }
   const record: AccessTokenRecord = {
-    clientId: authorization.clientId,
-    subscriberId: authorization.subscriber.id,
-    phoneNumber: authorization.subscriber.phoneNumber ?? null,
-    purpose: authorization.purpose,
-    scopes: authorization.scopes,
-    scope: authorization.scope,
+    ...authorizationOf(authorization),
     issuedAt,
     expiresAt: issuedAt + lifetime * 1000,
     format: ctx.accessTokenFormat,
     jti,
-    grants: [...authorization.grants],
+    grants,
   };
-  await ctx.store.put('access_token', tokenKey(token), record, { ttl: lifetime, grants: authorization.grants });
+  await ctx.store.put('access_token', tokenKey(token), record, { ttl: lifetime, grants });
   return { access_token: token, token_type: 'Bearer', expires_in: lifetime, scope: authorization.scope };
 }
 

@@ -29,13 +29,38 @@ export function decideScope(ctx: GatewayContext, client: RegisteredClient, scope
   };
 }
 
-/** A granted authorization, the common ground of both grants: who, for which client, for what. */
-export interface Authorization {
+/**
+ * Who, for which client, for what: the common ground of every record of an authorization (pending consent,
+ * code, backchannel request, access token), stored flat so any store can keep it as JSON.
+ */
+export interface StoredAuthorization {
   clientId: string;
-  subscriber: Subscriber;
+  subscriberId: string;
+  phoneNumber: string | null;
   purpose: string;
+  /** API scopes. */
   scopes: string[];
+  /** The granted scope string, as requested. */
   scope: string;
-  /** Grant ids tokens issued from this authorization belong to (its own, and the consents it rests on). */
-  grants: string[];
+}
+
+export function storedAuthorization(clientId: string, subscriber: Subscriber, requested: RequestedScope): StoredAuthorization {
+  return {
+    clientId,
+    subscriberId: subscriber.id,
+    phoneNumber: subscriber.phoneNumber ?? null,
+    purpose: requested.purpose,
+    scopes: requested.scopes,
+    scope: requested.value,
+  };
+}
+
+/** Only the authorization's own fields of a record that has more. */
+export function authorizationOf(record: StoredAuthorization): StoredAuthorization {
+  const { clientId, subscriberId, phoneNumber, purpose, scopes, scope } = record;
+  return { clientId, subscriberId, phoneNumber, purpose, scopes, scope };
+}
+
+export function subscriberOf(record: Pick<StoredAuthorization, 'subscriberId' | 'phoneNumber'>): Subscriber {
+  return record.phoneNumber === null ? { id: record.subscriberId } : { id: record.subscriberId, phoneNumber: record.phoneNumber };
 }

@@ -4,7 +4,7 @@ import { parseLoginHint, type LoginHint } from '../identity/login-hint.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import type { RegisteredClient } from '../registry/clients.js';
 import type { GatewayContext } from './context.js';
-import { decideScope } from './authorization.js';
+import { decideScope, storedAuthorization } from './authorization.js';
 import { queryParams, type FormParams } from './form.js';
 import { sendAuthorizationResponse, setRedirectTarget, type RedirectTarget } from './render-error.js';
 import { createAuthorizationCode, S256_CHALLENGE } from './grants/authorization-code.js';
@@ -159,15 +159,10 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     if (ask && prompt.has('none')) throw new OAuthError('consent_required', 'the subscriber has not consented to this purpose and scope');
     if (ask) {
       await consentPage.start(req, res, {
-        clientId: client.clientId,
+        ...storedAuthorization(client.clientId, subscriber, decision.requested),
         clientName: client.name ?? client.clientId,
         redirectUri,
         state: target.state ?? null,
-        subscriberId: subscriber.id,
-        phoneNumber: subscriber.phoneNumber ?? null,
-        purpose: decision.requested.purpose,
-        scopes: decision.requested.scopes,
-        scope: decision.requested.value,
         consentScopes: decision.consentScopes,
         codeChallenge: codeChallenge ?? null,
         nonce: nonce ?? null,
@@ -176,14 +171,10 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     }
 
     const code = await createAuthorizationCode(ctx, {
-      clientId: client.clientId,
+      ...storedAuthorization(client.clientId, subscriber, decision.requested),
       redirectUri,
-      subscriber,
-      purpose: decision.requested.purpose,
-      scopes: decision.requested.scopes,
-      scope: decision.requested.value,
-      codeChallenge,
-      nonce,
+      codeChallenge: codeChallenge ?? null,
+      nonce: nonce ?? null,
       consentGrants,
     });
     sendAuthorizationResponse(res, ctx.issuer, target, { code });

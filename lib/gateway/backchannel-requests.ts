@@ -1,18 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { GatewayContext } from './context.js';
 import type { BackchannelRequest } from './options.js';
-import type { ScopeDecision } from './authorization.js';
+import { storedAuthorization, subscriberOf, type ScopeDecision, type StoredAuthorization } from './authorization.js';
 import type { RegisteredClient } from '../registry/clients.js';
 import type { Subscriber } from '../identity/subscribers.js';
 
 /** A CIBA request as stored under its auth_req_id. */
-export interface BackchannelRecord {
-  clientId: string;
-  subscriberId: string;
-  phoneNumber: string | null;
-  purpose: string;
-  scopes: string[];
-  scope: string;
+export interface BackchannelRecord extends StoredAuthorization {
   /** Scopes that need a consent record before a token is issued. */
   consentScopes: string[];
   /** The approval hook's decision: `pending` until it resolves. Consent is checked separately, at each poll. */
@@ -38,7 +32,7 @@ function ttlFor(ctx: GatewayContext, record: BackchannelRecord): number {
 }
 
 export function toHookRequest(authReqId: string, record: BackchannelRecord, client: RegisteredClient | undefined): BackchannelRequest {
-  const subscriber: Subscriber = record.phoneNumber === null ? { id: record.subscriberId } : { id: record.subscriberId, phoneNumber: record.phoneNumber };
+  const subscriber = subscriberOf(record);
   return {
     auth_req_id: authReqId,
     clientId: record.clientId,
@@ -61,12 +55,7 @@ export async function createBackchannelRequest(
   const authReqId = randomBytes(32).toString('base64url');
   const createdAt = ctx.now();
   const record: BackchannelRecord = {
-    clientId: client.clientId,
-    subscriberId: subscriber.id,
-    phoneNumber: subscriber.phoneNumber ?? null,
-    purpose: decision.requested.purpose,
-    scopes: decision.requested.scopes,
-    scope: decision.requested.value,
+    ...storedAuthorization(client.clientId, subscriber, decision.requested),
     consentScopes: decision.consentScopes,
     status: ctx.backchannel.authorize ? 'pending' : 'approved',
     createdAt,

@@ -8,18 +8,13 @@ import { contentSecurityPolicy, purposeWords, renderConsentPage } from './consen
 import { sendAuthorizationResponse, setRedirectTarget, type RedirectTarget } from './render-error.js';
 import { ContractSessionStore } from './session-store.js';
 import { createAuthorizationCode } from './grants/authorization-code.js';
+import { authorizationOf, type StoredAuthorization } from './authorization.js';
 
 /** A validated authorization request waiting for the subscriber's answer, kept in the session. */
-export interface PendingConsent {
-  clientId: string;
+export interface PendingConsent extends StoredAuthorization {
   clientName: string;
   redirectUri: string;
   state: string | null;
-  subscriberId: string;
-  phoneNumber: string | null;
-  purpose: string;
-  scopes: string[];
-  scope: string;
   /** The scopes whose legal basis is consent: what Allow records. */
   consentScopes: string[];
   codeChallenge: string | null;
@@ -207,14 +202,10 @@ export class ConsentPage {
     const records = await this.ctx.consent.grant(subject);
     this.ctx.events.emit('consent.granted', { ...subject, via: 'page' });
     const code = await createAuthorizationCode(this.ctx, {
-      clientId: pending.clientId,
+      ...authorizationOf(pending),
       redirectUri: pending.redirectUri,
-      subscriber: pending.phoneNumber === null ? { id: pending.subscriberId } : { id: pending.subscriberId, phoneNumber: pending.phoneNumber },
-      purpose: pending.purpose,
-      scopes: pending.scopes,
-      scope: pending.scope,
-      codeChallenge: pending.codeChallenge ?? undefined,
-      nonce: pending.nonce ?? undefined,
+      codeChallenge: pending.codeChallenge,
+      nonce: pending.nonce,
       consentGrants: records.map((r) => r.grantId),
     });
     sendAuthorizationResponse(res, this.ctx.issuer, target, { code });

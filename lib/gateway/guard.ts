@@ -3,6 +3,7 @@ import { OAuthError } from '../errors.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import type { GatewayContext } from './context.js';
 import { findAccessToken } from './access-tokens.js';
+import { subscriberOf } from './authorization.js';
 import { looksLikeJwt, verifyAccessToken } from './jwt-access-tokens.js';
 import { sendBearerError, sendJsonError, toOAuthError } from './render-error.js';
 
@@ -66,7 +67,7 @@ async function authorize(ctx: GatewayContext, token: string, revocation: 'local'
   const record = await findAccessToken(ctx, token);
   if (!record) return undefined;
   return {
-    subscriber: record.phoneNumber === null ? { id: record.subscriberId } : { id: record.subscriberId, phoneNumber: record.phoneNumber },
+    subscriber: subscriberOf(record),
     clientId: record.clientId,
     purpose: record.purpose,
     scopes: record.scopes,

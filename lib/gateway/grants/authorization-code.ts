@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { OAuthError } from '../../errors.js';
-import type { Subscriber } from '../../identity/subscribers.js';
+import { authorizationOf, type StoredAuthorization } from '../authorization.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
 import { issueAccessToken, tokenKey } from '../access-tokens.js';
@@ -9,15 +9,9 @@ import { revokeGrant } from '../revocations.js';
 import { overLimit } from '../rate-limits.js';
 
 /** An authorization code as stored under the code itself (kind `code`). */
-export interface CodeRecord {
-  clientId: string;
+export interface CodeRecord extends StoredAuthorization {
   /** The redirect_uri the code was delivered to; the token request must repeat it exactly. */
   redirectUri: string;
-  subscriberId: string;
-  phoneNumber: string | null;
-  purpose: string;
-  scopes: string[];
-  scope: string;
   /** S256 challenge, or null when the code was issued without PKCE (then a code_verifier is refused). */
   codeChallenge: string | null;
   /** OIDC nonce, kept for the ID token. */
@@ -32,15 +26,10 @@ export interface CodeRecord {
 }
 
 /** What a code is issued for: a validated authorization request, its subscriber identified, consent settled. */
-export interface CodeRequest {
-  clientId: string;
+export interface CodeRequest extends StoredAuthorization {
   redirectUri: string;
-  subscriber: Subscriber;
-  purpose: string;
-  scopes: string[];
-  scope: string;
-  codeChallenge: string | undefined;
-  nonce: string | undefined;
+  codeChallenge: string | null;
+  nonce: string | null;
   consentGrants: string[];
 }
 
@@ -54,15 +43,10 @@ export async function createAuthorizationCode(ctx: GatewayContext, request: Code
   const code = randomBytes(32).toString('base64url');
   const issuedAt = ctx.now();
   const record: CodeRecord = {
-    clientId: request.clientId,
+    ...authorizationOf(request),
     redirectUri: request.redirectUri,
-    subscriberId: request.subscriber.id,
-    phoneNumber: request.subscriber.phoneNumber ?? null,
-    purpose: request.purpose,
-    scopes: request.scopes,
-    scope: request.scope,
-    codeChallenge: request.codeChallenge ?? null,
-    nonce: request.nonce ?? null,
+    codeChallenge: request.codeChallenge,
+    nonce: request.nonce,
     grantId: randomBytes(16).toString('base64url'),
     consentGrants: request.consentGrants,
     issuedAt,
@@ -130,14 +114,7 @@ export const authorizationCodeGrant: Grant = {
 
     // The token is written BEFORE the code is consumed: a replay that revokes the grant at any later moment
     // therefore always finds it. Of concurrent redemptions exactly one wins the consume.
-    const tokens = await issueAccessToken(ctx, {
-      clientId: record.clientId,
-      subscriber: record.phoneNumber === null ? { id: record.subscriberId } : { id: record.subscriberId, phoneNumber: record.phoneNumber },
-      purpose: record.purpose,
-      scopes: record.scopes,
-      scope: record.scope,
-      grants: [record.grantId, ...record.consentGrants],
-    });
+    const tokens = await issueAccessToken(ctx, record, [record.grantId, ...record.consentGrants]);
     let won: boolean;
     try {
       won = await ctx.store.consume('code', code);
