@@ -48,14 +48,14 @@ const quick = args.quick === true;
 const settings = {
   rounds: Number(args.rounds ?? (quick ? 1 : 3)),
   warmupMs: Number(args.warmup ?? (quick ? 0.5 : 3)) * 1000,
-  durationMs: Number(args.duration ?? (quick ? 1 : 4)) * 1000,
+  durationMs: Number(args.duration ?? (quick ? 1 : 3)) * 1000,
   connections: Number(args.connections ?? 16),
   pending: Number(args.pending ?? (quick ? 5_000 : 100_000)),
   soakMs: Number(args.soak ?? (quick ? 3 : 60)) * 1000,
   /** The run stops adding rounds (for disturbed ones) when it would end later than this. */
   budgetMs: Number(args.budget ?? (quick ? 25 : 280)) * 1000,
   /** The prefill of workload 4 stops here, holding however many it made. */
-  prefillLimitMs: quick ? 8_000 : 60_000,
+  prefillLimitMs: quick ? 8_000 : 45_000,
 };
 const only = new Set((args.only ?? 'flow,guard,pending,soak').split(','));
 /** Restricts every suite to these server ids (for profiling one server, say). */
@@ -366,6 +366,7 @@ function suiteTable(suiteId: string): string | undefined {
 }
 
 interface PendingResult {
+  asked: number;
   count: number;
   prefillMs: number;
   before: Extract<ServerMessage, { type: 'memory' }>;
@@ -427,7 +428,9 @@ function report(): string {
     const heap = p.after.heapUsed - p.before.heapUsed;
     const withPending = pairedRatio('flow', PENDING_SERVER, 'netauth');
     out.push(
-      `(4) ${fmt(p.count)} pending auth_req_ids (consent needed, none on record), created over HTTP at ${fmt(p.count / (p.prefillMs / 1000))}/s:`,
+      `(4) ${fmt(p.count)} pending auth_req_ids (consent needed, none on record), created over HTTP at ${fmt(p.count / (p.prefillMs / 1000))}/s` +
+        (p.count < p.asked ? ` (of ${fmt(p.asked)} asked: the prefill stopped at its ${settings.prefillLimitMs / 1000} s limit)` : '') +
+        ':',
       `    RSS +${mb(rss)} MB (${fmt(rss / p.count)} B each), live heap after GC +${mb(heap)} MB (${fmt(heap / p.count)} B each); ` +
         `backend flow while held: ${ratio(withPending)} of the same server without them`,
       '',
@@ -500,7 +503,7 @@ async function main(): Promise<void> {
     if (prefill.failures) harnessFailures.push(`prefill: ${prefill.failures} failed; first: ${prefill.firstFailure}`);
     if (prefill.made < settings.pending) log(`prefill stopped at its time limit with ${fmt(prefill.made)} pending`);
     const after = await pending.memory();
-    pendingResult = { count: prefill.made, prefillMs: prefill.ms, before, after };
+    pendingResult = { asked: settings.pending, count: prefill.made, prefillMs: prefill.ms, before, after };
   }
 
   for (const [index, suite] of suites.entries()) {
