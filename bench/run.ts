@@ -378,6 +378,8 @@ interface SoakResult {
   early: number;
   late: number;
   growth: number;
+  heapEarly: number | undefined;
+  heapLate: number | undefined;
 }
 
 let pendingResult: PendingResult | undefined;
@@ -400,7 +402,10 @@ function targetLines(): string[] {
       const growth = Number.isFinite(soakResult.growth) ? `${(soakResult.growth * 100).toFixed(1)}%` : '-';
       lines.push(
         `  ${verdict}  ${target.text}: RSS ${mb(soakResult.early)} -> ${mb(soakResult.late)} MB (${growth}, limit ${target.maxGrowth * 100}%) ` +
-          `over ${settings.soakMs / 1000} s at ${fmt(soakResult.result.opsPerSec)} flows/s${judged ? '' : ' (not judged: shorter than 60 s)'}`,
+          `over ${settings.soakMs / 1000} s at ${fmt(soakResult.result.opsPerSec)} flows/s${judged ? '' : ' (not judged: shorter than 60 s)'}` +
+          ((soakResult.result.cpu.foreign ?? 0) > FOREIGN_LIMIT ? `; DISTURBED: other programs used ${fmt(soakResult.result.cpu.foreign, 2)} core` : ''),
+        `        live heap after a full GC: ${mb(soakResult.heapEarly)} MB at ${settings.soakMs / 4000} s, ${mb(soakResult.heapLate)} MB at ${(settings.soakMs * 0.95) / 1000} s ` +
+          '(flat live heap with growing RSS = V8 sizing its heap, not a leak)',
       );
     } else {
       lines.push(`  n/a   ${target.text}  (soak not run)`);
@@ -525,6 +530,15 @@ async function main(): Promise<void> {
   const soak = servers.get(SOAK_SERVER);
   if (soak) {
     log(`soak: ${settings.soakMs / 1000} s of backend flows, RSS sampled every second`);
+    // Live heap after a full GC at the end of the first quarter and near the end: tells a leak (live objects
+    // growing) from V8 sizing its heap (RSS growing while the live heap stays flat). Two GCs in 60 s.
+    const heapAt = (fraction: number) =>
+      new Promise<number | undefined>((resolve) => {
+        setTimeout(() => {
+          soak.memory(true).then((m) => resolve(m.heapUsed), () => resolve(undefined));
+        }, settings.warmupMs + fraction * settings.soakMs);
+      });
+    const heaps = Promise.all([heapAt(0.25), heapAt(0.95)]);
     const result = await loadgen.run({
       origin: soak.origin,
       workload: 'backend-flow',
@@ -541,7 +555,8 @@ async function main(): Promise<void> {
     const quarter = (q: number): number[] => samples.filter(([t]) => t >= (q * settings.soakMs) / 4 && t < ((q + 1) * settings.soakMs) / 4).map(([, rss]) => rss);
     const early = median(quarter(1));
     const late = median(quarter(3));
-    soakResult = { result, early, late, growth: late / early - 1 };
+    const [heapEarly, heapLate] = await heaps;
+    soakResult = { result, early, late, growth: late / early - 1, heapEarly, heapLate };
   }
 }
 
