@@ -65,6 +65,24 @@ const print = (title: string, m: Map<string, number>): void => {
     process.stdout.write(`${((100 * us) / total).toFixed(1).padStart(6)}%  ${l}\n`);
   }
 };
-process.stdout.write(`${file}: ${(total / 1e6).toFixed(1)} s sampled\n`);
+/** Where self time went, by package (node_modules/<pkg>), by folder of this repo, or by runtime part. */
+function group(l: string): string {
+  const where = l.slice(l.lastIndexOf(' ') + 1);
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(where);
+  if (pkg) return pkg[1]!;
+  if (where.startsWith('node:')) return 'node internals';
+  if (/^(lib|bench|test)\//.test(where)) return where.split('/').slice(0, 2).join('/').replace(/:\d+$/, '');
+  if (l.startsWith('(')) return l;
+  return 'native/builtins';
+}
+const groups = new Map<string, number>();
+for (const [l, us] of self) groups.set(group(l), (groups.get(group(l)) ?? 0) + us);
+const busy = total - (self.get('(idle)') ?? 0);
+
+process.stdout.write(`${file}: ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy\n`);
 print('self time:', self);
 print('inclusive time:', inclusive);
+process.stdout.write('self time by package or folder (share of busy time):\n');
+for (const [g, us] of [...groups].filter(([g]) => g !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, top)) {
+  process.stdout.write(`${((100 * us) / busy).toFixed(1).padStart(6)}%  ${g}\n`);
+}
