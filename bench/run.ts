@@ -48,14 +48,14 @@ const quick = args.quick === true;
 const settings = {
   rounds: Number(args.rounds ?? (quick ? 1 : 3)),
   warmupMs: Number(args.warmup ?? (quick ? 0.5 : 3)) * 1000,
-  durationMs: Number(args.duration ?? (quick ? 1 : 3)) * 1000,
+  durationMs: Number(args.duration ?? (quick ? 0.8 : 3)) * 1000,
   connections: Number(args.connections ?? 16),
-  pending: Number(args.pending ?? (quick ? 5_000 : 100_000)),
-  soakMs: Number(args.soak ?? (quick ? 3 : 60)) * 1000,
+  pending: Number(args.pending ?? (quick ? 2_000 : 100_000)),
+  soakMs: Number(args.soak ?? (quick ? 2 : 60)) * 1000,
   /** The run stops adding rounds (for disturbed ones) when it would end later than this. */
-  budgetMs: Number(args.budget ?? (quick ? 25 : 280)) * 1000,
+  budgetMs: Number(args.budget ?? (quick ? 22 : 280)) * 1000,
   /** The prefill of workload 4 stops here, holding however many it made. */
-  prefillLimitMs: quick ? 8_000 : 45_000,
+  prefillLimitMs: quick ? 3_000 : 45_000,
 };
 const only = new Set((args.only ?? 'flow,guard,pending,soak').split(','));
 /** Restricts every suite to these server ids (for profiling one server, say). */
