@@ -315,6 +315,10 @@ const cpuPerOp = (x: RunResult): number => ((x.cpu.processes.server ?? NaN) * x.
  * Rounds where both rows were undisturbed are used when there are any.
  */
 function pairedRatio(suite: string, row: string, versus: string, by: 'throughput' | 'cpu' = 'throughput'): number | undefined {
+  return pairedRatioOf(suite, row, versus, by)?.value;
+}
+
+function pairedRatioOf(suite: string, row: string, versus: string, by: 'throughput' | 'cpu'): { value: number; clean: number } | undefined {
   const a = allRowsOf(suite, row);
   const b = allRowsOf(suite, versus);
   if (a.length === 0 || b.length === 0) return undefined;
@@ -325,9 +329,10 @@ function pairedRatio(suite: string, row: string, versus: string, by: 'throughput
   }
   const clean = pairs.filter(([x, y]) => !x.noisy && !y.noisy);
   const used = clean.length > 0 ? clean : pairs;
-  return median(
+  const value = median(
     used.map(([x, y]) => (by === 'throughput' ? x.result.opsPerSec / y.result.opsPerSec : cpuPerOp(y.result) / cpuPerOp(x.result))),
   );
+  return { value, clean: clean.length };
 }
 
 const SHORT: Record<string, string> = { 'oidc-provider': 'vs oidc-prov', 'express-bare': 'vs Express', 'raw-http': 'vs raw http', netauth: 'vs memory' };
@@ -389,12 +394,14 @@ function targetLines(): string[] {
   const lines: string[] = [];
   for (const target of TARGETS) {
     if (target.kind === 'ratio') {
-      const value = pairedRatio(target.suite, target.row, target.versus);
+      const paired = pairedRatioOf(target.suite, target.row, target.versus, 'throughput');
+      const value = paired?.value;
       if (value === undefined) {
         lines.push(`  n/a   ${target.text}  (${SERVERS[target.row] ? 'not measured in this run' : `no ${target.row} row: not in this tree yet`})`);
       } else {
         const byCpu = pairedRatio(target.suite, target.row, target.versus, 'cpu');
-        lines.push(`  ${value >= target.min ? 'PASS' : 'MISS'}  ${target.text}: ${ratio(value)} (by server CPU per operation: ${ratio(byCpu)})`);
+        const basis = paired!.clean > 0 ? `${paired!.clean} undisturbed round${paired!.clean > 1 ? 's' : ''}` : 'DISTURBED rounds only: not reliable';
+        lines.push(`  ${value >= target.min ? 'PASS' : 'MISS'}  ${target.text}: ${ratio(value)} (by server CPU per operation: ${ratio(byCpu)}; ${basis})`);
       }
     } else if (soakResult) {
       const judged = settings.soakMs >= 60_000;
