@@ -39,6 +39,7 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     servers: { type: 'string' },
     json: { type: 'string' },
+    report: { type: 'string' },
     profile: { type: 'string' },
     budget: { type: 'string' },
   },
@@ -46,6 +47,7 @@ const { values: args } = parseArgs({
 
 const quick = args.quick === true;
 const settings = {
+  quick,
   rounds: Number(args.rounds ?? (quick ? 1 : 3)),
   warmupMs: Number(args.warmup ?? (quick ? 0.5 : 3)) * 1000,
   durationMs: Number(args.duration ?? (quick ? 0.8 : 3)) * 1000,
@@ -421,13 +423,25 @@ function targetLines(): string[] {
   return lines;
 }
 
-function report(): string {
+interface Machine {
+  cores: number;
+  cpu: string;
+  node: string;
+  os: string;
+  pinning: boolean;
+}
+
+function thisMachine(): Machine {
+  return { cores, cpu: cpuModel(), node: process.version, os: `${os.platform()} ${os.release()}`, pinning };
+}
+
+function report(machine: Machine): string {
   const out: string[] = [];
   out.push(
-    `machine: ${cores} cores (nproc), ${cpuModel()}, node ${process.version}, ${os.platform()} ${os.release()}`,
-    `pinning: ${pinning ? `servers on core ${SERVER_CORE}, load generator on core ${LOAD_CORE} (taskset)` : 'none (no taskset or a single core)'}`,
+    `machine: ${machine.cores} cores (nproc), ${machine.cpu}, node ${machine.node}${machine.os ? `, ${machine.os}` : ''}`,
+    `pinning: ${machine.pinning ? `servers on core ${SERVER_CORE}, load generator on core ${LOAD_CORE} (taskset)` : 'none (no taskset or a single core)'}`,
     `settings: ${settings.rounds} interleaved rounds (more when some are disturbed, time permitting) x ${settings.durationMs / 1000} s measured, ${settings.warmupMs / 1000} s warm-up before each; ` +
-      `${settings.connections} keep-alive connections (undici); medians over rounds${quick ? '  [QUICK SMOKE RUN: numbers are indicative only]' : ''}`,
+      `${settings.connections} keep-alive connections (undici); medians over rounds${settings.quick ? '  [QUICK SMOKE RUN: numbers are indicative only]' : ''}`,
     '',
   );
   for (const suite of SUITES) {
@@ -576,16 +590,33 @@ process.on('SIGINT', () => {
   void shutdown().finally(() => process.exit(130));
 });
 
+if (args.report) {
+  // Re-render a run saved with --json (same numbers, the current report code).
+  const saved = JSON.parse(readFileSync(args.report, 'utf8')) as {
+    settings: Partial<typeof settings>;
+    machine: Machine;
+    measured: Measured[];
+    pendingResult?: PendingResult;
+    soakResult?: SoakResult;
+  };
+  Object.assign(settings, saved.settings);
+  measured.push(...saved.measured);
+  pendingResult = saved.pendingResult;
+  soakResult = saved.soakResult;
+  process.stdout.write(`${report(saved.machine)}\n`);
+  process.exit(0);
+}
+
 try {
   await main();
 } catch (error) {
   harnessFailures.push(error instanceof Error ? error.message : String(error));
 }
 await shutdown();
-const text = report();
+const text = report(thisMachine());
 process.stdout.write(`\n${text}\n`);
 if (args.json) {
-  writeFileSync(args.json, JSON.stringify({ settings, machine: { cores, cpu: cpuModel(), node: process.version, pinning }, measured, pendingResult, soakResult }, null, 2));
+  writeFileSync(args.json, JSON.stringify({ settings, machine: thisMachine(), measured, pendingResult, soakResult }, null, 2));
 }
 log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 if (harnessFailures.length) {
