@@ -56,6 +56,8 @@ export interface RunResult {
 
 export type LoadgenReply =
   | { type: 'ready' }
+  /** The measured window of run `id` starts now (the orchestrator reads the server's GC counters). */
+  | { type: 'window'; id: number }
   | { type: 'result'; id: number; result: RunResult }
   | { type: 'prefilled'; id: number; made: number; ms: number; failures: number; firstFailure: string | undefined }
   | { type: 'error'; id: number; message: string };
@@ -107,6 +109,7 @@ async function run(request: RunRequest): Promise<RunResult> {
   recorder.reset();
   const before = cpuSnapshot(request.pids);
   recorder.recording = true;
+  reply({ type: 'window', id: request.id });
   if (request.rssSampleMs) {
     const serverPid = request.pids.server!;
     const end = before.at + request.durationMs;

@@ -192,6 +192,8 @@ class LoadGenerator {
   readonly ready: Promise<void>;
   private nextId = 1;
   private readonly waiting = new Map<number, { resolve: (m: LoadgenReply) => void; reject: (e: Error) => void }>();
+  /** Called when a run's measured window starts. */
+  onWindow: ((id: number) => void) | undefined;
 
   constructor() {
     const [command, argv] = pinned(LOAD_CORE, [process.execPath, '--import', 'tsx', path.join(HERE, 'loadgen.ts')]);
@@ -199,6 +201,10 @@ class LoadGenerator {
     this.ready = new Promise((resolve, reject) => {
       this.child.on('message', (message: LoadgenReply) => {
         if (message.type === 'ready') return resolve();
+        if (message.type === 'window') {
+          this.onWindow?.(message.id);
+          return;
+        }
         const entry = this.waiting.get(message.id);
         this.waiting.delete(message.id);
         if (message.type === 'error') entry?.reject(new Error(`load generator: ${message.message}`));
@@ -223,9 +229,23 @@ class LoadGenerator {
     });
   }
 
-  async run(request: Omit<RunRequest, 'type' | 'id'>): Promise<RunResult> {
-    const reply = await this.request<Extract<LoadgenReply, { type: 'result' }>>({ type: 'run', id: this.nextId++, ...request });
-    return reply.result;
+  /**
+   * One round. With `server`, also the server's GC pause time during the measured window (read over IPC at
+   * the window's start and when the result arrives, a few milliseconds after its end).
+   */
+  async run(request: Omit<RunRequest, 'type' | 'id'>, server?: ServerProcess): Promise<RunResult & { gc?: { ms: number; majorMs: number } }> {
+    const id = this.nextId++;
+    let atStart: Promise<Extract<ServerMessage, { type: 'memory' }> | undefined> = Promise.resolve(undefined);
+    if (server) {
+      this.onWindow = (windowId) => {
+        if (windowId === id) atStart = server.memory(false).catch(() => undefined);
+      };
+    }
+    const reply = await this.request<Extract<LoadgenReply, { type: 'result' }>>({ type: 'run', id, ...request });
+    this.onWindow = undefined;
+    if (!server) return reply.result;
+    const [start, end] = await Promise.all([atStart, server.memory(false).catch(() => undefined)]);
+    return start && end ? { ...reply.result, gc: { ms: end.gcMs - start.gcMs, majorMs: end.majorGcMs - start.majorGcMs } } : reply.result;
   }
 
   prefill(origin: string, server: ServerEntry, count: number, limitMs: number) {
@@ -251,7 +271,7 @@ interface Measured {
   suite: string;
   server: string;
   round: number;
-  result: RunResult;
+  result: RunResult & { gc?: { ms: number; majorMs: number } };
   noisy: boolean;
   clientBound: boolean;
 }
@@ -283,7 +303,7 @@ async function measure(suiteId: string, server: ServerProcess, workload: RunRequ
     warmupMs: settings.warmupMs,
     durationMs: settings.durationMs,
     pids: pidsFor(server),
-  });
+  }, server);
   const noisy = (result.cpu.foreign ?? 0) > FOREIGN_LIMIT || (result.cpu.steal ?? 0) > STEAL_LIMIT;
   const clientBound = (result.cpu.processes.loadgen ?? 0) > CLIENT_BOUND;
   const m: Measured = { suite: suiteId, server: server.entry.id, round, result, noisy, clientBound };
@@ -342,13 +362,14 @@ const SHORT: Record<string, string> = { 'oidc-provider': 'vs oidc-prov', 'expres
 function suiteTable(suiteId: string): string | undefined {
   const suite = SUITES.find((s) => s.id === suiteId)!;
   const refs = suite.references.filter((r) => suite.servers.includes(r));
-  const header = ['server', 'ops/s', 'p50 ms', 'p99 ms', 'RSS MB', 'srv us/op', 'srv core', ...refs.map((r) => SHORT[r] ?? `vs ${r}`), 'notes'];
+  const header = ['server', 'ops/s', 'p50 ms', 'p99 ms', 'RSS MB', 'srv us/op', 'srv core', 'GC % (major)', ...refs.map((r) => SHORT[r] ?? `vs ${r}`), 'notes'];
   const rows: string[][] = [];
   for (const id of suite.servers) {
     const all = allRowsOf(suiteId, id);
     const ms = rowsOf(suiteId, id);
     if (ms.length === 0) continue;
-    const r = (f: (x: RunResult) => number | undefined): number => median(ms.map((m) => f(m.result) ?? NaN));
+    const r = (f: (x: Measured['result']) => number | undefined): number => median(ms.map((m) => f(m.result) ?? NaN));
+    const gcShare = (part: 'ms' | 'majorMs') => (x: Measured['result']) => (x.gc ? (100 * x.gc[part]) / x.cpu.wallMs : undefined);
     const notes: string[] = [];
     const noisy = all.filter((m) => m.noisy).length;
     if (noisy === all.length) notes.push(`all ${noisy} rounds disturbed`);
@@ -364,6 +385,7 @@ function suiteTable(suiteId: string): string | undefined {
       mb(r((x) => x.serverRss)),
       fmt(r(cpuPerOp)),
       fmt(r((x) => x.cpu.processes.server), 2),
+      `${fmt(r(gcShare('ms')))} (${fmt(r(gcShare('majorMs')))})`,
       ...refs.map((ref) => (ref === id ? '1.00x' : ratio(pairedRatio(suiteId, id, ref)))),
       notes.join('; '),
     ]);
@@ -465,7 +487,8 @@ function report(machine: Machine): string {
   out.push(
     'columns: ops/s = completed operations per second (a flow = bc-authorize + token); p50/p99 = latency of one operation;',
     '  RSS = server resident memory at the end of a round; srv us/op = server CPU time per operation; srv core = server CPU',
-    '  use (1.00 = its core saturated); "vs X" = median over rounds of this row\'s throughput / X\'s in the same round.',
+    '  use (1.00 = its core saturated); GC % = share of the window the server spent in GC pauses (mark-compact in',
+    '  parentheses); "vs X" = median over rounds of this row\'s throughput / X\'s in the same round.',
     'peer difference: node-oidc-provider requires `openid` on CIBA and then signs an RS256 ID token per flow; express-netauth',
     '  issues none here (no like-for-like row until ID tokens exist in express-netauth). It also runs on Koa without Express,',
     '  with its default memory adapter (an LRU of 1,000 entries), while the express-netauth memory store keeps every token for 1 h.',

@@ -5,10 +5,21 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PerformanceObserver, constants } from 'node:perf_hooks';
 
 export type ServerMessage =
   | { type: 'ready'; port: number; pid: number }
-  | { type: 'memory'; id: number; rss: number; heapUsed: number; external: number; arrayBuffers: number };
+  | {
+      type: 'memory';
+      id: number;
+      rss: number;
+      heapUsed: number;
+      external: number;
+      arrayBuffers: number;
+      /** Milliseconds spent in GC pauses since the server started, all kinds and major (mark-compact) only. */
+      gcMs: number;
+      majorGcMs: number;
+    };
 
 export type OrchestratorMessage = { type: 'memory'; id: number; gc: boolean } | { type: 'stop' };
 
@@ -21,6 +32,16 @@ export const ISSUER_PATH = '/apigateway';
 function send(message: ServerMessage): void {
   process.send?.(message);
 }
+
+/** GC pause time, so a round can say how much of it went to collecting (it varies with the heap's size). */
+const gcTime = { all: 0, major: 0 };
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    gcTime.all += entry.duration;
+    const kind = (entry as unknown as { detail?: { kind?: number } }).detail?.kind;
+    if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) gcTime.major += entry.duration;
+  }
+}).observe({ entryTypes: ['gc'] });
 
 export function serve(server: Server): void {
   // Longer than any pause between rounds, so the load generator's keep-alive connections survive them.
@@ -36,7 +57,16 @@ export function serve(server: Server): void {
       const gc = (globalThis as { gc?: () => void }).gc;
       if (message.gc && gc) gc();
       const usage = process.memoryUsage();
-      send({ type: 'memory', id: message.id, rss: usage.rss, heapUsed: usage.heapUsed, external: usage.external, arrayBuffers: usage.arrayBuffers });
+      send({
+        type: 'memory',
+        id: message.id,
+        rss: usage.rss,
+        heapUsed: usage.heapUsed,
+        external: usage.external,
+        arrayBuffers: usage.arrayBuffers,
+        gcMs: gcTime.all,
+        majorGcMs: gcTime.major,
+      });
     } else if (message.type === 'stop') {
       server.closeAllConnections();
       server.close(() => process.exit(0));
