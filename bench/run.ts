@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import type { LoadgenReply, LoadgenRequest, RunRequest, RunResult } from './loadgen.js';
 import type { OrchestratorMessage, ServerMessage } from './servers/common.js';
 import { SERVERS, type ServerEntry } from './servers/registry.js';
-import { PENDING_SERVER, SOAK_SERVER, SUITES, TARGETS, type RatioTarget } from './plan.js';
+import { PENDING_SERVER, SOAK_SERVER, SUITES, TARGETS } from './plan.js';
 import { fmt, mb, median, ratio, table } from './report.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
