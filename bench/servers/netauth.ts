@@ -1,8 +1,8 @@
 /**
  * express-netauth, mounted as a gateway would mount it: the router at the issuer path and a service API
  * behind the guard. BENCH_VARIANT picks lifetimes:
- * - `default`: protocol.md's lifetimes, except pollInterval 0 so the first poll of an approved request may
- *   take the token (the flow measured is bc-authorize then one token poll).
+ * - `default`: protocol.md's lifetimes. The first poll of an approved request takes the token whatever the
+ *   interval (slow_down is measured from a previous poll), so the flow measured is bc-authorize then one poll.
  * - `pending`: the same, with auth_req_ids living 15 min, so the 100,000 pending ones of workload 4 stay
  *   pending for the whole run.
  * - `soak`: 5 s lifetimes everywhere, so the live state reaches its steady size within seconds and any RSS
@@ -16,9 +16,9 @@ import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_PHONE, ISSUER_PATH, quietOn
 
 const variant = process.env.BENCH_VARIANT ?? 'default';
 const lifetimes: Record<string, Lifetimes> = {
-  default: { pollInterval: 0 },
-  pending: { pollInterval: 0, authReqId: 900 },
-  soak: { pollInterval: 0, authReqId: 5, accessToken: 5, expiredRetention: 1 },
+  default: {},
+  pending: { authReqId: 900 },
+  soak: { authReqId: 5, accessToken: 5, expiredRetention: 1 },
 };
 const chosen = lifetimes[variant];
 if (!chosen) throw new Error(`unknown BENCH_VARIANT ${variant}`);
