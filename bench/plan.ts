@@ -1,0 +1,63 @@
+/**
+ * What `npm run bench` measures: suites of rows (server × workload) run in interleaved rounds, the pending
+ * prefill of workload 4, the soak, and the issue's targets as ratios between rows of one run.
+ */
+import type { WorkloadId } from './workloads.js';
+
+export interface Suite {
+  id: string;
+  title: string;
+  workload: WorkloadId;
+  /** Row order is round order: A B C, A B C, ... */
+  servers: string[];
+  /** Rows every other row is divided by, in the ratio columns. */
+  references: string[];
+}
+
+export const SUITES: Suite[] = [
+  {
+    id: 'flow',
+    title: '(1) backend flow: bc-authorize then the first token poll; (4) the same with 100,000 pending auth_req_ids held',
+    workload: 'backend-flow',
+    servers: ['netauth', 'netauth-pending', 'oidc-provider', 'express-bare', 'raw-http'],
+    references: ['oidc-provider', 'express-bare', 'raw-http'],
+  },
+  // TODO(issue 7, workload 2): { id: 'frontend', title: '(2) frontend flow: authorize -> code -> token',
+  //   workload: 'frontend-flow', servers: ['netauth', 'express-bare', 'raw-http'], references: [...] }
+  // once bench/workloads.ts has the 'frontend-flow' workload and the ceilings answer GET /authorize.
+  {
+    id: 'guard',
+    title: '(3) service-API guard: bearer check + trivial handler',
+    workload: 'guard',
+    servers: ['netauth', 'express-bare', 'raw-http'],
+    references: ['express-bare', 'raw-http'],
+  },
+];
+
+/** Workload 4: the server that holds the pending auth_req_ids (it also runs in the flow suite). */
+export const PENDING_SERVER = 'netauth-pending';
+export const SOAK_SERVER = 'netauth-soak';
+
+export interface RatioTarget {
+  kind: 'ratio';
+  text: string;
+  suite: string;
+  row: string;
+  versus: string;
+  min: number;
+}
+
+export interface SoakTarget {
+  kind: 'soak';
+  text: string;
+  /** Largest accepted growth of RSS from the soak's second quarter to its last. */
+  maxGrowth: number;
+}
+
+export const TARGETS: Array<RatioTarget | SoakTarget> = [
+  { kind: 'ratio', text: 'backend flow >= 2.0x node-oidc-provider', suite: 'flow', row: 'netauth', versus: 'oidc-provider', min: 2.0 },
+  { kind: 'ratio', text: 'backend flow >= 0.75x bare Express', suite: 'flow', row: 'netauth', versus: 'express-bare', min: 0.75 },
+  { kind: 'ratio', text: 'guard >= 0.9x bare Express route', suite: 'guard', row: 'netauth', versus: 'express-bare', min: 0.9 },
+  { kind: 'ratio', text: 'Redis store >= 0.6x memory store', suite: 'flow', row: 'netauth-redis', versus: 'netauth', min: 0.6 },
+  { kind: 'soak', text: 'RSS flat over a 60 s sustained run', maxGrowth: 0.1 },
+];

@@ -1,0 +1,85 @@
+/**
+ * Shared by every bench server process: listen on 127.0.0.1 (a free port), tell the orchestrator the port over
+ * IPC, answer memory probes, and exit with the orchestrator. Servers are started by bench/run.ts with
+ * `node --expose-gc --import tsx <file>` (under `taskset` where it exists); they never run on their own.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PerformanceObserver, constants } from 'node:perf_hooks';
+
+export type ServerMessage =
+  | { type: 'ready'; port: number; pid: number }
+  | {
+      type: 'memory';
+      id: number;
+      rss: number;
+      heapUsed: number;
+      external: number;
+      arrayBuffers: number;
+      /** Milliseconds spent in GC pauses since the server started, all kinds and major (mark-compact) only. */
+      gcMs: number;
+      majorGcMs: number;
+    };
+
+export type OrchestratorMessage = { type: 'memory'; id: number; gc: boolean } | { type: 'stop' };
+
+/** Fixed credentials shared by the servers and the load generator (loopback only, never a real secret). */
+export const BENCH_CLIENT_ID = 'bench-client';
+export const BENCH_CLIENT_SECRET = 'Zk3q9V1mXcB7tR2pLw8sN4yH6dJ0aGfE';
+export const BENCH_PHONE = '+34600000001';
+export const ISSUER_PATH = '/apigateway';
+
+function send(message: ServerMessage): void {
+  process.send?.(message);
+}
+
+/** GC pause time, so a round can say how much of it went to collecting (it varies with the heap's size). */
+const gcTime = { all: 0, major: 0 };
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    gcTime.all += entry.duration;
+    const kind = (entry as unknown as { detail?: { kind?: number } }).detail?.kind;
+    if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) gcTime.major += entry.duration;
+  }
+}).observe({ entryTypes: ['gc'] });
+
+export function serve(server: Server): void {
+  // Longer than any pause between rounds, so the load generator's keep-alive connections survive them.
+  server.keepAliveTimeout = 120_000;
+  server.headersTimeout = 125_000;
+  server.listen(0, '127.0.0.1', () => {
+    const { port } = server.address() as AddressInfo;
+    send({ type: 'ready', port, pid: process.pid });
+  });
+  process.on('message', (message: OrchestratorMessage) => {
+    if (message.type === 'memory') {
+      // --expose-gc: a full collection first, so heapUsed counts live objects only.
+      const gc = (globalThis as { gc?: () => void }).gc;
+      if (message.gc && gc) gc();
+      const usage = process.memoryUsage();
+      send({
+        type: 'memory',
+        id: message.id,
+        rss: usage.rss,
+        heapUsed: usage.heapUsed,
+        external: usage.external,
+        arrayBuffers: usage.arrayBuffers,
+        gcMs: gcTime.all,
+        majorGcMs: gcTime.major,
+      });
+    } else if (message.type === 'stop') {
+      server.closeAllConnections();
+      server.close(() => process.exit(0));
+    }
+  });
+  // The orchestrator went away (finished, crashed or was interrupted): never linger.
+  process.on('disconnect', () => process.exit(0));
+}
+
+/** Reports the first few internal errors only: a broken server shows up as failed operations in the table. */
+export function quietOnError(label: string): (error: unknown) => void {
+  let reported = 0;
+  return (error) => {
+    if (reported++ < 5) process.stderr.write(`${label}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * express-netauth, mounted as a gateway would mount it: the router at the issuer path and a service API
+ * behind the guard. BENCH_VARIANT picks lifetimes:
+ * - `default`: protocol.md's lifetimes. The first poll of an approved request takes the token whatever the
+ *   interval (slow_down is measured from a previous poll), so the flow measured is bc-authorize then one poll.
+ * - `pending`: the same, with auth_req_ids living 15 min, so the 100,000 pending ones of workload 4 stay
+ *   pending for the whole run.
+ * - `soak`: 5 s lifetimes everywhere, so the live state reaches its steady size within seconds and any RSS
+ *   growth during the 60 s soak is a leak, not live tokens.
+ * BENCH_STORE picks the store: `memory` (default).
+ */
+import http from 'node:http';
+import express from 'express';
+import { createNetAuth, type Lifetimes, type Store } from '../../lib/index.js';
+import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_PHONE, ISSUER_PATH, quietOnError, serve } from './common.js';
+
+const variant = process.env.BENCH_VARIANT ?? 'default';
+const lifetimes: Record<string, Lifetimes> = {
+  default: {},
+  pending: { authReqId: 900 },
+  soak: { authReqId: 5, accessToken: 5, expiredRetention: 1 },
+};
+const chosen = lifetimes[variant];
+if (!chosen) throw new Error(`unknown BENCH_VARIANT ${variant}`);
+
+async function createStore(): Promise<Store | undefined> {
+  const kind = process.env.BENCH_STORE ?? 'memory';
+  if (kind === 'memory') return undefined; // createNetAuth's default MemoryStore
+  // TODO(issue 7, Redis rows): when the Redis store lands, build it here from process.env.BENCH_REDIS_URL
+  // (the orchestrator will start a loopback redis-server and pass its URL), e.g. `return new RedisStore(...)`,
+  // and add the `netauth-redis` entry in bench/servers/registry.ts. Not written against a guessed API.
+  throw new Error(`BENCH_STORE=${kind} is not available in this tree yet`);
+}
+
+const store = await createStore();
+const netauth = createNetAuth({
+  issuer: `http://127.0.0.1${ISSUER_PATH}`,
+  clients: [
+    {
+      clientId: BENCH_CLIENT_ID,
+      name: 'Bench client',
+      clientSecret: BENCH_CLIENT_SECRET,
+      redirectUris: ['https://bench.example/cb'],
+      grantTypes: ['urn:openid:params:grant-type:ciba', 'authorization_code'],
+      scopes: ['dpv:FraudPreventionAndDetection#sim-swap', 'dpv:FraudPreventionAndDetection#device-location'],
+    },
+  ],
+  subscribers: [{ id: 'sub-bench-1', phoneNumber: BENCH_PHONE, addresses: ['10.20.0.1'] }],
+  consentPolicy: [
+    // Legitimate interest: no consent needed, so a bc-authorize is approved at once (workload 1).
+    { purpose: 'FraudPreventionAndDetection', scope: 'sim-swap', basis: 'legitimate-interest' },
+    // Consent needed and never given: these auth_req_ids stay pending (workload 4).
+    { purpose: 'FraudPreventionAndDetection', scope: 'device-location', basis: 'consent' },
+  ],
+  ...(store ? { store } : {}),
+  lifetimes: chosen,
+  onError: quietOnError('netauth'),
+});
+
+const app = express();
+app.use(ISSUER_PATH, netauth.router);
+// Workload 3: the guard in front of a trivial service-API handler.
+app.post('/sim-swap/check', netauth.guard({ scope: 'sim-swap' }), (_req, res) => {
+  res.json({ swapped: false });
+});
+
+serve(http.createServer(app));

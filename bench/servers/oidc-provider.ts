@@ -1,0 +1,68 @@
+/**
+ * The peer: node-oidc-provider 9 as a Node user would pick it for CIBA, configured like express-netauth's
+ * bench server: the same endpoint paths, CIBA poll mode, one client_secret_basic client, one subscriber
+ * found by `tel:` login_hint, and immediate approval (triggerAuthenticationDevice records the grant and
+ * the result before bc-authorize answers, so the first poll gets the token).
+ *
+ * Differences that stay (reported in the output and bench/README.md):
+ * - node-oidc-provider requires the `openid` scope on a CIBA request, and then signs an RS256 ID token on
+ *   every token response; express-netauth issues no ID token in these flows.
+ * - it runs on its own Koa stack (no Express in front) with its default memory adapter, an LRU of 1,000
+ *   entries, so it never holds more than that; express-netauth's memory store keeps every token for its
+ *   whole lifetime (1 h here).
+ */
+import http from 'node:http';
+import { generateKeyPairSync } from 'node:crypto';
+import Provider, { type Configuration } from 'oidc-provider';
+import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_PHONE, ISSUER_PATH, serve } from './common.js';
+import { SIM_SWAP_SCOPE } from './canned.js';
+
+const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const jwk = privateKey.export({ format: 'jwk' });
+
+const SUBSCRIBER_ID = 'sub-bench-1';
+
+const configuration: Configuration = {
+  clients: [
+    {
+      client_id: BENCH_CLIENT_ID,
+      client_secret: BENCH_CLIENT_SECRET,
+      grant_types: ['urn:openid:params:grant-type:ciba'],
+      response_types: [],
+      redirect_uris: [],
+      token_endpoint_auth_method: 'client_secret_basic',
+      backchannel_token_delivery_mode: 'poll',
+    },
+  ],
+  jwks: { keys: [{ ...jwk, kid: 'bench-rs256', use: 'sig', alg: 'RS256' }] },
+  scopes: ['openid', SIM_SWAP_SCOPE],
+  // Mounted at the server root, so the routes carry the issuer path themselves.
+  routes: { backchannel_authentication: `${ISSUER_PATH}/bc-authorize`, token: `${ISSUER_PATH}/token` },
+  cookies: { keys: ['bench-only-cookie-key'] },
+  // express-netauth's lifetimes (protocol.md), so both keep their records equally long.
+  ttl: { BackchannelAuthenticationRequest: 120, Grant: 3600, AccessToken: 3600, IdToken: 3600 },
+  findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
+  features: {
+    devInteractions: { enabled: false },
+    ciba: {
+      enabled: true,
+      deliveryModes: ['poll'],
+      processLoginHint: async (_ctx, loginHint) => (loginHint === `tel:${BENCH_PHONE}` ? SUBSCRIBER_ID : undefined),
+      processLoginHintToken: async () => undefined,
+      validateBindingMessage: async () => {},
+      validateRequestContext: async () => {},
+      verifyUserCode: async () => {},
+      // Immediate approval: what express-netauth does with no hook and no consent needed.
+      triggerAuthenticationDevice: async (_ctx, request, account, client) => {
+        const grant = new provider.Grant({ clientId: client.clientId, accountId: account.accountId });
+        grant.addOIDCScope(request.scope ?? 'openid');
+        await grant.save();
+        await provider.backchannelResult(request, grant);
+      },
+    },
+  },
+};
+
+const provider = new Provider(`http://127.0.0.1${ISSUER_PATH}`, configuration);
+
+serve(http.createServer(provider.callback()));

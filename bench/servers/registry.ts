@@ -1,0 +1,49 @@
+/**
+ * Every server the bench can start. A row of the table is a server entry run under a workload (bench/plan.ts);
+ * a new row is a new entry here (plus, for a new kind of server, a file beside this one).
+ */
+import type { ServerParams } from '../workloads.js';
+import { SIM_SWAP_SCOPE } from './canned.js';
+
+export interface ServerEntry {
+  /** Key used by bench/plan.ts and the JSON output. */
+  id: string;
+  /** Label in the table. */
+  label: string;
+  /** Entry file in bench/servers/. */
+  file: string;
+  env?: Record<string, string>;
+  params: ServerParams;
+}
+
+const NETAUTH_PARAMS: ServerParams = {
+  flowScope: SIM_SWAP_SCOPE,
+  pendingScope: 'dpv:FraudPreventionAndDetection#device-location',
+};
+
+export const SERVERS: Record<string, ServerEntry> = {
+  netauth: { id: 'netauth', label: 'express-netauth (memory)', file: 'netauth.ts', params: NETAUTH_PARAMS },
+  'netauth-pending': {
+    id: 'netauth-pending',
+    label: 'express-netauth, 100k pending',
+    file: 'netauth.ts',
+    env: { BENCH_VARIANT: 'pending' },
+    params: NETAUTH_PARAMS,
+  },
+  'netauth-soak': { id: 'netauth-soak', label: 'express-netauth (soak, 5 s lifetimes)', file: 'netauth.ts', env: { BENCH_VARIANT: 'soak' }, params: NETAUTH_PARAMS },
+  // TODO(issue 7, Redis rows): once the Redis store is in this tree, add
+  //   'netauth-redis': { id: 'netauth-redis', label: 'express-netauth (Redis)', file: 'netauth.ts',
+  //                      env: { BENCH_STORE: 'redis' }, params: NETAUTH_PARAMS },
+  // have bench/run.ts start a loopback redis-server (pinned with the servers) and pass BENCH_REDIS_URL, build
+  // the store in bench/servers/netauth.ts (createStore), and add the row to PLAN in bench/plan.ts. The
+  // "Redis store >= 0.6x memory store" target then evaluates by itself.
+  'oidc-provider': {
+    id: 'oidc-provider',
+    label: 'node-oidc-provider 9',
+    file: 'oidc-provider.ts',
+    // node-oidc-provider refuses a CIBA request without `openid`, and then signs an RS256 ID token per flow.
+    params: { flowScope: `openid ${SIM_SWAP_SCOPE}` },
+  },
+  'express-bare': { id: 'express-bare', label: 'bare Express 5 (ceiling)', file: 'express-bare.ts', params: { flowScope: SIM_SWAP_SCOPE } },
+  'raw-http': { id: 'raw-http', label: 'raw node:http (runtime)', file: 'raw-http.ts', params: { flowScope: SIM_SWAP_SCOPE } },
+};

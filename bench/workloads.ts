@@ -1,0 +1,165 @@
+/**
+ * What the load generator sends. A workload is one operation (a whole flow, or one request) repeated in a
+ * closed loop on every connection; throughput counts operations, latency is per operation, and each HTTP
+ * step is also timed on its own. Per-server differences (e.g. node-oidc-provider needing `openid`) come in
+ * as ServerParams from bench/servers/registry.ts, never as branches here.
+ */
+import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
+import { Client } from 'undici';
+import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_PHONE, ISSUER_PATH } from './servers/common.js';
+
+/** What a server needs the load to send. */
+export interface ServerParams {
+  /** Scope of workload 1's bc-authorize: one that needs no consent, so the first poll gets the token. */
+  flowScope: string;
+  /** Scope whose requests stay pending (consent needed, none on record): workload 4's prefill. */
+  pendingScope?: string;
+}
+
+export type WorkloadId = 'backend-flow' | 'guard';
+// TODO(issue 7, workload 2): 'frontend-flow' — GET {issuer}/authorize (network-identified subscriber, no
+// consent needed) -> 302 with `code` -> POST {issuer}/token (authorization_code, PKCE). Add it here as a
+// Workload once the frontend flow is in this tree (how the bench server identifies the subscriber from the
+// loopback client IP, e.g. a subscriber registered at 127.0.0.1, depends on that code), then add a row to
+// PLAN in bench/plan.ts. Not written against a guessed API.
+
+export const CIBA_GRANT = 'urn:openid:params:grant-type:ciba';
+
+/** RFC 6749 §2.3.1: form-encode both halves, then base64. */
+export function basicAuthorization(clientId: string, secret: string): string {
+  const encode = (v: string): string =>
+    encodeURIComponent(v)
+      .replace(/%20/g, '+')
+      .replace(/[-_.!~*'()]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `Basic ${Buffer.from(`${encode(clientId)}:${encode(secret)}`).toString('base64')}`;
+}
+
+const CLIENT_AUTH = basicAuthorization(BENCH_CLIENT_ID, BENCH_CLIENT_SECRET);
+const FORM_HEADERS = { authorization: CLIENT_AUTH, 'content-type': 'application/x-www-form-urlencoded' };
+
+/** Latency recording shared by every connection; off during warm-up. */
+export class Recorder {
+  recording = false;
+  ops = 0;
+  failures = 0;
+  firstFailure: string | undefined;
+  readonly latency: RecordableHistogram = createHistogram();
+  readonly steps = new Map<string, RecordableHistogram>();
+
+  reset(): void {
+    this.ops = 0;
+    this.failures = 0;
+    this.firstFailure = undefined;
+    this.latency.reset();
+    for (const h of this.steps.values()) h.reset();
+  }
+
+  step(name: string, ms: number): void {
+    if (!this.recording) return;
+    let h = this.steps.get(name);
+    if (!h) this.steps.set(name, (h = createHistogram()));
+    h.record(toMicros(ms));
+  }
+
+  operation(ok: boolean, ms: number, failure?: string): void {
+    if (!this.recording) return;
+    if (ok) {
+      this.ops++;
+      this.latency.record(toMicros(ms));
+    } else {
+      this.failures++;
+      this.firstFailure ??= failure;
+    }
+  }
+}
+
+function toMicros(ms: number): number {
+  return Math.max(1, Math.round(ms * 1000));
+}
+
+export interface Reply {
+  status: number;
+  body: string;
+}
+
+/** One keep-alive connection (undici Client, no pipelining). */
+export class Connection {
+  private readonly client: Client;
+
+  constructor(
+    origin: string,
+    private readonly recorder: Recorder,
+  ) {
+    this.client = new Client(origin, { pipelining: 1, keepAliveTimeout: 100_000, keepAliveMaxTimeout: 100_000 });
+  }
+
+  async post(step: string, path: string, headers: Record<string, string>, body: string): Promise<Reply> {
+    const started = performance.now();
+    const response = await this.client.request({ method: 'POST', path, headers, body });
+    const text = await response.body.text();
+    this.recorder.step(step, performance.now() - started);
+    return { status: response.statusCode, body: text };
+  }
+
+  close(): Promise<void> {
+    return this.client.close();
+  }
+}
+
+/** Thrown by an operation that got an unexpected answer; counted as a failure with its first text kept. */
+export class OperationFailed extends Error {}
+
+function expect(reply: Reply, step: string): Record<string, unknown> {
+  if (reply.status !== 200) throw new OperationFailed(`${step}: HTTP ${reply.status} ${reply.body.slice(0, 200)}`);
+  return JSON.parse(reply.body) as Record<string, unknown>;
+}
+
+function bcAuthorizeBody(scope: string): string {
+  return new URLSearchParams({ login_hint: `tel:${BENCH_PHONE}`, scope }).toString();
+}
+
+/** bc-authorize, then the first poll, which must return the access token. Returns it. */
+export async function backendFlow(conn: Connection, params: ServerParams): Promise<string> {
+  const started = expect(await conn.post('bc-authorize', `${ISSUER_PATH}/bc-authorize`, FORM_HEADERS, bcAuthorizeBody(params.flowScope)), 'bc-authorize');
+  const authReqId = started.auth_req_id;
+  if (typeof authReqId !== 'string') throw new OperationFailed('bc-authorize: no auth_req_id');
+  const body = `grant_type=${encodeURIComponent(CIBA_GRANT)}&auth_req_id=${encodeURIComponent(authReqId)}`;
+  const token = expect(await conn.post('token', `${ISSUER_PATH}/token`, FORM_HEADERS, body), 'token');
+  if (typeof token.access_token !== 'string') throw new OperationFailed('token: no access_token');
+  return token.access_token;
+}
+
+/** A bc-authorize that stays pending (workload 4's prefill). */
+export async function pendingRequest(conn: Connection, params: ServerParams): Promise<void> {
+  if (!params.pendingScope) throw new Error('this server has no pendingScope');
+  expect(await conn.post('bc-authorize (pending)', `${ISSUER_PATH}/bc-authorize`, FORM_HEADERS, bcAuthorizeBody(params.pendingScope)), 'bc-authorize');
+}
+
+export interface Workload<State> {
+  /** Once per round, before the warm-up (e.g. obtain access tokens). */
+  prepare(conns: readonly Connection[], params: ServerParams): Promise<State>;
+  /** One operation. Throws on an unexpected answer. */
+  operation(conn: Connection, params: ServerParams, state: State, index: number): Promise<void>;
+}
+
+const backendFlowWorkload: Workload<undefined> = {
+  prepare: async () => undefined,
+  operation: async (conn, params) => {
+    await backendFlow(conn, params);
+  },
+};
+
+/** Workload 3: one service-API call with a bearer token (tokens from real flows, rotated). */
+const guardWorkload: Workload<string[]> = {
+  prepare: async (conns, params) => Promise.all(conns.map((c) => backendFlow(c, params))),
+  operation: async (conn, _params, tokens, index) => {
+    const token = tokens[index % tokens.length]!;
+    const reply = await conn.post('service call', '/sim-swap/check', { authorization: `Bearer ${token}` }, '');
+    expect(reply, 'service call');
+  },
+};
+
+export const WORKLOADS: Record<WorkloadId, Workload<unknown>> = {
+  'backend-flow': backendFlowWorkload as Workload<unknown>,
+  guard: guardWorkload as Workload<unknown>,
+};
