@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomId, sha256 } from '../crypto.js';
 import type { GatewayContext } from './context.js';
 import { authorizationOf, type StoredAuthorization } from './authorization.js';
 import { signAccessToken } from './jwt-access-tokens.js';
@@ -26,7 +26,7 @@ export interface TokenResponse {
 
 /** Store key of a token: a leaked store reveals no usable token. */
 export function tokenKey(token: string): string {
-  return createHash('sha256').update(token).digest('base64url');
+  return sha256(token);
 }
 
 /**
@@ -42,7 +42,7 @@ export async function issueAccessToken(ctx: GatewayContext, authorization: Store
   if (ctx.accessTokenFormat === 'jwt') {
     // Whole seconds, so the record and the JWT's iat/exp agree.
     issuedAt = Math.floor(issuedAt / 1000) * 1000;
-    jti = randomBytes(16).toString('base64url');
+    jti = randomId(16);
     token = await signAccessToken(ctx, {
       clientId: authorization.clientId,
       subscriberId: authorization.subscriberId,
@@ -54,7 +54,7 @@ export async function issueAccessToken(ctx: GatewayContext, authorization: Store
       exp: issuedAt / 1000 + lifetime,
     });
   } else {
-    token = randomBytes(32).toString('base64url');
+    token = randomId(32);
   }
   const record: AccessTokenRecord = {
     ...authorizationOf(authorization),

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomId } from '../crypto.js';
 import type { GatewayContext } from './context.js';
 import type { BackchannelRequest } from './options.js';
 import { storedAuthorization, subscriberOf, type ScopeDecision, type StoredAuthorization } from './authorization.js';
@@ -52,7 +52,7 @@ export async function createBackchannelRequest(
   decision: ScopeDecision,
 ): Promise<{ authReqId: string; record: BackchannelRecord }> {
   // 256 random bits, base64url: opaque and unguessable (CIBA §7.3 asks for at least 128).
-  const authReqId = randomBytes(32).toString('base64url');
+  const authReqId = randomId(32);
   const createdAt = ctx.now();
   const record: BackchannelRecord = {
     ...storedAuthorization(client.clientId, subscriber, decision.requested),
@@ -61,7 +61,7 @@ export async function createBackchannelRequest(
     createdAt,
     approvedAt: ctx.backchannel.authorize ? null : createdAt,
     expiresAt: createdAt + ctx.lifetimes.authReqId * 1000,
-    grantId: randomBytes(16).toString('base64url'),
+    grantId: randomId(16),
   };
   await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record), grants: [record.grantId] });
   return { authReqId, record };

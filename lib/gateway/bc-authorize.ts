@@ -9,6 +9,7 @@ import { decideScope } from './authorization.js';
 import { formParams } from './form.js';
 import { createBackchannelRequest, decideBackchannelRequest, toHookRequest } from './backchannel-requests.js';
 import { overLimit } from './rate-limits.js';
+import { sendJson } from './http.js';
 
 /**
  * POST /bc-authorize: CIBA poll mode. Answers 200 with an auth_req_id whether or not consent is on record,
@@ -49,12 +50,13 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     }
 
     const { authReqId, record } = await createBackchannelRequest(ctx, client, subscriber, decision);
-    res.status(200).json({ auth_req_id: authReqId, expires_in: ctx.lifetimes.authReqId, interval: ctx.lifetimes.pollInterval });
+    sendJson(res, 200, { auth_req_id: authReqId, expires_in: ctx.lifetimes.authReqId, interval: ctx.lifetimes.pollInterval });
     ctx.events.emit('ciba.requested', { clientId: client.clientId, subscriberId: subscriber.id, purpose: record.purpose, scopes: record.scopes });
 
     // After the answer: hooks run asynchronously and never delay or fail the response.
-    const hookRequest = toHookRequest(authReqId, record, client);
     const { authorize, onConsentRequired } = ctx.backchannel;
+    if (!authorize && !onConsentRequired) return;
+    const hookRequest = toHookRequest(authReqId, record, client);
     if (authorize) {
       authorize(hookRequest)
         .then((outcome) => decideBackchannelRequest(ctx, authReqId, outcome === 'approve' ? 'approved' : 'denied'))

@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 
 /** RFC 6749 §5.1 / CIBA §7.3: token and bc-authorize responses must not be cached. */
 export const noStore: RequestHandler = (_req, res, next) => {
@@ -27,3 +27,15 @@ export const frontendHeaders: RequestHandler = (_req, res, next) => {
   res.set('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
   next();
 };
+
+/**
+ * Writes a JSON answer directly: what `res.status().json()` does for these endpoints, minus the ETag that
+ * Express computes for every body (a SHA-1 per response, useless on `no-store` answers).
+ */
+export function sendJson(res: Response, status: number, body: unknown): void {
+  const json = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(json));
+  res.end(json);
+}

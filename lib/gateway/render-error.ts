@@ -4,6 +4,7 @@ import { OAuthError, type OAuthErrorCode } from '../errors.js';
 import { StoreUnavailableError } from '../stores/store.js';
 import { bodyError } from './form.js';
 import { contentSecurityPolicy, renderErrorPage, type ConsentPageConfig } from './consent-template.js';
+import { sendJson } from './http.js';
 
 /**
  * The one place errors become responses. Anything that is not already an OAuthError is classified here:
@@ -33,7 +34,7 @@ export function answeredError(res: Response): OAuthErrorCode | undefined {
 export function sendJsonError(res: Response, error: OAuthError): void {
   answeredErrors.set(res, error.code);
   res.set(error.headers);
-  res.status(error.status).json(error.toJSON());
+  sendJson(res, error.status, error.toJSON());
 }
 
 /**

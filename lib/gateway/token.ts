@@ -7,6 +7,7 @@ import { formParams } from './form.js';
 import type { Grant } from './grants/grant.js';
 import { cibaSlowDown } from './grants/ciba.js';
 import { overLimit } from './rate-limits.js';
+import { sendJson } from './http.js';
 
 /** POST /token: authenticates the client, then dispatches on grant_type to one grant module. */
 export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, grants: readonly Grant[]) {
@@ -26,6 +27,6 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
       // A CIBA poll over the limit is told to poll slower (CIBA Core §11), which pollers follow; a 429 would end its polling.
       throw grant.type === CIBA_GRANT ? cibaSlowDown(ctx, event) : overLimit(ctx.events, event);
     }
-    res.status(200).json(await grant.exchange(ctx, client, params, req));
+    sendJson(res, 200, await grant.exchange(ctx, client, params, req));
   };
 }

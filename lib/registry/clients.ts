@@ -1,4 +1,5 @@
-import { createHash, scrypt as scryptCallback, randomBytes, timingSafeEqual } from 'node:crypto';
+import { scrypt as scryptCallback, randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256Bytes } from '../crypto.js';
 import { promisify } from 'node:util';
 
 const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
@@ -34,8 +35,26 @@ export interface ClientRegistry {
   find(clientId: string): Promise<RegisteredClient | undefined>;
 }
 
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
+const sha256 = sha256Bytes;
+
+/** The registered side's digest never changes: computed once per registration object. */
+const registeredDigests = new WeakMap<RegisteredClient, Buffer>();
+
+function registeredDigest(client: RegisteredClient): Buffer | undefined {
+  let digest = registeredDigests.get(client);
+  if (digest === undefined) {
+    if (client.clientSecretHash !== undefined) {
+      const [algorithm, a] = client.clientSecretHash.split(':');
+      if (algorithm !== 'sha256' || !a) return undefined;
+      digest = Buffer.from(a, 'base64url');
+    } else if (client.clientSecret !== undefined) {
+      digest = sha256(client.clientSecret);
+    } else {
+      return undefined;
+    }
+    registeredDigests.set(client, digest);
+  }
+  return digest;
 }
 
 /**
@@ -54,21 +73,17 @@ export async function hashClientSecret(secret: string, algorithm: 'sha256' | 'sc
  * fixed-length digests first, so neither length nor content leaks through timing.
  */
 export async function verifyClientSecret(client: RegisteredClient, presented: string): Promise<boolean> {
+  const expected = registeredDigest(client);
+  if (expected !== undefined) return expected.length === 32 && timingSafeEqual(expected, sha256(presented));
   if (client.clientSecretHash !== undefined) {
     const [algorithm, a, b] = client.clientSecretHash.split(':');
-    if (algorithm === 'sha256' && a) {
-      const expected = Buffer.from(a, 'base64url');
-      return expected.length === 32 && timingSafeEqual(expected, sha256(presented));
-    }
     if (algorithm === 'scrypt' && a && b) {
       const expected = Buffer.from(b, 'base64url');
       const actual = await scrypt(presented, Buffer.from(a, 'base64url'), expected.length);
       return timingSafeEqual(expected, actual);
     }
-    return false;
   }
-  if (client.clientSecret === undefined) return false;
-  return timingSafeEqual(sha256(client.clientSecret), sha256(presented));
+  return false;
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);

@@ -15,12 +15,24 @@ interface Entry {
   grants: readonly string[];
 }
 
-function deepFreeze<T extends JsonValue>(value: T): T {
-  if (value !== null && typeof value === 'object') {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
+/** A frozen deep copy of a JSON value, in one pass (cheaper than structuredClone followed by a freeze). */
+function frozenCopy<T extends JsonValue>(value: T): T {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    const copy = new Array<JsonValue>(value.length);
+    for (let i = 0; i < value.length; i++) copy[i] = frozenCopy(value[i] as JsonValue);
+    return Object.freeze(copy) as T;
   }
-  return value;
+  const copy: Record<string, JsonValue> = {};
+  for (const key of Object.keys(value)) {
+    const child = (value as Record<string, JsonValue | undefined>)[key];
+    // JSON drops undefined members; so does a Redis round trip.
+    if (child === undefined) continue;
+    // A key named __proto__ stays data, as JSON.parse would keep it.
+    if (key === '__proto__') Object.defineProperty(copy, key, { value: frozenCopy(child), enumerable: true });
+    else copy[key] = frozenCopy(child);
+  }
+  return Object.freeze(copy) as T;
 }
 
 /**
@@ -59,7 +71,7 @@ export class MemoryStore implements Store {
     if (previous) this.unindex(key, previous);
     const expiresAt = this.now() + options.ttl * 1000;
     const grants = options.grants ? [...options.grants] : [];
-    this.entries.set(key, { value: deepFreeze(structuredClone(value)), consumed: false, expiresAt, grants });
+    this.entries.set(key, { value: frozenCopy(value), consumed: false, expiresAt, grants });
     for (const grant of grants) {
       let keys = this.grants.get(grant);
       if (!keys) this.grants.set(grant, (keys = new Set()));

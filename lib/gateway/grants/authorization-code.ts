@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { randomId } from '../../crypto.js';
 import { OAuthError } from '../../errors.js';
 import { authorizationOf, type StoredAuthorization } from '../authorization.js';
 import type { GatewayContext } from '../context.js';
@@ -40,14 +41,14 @@ export const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
 /** Issues a single-use code: 256 random bits, base64url. */
 export async function createAuthorizationCode(ctx: GatewayContext, request: CodeRequest): Promise<string> {
-  const code = randomBytes(32).toString('base64url');
+  const code = randomId(32);
   const issuedAt = ctx.now();
   const record: CodeRecord = {
     ...authorizationOf(request),
     redirectUri: request.redirectUri,
     codeChallenge: request.codeChallenge,
     nonce: request.nonce,
-    grantId: randomBytes(16).toString('base64url'),
+    grantId: randomId(16),
     consentGrants: request.consentGrants,
     issuedAt,
     expiresAt: issuedAt + ctx.lifetimes.code * 1000,

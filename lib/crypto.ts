@@ -1,0 +1,39 @@
+import * as crypto from 'node:crypto';
+
+/**
+ * The package's two hot cryptographic primitives, kept cheap: random identifiers drawn from a pooled buffer
+ * (one `randomFillSync` per 4 KiB instead of one per identifier) and one-shot SHA-256 (`crypto.hash` where
+ * the runtime has it, Node >= 20.12; a Hash object otherwise). Every byte of the pool is used once.
+ */
+const POOL_SIZE = 4096;
+const pool = Buffer.alloc(POOL_SIZE);
+let offset = POOL_SIZE;
+
+/** `bytes` random bytes (CSPRNG) as base64url: 32 bytes = 256 bits for tokens, 16 = 128 bits for ids. */
+export function randomId(bytes: number): string {
+  if (bytes > POOL_SIZE) return crypto.randomBytes(bytes).toString('base64url');
+  if (offset + bytes > POOL_SIZE) {
+    crypto.randomFillSync(pool);
+    offset = 0;
+  }
+  const id = pool.toString('base64url', offset, offset + bytes);
+  // Overwrite what was handed out, so a later bug can never hand the same bytes out twice.
+  pool.fill(0, offset, offset + bytes);
+  offset += bytes;
+  return id;
+}
+
+type OneShotHash = (algorithm: string, data: string, outputEncoding: 'base64url') => string;
+const oneShot = (crypto as unknown as { hash?: OneShotHash }).hash;
+
+/** SHA-256 of a UTF-8 string, base64url. */
+export function sha256(text: string): string {
+  return oneShot ? oneShot('sha256', text, 'base64url') : crypto.createHash('sha256').update(text, 'utf8').digest('base64url');
+}
+
+/** SHA-256 of a UTF-8 string, as bytes (for constant-time comparison of fixed-length digests). */
+export function sha256Bytes(text: string): Buffer {
+  return oneShot
+    ? (oneShot as unknown as (a: string, d: string, e: 'buffer') => Buffer)('sha256', text, 'buffer')
+    : crypto.createHash('sha256').update(text, 'utf8').digest();
+}
