@@ -140,12 +140,15 @@ export function callApi(app: Express, token: string): request.Test {
  * reads the form, submits it with the chosen button, and returns the 303 answer.
  */
 export async function answerConsent(gw: TestGateway, authorizeRes: Response, decision: 'allow' | 'deny'): Promise<Response> {
-  const cookie = cookies(authorizeRes);
-  const pagePath = localPath(location(authorizeRes));
-  const page = await request(gw.app).get(pagePath).set('Cookie', cookie);
+  return submitConsent(gw.app, localPath(location(authorizeRes)), cookies(authorizeRes), decision);
+}
+
+/** GET the consent page at `pagePath` with the session cookie, then submit its form; the 303 answer. */
+export async function submitConsent(app: Express, pagePath: string, cookie: string, decision: 'allow' | 'deny'): Promise<Response> {
+  const page = await request(app).get(pagePath).set('Cookie', cookie);
   if (page.status !== 200) throw new Error(`consent page answered ${page.status}: ${page.text}`);
   const form = consentForm(page.text);
-  return request(gw.app)
+  return request(app)
     .post(formTarget(pagePath, form.action))
     .set('Cookie', cookie)
     .type('form')

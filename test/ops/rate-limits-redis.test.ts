@@ -7,6 +7,7 @@ import { APP1, APP2, LOCATION, SIM_SWAP, basic, createTestGateway, type TestGate
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
+import { only } from '../helpers/rate-limits.js';
 import { MemoryStore, RedisStore, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
 import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 
@@ -21,15 +22,6 @@ const ALICE = 'tel:+34600000001';
 
 type RawClient = ReturnType<typeof createClient>;
 
-function only(limits: RateLimitOptions): RateLimitOptions {
-  return {
-    ...limits,
-    authorize: { perAddress: false, ...limits.authorize },
-    bcAuthorize: { perClient: false, perSubscriber: false, ...limits.bcAuthorize },
-    token: { perClient: false, perSubscriber: false, ...limits.token },
-    clientAuthentication: { perClient: false, perAddress: false, ...limits.clientAuthentication },
-  };
-}
 
 function expectTooMany(res: request.Response): void {
   expect(res.status).toBe(429);

@@ -5,22 +5,13 @@ import { APP1, APP2, CIBA, ISSUER, LOCATION, SECRET, SIM_SWAP, basic, createTest
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, authorize, callback, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
+import { only } from '../helpers/rate-limits.js';
 import { RATE_LIMIT_DEFAULTS, MemoryStore, RedisStore, createNetAuth, type RateLimitOptions } from '../../lib/index.js';
 import { CLIENTS, POLICY, SUBSCRIBERS } from '../helpers/gateway.js';
 
 const ALICE = 'tel:+34600000001';
 const BOB = 'tel:+34600000002';
 
-/** Every limit off except the ones given: each test looks at one limit. */
-function only(limits: RateLimitOptions): RateLimitOptions {
-  return {
-    ...limits,
-    authorize: { perAddress: false, ...limits.authorize },
-    bcAuthorize: { perClient: false, perSubscriber: false, ...limits.bcAuthorize },
-    token: { perClient: false, perSubscriber: false, ...limits.token },
-    clientAuthentication: { perClient: false, perAddress: false, ...limits.clientAuthentication },
-  };
-}
 
 function expectTooMany(res: request.Response, maxWait: number): void {
   expect(res.status).toBe(429);

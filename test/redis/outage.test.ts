@@ -4,7 +4,7 @@ import request from 'supertest';
 import type { NextFunction, Request, Response } from 'express';
 import { MemoryStore, RedisStore, StoreUnavailableError, type ClientRegistry, type Store } from '../../lib/index.js';
 import { ISSUER, SIM_SWAP, createTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { LOCATION, authorize, callApi, callback, codeFor, consentForm, cookies, formTarget, localPath, location, redeem } from '../helpers/frontend.js';
+import { LOCATION, authorize, callApi, callback, codeFor, consentForm, cookies, formTarget, localPath, location, redeem, submitConsent } from '../helpers/frontend.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { RedisServer, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 
@@ -147,14 +147,7 @@ describe.skipIf(skip)('Redis down: every surface says temporarily unavailable, t
     const start = await authorize(gw.app, { scope: LOCATION });
     const pagePath = localPath(location(start));
     const cookie = cookies(start);
-    const page = await request(gw.app).get(pagePath).set('Cookie', cookie);
-    expect(page.status).toBe(200);
-    const form = consentForm(page.text);
-    const answer = await request(gw.app)
-      .post(formTarget(pagePath, form.action))
-      .set('Cookie', cookie)
-      .type('form')
-      .send({ interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    const answer = await submitConsent(gw.app, pagePath, cookie, 'allow');
     expect(answer.status).toBe(303);
     expect(callback(answer).code).toBeDefined();
     expect(reported).toEqual([]);
@@ -193,14 +186,7 @@ describe('a failing store or client registry, without Redis', () => {
     // The read failed, so nothing may be deleted on the way out: the subscriber's pending request survives.
     expect(deleted).toEqual([]);
 
-    const page = await request(gw.app).get(pagePath).set('Cookie', cookie);
-    expect(page.status).toBe(200);
-    const form = consentForm(page.text);
-    const answer = await request(gw.app)
-      .post(formTarget(pagePath, form.action))
-      .set('Cookie', cookie)
-      .type('form')
-      .send({ interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    const answer = await submitConsent(gw.app, pagePath, cookie, 'allow');
     expect(answer.status).toBe(303);
     expect(callback(answer).code).toBeDefined();
     // Answered: the session is deleted once, by the page itself.

@@ -1,0 +1,12 @@
+import type { RateLimitOptions } from '../../lib/index.js';
+
+/** Every limit off except the ones given: each rate-limit test looks at one limit. */
+export function only(limits: RateLimitOptions): RateLimitOptions {
+  return {
+    ...limits,
+    authorize: { perAddress: false, ...limits.authorize },
+    bcAuthorize: { perClient: false, perSubscriber: false, ...limits.bcAuthorize },
+    token: { perClient: false, perSubscriber: false, ...limits.token },
+    clientAuthentication: { perClient: false, perAddress: false, ...limits.clientAuthentication },
+  };
+}
