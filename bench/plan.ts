@@ -12,14 +12,16 @@ export interface Suite {
   servers: string[];
   /** Rows every other row is divided by, in the ratio columns. */
   references: string[];
+  /** Servers that cannot run this workload, with the reason (printed under the table as n/a). */
+  notApplicable?: Record<string, string>;
 }
 
 export const SUITES: Suite[] = [
   {
     id: 'flow',
-    title: '(1) backend flow: bc-authorize then the first token poll; (4) the same with 100,000 pending auth_req_ids held',
+    title: '(1) backend flow: bc-authorize then the first token poll, memory and Redis stores; (4) the same with 100,000 pending auth_req_ids held',
     workload: 'backend-flow',
-    servers: ['netauth', 'netauth-pending', 'oidc-provider', 'express-bare', 'raw-http'],
+    servers: ['netauth', 'netauth-redis', 'netauth-pending', 'oidc-provider', 'express-bare', 'raw-http'],
     references: ['oidc-provider', 'express-bare', 'raw-http'],
   },
   // TODO(issue 7, workload 2): { id: 'frontend', title: '(2) frontend flow: authorize -> code -> token',

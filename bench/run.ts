@@ -11,7 +11,8 @@
  * mostly fail); a missed target is printed as MISS and never fails the run.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -124,7 +125,7 @@ class ServerProcess {
     const [command, argv] = pinned(SERVER_CORE, [process.execPath, ...execArgv, path.join(HERE, 'servers', entry.file)]);
     this.child = spawn(command, argv, {
       cwd: ROOT,
-      env: { ...process.env, ...entry.env, NODE_ENV: 'production' },
+      env: { ...process.env, ...entry.env, ...(entry.needsRedis && redis ? { BENCH_REDIS_URL: redis.url } : {}), NODE_ENV: 'production' },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     this.child.stderr!.on('data', (chunk: Buffer) => {
@@ -184,6 +185,114 @@ class ServerProcess {
     clearTimeout(timer);
   }
 }
+
+// ------------------------------------------------------------------------------------------------- redis
+
+const REDIS_BINARY = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+
+/** Why the Redis rows cannot run here, or undefined when redis-server is available. */
+function redisMissing(): string | undefined {
+  const probe = spawnSync(REDIS_BINARY, ['--version'], { encoding: 'utf8' });
+  return probe.error || probe.status !== 0 ? `redis-server not found (tried "${REDIS_BINARY}"; install it or set REDIS_SERVER_BIN)` : undefined;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port from the OS');
+  return address.port;
+}
+
+/** True once the server answers PING with PONG (not LOADING, not refused). */
+function pings(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    let reply = '';
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString('latin1');
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+    });
+  });
+}
+
+/**
+ * The loopback redis-server of the Redis rows (as test/helpers/redis-server.ts starts it for the tests): a free
+ * port, no persistence, its own temp dir, pinned to the servers' core, killed at the end of the run.
+ */
+class RedisProcess {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly port: number,
+    private readonly dir: string,
+  ) {}
+
+  static async start(): Promise<RedisProcess> {
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const port = await freePort();
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'netauth-bench-redis-'));
+      const [command, argv] = pinned(SERVER_CORE, [
+        REDIS_BINARY,
+        '--port', String(port),
+        '--bind', '127.0.0.1',
+        '--save', '',
+        '--appendonly', 'no',
+        '--dir', dir,
+        '--daemonize', 'no',
+        '--loglevel', 'warning',
+      ]);
+      const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
+      child.stderr!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
+      const redis = new RedisProcess(child, port, dir);
+      for (let i = 0; i < 200 && child.exitCode === null && child.signalCode === null; i++) {
+        if (await pings(port)) return redis;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      lastError = new Error(`redis-server did not start on port ${port}:\n${output.trim()}`);
+      await redis.stop();
+    }
+    throw lastError;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const gone = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+      // Nothing to save (no persistence): like the tests, just kill it.
+      this.child.kill('SIGKILL');
+      await gone;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+let redis: RedisProcess | undefined;
+/** Every suite's rows as planned, before rows that cannot run here are dropped (they print as n/a). */
+const plannedServers = new Map(SUITES.map((s) => [s.id, [...s.servers]]));
+/** Server ids that could not run, with the reason (printed as n/a rows and targets). */
+const unavailable = new Map<string, string>();
+process.once('exit', () => redis?.child.kill('SIGKILL'));
 
 // ---------------------------------------------------------------------------------------- load generator
 
@@ -284,6 +393,8 @@ function pidsFor(server: ServerProcess): Record<string, number> {
   const pids: Record<string, number> = { server: server.pid, loadgen: loadgen.pid, orchestrator: process.pid };
   // The idle servers are ours too: their timers must not count as another program's CPU.
   for (const [id, other] of servers) if (other !== server && other.alive) pids[`idle:${id}`] = other.pid;
+  // redis-server is ours too; its CPU is reported with the Redis row (srv us/op counts the node process only).
+  if (redis) pids.redis = redis.pid;
   return pids;
 }
 
@@ -375,6 +486,7 @@ function suiteTable(suiteId: string): string | undefined {
     if (noisy === all.length) notes.push(`all ${noisy} rounds disturbed`);
     else if (noisy) notes.push(`${noisy} disturbed round${noisy > 1 ? 's' : ''} left out, ${ms.length} used`);
     if (ms.some((m) => m.clientBound)) notes.push('client-bound');
+    if (SERVERS[id]?.needsRedis) notes.push(`+ redis-server ${fmt(r((x) => x.cpu.processes.redis), 2)} core`);
     const failures = ms.reduce((n, m) => n + m.result.failures, 0);
     if (failures) notes.push(`${failures} failed ops`);
     rows.push([
@@ -390,8 +502,12 @@ function suiteTable(suiteId: string): string | undefined {
       notes.join('; '),
     ]);
   }
-  if (rows.length === 0) return undefined;
-  return `${suite.title}\n${table(header, rows)}`;
+  const missing = (plannedServers.get(suiteId) ?? []).filter((id) => unavailable.has(id)).map((id) => `${SERVERS[id]?.label ?? id}: n/a (${unavailable.get(id)})`);
+  const na = Object.entries(suite.notApplicable ?? {})
+    .filter(([id]) => !serverFilter || serverFilter.has(id))
+    .map(([id, why]) => `${SERVERS[id]?.label ?? id}: n/a (${why})`);
+  if (rows.length === 0 && missing.length === 0) return undefined;
+  return [suite.title, ...(rows.length ? [table(header, rows)] : []), ...[...missing, ...na].map((line) => `  ${line}`)].join('\n');
 }
 
 interface PendingResult {
@@ -421,7 +537,8 @@ function targetLines(): string[] {
       const paired = pairedRatioOf(target.suite, target.row, target.versus, 'throughput');
       const value = paired?.value;
       if (value === undefined) {
-        lines.push(`  n/a   ${target.text}  (${SERVERS[target.row] ? 'not measured in this run' : `no ${target.row} row: not in this tree yet`})`);
+        const why = unavailable.get(target.row) ?? (SERVERS[target.row] ? 'not measured in this run' : `no ${target.row} row: not in this tree yet`);
+        lines.push(`  n/a   ${target.text}  (${why})`);
       } else {
         const byCpu = pairedRatio(target.suite, target.row, target.versus, 'cpu');
         const basis = paired!.clean > 0 ? `${paired!.clean} undisturbed round${paired!.clean > 1 ? 's' : ''}` : 'DISTURBED rounds only: not reliable';
@@ -520,11 +637,27 @@ async function main(): Promise<void> {
     wanted.delete(PENDING_SERVER);
   }
   if (only.has('soak') && (!serverFilter || serverFilter.has(SOAK_SERVER))) wanted.add(SOAK_SERVER);
-  const suites = SUITES.filter((s) => only.has(s.id) && s.servers.length > 0);
   const measureMs = settings.warmupMs + settings.durationMs + 300;
   const soakMs = wanted.has(SOAK_SERVER) ? settings.warmupMs + settings.soakMs : 0;
   const elapsed = (): number => performance.now() - started;
 
+  if ([...wanted].some((id) => SERVERS[id]?.needsRedis)) {
+    const missing = redisMissing();
+    if (missing) {
+      // The Redis rows print n/a with the reason; the rest of the run goes on.
+      for (const id of [...wanted]) {
+        if (!SERVERS[id]?.needsRedis) continue;
+        unavailable.set(id, missing);
+        wanted.delete(id);
+        for (const suite of SUITES) suite.servers = suite.servers.filter((s) => s !== id);
+      }
+      log(`Redis rows n/a: ${missing}`);
+    } else {
+      redis = await RedisProcess.start();
+      log(`redis-server on ${redis.url}${pinning ? ` (pinned to core ${SERVER_CORE})` : ''}`);
+    }
+  }
+  const suites = SUITES.filter((s) => only.has(s.id) && s.servers.length > 0);
   log(`starting ${wanted.size} servers and the load generator${pinning ? ' (pinned)' : ''}`);
   for (const id of wanted) {
     const entry = SERVERS[id];
@@ -607,6 +740,8 @@ async function main(): Promise<void> {
 async function shutdown(): Promise<void> {
   await Promise.all([...servers.values()].map((s) => s.stop()));
   loadgen?.stop();
+  await redis?.stop();
+  redis = undefined;
 }
 
 process.on('SIGINT', () => {
@@ -621,8 +756,10 @@ if (args.report) {
     measured: Measured[];
     pendingResult?: PendingResult;
     soakResult?: SoakResult;
+    unavailable?: Record<string, string>;
   };
   Object.assign(settings, saved.settings);
+  for (const [id, why] of Object.entries(saved.unavailable ?? {})) unavailable.set(id, why);
   measured.push(...saved.measured);
   pendingResult = saved.pendingResult;
   soakResult = saved.soakResult;
@@ -639,7 +776,7 @@ await shutdown();
 const text = report(thisMachine());
 process.stdout.write(`\n${text}\n`);
 if (args.json) {
-  writeFileSync(args.json, JSON.stringify({ settings, machine: thisMachine(), measured, pendingResult, soakResult }, null, 2));
+  writeFileSync(args.json, JSON.stringify({ settings, machine: thisMachine(), measured, pendingResult, soakResult, unavailable: Object.fromEntries(unavailable) }, null, 2));
 }
 log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 if (harnessFailures.length) {
