@@ -60,7 +60,7 @@ const settings = {
   /** The prefill of workload 4 stops here, holding however many it made. */
   prefillLimitMs: quick ? 3_000 : 45_000,
 };
-const only = new Set((args.only ?? 'flow,guard,pending,soak').split(','));
+const only = new Set((args.only ?? 'flow,frontend,guard,pending,soak').split(','));
 /** Restricts every suite to these server ids (for profiling one server, say). */
 const serverFilter = args.servers ? new Set(args.servers.split(',')) : undefined;
 /** Server ids to start with `node --cpu-prof` (profiles land in bench/profiles/). */
@@ -602,7 +602,8 @@ function report(machine: Machine): string {
     );
   }
   out.push(
-    'columns: ops/s = completed operations per second (a flow = bc-authorize + token); p50/p99 = latency of one operation;',
+    'columns: ops/s = completed operations per second (a flow = bc-authorize + token, or authorize + token); p50/p99 = latency',
+    '  of one operation;',
     '  RSS = server resident memory at the end of a round; srv us/op = server CPU time per operation; srv core = server CPU',
     '  use (1.00 = its core saturated); GC % = share of the window the server spent in GC pauses (mark-compact in',
     '  parentheses); "vs X" = median over rounds of this row\'s throughput / X\'s in the same round.',
