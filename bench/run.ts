@@ -625,11 +625,11 @@ function report(machine: Machine): string {
     );
   }
   out.push(
-    'columns: ops/s = completed operations per second (a flow = bc-authorize + token, or authorize + token); p50/p99 = latency',
-    '  of one operation;',
-    '  RSS = server resident memory at the end of a round; srv us/op = server CPU time per operation; srv core = server CPU',
-    '  use (1.00 = its core saturated); GC % = share of the window the server spent in GC pauses (mark-compact in',
-    '  parentheses); "vs X" = median over rounds of this row\'s throughput / X\'s in the same round.',
+    'columns: ops/s = completed operations per second (a flow = bc-authorize + token, or authorize + token);',
+    '  p50/p99 = latency of one operation; RSS = server resident memory at the end of a round; srv us/op = server CPU',
+    '  time per operation; srv core = server CPU use (1.00 = its core saturated); GC % = share of the window the server',
+    '  spent in GC pauses (mark-compact in parentheses); "vs X" = median over rounds of this row\'s throughput / X\'s in',
+    '  the same round.',
     'peer difference: node-oidc-provider requires `openid` on CIBA and then signs an RS256 ID token per flow; express-netauth',
     '  issues none here (no like-for-like row until ID tokens exist in express-netauth). It also runs on Koa without Express,',
     '  with its default memory adapter (an LRU of 1,000 entries), while the express-netauth memory store keeps every token for 1 h.',
