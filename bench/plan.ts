@@ -12,19 +12,39 @@ export interface Suite {
   servers: string[];
   /** Rows every other row is divided by, in the ratio columns. */
   references: string[];
+  /** Servers that cannot run this workload, with the reason (printed under the table as n/a). */
+  notApplicable?: Record<string, string>;
 }
+
+/**
+ * Why node-oidc-provider has no frontend-flow row. Its authorization endpoint issues a code only for an
+ * end-user session with an accountId, and it sets one only at the end of an interaction: a redirect to
+ * its interaction URL, the application's login/consent step, `interactionFinished`, then the resume
+ * redirect (and a session cookie), i.e. 2 more requests and a cookie jar per flow. It has no hook that
+ * identifies the subscriber from the request (the device's address) at GET /authorize.
+ */
+export const OIDC_PROVIDER_NO_FRONTEND =
+  'it issues a code only after an interaction step (redirect to its interaction URL, login via interactionFinished, ' +
+  'resume with a session cookie); it cannot identify the subscriber from the network at GET /authorize';
 
 export const SUITES: Suite[] = [
   {
     id: 'flow',
-    title: '(1) backend flow: bc-authorize then the first token poll; (4) the same with 100,000 pending auth_req_ids held',
+    title: '(1) backend flow: bc-authorize then the first token poll, memory and Redis stores; (4) the same with 100,000 pending auth_req_ids held',
     workload: 'backend-flow',
-    servers: ['netauth', 'netauth-pending', 'oidc-provider', 'express-bare', 'raw-http'],
+    servers: ['netauth', 'netauth-redis', 'netauth-pending', 'oidc-provider', 'express-bare', 'raw-http'],
     references: ['oidc-provider', 'express-bare', 'raw-http'],
   },
-  // TODO(issue 7, workload 2): { id: 'frontend', title: '(2) frontend flow: authorize -> code -> token',
-  //   workload: 'frontend-flow', servers: ['netauth', 'express-bare', 'raw-http'], references: [...] }
-  // once bench/workloads.ts has the 'frontend-flow' workload and the ceilings answer GET /authorize.
+  {
+    id: 'frontend',
+    title: '(2) frontend flow: GET authorize (network-identified, no consent needed) -> code from the 302 -> token (authorization_code, PKCE)',
+    workload: 'frontend-flow',
+    servers: ['netauth', 'express-bare', 'raw-http'],
+    references: ['express-bare', 'raw-http'],
+    notApplicable: {
+      'oidc-provider': OIDC_PROVIDER_NO_FRONTEND,
+    },
+  },
   {
     id: 'guard',
     title: '(3) service-API guard: bearer check + trivial handler',

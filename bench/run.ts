@@ -11,7 +11,8 @@
  * mostly fail); a missed target is printed as MISS and never fails the run.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,18 +49,20 @@ const { values: args } = parseArgs({
 const quick = args.quick === true;
 const settings = {
   quick,
+  // 12 rows per round (flow 6, frontend 3, guard 3) plus the prefill (<= 45 s) and the soak (60 s): 2 s + 2 s
+  // windows keep the full run under 5 minutes on 2 cores, with room for about one extra round.
   rounds: Number(args.rounds ?? (quick ? 1 : 3)),
-  warmupMs: Number(args.warmup ?? (quick ? 0.5 : 3)) * 1000,
-  durationMs: Number(args.duration ?? (quick ? 0.8 : 3)) * 1000,
+  warmupMs: Number(args.warmup ?? (quick ? 0.3 : 2)) * 1000,
+  durationMs: Number(args.duration ?? (quick ? 0.6 : 2)) * 1000,
   connections: Number(args.connections ?? 16),
   pending: Number(args.pending ?? (quick ? 2_000 : 100_000)),
-  soakMs: Number(args.soak ?? (quick ? 2 : 60)) * 1000,
+  soakMs: Number(args.soak ?? (quick ? 1.5 : 60)) * 1000,
   /** The run stops adding rounds (for disturbed ones) when it would end later than this. */
-  budgetMs: Number(args.budget ?? (quick ? 22 : 280)) * 1000,
+  budgetMs: Number(args.budget ?? (quick ? 20 : 285)) * 1000,
   /** The prefill of workload 4 stops here, holding however many it made. */
   prefillLimitMs: quick ? 3_000 : 45_000,
 };
-const only = new Set((args.only ?? 'flow,guard,pending,soak').split(','));
+const only = new Set((args.only ?? 'flow,frontend,guard,pending,soak').split(','));
 /** Restricts every suite to these server ids (for profiling one server, say). */
 const serverFilter = args.servers ? new Set(args.servers.split(',')) : undefined;
 /** Server ids to start with `node --cpu-prof` (profiles land in bench/profiles/). */
@@ -100,6 +103,17 @@ function pinned(core: number, argv: string[]): [string, string[]] {
   return pinning ? ['taskset', ['-c', String(core), ...argv]] : [argv[0]!, argv.slice(1)];
 }
 
+/**
+ * Pins a running process, every thread of it (`taskset -a`; threads it creates later inherit the mask). The
+ * node processes start unpinned and are pinned once ready: seven servers compiling their TypeScript on one
+ * core took ~10 s of every run, on a core that no measurement uses yet.
+ */
+function pin(pid: number, core: number): void {
+  if (!pinning) return;
+  const result = spawnSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });
+  if (result.status !== 0) throw new Error(`taskset could not pin pid ${pid} to core ${core}`);
+}
+
 // ------------------------------------------------------------------------------------------------ servers
 
 class ServerProcess {
@@ -121,10 +135,9 @@ class ServerProcess {
       mkdirSync(dir, { recursive: true });
       execArgv.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
     }
-    const [command, argv] = pinned(SERVER_CORE, [process.execPath, ...execArgv, path.join(HERE, 'servers', entry.file)]);
-    this.child = spawn(command, argv, {
+    this.child = spawn(process.execPath, [...execArgv, path.join(HERE, 'servers', entry.file)], {
       cwd: ROOT,
-      env: { ...process.env, ...entry.env, NODE_ENV: 'production' },
+      env: { ...process.env, ...entry.env, ...(entry.needsRedis && redis ? { BENCH_REDIS_URL: redis.url } : {}), NODE_ENV: 'production' },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     this.child.stderr!.on('data', (chunk: Buffer) => {
@@ -135,7 +148,12 @@ class ServerProcess {
         if (message.type === 'ready') {
           this.port = message.port;
           this.pid = message.pid;
-          resolve();
+          try {
+            pin(message.pid, SERVER_CORE);
+            resolve();
+          } catch (error) {
+            reject(error as Error);
+          }
         } else if (message.type === 'memory') {
           this.waiting.get(message.id)?.(message);
           this.waiting.delete(message.id);
@@ -185,6 +203,114 @@ class ServerProcess {
   }
 }
 
+// ------------------------------------------------------------------------------------------------- redis
+
+const REDIS_BINARY = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+
+/** Why the Redis rows cannot run here, or undefined when redis-server is available. */
+function redisMissing(): string | undefined {
+  const probe = spawnSync(REDIS_BINARY, ['--version'], { encoding: 'utf8' });
+  return probe.error || probe.status !== 0 ? `redis-server not found (tried "${REDIS_BINARY}"; install it or set REDIS_SERVER_BIN)` : undefined;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port from the OS');
+  return address.port;
+}
+
+/** True once the server answers PING with PONG (not LOADING, not refused). */
+function pings(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    let reply = '';
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString('latin1');
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+    });
+  });
+}
+
+/**
+ * The loopback redis-server of the Redis rows (as test/helpers/redis-server.ts starts it for the tests): a free
+ * port, no persistence, its own temp dir, pinned to the servers' core, killed at the end of the run.
+ */
+class RedisProcess {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly port: number,
+    private readonly dir: string,
+  ) {}
+
+  static async start(): Promise<RedisProcess> {
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const port = await freePort();
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'netauth-bench-redis-'));
+      const [command, argv] = pinned(SERVER_CORE, [
+        REDIS_BINARY,
+        '--port', String(port),
+        '--bind', '127.0.0.1',
+        '--save', '',
+        '--appendonly', 'no',
+        '--dir', dir,
+        '--daemonize', 'no',
+        '--loglevel', 'warning',
+      ]);
+      const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
+      child.stderr!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
+      const redis = new RedisProcess(child, port, dir);
+      for (let i = 0; i < 200 && child.exitCode === null && child.signalCode === null; i++) {
+        if (await pings(port)) return redis;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      lastError = new Error(`redis-server did not start on port ${port}:\n${output.trim()}`);
+      await redis.stop();
+    }
+    throw lastError;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const gone = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+      // Nothing to save (no persistence): like the tests, just kill it.
+      this.child.kill('SIGKILL');
+      await gone;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+let redis: RedisProcess | undefined;
+/** Every suite's rows as planned, before rows that cannot run here are dropped (they print as n/a). */
+const plannedServers = new Map(SUITES.map((s) => [s.id, [...s.servers]]));
+/** Server ids that could not run, with the reason (printed as n/a rows and targets). */
+const unavailable = new Map<string, string>();
+process.once('exit', () => redis?.child.kill('SIGKILL'));
+
 // ---------------------------------------------------------------------------------------- load generator
 
 class LoadGenerator {
@@ -196,11 +322,17 @@ class LoadGenerator {
   onWindow: ((id: number) => void) | undefined;
 
   constructor() {
-    const [command, argv] = pinned(LOAD_CORE, [process.execPath, '--import', 'tsx', path.join(HERE, 'loadgen.ts')]);
-    this.child = spawn(command, argv, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = spawn(process.execPath, ['--import', 'tsx', path.join(HERE, 'loadgen.ts')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.ready = new Promise((resolve, reject) => {
       this.child.on('message', (message: LoadgenReply) => {
-        if (message.type === 'ready') return resolve();
+        if (message.type === 'ready') {
+          try {
+            pin(this.child.pid!, LOAD_CORE);
+            return resolve();
+          } catch (error) {
+            return reject(error as Error);
+          }
+        }
         if (message.type === 'window') {
           this.onWindow?.(message.id);
           return;
@@ -284,6 +416,8 @@ function pidsFor(server: ServerProcess): Record<string, number> {
   const pids: Record<string, number> = { server: server.pid, loadgen: loadgen.pid, orchestrator: process.pid };
   // The idle servers are ours too: their timers must not count as another program's CPU.
   for (const [id, other] of servers) if (other !== server && other.alive) pids[`idle:${id}`] = other.pid;
+  // redis-server is ours too; its CPU is reported with the Redis row (srv us/op counts the node process only).
+  if (redis) pids.redis = redis.pid;
   return pids;
 }
 
@@ -375,6 +509,7 @@ function suiteTable(suiteId: string): string | undefined {
     if (noisy === all.length) notes.push(`all ${noisy} rounds disturbed`);
     else if (noisy) notes.push(`${noisy} disturbed round${noisy > 1 ? 's' : ''} left out, ${ms.length} used`);
     if (ms.some((m) => m.clientBound)) notes.push('client-bound');
+    if (SERVERS[id]?.needsRedis) notes.push(`+ redis-server ${fmt(r((x) => x.cpu.processes.redis), 2)} core`);
     const failures = ms.reduce((n, m) => n + m.result.failures, 0);
     if (failures) notes.push(`${failures} failed ops`);
     rows.push([
@@ -390,8 +525,12 @@ function suiteTable(suiteId: string): string | undefined {
       notes.join('; '),
     ]);
   }
-  if (rows.length === 0) return undefined;
-  return `${suite.title}\n${table(header, rows)}`;
+  const missing = (plannedServers.get(suiteId) ?? []).filter((id) => unavailable.has(id)).map((id) => `${SERVERS[id]?.label ?? id}: n/a (${unavailable.get(id)})`);
+  const na = Object.entries(suite.notApplicable ?? {})
+    .filter(([id]) => !serverFilter || serverFilter.has(id))
+    .map(([id, why]) => `${SERVERS[id]?.label ?? id}: n/a (${why})`);
+  if (rows.length === 0 && missing.length === 0) return undefined;
+  return [suite.title, ...(rows.length ? [table(header, rows)] : []), ...[...missing, ...na].map((line) => `  ${line}`)].join('\n');
 }
 
 interface PendingResult {
@@ -421,7 +560,8 @@ function targetLines(): string[] {
       const paired = pairedRatioOf(target.suite, target.row, target.versus, 'throughput');
       const value = paired?.value;
       if (value === undefined) {
-        lines.push(`  n/a   ${target.text}  (${SERVERS[target.row] ? 'not measured in this run' : `no ${target.row} row: not in this tree yet`})`);
+        const why = unavailable.get(target.row) ?? (SERVERS[target.row] ? 'not measured in this run' : `no ${target.row} row: not in this tree yet`);
+        lines.push(`  n/a   ${target.text}  (${why})`);
       } else {
         const byCpu = pairedRatio(target.suite, target.row, target.versus, 'cpu');
         const basis = paired!.clean > 0 ? `${paired!.clean} undisturbed round${paired!.clean > 1 ? 's' : ''}` : 'DISTURBED rounds only: not reliable';
@@ -485,10 +625,11 @@ function report(machine: Machine): string {
     );
   }
   out.push(
-    'columns: ops/s = completed operations per second (a flow = bc-authorize + token); p50/p99 = latency of one operation;',
-    '  RSS = server resident memory at the end of a round; srv us/op = server CPU time per operation; srv core = server CPU',
-    '  use (1.00 = its core saturated); GC % = share of the window the server spent in GC pauses (mark-compact in',
-    '  parentheses); "vs X" = median over rounds of this row\'s throughput / X\'s in the same round.',
+    'columns: ops/s = completed operations per second (a flow = bc-authorize + token, or authorize + token);',
+    '  p50/p99 = latency of one operation; RSS = server resident memory at the end of a round; srv us/op = server CPU',
+    '  time per operation; srv core = server CPU use (1.00 = its core saturated); GC % = share of the window the server',
+    '  spent in GC pauses (mark-compact in parentheses); "vs X" = median over rounds of this row\'s throughput / X\'s in',
+    '  the same round.',
     'peer difference: node-oidc-provider requires `openid` on CIBA and then signs an RS256 ID token per flow; express-netauth',
     '  issues none here (no like-for-like row until ID tokens exist in express-netauth). It also runs on Koa without Express,',
     '  with its default memory adapter (an LRU of 1,000 entries), while the express-netauth memory store keeps every token for 1 h.',
@@ -520,11 +661,27 @@ async function main(): Promise<void> {
     wanted.delete(PENDING_SERVER);
   }
   if (only.has('soak') && (!serverFilter || serverFilter.has(SOAK_SERVER))) wanted.add(SOAK_SERVER);
-  const suites = SUITES.filter((s) => only.has(s.id) && s.servers.length > 0);
   const measureMs = settings.warmupMs + settings.durationMs + 300;
   const soakMs = wanted.has(SOAK_SERVER) ? settings.warmupMs + settings.soakMs : 0;
   const elapsed = (): number => performance.now() - started;
 
+  if ([...wanted].some((id) => SERVERS[id]?.needsRedis)) {
+    const missing = redisMissing();
+    if (missing) {
+      // The Redis rows print n/a with the reason; the rest of the run goes on.
+      for (const id of [...wanted]) {
+        if (!SERVERS[id]?.needsRedis) continue;
+        unavailable.set(id, missing);
+        wanted.delete(id);
+        for (const suite of SUITES) suite.servers = suite.servers.filter((s) => s !== id);
+      }
+      log(`Redis rows n/a: ${missing}`);
+    } else {
+      redis = await RedisProcess.start();
+      log(`redis-server on ${redis.url}${pinning ? ` (pinned to core ${SERVER_CORE})` : ''}`);
+    }
+  }
+  const suites = SUITES.filter((s) => only.has(s.id) && s.servers.length > 0);
   log(`starting ${wanted.size} servers and the load generator${pinning ? ' (pinned)' : ''}`);
   for (const id of wanted) {
     const entry = SERVERS[id];
@@ -607,6 +764,8 @@ async function main(): Promise<void> {
 async function shutdown(): Promise<void> {
   await Promise.all([...servers.values()].map((s) => s.stop()));
   loadgen?.stop();
+  await redis?.stop();
+  redis = undefined;
 }
 
 process.on('SIGINT', () => {
@@ -621,8 +780,10 @@ if (args.report) {
     measured: Measured[];
     pendingResult?: PendingResult;
     soakResult?: SoakResult;
+    unavailable?: Record<string, string>;
   };
   Object.assign(settings, saved.settings);
+  for (const [id, why] of Object.entries(saved.unavailable ?? {})) unavailable.set(id, why);
   measured.push(...saved.measured);
   pendingResult = saved.pendingResult;
   soakResult = saved.soakResult;
@@ -639,7 +800,7 @@ await shutdown();
 const text = report(thisMachine());
 process.stdout.write(`\n${text}\n`);
 if (args.json) {
-  writeFileSync(args.json, JSON.stringify({ settings, machine: thisMachine(), measured, pendingResult, soakResult }, null, 2));
+  writeFileSync(args.json, JSON.stringify({ settings, machine: thisMachine(), measured, pendingResult, soakResult, unavailable: Object.fromEntries(unavailable) }, null, 2));
 }
 log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 if (harnessFailures.length) {

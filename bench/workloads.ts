@@ -4,9 +4,10 @@
  * step is also timed on its own. Per-server differences (e.g. node-oidc-provider needing `openid`) come in
  * as ServerParams from bench/servers/registry.ts, never as branches here.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { Client } from 'undici';
-import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_PHONE, ISSUER_PATH } from './servers/common.js';
+import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_DEVICE_IP, BENCH_PHONE, BENCH_REDIRECT_URI, ISSUER_PATH } from './servers/common.js';
 
 /** What a server needs the load to send. */
 export interface ServerParams {
@@ -16,12 +17,7 @@ export interface ServerParams {
   pendingScope?: string;
 }
 
-export type WorkloadId = 'backend-flow' | 'guard';
-// TODO(issue 7, workload 2): 'frontend-flow' — GET {issuer}/authorize (network-identified subscriber, no
-// consent needed) -> 302 with `code` -> POST {issuer}/token (authorization_code, PKCE). Add it here as a
-// Workload once the frontend flow is in this tree (how the bench server identifies the subscriber from the
-// loopback client IP, e.g. a subscriber registered at 127.0.0.1, depends on that code), then add a row to
-// PLAN in bench/plan.ts. Not written against a guessed API.
+export type WorkloadId = 'backend-flow' | 'frontend-flow' | 'guard';
 
 export const CIBA_GRANT = 'urn:openid:params:grant-type:ciba';
 
@@ -93,6 +89,16 @@ export class Connection {
     this.client = new Client(origin, { pipelining: 1, keepAliveTimeout: 100_000, keepAliveMaxTimeout: 100_000 });
   }
 
+  /** A GET whose answer is a redirect: status and Location (the body, empty for a 302, is drained). */
+  async getRedirect(step: string, path: string, headers: Record<string, string>): Promise<Reply & { location: string | undefined }> {
+    const started = performance.now();
+    const response = await this.client.request({ method: 'GET', path, headers });
+    const text = await response.body.text();
+    this.recorder.step(step, performance.now() - started);
+    const location = response.headers.location;
+    return { status: response.statusCode, body: text, location: Array.isArray(location) ? location[0] : location };
+  }
+
   async post(step: string, path: string, headers: Record<string, string>, body: string): Promise<Reply> {
     const started = performance.now();
     const response = await this.client.request({ method: 'POST', path, headers, body });
@@ -149,6 +155,51 @@ const backendFlowWorkload: Workload<undefined> = {
   },
 };
 
+interface Pkce {
+  verifier: string;
+  challenge: string;
+}
+
+/** RFC 7636 S256 pairs, made once: the load generator's CPU goes to requests, not to hashing. */
+const PKCE: Pkce[] = Array.from({ length: 64 }, () => {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+});
+
+/** The device's address as the operator's edge (the loopback hop the bench servers trust) reports it. */
+const DEVICE_HEADERS = { 'x-forwarded-for': BENCH_DEVICE_IP };
+
+/**
+ * Workload 2, the frontend flow: GET /authorize from a network-identified address (no consent needed, so no
+ * page) -> the code from the 302's Location -> POST /token with authorization_code, PKCE and HTTP Basic.
+ * The operation succeeds when the token response carries an access_token.
+ */
+const frontendFlowWorkload: Workload<Pkce[]> = {
+  prepare: async () => PKCE,
+  operation: async (conn, params, pairs, index) => {
+    const pkce = pairs[index % pairs.length]!;
+    const state = `st${index}`;
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: BENCH_CLIENT_ID,
+      redirect_uri: BENCH_REDIRECT_URI,
+      scope: params.flowScope,
+      state,
+      code_challenge: pkce.challenge,
+      code_challenge_method: 'S256',
+    });
+    const reply = await conn.getRedirect('authorize', `${ISSUER_PATH}/authorize?${query.toString()}`, DEVICE_HEADERS);
+    if (reply.status !== 302 || !reply.location) throw new OperationFailed(`authorize: HTTP ${reply.status} ${reply.location ?? reply.body.slice(0, 200)}`);
+    const location = new URL(reply.location);
+    const code = location.searchParams.get('code');
+    if (`${location.origin}${location.pathname}` !== BENCH_REDIRECT_URI || !code) throw new OperationFailed(`authorize: no code in ${reply.location}`);
+    if (location.searchParams.get('state') !== state) throw new OperationFailed(`authorize: state not returned in ${reply.location}`);
+    const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: BENCH_REDIRECT_URI, code_verifier: pkce.verifier }).toString();
+    const token = expect(await conn.post('token', `${ISSUER_PATH}/token`, FORM_HEADERS, body), 'token');
+    if (typeof token.access_token !== 'string') throw new OperationFailed('token: no access_token');
+  },
+};
+
 /** Workload 3: one service-API call with a bearer token (tokens from real flows, rotated). */
 const guardWorkload: Workload<string[]> = {
   prepare: async (conns, params) => Promise.all(conns.map((c) => backendFlow(c, params))),
@@ -161,5 +212,6 @@ const guardWorkload: Workload<string[]> = {
 
 export const WORKLOADS: Record<WorkloadId, Workload<unknown>> = {
   'backend-flow': backendFlowWorkload as Workload<unknown>,
+  'frontend-flow': frontendFlowWorkload as Workload<unknown>,
   guard: guardWorkload as Workload<unknown>,
 };

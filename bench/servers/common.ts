@@ -28,6 +28,10 @@ export const BENCH_CLIENT_ID = 'bench-client';
 export const BENCH_CLIENT_SECRET = 'Zk3q9V1mXcB7tR2pLw8sN4yH6dJ0aGfE';
 export const BENCH_PHONE = '+34600000001';
 export const ISSUER_PATH = '/apigateway';
+export const BENCH_REDIRECT_URI = 'https://bench.example/cb';
+/** Workload 2: the device's address on the mobile network, sent by the load generator as X-Forwarded-For. */
+export const BENCH_DEVICE_IP = '10.20.0.1';
+export const BENCH_MOBILE_RANGE = '10.20.0.0/16';
 
 function send(message: ServerMessage): void {
   process.send?.(message);

@@ -6,13 +6,21 @@
  */
 import http from 'node:http';
 import express from 'express';
-import { ISSUER_PATH, serve } from './common.js';
-import { BC_AUTHORIZE_RESPONSE, NO_STORE_HEADERS, SERVICE_RESPONSE, TOKEN_RESPONSE } from './canned.js';
+import { BENCH_REDIRECT_URI, ISSUER_PATH, serve } from './common.js';
+import { BC_AUTHORIZE_RESPONSE, FRONTEND_HEADERS, NO_STORE_HEADERS, SERVICE_RESPONSE, TOKEN_RESPONSE, authorizationRedirect } from './canned.js';
+
+const ISSUER = `http://127.0.0.1${ISSUER_PATH}`;
 
 const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 100 });
 const router = express.Router();
 router.post('/bc-authorize', form, (_req, res) => {
   res.set(NO_STORE_HEADERS).json(BC_AUTHORIZE_RESPONSE);
+});
+// Workload 2: the 302 with a code (the state echoed), and /token above accepts any code: nothing is stored.
+router.get('/authorize', (req, res) => {
+  const state = typeof req.query.state === 'string' ? req.query.state : undefined;
+  const redirectUri = typeof req.query.redirect_uri === 'string' ? req.query.redirect_uri : BENCH_REDIRECT_URI;
+  res.set(FRONTEND_HEADERS).set('Location', authorizationRedirect(redirectUri, state, ISSUER)).status(302).end();
 });
 router.post('/token', form, (_req, res) => {
   res.set(NO_STORE_HEADERS).json(TOKEN_RESPONSE);

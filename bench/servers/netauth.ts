@@ -7,12 +7,17 @@
  *   pending for the whole run.
  * - `soak`: 5 s lifetimes everywhere, so the live state reaches its steady size within seconds and any RSS
  *   growth during the 60 s soak is a leak, not live tokens.
- * BENCH_STORE picks the store: `memory` (default).
+ * BENCH_STORE picks the store: `memory` (default) or `redis` (RedisStore on BENCH_REDIS_URL, the loopback
+ * redis-server bench/run.ts starts for the Redis row).
+ *
+ * The frontend flow (workload 2) identifies the device by its address: `trust proxy` believes the loopback
+ * hop (the load generator, standing in for the operator's edge) and its `X-Forwarded-For: 10.20.0.1`, which
+ * lies in `network.mobileRanges` and maps to the bench subscriber.
  */
 import http from 'node:http';
 import express from 'express';
-import { createNetAuth, type Lifetimes, type Store } from '../../lib/index.js';
-import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_PHONE, ISSUER_PATH, quietOnError, serve } from './common.js';
+import { createNetAuth, RedisStore, type Lifetimes, type Store } from '../../lib/index.js';
+import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_DEVICE_IP, BENCH_MOBILE_RANGE, BENCH_PHONE, BENCH_REDIRECT_URI, ISSUER_PATH, quietOnError, serve } from './common.js';
 
 const variant = process.env.BENCH_VARIANT ?? 'default';
 const lifetimes: Record<string, Lifetimes> = {
@@ -26,10 +31,15 @@ if (!chosen) throw new Error(`unknown BENCH_VARIANT ${variant}`);
 async function createStore(): Promise<Store | undefined> {
   const kind = process.env.BENCH_STORE ?? 'memory';
   if (kind === 'memory') return undefined; // createNetAuth's default MemoryStore
-  // TODO(issue 7, Redis rows): when the Redis store lands, build it here from process.env.BENCH_REDIS_URL
-  // (the orchestrator will start a loopback redis-server and pass its URL), e.g. `return new RedisStore(...)`,
-  // and add the `netauth-redis` entry in bench/servers/registry.ts. Not written against a guessed API.
-  throw new Error(`BENCH_STORE=${kind} is not available in this tree yet`);
+  if (kind === 'redis') {
+    const url = process.env.BENCH_REDIS_URL;
+    if (!url) throw new Error('BENCH_STORE=redis needs BENCH_REDIS_URL (bench/run.ts starts a redis-server and sets it)');
+    const redis = new RedisStore({ url, onError: quietOnError('netauth-redis') });
+    // Connected before the server reports ready, so the first measured requests do not pay for it.
+    await redis.open();
+    return redis;
+  }
+  throw new Error(`unknown BENCH_STORE ${kind}`);
 }
 
 const store = await createStore();
@@ -40,12 +50,14 @@ const netauth = createNetAuth({
       clientId: BENCH_CLIENT_ID,
       name: 'Bench client',
       clientSecret: BENCH_CLIENT_SECRET,
-      redirectUris: ['https://bench.example/cb'],
+      redirectUris: [BENCH_REDIRECT_URI],
       grantTypes: ['urn:openid:params:grant-type:ciba', 'authorization_code'],
       scopes: ['dpv:FraudPreventionAndDetection#sim-swap', 'dpv:FraudPreventionAndDetection#device-location'],
     },
   ],
-  subscribers: [{ id: 'sub-bench-1', phoneNumber: BENCH_PHONE, addresses: ['10.20.0.1'] }],
+  subscribers: [{ id: 'sub-bench-1', phoneNumber: BENCH_PHONE, addresses: [BENCH_DEVICE_IP] }],
+  // Workload 2: the device address (X-Forwarded-For from the loopback "edge") is on the mobile network.
+  network: { mobileRanges: [BENCH_MOBILE_RANGE] },
   consentPolicy: [
     // Legitimate interest: no consent needed, so a bc-authorize is approved at once (workload 1).
     { purpose: 'FraudPreventionAndDetection', scope: 'sim-swap', basis: 'legitimate-interest' },
@@ -61,6 +73,8 @@ const netauth = createNetAuth({
 });
 
 const app = express();
+// The load generator plays the operator's edge proxy on loopback; only that hop's X-Forwarded-For is believed.
+app.set('trust proxy', 'loopback');
 app.use(ISSUER_PATH, netauth.router);
 // Workload 3: the guard in front of a trivial service-API handler.
 app.post('/sim-swap/check', netauth.guard({ scope: 'sim-swap' }), (_req, res) => {

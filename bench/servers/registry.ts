@@ -13,6 +13,8 @@ export interface ServerEntry {
   /** Entry file in bench/servers/. */
   file: string;
   env?: Record<string, string>;
+  /** Needs the loopback redis-server bench/run.ts starts (its URL comes in as BENCH_REDIS_URL). */
+  needsRedis?: boolean;
   params: ServerParams;
 }
 
@@ -31,12 +33,15 @@ export const SERVERS: Record<string, ServerEntry> = {
     params: NETAUTH_PARAMS,
   },
   'netauth-soak': { id: 'netauth-soak', label: 'express-netauth (soak, 5 s lifetimes)', file: 'netauth.ts', env: { BENCH_VARIANT: 'soak' }, params: NETAUTH_PARAMS },
-  // TODO(issue 7, Redis rows): once the Redis store is in this tree, add
-  //   'netauth-redis': { id: 'netauth-redis', label: 'express-netauth (Redis)', file: 'netauth.ts',
-  //                      env: { BENCH_STORE: 'redis' }, params: NETAUTH_PARAMS },
-  // have bench/run.ts start a loopback redis-server (pinned with the servers) and pass BENCH_REDIS_URL, build
-  // the store in bench/servers/netauth.ts (createStore), and add the row to PLAN in bench/plan.ts. The
-  // "Redis store >= 0.6x memory store" target then evaluates by itself.
+  // RedisStore on the loopback redis-server that bench/run.ts starts (needsRedis: BENCH_REDIS_URL is set then).
+  'netauth-redis': {
+    id: 'netauth-redis',
+    label: 'express-netauth (Redis)',
+    file: 'netauth.ts',
+    env: { BENCH_STORE: 'redis' },
+    needsRedis: true,
+    params: NETAUTH_PARAMS,
+  },
   'oidc-provider': {
     id: 'oidc-provider',
     label: 'node-oidc-provider 9',
