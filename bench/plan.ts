@@ -32,7 +32,7 @@ export const SUITES: Suite[] = [
     id: 'flow',
     title: '(1) backend flow: bc-authorize then the first token poll, memory and Redis stores; (4) the same with 100,000 pending auth_req_ids held',
     workload: 'backend-flow',
-    servers: ['netauth', 'netauth-redis', 'netauth-pending', 'oidc-provider', 'express-bare', 'raw-http'],
+    servers: ['netauth', 'netauth-idtoken', 'netauth-redis', 'netauth-pending', 'oidc-provider', 'express-bare', 'raw-http'],
     references: ['oidc-provider', 'express-bare', 'raw-http'],
   },
   {

@@ -631,7 +631,7 @@ function report(machine: Machine): string {
     '  spent in GC pauses (mark-compact in parentheses); "vs X" = median over rounds of this row\'s throughput / X\'s in',
     '  the same round.',
     'peer difference: node-oidc-provider requires `openid` on CIBA and then signs an RS256 ID token per flow; express-netauth',
-    '  issues none here (no like-for-like row until ID tokens exist in express-netauth). It also runs on Koa without Express,',
+    '  issues none in its plain rows; the "+ ID token" row requests `openid` and signs an RS256 ID token too (like for like). It runs on Koa without Express,',
     '  with its default memory adapter (an LRU of 1,000 entries), while the express-netauth memory store keeps every token for 1 h.',
     '',
     'targets:',

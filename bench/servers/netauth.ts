@@ -16,6 +16,7 @@
  */
 import http from 'node:http';
 import express from 'express';
+import { exportJWK, generateKeyPair } from 'jose';
 import { createNetAuth, RedisStore, type Lifetimes, type Store } from '../../lib/index.js';
 import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_DEVICE_IP, BENCH_MOBILE_RANGE, BENCH_PHONE, BENCH_REDIRECT_URI, ISSUER_PATH, quietOnError, serve } from './common.js';
 
@@ -43,6 +44,9 @@ async function createStore(): Promise<Store | undefined> {
 }
 
 const store = await createStore();
+// BENCH_ID_TOKENS: an RS256 key made at start-up (as node-oidc-provider's default keystore) signs an ID token per flow.
+const idTokens = process.env.BENCH_ID_TOKENS === '1';
+const signingKeys = idTokens ? [{ ...(await exportJWK((await generateKeyPair('RS256', { extractable: true })).privateKey)), alg: 'RS256' }] : undefined;
 const netauth = createNetAuth({
   issuer: `http://127.0.0.1${ISSUER_PATH}`,
   clients: [
@@ -69,6 +73,7 @@ const netauth = createNetAuth({
   // Off, as the peer has none: one client and one subscriber run thousands of flows a second here, far past
   // the default per-client and per-subscriber limits. Their cost is a few percent (docs/operations.md).
   rateLimits: false,
+  ...(signingKeys ? { idTokens: true, signingKeys, pairwiseSalt: 'bench-salt' } : {}),
   onError: quietOnError('netauth'),
 });
 

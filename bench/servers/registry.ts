@@ -42,6 +42,14 @@ export const SERVERS: Record<string, ServerEntry> = {
     needsRedis: true,
     params: NETAUTH_PARAMS,
   },
+  // Like for like with node-oidc-provider: `openid` requested, and an RS256-signed ID token in every token response.
+  'netauth-idtoken': {
+    id: 'netauth-idtoken',
+    label: 'express-netauth + ID token',
+    file: 'netauth.ts',
+    env: { BENCH_ID_TOKENS: '1' },
+    params: { ...NETAUTH_PARAMS, flowScope: `openid ${SIM_SWAP_SCOPE}` },
+  },
   'oidc-provider': {
     id: 'oidc-provider',
     label: 'node-oidc-provider 9',
