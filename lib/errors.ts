@@ -57,10 +57,14 @@ export interface OAuthErrorOptions {
 /**
  * RFC 6749 §4.1.2.1 and §5.2: error_description is %x20-21 / %x23-5B / %x5D-7E. Descriptions that quote the
  * request (a bad scope, prompt or login_hint type) are made to fit: `"` becomes `'`, `\` becomes `/`, and
- * anything outside printable ASCII (control characters, unicode) becomes `?`.
+ * anything outside printable ASCII (control characters, unicode) becomes `?`. A description that quotes a
+ * huge value is cut, so a redirect's Location header stays small enough for every proxy on the way.
  */
+const MAX_DESCRIPTION = 200;
+
 function wireDescription(text: string): string {
-  return text.replace(/"/g, "'").replace(/\\/g, '/').replace(/[^\x20-\x7e]/gu, '?');
+  const safe = text.replace(/"/g, "'").replace(/\\/g, '/').replace(/[^\x20-\x7e]/gu, '?');
+  return safe.length <= MAX_DESCRIPTION ? safe : `${safe.slice(0, MAX_DESCRIPTION - 3)}...`;
 }
 
 export class OAuthError extends Error {

@@ -178,6 +178,19 @@ describe('step 2: later errors redirect to redirect_uri with error, error_descri
   });
 });
 
+describe('error descriptions that quote the request', () => {
+  it('a huge value is cut: the Location header stays small', async () => {
+    const gw = createTestGateway();
+    const res = await authorize(gw.app, { prompt: `x${'y'.repeat(8000)}` });
+    expect(res.status).toBe(302);
+    const q = callback(res);
+    expect(q.error).toBe('invalid_request');
+    expect(q.error_description!.length).toBeLessThanOrEqual(200);
+    expect(q.error_description).toMatch(/\.\.\.$/);
+    expect((res.headers.location as string).length).toBeLessThan(1000);
+  });
+});
+
 describe('step 6: success', () => {
   it('302 to redirect_uri?code&state&iss; the code has at least 128 random bits, base64url', async () => {
     const gw = createTestGateway();
