@@ -11,8 +11,7 @@
  * mostly fail); a missed target is printed as MISS and never fails the run.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +21,7 @@ import type { OrchestratorMessage, ServerMessage } from './servers/common.js';
 import { SERVERS, type ServerEntry } from './servers/registry.js';
 import { PENDING_SERVER, SOAK_SERVER, SUITES, TARGETS } from './plan.js';
 import { fmt, mb, median, ratio, table } from './report.js';
+import { RedisServer, redisServerMissing } from '../test/helpers/redis-server.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -203,113 +203,13 @@ class ServerProcess {
   }
 }
 
-// ------------------------------------------------------------------------------------------------- redis
-
-const REDIS_BINARY = process.env.REDIS_SERVER_BIN ?? 'redis-server';
-
-/** Why the Redis rows cannot run here, or undefined when redis-server is available. */
-function redisMissing(): string | undefined {
-  const probe = spawnSync(REDIS_BINARY, ['--version'], { encoding: 'utf8' });
-  return probe.error || probe.status !== 0 ? `redis-server not found (tried "${REDIS_BINARY}"; install it or set REDIS_SERVER_BIN)` : undefined;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port from the OS');
-  return address.port;
-}
-
-/** True once the server answers PING with PONG (not LOADING, not refused). */
-function pings(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    let reply = '';
-    const done = (ok: boolean): void => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(1000, () => done(false));
-    socket.once('error', () => done(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (chunk) => {
-      reply += chunk.toString('latin1');
-      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
-    });
-  });
-}
-
-/**
- * The loopback redis-server of the Redis rows (as test/helpers/redis-server.ts starts it for the tests): a free
- * port, no persistence, its own temp dir, pinned to the servers' core, killed at the end of the run.
- */
-class RedisProcess {
-  private constructor(
-    readonly child: ChildProcess,
-    readonly port: number,
-    private readonly dir: string,
-  ) {}
-
-  static async start(): Promise<RedisProcess> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const port = await freePort();
-      const dir = mkdtempSync(path.join(os.tmpdir(), 'netauth-bench-redis-'));
-      const [command, argv] = pinned(SERVER_CORE, [
-        REDIS_BINARY,
-        '--port', String(port),
-        '--bind', '127.0.0.1',
-        '--save', '',
-        '--appendonly', 'no',
-        '--dir', dir,
-        '--daemonize', 'no',
-        '--loglevel', 'warning',
-      ]);
-      const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
-      let output = '';
-      child.stdout!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
-      child.stderr!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
-      const redis = new RedisProcess(child, port, dir);
-      for (let i = 0; i < 200 && child.exitCode === null && child.signalCode === null; i++) {
-        if (await pings(port)) return redis;
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-      lastError = new Error(`redis-server did not start on port ${port}:\n${output.trim()}`);
-      await redis.stop();
-    }
-    throw lastError;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  get pid(): number {
-    return this.child.pid!;
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      const gone = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-      // Nothing to save (no persistence): like the tests, just kill it.
-      this.child.kill('SIGKILL');
-      await gone;
-    }
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-}
-
-let redis: RedisProcess | undefined;
+// The loopback redis-server of the Redis rows: the tests' launcher (free port, no persistence, own temp dir,
+// killed when this process exits), pinned to the servers' core once it answers.
+let redis: RedisServer | undefined;
 /** Every suite's rows as planned, before rows that cannot run here are dropped (they print as n/a). */
 const plannedServers = new Map(SUITES.map((s) => [s.id, [...s.servers]]));
 /** Server ids that could not run, with the reason (printed as n/a rows and targets). */
 const unavailable = new Map<string, string>();
-process.once('exit', () => redis?.child.kill('SIGKILL'));
 
 // ---------------------------------------------------------------------------------------- load generator
 
@@ -417,7 +317,7 @@ function pidsFor(server: ServerProcess): Record<string, number> {
   // The idle servers are ours too: their timers must not count as another program's CPU.
   for (const [id, other] of servers) if (other !== server && other.alive) pids[`idle:${id}`] = other.pid;
   // redis-server is ours too; its CPU is reported with the Redis row (srv us/op counts the node process only).
-  if (redis) pids.redis = redis.pid;
+  if (redis?.pid !== undefined) pids.redis = redis.pid;
   return pids;
 }
 
@@ -666,7 +566,7 @@ async function main(): Promise<void> {
   const elapsed = (): number => performance.now() - started;
 
   if ([...wanted].some((id) => SERVERS[id]?.needsRedis)) {
-    const missing = redisMissing();
+    const missing = redisServerMissing();
     if (missing) {
       // The Redis rows print n/a with the reason; the rest of the run goes on.
       for (const id of [...wanted]) {
@@ -677,7 +577,8 @@ async function main(): Promise<void> {
       }
       log(`Redis rows n/a: ${missing}`);
     } else {
-      redis = await RedisProcess.start();
+      redis = await RedisServer.start();
+      if (pinning && redis.pid !== undefined) pin(redis.pid, SERVER_CORE);
       log(`redis-server on ${redis.url}${pinning ? ` (pinned to core ${SERVER_CORE})` : ''}`);
     }
   }
@@ -764,7 +665,7 @@ async function main(): Promise<void> {
 async function shutdown(): Promise<void> {
   await Promise.all([...servers.values()].map((s) => s.stop()));
   loadgen?.stop();
-  await redis?.stop();
+  await redis?.destroy();
   redis = undefined;
 }
 

@@ -1,5 +1,5 @@
 /**
- * A real redis-server for the tests: started on a free loopback port with no persistence and its own
+ * A real redis-server for the tests (and for the bench's Redis rows): started on a free loopback port with no persistence and its own
  * temp dir, and able to stop and start again on the same port (to test "Redis went away").
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -105,6 +105,11 @@ export class RedisServer {
 
   get running(): boolean {
     return this.child !== undefined;
+  }
+
+  /** The server's process id while it runs (bench/run.ts pins it to the servers' core). */
+  get pid(): number | undefined {
+    return this.child?.pid;
   }
 
   /** (Re)starts the server on its port and waits until it answers PING. */
