@@ -7,6 +7,12 @@ import type { FormParams } from './form.js';
 import type { ClientAuthenticationFailedEvent, Endpoint, EventHub } from './events.js';
 import { rateLimitedError, type RateLimits } from './rate-limits.js';
 
+/**
+ * Compared against when the client id is unknown. One shared registration, so its digest is cached like a
+ * real client's and an unknown id costs exactly what a known one does (one hash of the presented secret).
+ */
+const DECOY_CLIENT: RegisteredClient = { clientId: '', grantTypes: [], scopes: [], clientSecret: '\0' };
+
 /** RFC 6749 Appendix B: `+` is a space, then percent-decoding. Undefined when malformed. */
 export function formDecode(value: string): string | undefined {
   try {
@@ -171,7 +177,7 @@ export class ClientAuthenticator {
     const client = await this.clients.find(clientId);
     if (!client) {
       // Spend the same work as a real comparison, so unknown ids are not told apart by timing.
-      await verifyClientSecret({ clientId, grantTypes: [], scopes: [], clientSecret: '\0' }, secret);
+      await verifyClientSecret(DECOY_CLIENT, secret);
       return {};
     }
     const ok = await verifyClientSecret(client, secret);
