@@ -8,7 +8,7 @@ import { z } from 'zod';
 
 const E164 = /^\+[1-9][0-9]{4,14}$/;
 const CIBA = 'urn:openid:params:grant-type:ciba';
-// The colour grammar the consent page accepts (lib/gateway/consent-template.ts), checked here so a bad
+// The colour grammar the consent page accepts (lib/gateway/http/consent-template.ts), checked here so a bad
 // colour is reported against the config field rather than as a start-up exception.
 const COLOUR = /^(?:#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})|[a-z]{3,30}|(?:rgba?|hsla?)\([0-9a-z.,%\s/+-]{1,60}\))$/i;
 const SCOPE = /^dpv:[A-Za-z][A-Za-z0-9]*#[A-Za-z0-9][A-Za-z0-9:._/-]*$/;

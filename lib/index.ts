@@ -11,8 +11,8 @@ export type {
   ConsentPageOptions,
   ConsentPageTexts,
 } from './gateway/options.js';
-export type { GuardOptions, NetAuthGrant } from './gateway/guard.js';
-export { EVENT_NAMES } from './gateway/events.js';
+export type { GuardOptions, NetAuthGrant } from './guard/guard.js';
+export { EVENT_NAMES } from './ops/events.js';
 export type {
   NetAuthEvents,
   NetAuthEventName,
@@ -35,15 +35,15 @@ export type {
   ClientAuthenticationFailedEvent,
   RateLimitedEvent,
   RequestCompletedEvent,
-} from './gateway/events.js';
-export { RATE_LIMIT_DEFAULTS } from './gateway/rate-limits.js';
-export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient } from './gateway/rate-limits.js';
-export type { MetricsOptions } from './gateway/metrics.js';
-export { REDACT_PATHS } from './gateway/logging.js';
-export type { AuthorizationServerMetadata } from './gateway/discovery.js';
-export type { TokenResponse } from './gateway/access-tokens.js';
-export type { AccessTokenClaims } from './gateway/jwt-access-tokens.js';
-export type { IntrospectionResponse } from './gateway/token-introspection.js';
+} from './ops/events.js';
+export { RATE_LIMIT_DEFAULTS } from './ops/rate-limits.js';
+export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient } from './ops/rate-limits.js';
+export type { MetricsOptions } from './ops/metrics.js';
+export { REDACT_PATHS } from './ops/logging.js';
+export type { AuthorizationServerMetadata } from './gateway/endpoints/discovery.js';
+export type { TokenResponse } from './gateway/tokens/access-tokens.js';
+export type { AccessTokenClaims } from './gateway/tokens/jwt-access-tokens.js';
+export type { IntrospectionResponse } from './gateway/endpoints/introspection.js';
 export type { JWK } from 'jose';
 export { OAuthError, isOAuthError } from './errors.js';
 export type { OAuthErrorCode } from './errors.js';

@@ -7,11 +7,11 @@ import type { ConsentRecord } from './consent/records.js';
 import { createContext, type GatewayContext } from './gateway/context.js';
 import type { NetAuthOptions } from './gateway/options.js';
 import { createRouter } from './gateway/router.js';
-import { createGuard, type GuardOptions } from './gateway/guard.js';
-import { metadata, type AuthorizationServerMetadata } from './gateway/discovery.js';
-import { decideBackchannelRequest } from './gateway/backchannel-requests.js';
-import type { NetAuthEventEmitter } from './gateway/events.js';
-import { createMetricsRouter, type MetricsOptions } from './gateway/metrics.js';
+import { createGuard, type GuardOptions } from './guard/guard.js';
+import { metadata, type AuthorizationServerMetadata } from './gateway/endpoints/discovery.js';
+import { decideBackchannelRequest } from './gateway/requests/backchannel-requests.js';
+import type { NetAuthEventEmitter } from './ops/events.js';
+import { createMetricsRouter, type MetricsOptions } from './ops/metrics.js';
 import type { Registry } from 'prom-client';
 
 /**

@@ -6,13 +6,13 @@ import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
 import { NetworkIdentifier } from '../identity/network.js';
 import type { BackchannelOptions, NetAuthOptions } from './options.js';
-import { resolveConsentPage, type ConsentPageConfig } from './consent-template.js';
-import { resolveKeySet, type KeySet } from './keys.js';
-import { Revocations } from './revocations.js';
-import { createPairwiseSubject, type PairwiseSubject } from './subjects.js';
-import { EventHub } from './events.js';
-import { RateLimits } from './rate-limits.js';
-import { attachLogger, logInternalError } from './logging.js';
+import { resolveConsentPage, type ConsentPageConfig } from './http/consent-template.js';
+import { resolveKeySet, type KeySet } from './tokens/keys.js';
+import { Revocations } from './tokens/revocations.js';
+import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
+import { EventHub } from '../ops/events.js';
+import { RateLimits } from '../ops/rate-limits.js';
+import { attachLogger, logInternalError } from '../ops/logging.js';
 
 /** The options, resolved once: what every endpoint module reads. */
 export interface GatewayContext {

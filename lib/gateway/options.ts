@@ -4,7 +4,7 @@ import type { StaticSubscriber, Subscriber, SubscriberDirectory } from '../ident
 import type { Store } from '../stores/store.js';
 import type { JWK } from 'jose';
 import type { Logger } from 'pino';
-import type { RateLimitOptions } from './rate-limits.js';
+import type { RateLimitOptions } from '../ops/rate-limits.js';
 
 /** Lifetimes in seconds. Defaults are protocol.md's. */
 export interface Lifetimes {

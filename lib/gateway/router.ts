@@ -1,50 +1,22 @@
-import { performance } from 'node:perf_hooks';
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type Router } from 'express';
 import type { GatewayContext } from './context.js';
-import { ClientAuthenticator } from './client-auth.js';
-import { action, formBody } from './form.js';
-import { frontendHeaders, methodNotAllowed, noStore } from './http.js';
-import { answeredError, frontendErrorHandler, jsonErrorHandler } from './render-error.js';
-import { bcAuthorize } from './bc-authorize.js';
-import { tokenEndpoint } from './token.js';
-import { metadata } from './discovery.js';
+import { ClientAuthenticator } from './client-auth/authenticator.js';
+import { action, formBody } from './http/form.js';
+import { frontendHeaders, methodNotAllowed, noStore } from './http/headers.js';
+import { frontendErrorHandler, jsonErrorHandler } from './http/render-error.js';
+import { observe } from './http/observe.js';
+import { bcAuthorize } from './endpoints/bc-authorize.js';
+import { tokenEndpoint } from './endpoints/token.js';
+import { discoveryEndpoint } from './endpoints/discovery.js';
+import { jwksEndpoint } from './endpoints/jwks.js';
 import type { Grant } from './grants/grant.js';
 import { cibaGrant } from './grants/ciba.js';
 import { authorizationCodeGrant } from './grants/authorization-code.js';
-import { authorizeEndpoint } from './authorize.js';
-import { ConsentPage } from './consent-page.js';
-import { introspectionEndpoint } from './token-introspection.js';
-import { revocationEndpoint } from './token-revocation.js';
-import type { Endpoint, EventHub } from './events.js';
-import type { GrantType } from '../registry/clients.js';
-
-/**
- * First in every endpoint's stack: times the request for the `request.completed` event. With nobody
- * listening it does nothing but one property read.
- */
-function observe(events: EventHub, endpoint: Endpoint, grantTypes?: ReadonlySet<string>): RequestHandler {
-  return (req, res, next) => {
-    if (!events.has('request.completed')) {
-      next();
-      return;
-    }
-    const start = performance.now();
-    // 'close' comes after 'finish', and also when the connection is cut before the response ends.
-    res.once('close', () => {
-      const status = res.statusCode;
-      const grantType: unknown = grantTypes && (req.body as Record<string, unknown> | undefined)?.grant_type;
-      events.emit('request.completed', {
-        endpoint,
-        method: req.method,
-        status,
-        outcome: answeredError(res) ?? (status < 400 ? 'ok' : status >= 500 ? 'server_error' : 'invalid_request'),
-        ...(typeof grantType === 'string' && grantTypes?.has(grantType) ? { grantType: grantType as GrantType } : {}),
-        durationMs: performance.now() - start,
-      });
-    });
-    next();
-  };
-}
+import { authorizeEndpoint } from './endpoints/authorize.js';
+import { ConsentPage } from './endpoints/consent-page.js';
+import { introspectionEndpoint } from './endpoints/introspection.js';
+import { revocationEndpoint } from './endpoints/revocation.js';
+import type { Endpoint } from '../ops/events.js';
 
 /**
  * The gateway router: each endpoint is a declarative stack (headers, body, action), errors go to one renderer.
@@ -98,27 +70,11 @@ export function createRouter(ctx: GatewayContext): Router {
     .all(noStore, methodNotAllowed('POST'));
 
   const discovery = express.Router();
-  const document = metadata(ctx);
+  const document = discoveryEndpoint(ctx);
   for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
-    discovery
-      .route(path)
-      .all(on('discovery'))
-      .get((_req, res) => {
-        res.set('Cache-Control', 'public, max-age=300').json(document);
-      })
-      .all(methodNotAllowed('GET, HEAD'));
+    discovery.route(path).all(on('discovery')).get(document).all(methodNotAllowed('GET, HEAD'));
   }
-  const keys = ctx.keys;
-  if (keys) {
-    // Public keys only (resolveKeySet exports them from the public halves).
-    discovery
-      .route('/jwks')
-      .all(on('jwks'))
-      .get((_req, res) => {
-        res.set('Cache-Control', 'public, max-age=300').type('application/jwk-set+json').send(JSON.stringify(keys.jwks));
-      })
-      .all(methodNotAllowed('GET, HEAD'));
-  }
+  if (ctx.keys) discovery.route('/jwks').all(on('jwks')).get(jwksEndpoint(ctx.keys)).all(methodNotAllowed('GET, HEAD'));
   router.use(discovery);
   router.use(jsonErrorHandler(ctx.onError));
   return router;

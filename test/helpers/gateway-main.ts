@@ -1,5 +1,5 @@
 /**
- * One gateway instance as its own process, for the multi-instance tests (test/redis/two-gateways.test.ts),
+ * One gateway instance as its own process, for the multi-instance tests (test/stores/redis-two-gateways.test.ts),
  * started by test/helpers/gateway-process.ts as `node --import tsx test/helpers/gateway-main.ts`.
  *
  * The fixture's clients, subscribers, policy and mobile ranges (test/helpers/gateway.ts), the fixture's

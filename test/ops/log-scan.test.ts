@@ -7,8 +7,8 @@ import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js
 import { CALLBACK, authorize, callback, consentForm, cookies, formTarget, localPath, location, pkcePair, redeem } from '../helpers/frontend.js';
 import { KEY_A } from '../helpers/keys.js';
 import { EVENT_NAMES, type NetAuthOptions } from '../../lib/index.js';
-import { EventHub } from '../../lib/gateway/events.js';
-import { attachLogger } from '../../lib/gateway/logging.js';
+import { EventHub } from '../../lib/ops/events.js';
+import { attachLogger } from '../../lib/ops/logging.js';
 
 /**
  * Issue 9, done when: the structured logs of a full run (frontend flow with the consent page, code redemption

@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { parseBasic } from '../../lib/gateway/client-auth.js';
+import { parseBasic } from '../../lib/gateway/client-auth/client-secret-basic.js';
 import { APP1, APP2, CIBA, SIM_SWAP, basic } from '../helpers/gateway.js';
 import {
   BC_AUTHORIZE_ERRORS,

@@ -1,69 +1,14 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { randomId } from '../../crypto.js';
 import { OAuthError } from '../../errors.js';
-import { authorizationOf, type StoredAuthorization } from '../authorization.js';
+import type { CodeRecord } from '../requests/authorization-codes.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { issueAccessToken, tokenKey } from '../access-tokens.js';
-import { idTokenRequested, issueIdToken } from '../id-tokens.js';
-import { revokeGrant } from '../revocations.js';
-import { overLimit } from '../rate-limits.js';
-
-/** An authorization code as stored under the code itself (kind `code`). */
-export interface CodeRecord extends StoredAuthorization {
-  /** The redirect_uri the code was delivered to; the token request must repeat it exactly. */
-  redirectUri: string;
-  /** S256 challenge, or null when the code was issued without PKCE (then a code_verifier is refused). */
-  codeChallenge: string | null;
-  /** OIDC nonce, kept for the ID token. */
-  nonce: string | null;
-  /** The code's own grant: tokens issued from it carry it, and a replay revokes it. */
-  grantId: string;
-  /** Grants of the consent records the code rests on. */
-  consentGrants: string[];
-  issuedAt: number;
-  expiresAt: number;
-  [key: string]: string | number | null | string[];
-}
-
-/** What a code is issued for: a validated authorization request, its subscriber identified, consent settled. */
-export interface CodeRequest extends StoredAuthorization {
-  redirectUri: string;
-  codeChallenge: string | null;
-  nonce: string | null;
-  consentGrants: string[];
-}
+import { issueAccessToken, tokenKey } from '../tokens/access-tokens.js';
+import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
+import { overLimit } from '../../ops/rate-limits.js';
 
 /** RFC 7636 §4.1: 43..128 unreserved characters. */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
-/** BASE64URL(SHA256(verifier)): always 43 characters. */
-export const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
-
-/** Issues a single-use code: 256 random bits, base64url. */
-export async function createAuthorizationCode(ctx: GatewayContext, request: CodeRequest): Promise<string> {
-  const code = randomId(32);
-  const issuedAt = ctx.now();
-  const record: CodeRecord = {
-    ...authorizationOf(request),
-    redirectUri: request.redirectUri,
-    codeChallenge: request.codeChallenge,
-    nonce: request.nonce,
-    grantId: randomId(16),
-    consentGrants: request.consentGrants,
-    issuedAt,
-    expiresAt: issuedAt + ctx.lifetimes.code * 1000,
-  };
-  // Written with the consent grants too: withdrawing consent before redemption kills the code as well.
-  await ctx.store.put('code', code, record, { ttl: ctx.lifetimes.code, grants: [record.grantId, ...record.consentGrants] });
-  ctx.events.emit('code.issued', {
-    clientId: record.clientId,
-    subscriberId: record.subscriberId,
-    purpose: record.purpose,
-    scopes: record.scopes,
-    pkce: record.codeChallenge !== null,
-  });
-  return code;
-}
 
 function verifyPkce(record: CodeRecord, verifier: string | undefined): void {
   if (record.codeChallenge === null) {
@@ -83,7 +28,7 @@ function verifyPkce(record: CodeRecord, verifier: string | undefined): void {
 async function replayed(ctx: GatewayContext, record: CodeRecord): Promise<OAuthError> {
   // RFC 6749 §4.1.2 / RFC 9700 §4.5: the code was used before; every token issued from it is revoked
   // (records deleted, and JWT access tokens listed as revoked).
-  await revokeGrant(ctx, record.grantId);
+  await ctx.revocations.revokeGrants([record.grantId]);
   ctx.events.emit('code.replayed', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, scopes: record.scopes });
   ctx.events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'code_replay' });
   return new OAuthError('invalid_grant', 'the code was already used');

@@ -2,10 +2,10 @@ import { OAuthError } from '../../errors.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { issueAccessToken } from '../access-tokens.js';
-import { idTokenRequested, issueIdToken } from '../id-tokens.js';
-import type { BackchannelRecord, PollRecord } from '../backchannel-requests.js';
-import type { RateLimitedEvent } from '../events.js';
+import { issueAccessToken } from '../tokens/access-tokens.js';
+import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
+import type { BackchannelRecord, PollRecord } from '../requests/backchannel-requests.js';
+import type { RateLimitedEvent } from '../../ops/events.js';
 
 type Outcome = { kind: 'approved'; consentGrants: string[] } | { kind: 'pending' } | { kind: 'denied'; by: 'decision' | 'consent' };
 

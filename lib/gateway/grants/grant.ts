@@ -1,8 +1,8 @@
 import type { Request } from 'express';
 import type { RegisteredClient, GrantType } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
-import type { FormParams } from '../form.js';
-import type { TokenResponse } from '../access-tokens.js';
+import type { FormParams } from '../http/form.js';
+import type { TokenResponse } from '../tokens/access-tokens.js';
 
 /**
  * One grant type of the token endpoint, as a small pluggable module (after oauth2orize's exchanges):

@@ -1,0 +1,74 @@
+import type { Request, Response } from 'express';
+import { OAuthError } from '../../errors.js';
+import { parseLoginHint } from '../../identity/login-hint.js';
+import { findByLoginHint } from '../../identity/subscribers.js';
+import { CIBA_GRANT } from '../../registry/clients.js';
+import type { ClientAuthenticator } from '../client-auth/authenticator.js';
+import type { GatewayContext } from '../context.js';
+import { decideScope } from '../requests/authorization.js';
+import { formParams } from '../http/form.js';
+import { createBackchannelRequest, decideBackchannelRequest, toHookRequest } from '../requests/backchannel-requests.js';
+import { overLimit } from '../../ops/rate-limits.js';
+import { sendJson } from '../http/headers.js';
+
+/**
+ * POST /bc-authorize: CIBA poll mode. Answers 200 with an auth_req_id whether or not consent is on record,
+ * so the answer never reveals a subscriber's consent (CAMARA privacy model); the token endpoint waits.
+ */
+export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = formParams(req);
+    const client = await auth.authenticate(req, res, params, 'bc-authorize');
+    const limits = ctx.limits;
+    if (limits) {
+      const retryAfter = await limits.client('bc-authorize', client.clientId);
+      if (retryAfter !== undefined) throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: 'client', clientId: client.clientId, retryAfter });
+    }
+    if (!client.grantTypes.includes(CIBA_GRANT)) {
+      throw new OAuthError('unauthorized_client', 'the client is not registered for the CIBA grant');
+    }
+    if (params.has('login_hint_token') || params.has('id_token_hint')) {
+      throw new OAuthError('invalid_request', 'only login_hint identifies the subscriber here');
+    }
+    if (params.has('request')) throw new OAuthError('invalid_request', 'signed authentication requests are not supported');
+    const loginHint = params.require('login_hint');
+    const scope = params.require('scope');
+    const hint = parseLoginHint(loginHint);
+    const decision = decideScope(ctx, client, scope);
+    if (decision.basis === 'forbidden') throw new OAuthError('access_denied', 'the policy forbids this purpose and scope');
+    if (ctx.sandboxLines && !(hint.type === 'tel' && ctx.sandboxLines.has(hint.phoneNumber))) {
+      throw new OAuthError('access_denied', 'the line is not on the sandbox allow-list');
+    }
+    const subscriber = await findByLoginHint(ctx.subscribers, hint);
+    if (!subscriber) throw new OAuthError('unknown_user_id', 'no subscriber is known by this login_hint');
+    if (limits) {
+      // Protects the subscriber from floods of requests (and of consent notifications), whichever clients send them.
+      const retryAfter = await limits.subscriber('bc-authorize', subscriber.id);
+      if (retryAfter !== undefined) {
+        throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: 'subscriber', clientId: client.clientId, subscriberId: subscriber.id, retryAfter });
+      }
+    }
+
+    const { authReqId, record } = await createBackchannelRequest(ctx, client, subscriber, decision);
+    sendJson(res, 200, { auth_req_id: authReqId, expires_in: ctx.lifetimes.authReqId, interval: ctx.lifetimes.pollInterval });
+    ctx.events.emit('ciba.requested', { clientId: client.clientId, subscriberId: subscriber.id, purpose: record.purpose, scopes: record.scopes });
+
+    // After the answer: hooks run asynchronously and never delay or fail the response.
+    const { authorize, onConsentRequired } = ctx.backchannel;
+    if (!authorize && !onConsentRequired) return;
+    const hookRequest = toHookRequest(authReqId, record, client);
+    if (authorize) {
+      authorize(hookRequest)
+        .then((outcome) => decideBackchannelRequest(ctx, authReqId, outcome === 'approve' ? 'approved' : 'denied'))
+        .catch(ctx.onError);
+    }
+    if (onConsentRequired && decision.consentScopes.length > 0) {
+      ctx.consent
+        .state({ clientId: client.clientId, subscriberId: subscriber.id, purpose: record.purpose, scopes: record.consentScopes })
+        .then(async (state) => {
+          if (state.state !== 'granted') await onConsentRequired(hookRequest);
+        })
+        .catch(ctx.onError);
+    }
+  };
+}

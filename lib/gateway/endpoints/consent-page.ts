@@ -1,0 +1,213 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import session from 'express-session';
+import type { Request, RequestHandler, Response } from 'express';
+import { OAuthError } from '../../errors.js';
+import type { GatewayContext } from '../context.js';
+import { formParams, queryParams } from '../http/form.js';
+import { contentSecurityPolicy, purposeWords, renderConsentPage } from '../http/consent-template.js';
+import { sendAuthorizationResponse, setRedirectTarget, type RedirectTarget } from '../http/render-error.js';
+import { ContractSessionStore } from '../../stores/session-store.js';
+import { createAuthorizationCode } from '../requests/authorization-codes.js';
+import { authorizationOf, type StoredAuthorization } from '../requests/authorization.js';
+
+/** A validated authorization request waiting for the subscriber's answer, kept in the session. */
+export interface PendingConsent extends StoredAuthorization {
+  clientName: string;
+  redirectUri: string;
+  state: string | null;
+  /** The scopes whose legal basis is consent: what Allow records. */
+  consentScopes: string[];
+  codeChallenge: string | null;
+  nonce: string | null;
+  /** Binds the form to this session and this request. */
+  csrf: string;
+  expiresAt: number;
+}
+
+type Interactions = Record<string, PendingConsent>;
+
+/** Most requests one browser may have waiting at once (several tabs); the oldest give way. */
+const MAX_PENDING = 5;
+/** Kept a little past expiry so a late answer is told "expired" (and the application gets access_denied). */
+const RETENTION = 60;
+
+function interactions(req: Request): Interactions {
+  const data = req.session as unknown as { netauth?: Interactions };
+  data.netauth ??= {};
+  return data.netauth;
+}
+
+/** Reads without writing: a session is only created (and a cookie set) by `start`. */
+function lookup(req: Request, id: string | undefined): PendingConsent | undefined {
+  const all = (req.session as unknown as { netauth?: Interactions } | undefined)?.netauth;
+  return id === undefined || !all || !Object.prototype.hasOwnProperty.call(all, id) ? undefined : all[id];
+}
+
+function save(req: Request): Promise<void> {
+  return new Promise((resolve, reject) => {
+    req.session.save((error: unknown) => (error ? reject(error) : resolve()));
+  });
+}
+
+/** Removes an interaction; the session goes when nothing is left in it. */
+function forget(req: Request, id: string): Promise<void> {
+  const all = interactions(req);
+  delete all[id];
+  if (Object.keys(all).length > 0) return save(req);
+  return new Promise((resolve, reject) => {
+    req.session.destroy((error: unknown) => (error ? reject(error) : resolve()));
+  });
+}
+
+function sameSecret(a: string, b: string): boolean {
+  // Digests first: constant time whatever the lengths.
+  const digest = (v: string) => createHash('sha256').update(v, 'utf8').digest();
+  return timingSafeEqual(digest(a), digest(b));
+}
+
+/** The CSP `form-action` source for the application's callback (Chrome checks the redirect after the POST). */
+function callbackSource(redirectUri: string): string {
+  try {
+    const url = new URL(redirectUri);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
+  } catch {
+    return "'self'";
+  }
+}
+
+function refused(description: string): OAuthError {
+  return new OAuthError('invalid_request', description, { status: 403 });
+}
+
+/**
+ * The operator's consent page: GET shows the request, POST records the subscriber's answer and resumes the
+ * flow at the application's redirect_uri with a 303. The pending request lives server-side in the session
+ * (express-session over the package's Store); the form carries only an interaction id and a CSRF token.
+ */
+export class ConsentPage {
+  /** express-session, scoped to the consent page's cookie. */
+  readonly session: RequestHandler;
+  private readonly ttl: number;
+
+  constructor(private readonly ctx: GatewayContext) {
+    const page = ctx.consentPage;
+    this.ttl = ctx.lifetimes.interaction + RETENTION;
+    this.session = session({
+      name: page.cookieName,
+      secret: page.cookieSecret,
+      store: new ContractSessionStore(ctx.store, this.ttl),
+      resave: false,
+      saveUninitialized: false,
+      // Not 'destroy': with it express-session deletes the session on the way out whenever `req.session` is
+      // unset, which includes a session it failed to load (store unavailable): the 503 page would then delete
+      // the pending request, or fail again after the response. `forget` destroys sessions explicitly.
+      unset: 'keep',
+      cookie: { httpOnly: true, sameSite: 'lax', secure: page.secureCookie, path: page.cookiePath, maxAge: this.ttl * 1000 },
+    });
+  }
+
+  private runSession(req: Request, res: Response): Promise<void> {
+    if (req.session) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.session(req, res, (error?: unknown) => (error ? reject(error) : resolve()));
+    });
+  }
+
+  /** Called by GET /authorize when consent is needed: keeps the request and sends the browser to the page. */
+  async start(req: Request, res: Response, pending: Omit<PendingConsent, 'csrf' | 'expiresAt'>): Promise<void> {
+    await this.runSession(req, res);
+    if (!req.session) {
+      throw new Error(`express-netauth: consentPage.cookiePath "${this.ctx.consentPage.cookiePath}" does not cover ${req.baseUrl}`);
+    }
+    if (this.ctx.consentPage.secureCookie && !req.secure) {
+      // express-session would silently not set the cookie and the page would never find the request.
+      throw new Error('express-netauth: the issuer is https but the request is not secure; set Express "trust proxy" to your TLS proxy');
+    }
+    const id = randomBytes(16).toString('base64url');
+    const all = interactions(req);
+    const now = this.ctx.now();
+    for (const [key, value] of Object.entries(all)) if (value.expiresAt + RETENTION * 1000 <= now) delete all[key];
+    const waiting = Object.entries(all).sort(([, a], [, b]) => a.expiresAt - b.expiresAt);
+    while (waiting.length >= MAX_PENDING) delete all[waiting.shift()![0]];
+    all[id] = { ...pending, csrf: randomBytes(32).toString('base64url'), expiresAt: now + this.ctx.lifetimes.interaction * 1000 };
+    // The single-use marker: of two submissions of the same form, one wins (the session alone cannot tell).
+    await this.ctx.store.put('interaction', id, { clientId: pending.clientId }, { ttl: this.ttl });
+    await save(req);
+    res.set('Location', `${this.ctx.issuer}/consent?interaction=${encodeURIComponent(id)}`).status(302).end();
+  }
+
+  private target(pending: PendingConsent, status: 302 | 303): RedirectTarget {
+    return { redirectUri: pending.redirectUri, state: pending.state ?? undefined, status };
+  }
+
+  /** GET /consent?interaction=… */
+  readonly show = async (req: Request, res: Response): Promise<void> => {
+    const id = queryParams(req).get('interaction');
+    const pending = lookup(req, id);
+    if (id === undefined || !pending) {
+      throw new OAuthError('invalid_request', 'This consent request is unknown or has expired. Return to the application and try again.');
+    }
+    if (pending.expiresAt <= this.ctx.now()) {
+      setRedirectTarget(res, this.target(pending, 302));
+      await forget(req, id);
+      throw new OAuthError('access_denied', 'the consent request expired');
+    }
+    const nonce = randomBytes(16).toString('base64');
+    const scopes = pending.scopes.map((scope) => ({ scope, description: this.ctx.policy.rule(pending.purpose, scope)?.description }));
+    const purpose = purposeWords(pending.purpose);
+    res.set('Content-Security-Policy', contentSecurityPolicy(this.ctx.consentPage, nonce, [callbackSource(pending.redirectUri)]));
+    res
+      .status(200)
+      .type('html')
+      .send(
+        renderConsentPage(this.ctx.consentPage, nonce, {
+          clientName: pending.clientName,
+          purpose: purpose.charAt(0).toUpperCase() + purpose.slice(1),
+          scopes,
+          interaction: id,
+          csrf: pending.csrf,
+        }),
+      );
+  };
+
+  /** POST /consent: interaction, csrf, decision=allow|deny. */
+  readonly decide = async (req: Request, res: Response): Promise<void> => {
+    const params = formParams(req);
+    const id = params.get('interaction');
+    const csrf = params.get('csrf');
+    const pending = lookup(req, id);
+    // Nothing is recorded for a form this session did not serve: cross-site posts, stale or forged tokens.
+    if (id === undefined || !pending) throw refused('This consent form is not valid any more. Return to the application and try again.');
+    if (csrf === undefined || !sameSecret(csrf, pending.csrf)) throw refused('This consent form is not valid.');
+    const decision = params.get('decision');
+    if (decision !== 'allow' && decision !== 'deny') throw new OAuthError('invalid_request', 'decision must be allow or deny');
+
+    const target = this.target(pending, 303);
+    if (pending.expiresAt <= this.ctx.now()) {
+      setRedirectTarget(res, target);
+      await forget(req, id);
+      throw new OAuthError('access_denied', 'the consent request expired');
+    }
+    // Answered already (a double submission): the first answer stands.
+    if (!(await this.ctx.store.consume('interaction', id))) throw refused('This consent request was already answered.');
+    setRedirectTarget(res, target);
+    await forget(req, id);
+
+    const subject = { clientId: pending.clientId, subscriberId: pending.subscriberId, purpose: pending.purpose, scopes: pending.consentScopes };
+    if (decision === 'deny') {
+      await this.ctx.consent.deny(subject);
+      this.ctx.events.emit('consent.denied', { ...subject, via: 'page' });
+      throw new OAuthError('access_denied', 'the subscriber did not consent');
+    }
+    const records = await this.ctx.consent.grant(subject);
+    this.ctx.events.emit('consent.granted', { ...subject, via: 'page' });
+    const code = await createAuthorizationCode(this.ctx, {
+      ...authorizationOf(pending),
+      redirectUri: pending.redirectUri,
+      codeChallenge: pending.codeChallenge,
+      nonce: pending.nonce,
+      consentGrants: records.map((r) => r.grantId),
+    });
+    sendAuthorizationResponse(res, this.ctx.issuer, target, { code });
+  };
+}

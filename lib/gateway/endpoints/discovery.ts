@@ -1,0 +1,78 @@
+import type { RequestHandler } from 'express';
+import type { GatewayContext } from '../context.js';
+
+/** OpenID Connect Discovery / RFC 8414 metadata for this gateway. */
+export interface AuthorizationServerMetadata {
+  issuer: string;
+  authorization_endpoint: string;
+  token_endpoint: string;
+  backchannel_authentication_endpoint: string;
+  backchannel_token_delivery_modes_supported: ['poll'];
+  backchannel_user_code_parameter_supported: false;
+  grant_types_supported: string[];
+  response_types_supported: ['code'];
+  response_modes_supported: ['query'];
+  token_endpoint_auth_methods_supported: string[];
+  backchannel_authentication_request_signing_alg_values_supported?: string[];
+  code_challenge_methods_supported: ['S256'];
+  authorization_response_iss_parameter_supported: true;
+  scopes_supported: string[];
+  subject_types_supported: ['pairwise'];
+  claims_parameter_supported: false;
+  request_parameter_supported: false;
+  request_uri_parameter_supported: false;
+  introspection_endpoint: string;
+  introspection_endpoint_auth_methods_supported: string[];
+  revocation_endpoint: string;
+  revocation_endpoint_auth_methods_supported: string[];
+  /** Present when signing keys exist (ID tokens, JWT access tokens, or configured keys). */
+  jwks_uri?: string;
+  id_token_signing_alg_values_supported?: string[];
+  [key: string]: unknown;
+}
+
+export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
+  const url = (path: string): string => `${ctx.issuer}${path}`;
+  const authMethods = ['client_secret_basic', 'client_secret_post'];
+  const scopes = ctx.policy
+    .rules()
+    .filter((r) => r.basis !== 'forbidden')
+    .map((r) => `dpv:${r.purpose}#${r.scope}`);
+  const document: AuthorizationServerMetadata = {
+    issuer: ctx.issuer,
+    authorization_endpoint: url('/authorize'),
+    token_endpoint: url('/token'),
+    backchannel_authentication_endpoint: url('/bc-authorize'),
+    backchannel_token_delivery_modes_supported: ['poll'],
+    backchannel_user_code_parameter_supported: false,
+    grant_types_supported: ['authorization_code', 'urn:openid:params:grant-type:ciba'],
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    token_endpoint_auth_methods_supported: authMethods,
+    code_challenge_methods_supported: ['S256'],
+    authorization_response_iss_parameter_supported: true,
+    scopes_supported: ctx.idTokens && ctx.keys ? ['openid', ...scopes] : scopes,
+    subject_types_supported: ['pairwise'],
+    claims_parameter_supported: false,
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
+    introspection_endpoint: url('/introspect'),
+    introspection_endpoint_auth_methods_supported: authMethods,
+    revocation_endpoint: url('/revoke'),
+    revocation_endpoint_auth_methods_supported: authMethods,
+  };
+  if (ctx.keys) {
+    document.jwks_uri = url('/jwks');
+    // Every published key's algorithm, the signing one first: a key rotated in is announced before use.
+    document.id_token_signing_alg_values_supported = ctx.keys.algorithms;
+  }
+  return document;
+}
+
+/** GET /.well-known/openid-configuration (and RFC 8414 `oauth-authorization-server`): built once, cacheable. */
+export function discoveryEndpoint(ctx: GatewayContext): RequestHandler {
+  const document = metadata(ctx);
+  return (_req, res) => {
+    res.set('Cache-Control', 'public, max-age=300').json(document);
+  };
+}

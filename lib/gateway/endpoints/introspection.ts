@@ -1,0 +1,57 @@
+import type { Request, Response } from 'express';
+import type { ClientAuthenticator } from '../client-auth/authenticator.js';
+import type { GatewayContext } from '../context.js';
+import { formParams } from '../http/form.js';
+import { findAccessToken } from '../tokens/access-tokens.js';
+
+/** RFC 7662 §2.2 response for an active token. */
+export interface IntrospectionResponse {
+  active: true;
+  scope: string;
+  client_id: string;
+  token_type: 'Bearer';
+  exp: number;
+  iat: number;
+  /** Pairwise for the asking client, as in its ID tokens: never the phone number or the operator's id. */
+  sub: string;
+  iss: string;
+  /** The DPV purpose the token was granted for. */
+  purpose: string;
+}
+
+/**
+ * POST /introspect (RFC 7662), for the client the token was issued to. `{"active": false}` for a token that
+ * is unknown, expired, revoked or another client's: nothing tells these apart (§2.2, §4). Only access
+ * tokens exist here, so `token_type_hint` changes nothing (§2.1 lets the server ignore it).
+ */
+export function introspectionEndpoint(ctx: GatewayContext, auth: ClientAuthenticator) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = formParams(req);
+    const client = await auth.authenticate(req, res, params, 'introspect');
+    const token = params.require('token');
+    params.get('token_type_hint'); // read only to refuse a repeated parameter
+    const record = await findAccessToken(ctx, token);
+    const active =
+      record !== undefined &&
+      record.clientId === client.clientId &&
+      // Every revocation path deletes the record; the list also covers a token written under a grant
+      // revoked while it was being issued.
+      !ctx.revocations.isRevokedLocally(record.jti ?? '', record.grants ?? []);
+    if (!active) {
+      res.status(200).json({ active: false });
+      return;
+    }
+    const body: IntrospectionResponse = {
+      active: true,
+      scope: record.scope,
+      client_id: record.clientId,
+      token_type: 'Bearer',
+      exp: Math.floor(record.expiresAt / 1000),
+      iat: Math.floor(record.issuedAt / 1000),
+      sub: ctx.pairwiseSubject(record.clientId, record.subscriberId),
+      iss: ctx.issuer,
+      purpose: record.purpose,
+    };
+    res.status(200).json(body);
+  };
+}

@@ -1,0 +1,32 @@
+import type { Request, Response } from 'express';
+import { OAuthError } from '../../errors.js';
+import { CIBA_GRANT } from '../../registry/clients.js';
+import type { ClientAuthenticator } from '../client-auth/authenticator.js';
+import type { GatewayContext } from '../context.js';
+import { formParams } from '../http/form.js';
+import type { Grant } from '../grants/grant.js';
+import { cibaSlowDown } from '../grants/ciba.js';
+import { overLimit } from '../../ops/rate-limits.js';
+import { sendJson } from '../http/headers.js';
+
+/** POST /token: authenticates the client, then dispatches on grant_type to one grant module. */
+export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, grants: readonly Grant[]) {
+  const byType = new Map(grants.map((g) => [g.type as string, g]));
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = formParams(req);
+    const client = await auth.authenticate(req, res, params, 'token');
+    const retryAfter = ctx.limits ? await ctx.limits.client('token', client.clientId) : undefined;
+    const grantType = params.require('grant_type');
+    const grant = byType.get(grantType);
+    if (!grant) throw new OAuthError('unsupported_grant_type', 'this grant_type is not supported');
+    if (!client.grantTypes.includes(grant.type)) {
+      throw new OAuthError('unauthorized_client', 'the client is not registered for this grant type');
+    }
+    if (retryAfter !== undefined) {
+      const event = { endpoint: 'token', limit: 'client', clientId: client.clientId, retryAfter } as const;
+      // A CIBA poll over the limit is told to poll slower (CIBA Core §11), which pollers follow; a 429 would end its polling.
+      throw grant.type === CIBA_GRANT ? cibaSlowDown(ctx, event) : overLimit(ctx.events, event);
+    }
+    sendJson(res, 200, await grant.exchange(ctx, client, params, req));
+  };
+}

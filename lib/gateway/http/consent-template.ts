@@ -1,0 +1,228 @@
+import { randomBytes } from 'node:crypto';
+import type { ConsentPageOptions, ConsentPageTexts } from '../options.js';
+
+/**
+ * The HTML of the frontend flow: the consent page and the error page. Plain, accessible, self-contained
+ * (no scripts, no external fonts or stylesheets), brandable by options. Every value is escaped here.
+ */
+
+/** The consent page options, checked and completed once (see `resolveConsentPage`). */
+export interface ConsentPageConfig {
+  operatorName: string;
+  primaryColor: string;
+  primaryTextColor: string;
+  backgroundColor: string;
+  textColor: string;
+  logoUrl: string | undefined;
+  /** The CSP `img-src` source list the logo needs. */
+  imgSrc: string;
+  language: string;
+  privacyPolicyUrl: string | undefined;
+  texts: ConsentPageTexts;
+  cookieName: string;
+  cookiePath: string;
+  cookieSecret: string[];
+  secureCookie: boolean;
+}
+
+export const DEFAULT_TEXTS: ConsentPageTexts = {
+  title: 'Allow {client} to use information about your mobile line?',
+  intro: '{client} is asking {operator} for access. Nothing is shared unless you allow it.',
+  purposeLabel: 'Why it is asked for',
+  scopeLabel: 'What it gets access to',
+  allow: 'Allow',
+  deny: 'Deny',
+  footer: 'You can withdraw your consent at any time through {operator}.',
+  errorTitle: 'The request could not be completed',
+};
+
+const HEX = /^#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
+const NAMED = /^[a-z]{3,30}$/i;
+const FUNCTIONAL = /^(?:rgba?|hsla?)\([0-9a-z.,%\s/+-]{1,60}\)$/i;
+
+function colour(name: string, value: string | undefined, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (HEX.test(value) || NAMED.test(value) || FUNCTIONAL.test(value)) return value;
+  throw new TypeError(`consentPage.${name} must be a CSS colour (#rrggbb, rgb(...), hsl(...) or a name)`);
+}
+
+// Characters that would end a CSP source expression or an HTML attribute.
+const UNSAFE_IN_URL = /[\s"'<>;,\\`]/;
+
+function logo(value: string | undefined): { logoUrl: string | undefined; imgSrc: string } {
+  if (value === undefined) return { logoUrl: undefined, imgSrc: "'none'" };
+  if (/^data:image\/[a-z0-9.+-]+[;,][^\s"'<>\\`]*$/i.test(value)) return { logoUrl: value, imgSrc: 'data:' };
+  if (UNSAFE_IN_URL.test(value)) throw new TypeError('consentPage.logoUrl contains characters a URL does not');
+  if (value.startsWith('/') && !value.startsWith('//')) return { logoUrl: value, imgSrc: "'self'" };
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new TypeError('consentPage.logoUrl must be an https URL, a path on this host or a data:image URI');
+  }
+  if (url.protocol !== 'https:') {
+    throw new TypeError('consentPage.logoUrl must be an https URL, a path on this host or a data:image URI');
+  }
+  // Exactly this one image is allowed, nothing else from its host.
+  return { logoUrl: url.href, imgSrc: url.href };
+}
+
+function link(name: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new TypeError(`consentPage.${name} must be an absolute URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`consentPage.${name} must be an http(s) URL`);
+  return url.href;
+}
+
+/** Checks and completes the options; throws TypeError on anything that could break the page or its CSP. */
+export function resolveConsentPage(options: ConsentPageOptions | undefined, issuer: URL): ConsentPageConfig {
+  const o = options ?? {};
+  const secrets = o.cookieSecret === undefined ? [randomBytes(32).toString('base64url')] : [o.cookieSecret].flat();
+  if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s.length < 16)) {
+    throw new TypeError('consentPage.cookieSecret must be one or more strings of at least 16 characters');
+  }
+  const cookieName = o.cookieName ?? 'netauth.sid';
+  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(cookieName)) throw new TypeError('consentPage.cookieName is not a valid cookie name');
+  const cookiePath = o.cookiePath ?? (issuer.pathname.replace(/\/+$/, '') || '/');
+  if (!cookiePath.startsWith('/') || /[\s;,]/.test(cookiePath)) throw new TypeError('consentPage.cookiePath must be a path');
+  const language = o.language ?? 'en';
+  if (!/^[A-Za-z]{2,8}(?:-[A-Za-z0-9]{1,8})*$/.test(language)) throw new TypeError('consentPage.language must be a BCP 47 language tag');
+  return {
+    operatorName: o.operatorName ?? 'Your mobile operator',
+    primaryColor: colour('primaryColor', o.primaryColor, '#0b57d0'),
+    primaryTextColor: colour('primaryTextColor', o.primaryTextColor, '#ffffff'),
+    backgroundColor: colour('backgroundColor', o.backgroundColor, '#ffffff'),
+    textColor: colour('textColor', o.textColor, '#1f1f1f'),
+    ...logo(o.logoUrl),
+    language,
+    privacyPolicyUrl: link('privacyPolicyUrl', o.privacyPolicyUrl),
+    texts: { ...DEFAULT_TEXTS, ...Object.fromEntries(Object.entries(o.texts ?? {}).filter(([, v]) => typeof v === 'string')) },
+    cookieName,
+    cookiePath,
+    cookieSecret: secrets,
+    secureCookie: issuer.protocol === 'https:',
+  };
+}
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"'`]/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function fill(template: string, values: Record<string, string>): string {
+  return template.replace(/\{(client|operator)\}/g, (_, key: string) => values[key] ?? '');
+}
+
+/** A DPV purpose in plain words: `FraudPreventionAndDetection` → `fraud prevention and detection`. */
+export function purposeWords(purpose: string): string {
+  return purpose
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/([A-Z])([A-Z][a-z])/g, '$1 $2')
+    .toLowerCase();
+}
+
+/** The page's Content-Security-Policy: nothing but its own inline style (by nonce), the logo and its own form. */
+export function contentSecurityPolicy(config: ConsentPageConfig, nonce: string, formTargets: readonly string[] = []): string {
+  return [
+    "default-src 'none'",
+    `style-src 'nonce-${nonce}'`,
+    `img-src ${config.imgSrc}`,
+    // Chrome applies form-action to the redirect after the POST too, so the application's callback is allowed.
+    `form-action 'self'${formTargets.map((t) => ` ${t}`).join('')}`,
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+}
+
+function styles(c: ConsentPageConfig): string {
+  return `
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: ${c.backgroundColor}; color: ${c.textColor}; }
+header { background: ${c.primaryColor}; color: ${c.primaryTextColor}; padding: 0.75rem 1rem; display: flex; align-items: center; gap: 0.75rem; }
+header img { max-height: 2rem; max-width: 8rem; }
+header p { margin: 0; font-weight: 600; }
+main { max-width: 34rem; margin: 0 auto; padding: 1.5rem 1rem 2rem; }
+h1 { font-size: 1.35rem; line-height: 1.3; margin: 0 0 1rem; }
+h2 { font-size: 1rem; margin: 1.25rem 0 0.25rem; }
+ul { margin: 0; padding-left: 1.25rem; }
+code { font-size: 0.9em; overflow-wrap: anywhere; }
+.actions { display: flex; flex-wrap: wrap; gap: 0.75rem; margin-top: 1.75rem; }
+button { flex: 1 1 10rem; min-height: 3rem; font: inherit; font-weight: 600; border-radius: 0.5rem; cursor: pointer; padding: 0.5rem 1rem; }
+button.allow { background: ${c.primaryColor}; color: ${c.primaryTextColor}; border: 2px solid ${c.primaryColor}; }
+button.deny { background: transparent; color: ${c.textColor}; border: 2px solid currentColor; }
+button:focus-visible, a:focus-visible { outline: 3px solid ${c.textColor}; outline-offset: 2px; }
+footer { margin-top: 1.5rem; font-size: 0.9rem; }
+a { color: inherit; }
+`;
+}
+
+function layout(c: ConsentPageConfig, nonce: string, title: string, body: string): string {
+  const logoImg = c.logoUrl === undefined ? '' : `<img src="${escapeHtml(c.logoUrl)}" alt="">`;
+  return `<!DOCTYPE html>
+<html lang="${escapeHtml(c.language)}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(title)}</title>
+<style nonce="${nonce}">${styles(c)}</style>
+</head>
+<body>
+<header>${logoImg}<p>${escapeHtml(c.operatorName)}</p></header>
+<main>
+${body}
+</main>
+</body>
+</html>
+`;
+}
+
+export interface ConsentView {
+  clientName: string;
+  /** Plain-words purpose. */
+  purpose: string;
+  /** Each requested scope: the scope value and, where the policy has one, its description. */
+  scopes: { scope: string; description: string | undefined }[];
+  interaction: string;
+  csrf: string;
+}
+
+export function renderConsentPage(c: ConsentPageConfig, nonce: string, view: ConsentView): string {
+  const values = { client: view.clientName, operator: c.operatorName };
+  const title = fill(c.texts.title, values);
+  const scopes = view.scopes
+    .map((s) => `<li>${s.description === undefined ? '' : `${escapeHtml(s.description)} `}<code>${escapeHtml(s.scope)}</code></li>`)
+    .join('\n');
+  const privacy =
+    c.privacyPolicyUrl === undefined ? '' : ` <a href="${escapeHtml(c.privacyPolicyUrl)}" rel="noreferrer">${escapeHtml(c.operatorName)} privacy notice</a>`;
+  const body = `<h1 id="title">${escapeHtml(title)}</h1>
+<p>${escapeHtml(fill(c.texts.intro, values))}</p>
+<h2>${escapeHtml(c.texts.purposeLabel)}</h2>
+<p>${escapeHtml(view.purpose)}</p>
+<h2>${escapeHtml(c.texts.scopeLabel)}</h2>
+<ul>
+${scopes}
+</ul>
+<form method="post" action="consent" aria-labelledby="title">
+<input type="hidden" name="interaction" value="${escapeHtml(view.interaction)}">
+<input type="hidden" name="csrf" value="${escapeHtml(view.csrf)}">
+<div class="actions">
+<button type="submit" class="allow" name="decision" value="allow">${escapeHtml(c.texts.allow)}</button>
+<button type="submit" class="deny" name="decision" value="deny">${escapeHtml(c.texts.deny)}</button>
+</div>
+</form>
+<footer><p>${escapeHtml(fill(c.texts.footer, values))}${privacy}</p></footer>`;
+  return layout(c, nonce, title, body);
+}
+
+export function renderErrorPage(c: ConsentPageConfig, nonce: string, code: string, description: string | undefined): string {
+  const body = `<h1>${escapeHtml(c.texts.errorTitle)}</h1>
+<p>${escapeHtml(description ?? 'The request is not valid.')}</p>
+<p>Error: <code>${escapeHtml(code)}</code></p>`;
+  return layout(c, nonce, c.texts.errorTitle, body);
+}

@@ -1,0 +1,66 @@
+import { OAuthError } from '../../errors.js';
+import { parseScope, type RequestedScope } from '../../identity/scope.js';
+import { rulesFor, strictestBasis, type LegalBasis } from '../../consent/policy.js';
+import type { RegisteredClient } from '../../registry/clients.js';
+import type { Subscriber } from '../../identity/subscribers.js';
+import type { GatewayContext } from '../context.js';
+
+/** What a request asks for, checked against the client's registration and the consent policy. */
+export interface ScopeDecision {
+  requested: RequestedScope;
+  /** The strictest legal basis of the requested scopes. */
+  basis: LegalBasis;
+  /** The scopes whose basis is consent: these need a consent record. */
+  consentScopes: string[];
+}
+
+export function decideScope(ctx: GatewayContext, client: RegisteredClient, scope: string): ScopeDecision {
+  const requested = parseScope(scope);
+  for (const api of requested.scopes) {
+    if (!client.scopes.includes(`dpv:${requested.purpose}#${api}`)) {
+      throw new OAuthError('invalid_scope', `the client is not registered for dpv:${requested.purpose}#${api}`);
+    }
+  }
+  const rules = rulesFor(ctx.policy, requested.purpose, requested.scopes);
+  return {
+    requested,
+    basis: strictestBasis(rules),
+    consentScopes: rules.filter((r) => r.basis === 'consent').map((r) => r.scope),
+  };
+}
+
+/**
+ * Who, for which client, for what: the common ground of every record of an authorization (pending consent,
+ * code, backchannel request, access token), stored flat so any store can keep it as JSON.
+ */
+export interface StoredAuthorization {
+  clientId: string;
+  subscriberId: string;
+  phoneNumber: string | null;
+  purpose: string;
+  /** API scopes. */
+  scopes: string[];
+  /** The granted scope string, as requested. */
+  scope: string;
+}
+
+export function storedAuthorization(clientId: string, subscriber: Subscriber, requested: RequestedScope): StoredAuthorization {
+  return {
+    clientId,
+    subscriberId: subscriber.id,
+    phoneNumber: subscriber.phoneNumber ?? null,
+    purpose: requested.purpose,
+    scopes: requested.scopes,
+    scope: requested.value,
+  };
+}
+
+/** Only the authorization's own fields of a record that has more. */
+export function authorizationOf(record: StoredAuthorization): StoredAuthorization {
+  const { clientId, subscriberId, phoneNumber, purpose, scopes, scope } = record;
+  return { clientId, subscriberId, phoneNumber, purpose, scopes, scope };
+}
+
+export function subscriberOf(record: Pick<StoredAuthorization, 'subscriberId' | 'phoneNumber'>): Subscriber {
+  return record.phoneNumber === null ? { id: record.subscriberId } : { id: record.subscriberId, phoneNumber: record.phoneNumber };
+}

@@ -1,0 +1,80 @@
+import { randomId } from '../../crypto.js';
+import type { GatewayContext } from '../context.js';
+import type { BackchannelRequest } from '../options.js';
+import { storedAuthorization, subscriberOf, type ScopeDecision, type StoredAuthorization } from './authorization.js';
+import type { RegisteredClient } from '../../registry/clients.js';
+import type { Subscriber } from '../../identity/subscribers.js';
+
+/** A CIBA request as stored under its auth_req_id. */
+export interface BackchannelRecord extends StoredAuthorization {
+  /** Scopes that need a consent record before a token is issued. */
+  consentScopes: string[];
+  /** The approval hook's decision: `pending` until it resolves. Consent is checked separately, at each poll. */
+  status: 'pending' | 'approved' | 'denied';
+  createdAt: number;
+  /** Epoch ms of the approval (the ID token's auth_time): `createdAt` when approved at once; null until then. */
+  approvedAt: number | null;
+  expiresAt: number;
+  grantId: string;
+  [key: string]: string | number | null | string[];
+}
+
+/** Last poll of a request, kept apart from the request so a poll never overwrites an approval. */
+export interface PollRecord {
+  last: number;
+  interval: number;
+  [key: string]: number;
+}
+
+function ttlFor(ctx: GatewayContext, record: BackchannelRecord): number {
+  // Kept past expiry so a late poll learns expired_token rather than invalid_grant.
+  return Math.max(1, Math.ceil((record.expiresAt - ctx.now()) / 1000) + ctx.lifetimes.expiredRetention);
+}
+
+export function toHookRequest(authReqId: string, record: BackchannelRecord, client: RegisteredClient | undefined): BackchannelRequest {
+  const subscriber = subscriberOf(record);
+  return {
+    auth_req_id: authReqId,
+    clientId: record.clientId,
+    ...(client?.name === undefined ? {} : { clientName: client.name }),
+    subscriber,
+    purpose: record.purpose,
+    scopes: record.scopes,
+    scope: record.scope,
+    expiresAt: record.expiresAt,
+  };
+}
+
+export async function createBackchannelRequest(
+  ctx: GatewayContext,
+  client: RegisteredClient,
+  subscriber: Subscriber,
+  decision: ScopeDecision,
+): Promise<{ authReqId: string; record: BackchannelRecord }> {
+  // 256 random bits, base64url: opaque and unguessable (CIBA §7.3 asks for at least 128).
+  const authReqId = randomId(32);
+  const createdAt = ctx.now();
+  const record: BackchannelRecord = {
+    ...storedAuthorization(client.clientId, subscriber, decision.requested),
+    consentScopes: decision.consentScopes,
+    status: ctx.backchannel.authorize ? 'pending' : 'approved',
+    createdAt,
+    approvedAt: ctx.backchannel.authorize ? null : createdAt,
+    expiresAt: createdAt + ctx.lifetimes.authReqId * 1000,
+    grantId: randomId(16),
+  };
+  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record), grants: [record.grantId] });
+  return { authReqId, record };
+}
+
+/**
+ * Records the approval hook's decision (or an operator's, through `netauth.backchannel`).
+ * Only a pending, unexpired request changes; true when it did.
+ */
+export async function decideBackchannelRequest(ctx: GatewayContext, authReqId: string, decision: 'approved' | 'denied'): Promise<boolean> {
+  const stored = await ctx.store.get<BackchannelRecord>('backchannel', authReqId);
+  if (!stored || stored.consumed || stored.value.status !== 'pending' || stored.value.expiresAt <= ctx.now()) return false;
+  const record: BackchannelRecord = { ...stored.value, status: decision, approvedAt: decision === 'approved' ? ctx.now() : null };
+  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record), grants: [record.grantId] });
+  return true;
+}

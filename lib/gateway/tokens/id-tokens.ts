@@ -1,0 +1,65 @@
+import { createHash } from 'node:crypto';
+import { SignJWT, type JWTPayload } from 'jose';
+import type { Subscriber } from '../../identity/subscribers.js';
+import type { GatewayContext } from '../context.js';
+import { hashAlgorithmOf } from './keys.js';
+
+/**
+ * `amr` of every ID token. RFC 8176 has no value for "identified by the mobile network". The closest
+ * registered one is `hwk`, proof of possession of a hardware-secured key: the network admits a device only
+ * after 3GPP AKA has proved possession of the subscriber key K held in the SIM/eSIM, and it is that
+ * authenticated attachment (its data session, or the line named in the backend flow) that identifies the
+ * subscriber. No knowledge factor (`pwd`, `pin`) or user presence is claimed.
+ */
+export const NETWORK_AMR: readonly string[] = ['hwk'];
+
+export interface IdTokenInput {
+  clientId: string;
+  /** Only the id is used: `sub` is derived from it, pairwise per client. The phone number never appears. */
+  subscriber: Pick<Subscriber, 'id'>;
+  /** Epoch ms of the authentication (`auth_time`). */
+  authTime: number;
+  /** The authorization request's nonce; the claim is present only when one was sent. */
+  nonce?: string;
+  /** The access token issued alongside: adds `at_hash` (OIDC Core §3.1.3.6), binding the two. */
+  accessToken?: string;
+  /** Further claims (e.g. CIBA's `urn:openid:params:jwt:claim:auth_req_id`). They cannot replace the ones above. */
+  extra?: Record<string, unknown>;
+}
+
+/** Whether a token response for this granted scope carries an ID token: `openid` requested and ID tokens on. */
+export function idTokenRequested(ctx: GatewayContext, scope: string): boolean {
+  return ctx.idTokens && ctx.keys !== undefined && scope.split(' ').includes('openid');
+}
+
+/** The `*_hash` of a token value: left half of its hash with the signing algorithm's hash function, base64url. */
+export function tokenHash(value: string, alg: string): string {
+  const digest = createHash(hashAlgorithmOf(alg)).update(value, 'ascii').digest();
+  return digest.subarray(0, digest.length / 2).toString('base64url');
+}
+
+/**
+ * Signs an ID token with the active key: iss, sub (pairwise), aud (the client), exp, iat, auth_time, amr,
+ * nonce when sent, at_hash when the access token is given. Lifetime: the access token's.
+ * Both grants call this: CIBA without a nonce, the authorization code grant with the request's nonce.
+ */
+export async function issueIdToken(ctx: GatewayContext, input: IdTokenInput): Promise<string> {
+  const key = ctx.keys?.active;
+  if (!key) throw new Error('ID tokens need a signing key');
+  const iat = Math.floor(ctx.now() / 1000);
+  const claims: JWTPayload = {
+    ...input.extra,
+    iss: ctx.issuer,
+    sub: ctx.pairwiseSubject(input.clientId, input.subscriber.id),
+    aud: input.clientId,
+    exp: iat + ctx.lifetimes.accessToken,
+    iat,
+    auth_time: Math.floor(input.authTime / 1000),
+    amr: [...NETWORK_AMR],
+  };
+  if (input.nonce !== undefined) claims.nonce = input.nonce;
+  else delete claims.nonce;
+  if (input.accessToken !== undefined) claims.at_hash = tokenHash(input.accessToken, key.alg);
+  else delete claims.at_hash;
+  return new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' }).sign(key.privateKey);
+}

@@ -1,0 +1,109 @@
+import { SignJWT, jwtVerify, type JWTPayload } from 'jose';
+import { parseScope } from '../../identity/scope.js';
+import type { GatewayContext } from '../context.js';
+
+/**
+ * JWT access tokens, RFC 9068: header `typ: at+jwt`; claims iss, exp, iat, aud, sub, client_id, scope, jti,
+ * plus two private claims:
+ * - `purpose`: the DPV purpose the token was granted for (as in introspection responses);
+ * - `grant_ids`: the random, opaque ids of the grants the token was issued under (its authorization and the
+ *   consents it rests on), so revoking a grant reaches a token that is verified with no store lookup.
+ * `sub` is the operator's opaque subscriber id (never the phone number): the service APIs need the subscriber.
+ */
+export interface AccessTokenClaims extends JWTPayload {
+  iss: string;
+  sub: string;
+  aud: string;
+  exp: number;
+  iat: number;
+  jti: string;
+  client_id: string;
+  scope: string;
+  purpose: string;
+  grant_ids: string[];
+}
+
+export interface JwtAccessTokenInput {
+  clientId: string;
+  subscriberId: string;
+  scope: string;
+  purpose: string;
+  grants: readonly string[];
+  jti: string;
+  /** Epoch seconds. */
+  iat: number;
+  exp: number;
+}
+
+export async function signAccessToken(ctx: GatewayContext, input: JwtAccessTokenInput): Promise<string> {
+  const key = ctx.keys?.active;
+  if (!key) throw new Error('JWT access tokens need a signing key');
+  const claims: AccessTokenClaims = {
+    iss: ctx.issuer,
+    sub: input.subscriberId,
+    aud: ctx.accessTokenAudience,
+    exp: input.exp,
+    iat: input.iat,
+    jti: input.jti,
+    client_id: input.clientId,
+    scope: input.scope,
+    purpose: input.purpose,
+    grant_ids: [...input.grants],
+  };
+  return new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }).sign(key.privateKey);
+}
+
+/** A compact JWS: three base64url parts. Opaque tokens (base64url, no dots) never look like one. */
+export function looksLikeJwt(token: string): boolean {
+  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
+}
+
+/** What a verified JWT access token grants. */
+export interface VerifiedAccessToken {
+  jti: string;
+  clientId: string;
+  subscriberId: string;
+  purpose: string;
+  scopes: string[];
+  scope: string;
+  grantIds: string[];
+  /** Epoch ms. */
+  issuedAt: number;
+  expiresAt: number;
+}
+
+/**
+ * Verifies a JWT access token offline: signature with the local key set (by kid; any published key, so
+ * rotation works), `typ: at+jwt` (an ID token is not an access token), issuer, audience, and expiry on the
+ * gateway's clock. Undefined for anything that does not verify. Revocation is the caller's to check.
+ */
+export async function verifyAccessToken(ctx: GatewayContext, token: string): Promise<VerifiedAccessToken | undefined> {
+  const keys = ctx.keys;
+  if (!keys) return undefined;
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(token, keys.verifier, {
+      issuer: ctx.issuer,
+      audience: ctx.accessTokenAudience,
+      typ: 'at+jwt',
+      algorithms: keys.algorithms,
+      currentDate: new Date(ctx.now()),
+      requiredClaims: ['sub', 'exp', 'iat', 'jti'],
+    }));
+  } catch {
+    return undefined;
+  }
+  const { client_id: clientId, scope, purpose, grant_ids: grantIds, sub, jti, iat, exp } = payload;
+  if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof purpose !== 'string') return undefined;
+  if (!Array.isArray(grantIds) || !grantIds.every((g): g is string => typeof g === 'string')) return undefined;
+  if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return undefined;
+  let scopes: string[];
+  try {
+    const parsed = parseScope(scope);
+    if (parsed.purpose !== purpose) return undefined;
+    scopes = parsed.scopes;
+  } catch {
+    return undefined;
+  }
+  return { jti, clientId, subscriberId: sub, purpose, scopes, scope, grantIds, issuedAt: iat * 1000, expiresAt: exp * 1000 };
+}
