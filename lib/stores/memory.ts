@@ -80,6 +80,13 @@ export class MemoryStore implements Store {
     this.queue.push(expiresAt, key);
   }
 
+  async add(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<boolean> {
+    if (this.live(`${kind}:${id}`)) return false;
+    // No await between the check and the write: nothing else runs in between.
+    await this.put(kind, id, value, options);
+    return true;
+  }
+
   async get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined> {
     const entry = this.live(`${kind}:${id}`);
     return entry ? { value: entry.value as T, consumed: entry.consumed } : undefined;

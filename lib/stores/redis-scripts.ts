@@ -47,11 +47,8 @@ local function leave(gprefix, key, grants_json, except)
 end
 `;
 
-/**
- * KEYS[1] record key. ARGV: [1] grant index prefix, [2] ttl ms, [3] value JSON, [4] grants JSON,
- * [5..] grant ids. Overwrites the whole record (so `c` goes back to '0') and moves it between indexes.
- */
-export const PUT = script(`
+// The whole of `put`, shared by PUT and ADD.
+const WRITE = `
 local key, gprefix, ttl = KEYS[1], ARGV[1], tonumber(ARGV[2])
 local now = now_ms()
 local expires = string.format('%.0f', now + ttl)
@@ -70,7 +67,18 @@ for i = 5, #ARGV do
   fit(idx)
 end
 return 1
-`);
+`;
+
+/**
+ * KEYS[1] record key. ARGV: [1] grant index prefix, [2] ttl ms, [3] value JSON, [4] grants JSON,
+ * [5..] grant ids. Overwrites the whole record (so `c` goes back to '0') and moves it between indexes.
+ */
+export const PUT = script(WRITE);
+
+/** As PUT, but only when no record lives under KEYS[1] (Redis expires keys itself). Returns 1 when written. */
+export const ADD = script(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+` + WRITE);
 
 /** KEYS[1] record key. Returns 1 only for the call that flipped `c` from '0' to '1'. */
 export const CONSUME = script(`

@@ -1,7 +1,7 @@
 import { createClient } from 'redis';
 import type { JsonObject, PutOptions, RecordKind, Store, StoredRecord } from './store.js';
 import { StoreUnavailableError } from './store.js';
-import { CONSUME, DELETE, PUT, REVOKE, type Script } from './redis-scripts.js';
+import { ADD, CONSUME, DELETE, PUT, REVOKE, type Script } from './redis-scripts.js';
 
 /**
  * What RedisStore needs from a client: a node-redis (v5) `RedisClientType` fits. Kept structural so a
@@ -89,18 +89,21 @@ export class RedisStore implements Store {
   }
 
   async put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void> {
+    await this.eval(PUT, [this.key(kind, id)], this.writeArgs(value, options));
+  }
+
+  async add(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<boolean> {
+    return (await this.eval(ADD, [this.key(kind, id)], this.writeArgs(value, options))) === 1;
+  }
+
+  /** ARGV of PUT and ADD. */
+  private writeArgs(value: JsonObject, options: PutOptions): string[] {
     const ttl = Math.ceil(options.ttl * 1000);
     if (!(options.ttl > 0) || !Number.isSafeInteger(ttl)) {
       throw new RangeError('ttl must be a positive, finite number of seconds');
     }
     const grants = [...new Set(options.grants ?? [])].map(String);
-    await this.eval(PUT, [this.key(kind, id)], [
-      this.grantPrefix(),
-      String(ttl),
-      JSON.stringify(value),
-      JSON.stringify(grants),
-      ...grants,
-    ]);
+    return [this.grantPrefix(), String(ttl), JSON.stringify(value), JSON.stringify(grants), ...grants];
   }
 
   async get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined> {

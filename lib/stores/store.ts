@@ -9,6 +9,8 @@
  * - `consume` is the single-use primitive: atomically marks the record consumed and reports whether
  *   THIS call did it. Of any number of concurrent calls, exactly one gets `true`. The record stays
  *   readable (with `consumed: true`) until it expires, so a replay can be recognised.
+ * - `add` is the replay-detection primitive: it writes only when no live record has the id, and reports
+ *   whether THIS call wrote it (a `jti` seen once is refused afterwards, also under concurrency).
  * - `revokeGrant` deletes every record written with that grant id (RFC 6749 §4.1.2: a replayed code
  *   revokes the tokens issued from it; revoking consent revokes the tokens issued under it).
  */
@@ -22,7 +24,9 @@ export type RecordKind =
   | 'consent'
   | 'interaction'
   | 'session'
-  | 'revoked';
+  | 'revoked'
+  /** Identifiers of single-use JWTs (client assertions, request objects, proofs) seen until they expire. */
+  | 'jti';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
@@ -44,6 +48,11 @@ export interface Store {
   /** Writes (or overwrites, resetting `consumed`) the record. */
   put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void>;
   get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined>;
+  /**
+   * Writes the record only if no live record has this kind and id. True only for the one call that wrote it:
+   * of concurrent calls with the same id exactly one gets `true`.
+   */
+  add(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<boolean>;
   /** Atomically marks the record consumed. True only for the one call that did it. */
   consume(kind: RecordKind, id: string): Promise<boolean>;
   delete(kind: RecordKind, id: string): Promise<void>;

@@ -40,6 +40,10 @@ export class NoTokenReadStore implements Store {
     return this.inner.get<T>(kind, id);
   }
 
+  add(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<boolean> {
+    return this.inner.add(kind, id, value, options);
+  }
+
   consume(kind: RecordKind, id: string): Promise<boolean> {
     return this.inner.consume(kind, id);
   }

@@ -86,6 +86,30 @@ export function describeStoreContract(name: string, create: () => Promise<StoreH
       expect(results.filter(Boolean)).toHaveLength(1);
     });
 
+    it('add writes only when no live record has the id, and says whether it wrote', async () => {
+      expect(await h.store.add('jti', 'seen', { v: 1 }, { ttl: 60 })).toBe(true);
+      expect(await h.store.add('jti', 'seen', { v: 2 }, { ttl: 60 })).toBe(false);
+      expect(await h.store.get('jti', 'seen')).toEqual({ value: { v: 1 }, consumed: false });
+      // Kinds stay apart, and an id taken by put counts as taken.
+      expect(await h.store.add('code', 'seen', { v: 3 }, { ttl: 60 })).toBe(true);
+      await h.store.put('jti', 'put-first', { v: 4 }, { ttl: 60 });
+      expect(await h.store.add('jti', 'put-first', { v: 5 }, { ttl: 60 })).toBe(false);
+      await expect(h.store.add('jti', 'bad-ttl', {}, { ttl: 0 })).rejects.toThrow();
+    });
+
+    it('add succeeds again once the earlier record has expired', async () => {
+      expect(await h.store.add('jti', 'again', { v: 1 }, { ttl: 1 })).toBe(true);
+      await h.elapse(1.5);
+      expect(await h.store.add('jti', 'again', { v: 2 }, { ttl: 60 })).toBe(true);
+      expect((await h.store.get('jti', 'again'))?.value).toEqual({ v: 2 });
+    });
+
+    it('of 50 concurrent adds of one id exactly one wins', async () => {
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => h.store.add('jti', 'race', { i }, { ttl: 60 })));
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect((await h.store.get('jti', 'race'))?.value).toEqual({ i: results.indexOf(true) });
+    });
+
     it('put overwrites the record and resets consumed', async () => {
       await h.store.put('poll', 'p', { n: 1 }, { ttl: 60 });
       await h.store.consume('poll', 'p');

@@ -167,6 +167,7 @@ describe('a failing store or client registry, without Redis', () => {
         if (down) throw new StoreUnavailableError('down');
         return inner.get(kind, id);
       },
+      add: (kind, id, value, options) => inner.add(kind, id, value, options),
       consume: (kind, id) => inner.consume(kind, id),
       delete: async (kind, id) => {
         deleted.push(kind);

@@ -333,6 +333,7 @@ describe('failures of the service itself, after the redirect_uri is known: redir
         return inner.put(kind, id, value, options);
       },
       get: (kind, id) => inner.get(kind, id),
+      add: (kind, id, value, options) => inner.add(kind, id, value, options),
       consume: (kind, id) => inner.consume(kind, id),
       delete: (kind, id) => inner.delete(kind, id),
       revokeGrant: (grant) => inner.revokeGrant(grant),

@@ -347,6 +347,7 @@ describe('sessions live in the package store (kind "session")', () => {
         return inner.put(kind, id, value, options);
       },
       get: (kind, id) => inner.get(kind, id),
+      add: (kind, id, value, options) => inner.add(kind, id, value, options),
       consume: (kind, id) => inner.consume(kind, id),
       delete: (kind, id) => inner.delete(kind, id),
       revokeGrant: (grant) => inner.revokeGrant(grant),
