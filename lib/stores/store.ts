@@ -1,6 +1,6 @@
 /**
  * The store contract. Every piece of server-side state (codes, backchannel requests, access tokens,
- * consent records, consent-page interactions) goes through these five operations, so the memory store
+ * consent records, consent-page interactions) goes through these six operations, so the memory store
  * and the Redis store are interchangeable and pass one shared contract test suite
  * (test/stores/contract.ts).
  *
