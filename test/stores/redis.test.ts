@@ -51,30 +51,46 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
     };
   });
 
-  it('gives every key a TTL; a grant index lives exactly as long as its longest member', async () => {
+  it('gives every key but the data-loss marker a TTL; a grant index lives as long as its longest member', async () => {
     const prefix = freshPrefix();
     const store = new RedisStore({ url: server.url, prefix });
     try {
       await store.put('code', 'c', { v: 1 }, { ttl: 60, grants: ['g'] });
       await store.put('access_token', 't', { v: 2 }, { ttl: 300, grants: ['g'] });
       await store.put('consent', 'k', { v: 3 }, { ttl: 10, grants: ['g', 'h'] });
-      const index = `${prefix}grant:g`;
+      const index = `${prefix}g:{g}`;
       expect(Number(await raw.pTTL(index))).toBeGreaterThan(60_000);
+      expect(Number(await raw.pTTL(index))).toBeLessThanOrEqual(300_000);
+      expect(Number(await raw.pTTL(`${prefix}g:{h}`))).toBeLessThanOrEqual(10_000);
 
       const keys = await raw.keys(`${prefix}*`);
       expect(keys.sort()).toEqual(
-        [`${prefix}grant:g`, `${prefix}grant:h`, `${prefix}rec:access_token:t`, `${prefix}rec:code:c`, `${prefix}rec:consent:k`].sort(),
+        [`${prefix}boot{0}`, `${prefix}g:{g}`, `${prefix}g:{h}`, `${prefix}t:{t}`, `${prefix}c:{c}`, `${prefix}k:{k}`].sort(),
       );
-      for (const key of keys) expect(Number(await raw.pTTL(key))).toBeGreaterThan(0);
+      for (const key of keys) {
+        if (key === `${prefix}boot{0}`) expect(Number(await raw.pTTL(key))).toBe(-1);
+        else expect(Number(await raw.pTTL(key))).toBeGreaterThan(0);
+      }
+    } finally {
+      await store.close();
+    }
+  });
 
-      // The longest member gone, the index's expiry comes down to the longest one left.
-      await store.delete('access_token', 't');
-      const shortened = Number(await raw.pTTL(index));
-      expect(shortened).toBeGreaterThan(0);
-      expect(shortened).toBeLessThanOrEqual(60_000);
-      // Its last member gone, the index is gone.
-      await store.delete('consent', 'k');
-      expect(await raw.exists(`${prefix}grant:h`)).toBe(0);
+  it('keeps the records of one grant under one hash tag, each a short string, each index a compact listpack', async () => {
+    const prefix = freshPrefix();
+    const store = new RedisStore({ url: server.url, prefix });
+    const tag = 'Ab3dEf_1';
+    const authReqId = `${tag}.${'x'.repeat(43)}`;
+    try {
+      await store.put('backchannel', authReqId, { clientId: 'app-1' }, { ttl: 60, grants: [`${tag}.grant`] });
+      await store.consume('backchannel', authReqId, [{ kind: 'access_token', id: `${tag}.${'y'.repeat(43)}`, value: { t: 1 }, options: { ttl: 60, grants: [`${tag}.grant`] } }]);
+      const keys = (await raw.keys(`${prefix}*`)).filter((k) => !k.startsWith(`${prefix}boot`));
+      expect(keys.sort()).toEqual([`${prefix}b.{${tag}}${'x'.repeat(43)}`, `${prefix}g.{${tag}}grant`, `${prefix}t.{${tag}}${'y'.repeat(43)}`].sort());
+      expect(await raw.get(`${prefix}b.{${tag}}${'x'.repeat(43)}`)).toBe(`1["${tag}.grant"]\n{"clientId":"app-1"}`);
+      const members = await raw.zRange(`${prefix}g.{${tag}}grant`, 0, -1);
+      expect(members.sort()).toEqual([`b.{${tag}}${'x'.repeat(43)}`, `t.{${tag}}${'y'.repeat(43)}`]);
+      for (const member of members) expect(Buffer.byteLength(member)).toBeLessThanOrEqual(64);
+      expect(await raw.sendCommand(['OBJECT', 'ENCODING', `${prefix}g.{${tag}}grant`])).toBe('listpack');
     } finally {
       await store.close();
     }
@@ -99,17 +115,14 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
   it('keeps a grant index to its live members', async () => {
     const prefix = freshPrefix();
     const store = new RedisStore({ url: server.url, prefix });
-    const index = `${prefix}grant:g`;
+    const index = `${prefix}g:{g}`;
     try {
       await store.put('consent', 'anchor', { v: 0 }, { ttl: 60, grants: ['g'] });
       for (let i = 0; i < 20; i++) await store.put('access_token', `old${i}`, { i }, { ttl: 1, grants: ['g'] });
       await sleep(1500);
+      // Members whose records have expired go with the next write to the index.
       await store.put('access_token', 'fresh', { v: 1 }, { ttl: 60, grants: ['g'] });
-      expect((await raw.zRange(index, 0, -1)).sort()).toEqual([`${prefix}rec:access_token:fresh`, `${prefix}rec:consent:anchor`]);
-
-      // A record overwritten under other grants leaves the old index at once.
-      await store.put('consent', 'anchor', { v: 0 }, { ttl: 60, grants: ['other'] });
-      expect(await raw.zRange(index, 0, -1)).toEqual([`${prefix}rec:access_token:fresh`]);
+      expect((await raw.zRange(index, 0, -1)).sort()).toEqual(['k:{anchor}', 't:{fresh}']);
     } finally {
       await store.close();
     }
@@ -138,15 +151,15 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
     const store = new RedisStore({ url: server.url });
     try {
       await store.put('code', id, { clientId: 'c1', list: [1, null] }, { ttl: 60 });
-      expect(await raw.hGetAll(`netauth:rec:code:${id}`)).toEqual({
-        v: '{"clientId":"c1","list":[1,null]}',
-        c: '0',
-        g: '[]',
-      });
+      expect(await raw.get(`netauth:c:{${id}}`)).toBe('0[]\n{"clientId":"c1","list":[1,null]}');
       await store.delete('code', id);
     } finally {
       await store.close();
     }
+  });
+
+  it('refuses a prefix with a hash tag of its own: every key would land on one cluster shard', () => {
+    expect(() => new RedisStore({ url: server.url, prefix: '{netauth}:' })).toThrow(/remove the \{ \}/);
   });
 
   it('refuses a TTL that is not finite', async () => {

@@ -2,7 +2,7 @@ import { OAuthError } from '../../errors.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { issueAccessToken } from '../tokens/access-tokens.js';
+import { mintAccessToken } from '../tokens/access-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import type { BackchannelRecord, PollRecord } from '../requests/backchannel-requests.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
@@ -82,9 +82,10 @@ export const cibaGrant: Grant = {
     }
     if (result.kind === 'pending') throw await pendingAnswer(ctx, authReqId, record);
 
-    // Single use: of concurrent polls for an approved request exactly one wins the token.
-    if (!(await ctx.store.consume('backchannel', authReqId))) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
-    const tokens = await issueAccessToken(ctx, record, [record.grantId, ...result.consentGrants]);
+    // Single use: of concurrent polls for an approved request exactly one wins the token. Consuming the request
+    // and storing its token are one atomic step: a failure (503) leaves the request approved, to poll again.
+    const { tokens, write } = await mintAccessToken(ctx, record, [record.grantId, ...result.consentGrants]);
+    if (!(await ctx.store.consume('backchannel', authReqId, [write]))) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = await issueIdToken(ctx, {
         clientId: record.clientId,

@@ -1,4 +1,4 @@
-import { randomId } from '../../crypto.js';
+import { randomTag, taggedId } from '../../crypto.js';
 import type { GatewayContext } from '../context.js';
 import type { BackchannelRequest } from '../options.js';
 import { storedAuthorization, subscriberOf, type ScopeDecision, type StoredAuthorization } from './authorization.js';
@@ -51,8 +51,10 @@ export async function createBackchannelRequest(
   subscriber: Subscriber,
   decision: ScopeDecision,
 ): Promise<{ authReqId: string; record: BackchannelRecord }> {
-  // 256 random bits, base64url: opaque and unguessable (CIBA §7.3 asks for at least 128).
-  const authReqId = randomId(32);
+  // 256 random bits, base64url: opaque and unguessable (CIBA §7.3 asks for at least 128). The id and its grant
+  // carry one placement tag, so a sharded store keeps the request, its poll state and its token together.
+  const tag = randomTag();
+  const authReqId = taggedId(tag, 32);
   const createdAt = ctx.now();
   const record: BackchannelRecord = {
     ...storedAuthorization(client.clientId, subscriber, decision.requested),
@@ -61,7 +63,7 @@ export async function createBackchannelRequest(
     createdAt,
     approvedAt: ctx.backchannel.authorize ? null : createdAt,
     expiresAt: createdAt + ctx.lifetimes.authReqId * 1000,
-    grantId: randomId(16),
+    grantId: taggedId(tag, 16),
   };
   await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record), grants: [record.grantId] });
   return { authReqId, record };

@@ -1,7 +1,8 @@
-import { randomId, sha256 } from '../../crypto.js';
+import { randomTag, sha256, taggedId } from '../../crypto.js';
+import { placementTag, type RecordWrite } from '../../stores/store.js';
 import type { GatewayContext } from '../context.js';
 import { authorizationOf, type StoredAuthorization } from '../requests/authorization.js';
-import { signAccessToken } from './jwt-access-tokens.js';
+import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
 
 /** What the store keeps for an access token, under the SHA-256 of the token (never the token itself). */
 export interface AccessTokenRecord extends StoredAuthorization {
@@ -24,25 +25,37 @@ export interface TokenResponse {
   id_token?: string;
 }
 
-/** Store key of a token: a leaked store reveals no usable token. */
+/**
+ * Store key of a token: its SHA-256, so a leaked store reveals no usable token, after the token's placement tag
+ * (an opaque token's own, a JWT's `jti`'s), so the record lands where its grant's records are.
+ */
 export function tokenKey(token: string): string {
-  return sha256(token);
+  const tag = placementTag(looksLikeJwt(token) ? jtiOf(token) : token);
+  const hash = sha256(token);
+  return tag === undefined ? hash : `${tag}.${hash}`;
 }
 
 /**
- * Issues an access token in the configured format: opaque (256 random bits) or an RFC 9068 JWT. Either way
- * the store keeps a record under the SHA-256 of the token, written with `grants`: the authorization's own
- * grant and the consents it rests on, so revoking either revokes the token.
+ * Mints an access token in the configured format: opaque (256 random bits) or an RFC 9068 JWT, carrying the
+ * placement tag of the authorization's own grant (`grants[0]`). Returns the token response and the store
+ * write of its record (under `tokenKey`, with `grants`: the authorization's own grant and the consents it
+ * rests on, so revoking either revokes the token), for the grant to make together with consuming its code or
+ * auth_req_id: one atomic step, so a failure never leaves one without the other.
  */
-export async function issueAccessToken(ctx: GatewayContext, authorization: StoredAuthorization, grants: string[]): Promise<TokenResponse> {
+export async function mintAccessToken(
+  ctx: GatewayContext,
+  authorization: StoredAuthorization,
+  grants: string[],
+): Promise<{ tokens: TokenResponse; write: RecordWrite }> {
   const lifetime = ctx.lifetimes.accessToken;
+  const tag = placementTag(grants[0] ?? '') ?? randomTag();
   let issuedAt = ctx.now();
   let token: string;
   let jti: string | null = null;
   if (ctx.accessTokenFormat === 'jwt') {
     // Whole seconds, so the record and the JWT's iat/exp agree.
     issuedAt = Math.floor(issuedAt / 1000) * 1000;
-    jti = randomId(16);
+    jti = taggedId(tag, 16);
     token = await signAccessToken(ctx, {
       clientId: authorization.clientId,
       subscriberId: authorization.subscriberId,
@@ -54,7 +67,7 @@ export async function issueAccessToken(ctx: GatewayContext, authorization: Store
       exp: issuedAt / 1000 + lifetime,
     });
   } else {
-    token = randomId(32);
+    token = taggedId(tag, 32);
   }
   const record: AccessTokenRecord = {
     ...authorizationOf(authorization),
@@ -64,8 +77,10 @@ export async function issueAccessToken(ctx: GatewayContext, authorization: Store
     jti,
     grants,
   };
-  await ctx.store.put('access_token', tokenKey(token), record, { ttl: lifetime, grants });
-  return { access_token: token, token_type: 'Bearer', expires_in: lifetime, scope: authorization.scope };
+  return {
+    tokens: { access_token: token, token_type: 'Bearer', expires_in: lifetime, scope: authorization.scope },
+    write: { kind: 'access_token', id: tokenKey(token), value: record, options: { ttl: lifetime, grants } },
+  };
 }
 
 /** The live record of a presented token, or undefined (unknown, expired or revoked). */

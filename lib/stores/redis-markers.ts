@@ -1,0 +1,79 @@
+/**
+ * Noticing that Redis lost the store's data. A Redis restarted without persistence (or flushed, or failed over
+ * to a replica that never had the data) comes back empty, and then every token, code, consent and revocation
+ * is silently gone: clients see `invalid_token`, and revoked JWT access tokens pass a store-backed guard again.
+ *
+ * The store keeps one marker key per shard, written without expiry when it first connects. The markers are
+ * checked whenever the client reconnects to a node or learns a new master, and every `interval` ms: a marker
+ * that was there and is gone means the shard lost its data. That is reported (once per loss) and the marker
+ * written again, so the next loss is noticed too.
+ */
+import type { RedisConnection } from './redis-connection.js';
+import { markerKey } from './redis-keys.js';
+
+/** Reported (RedisStore's `onDataLoss`) when a Redis shard came back without the store's data. */
+export class StoreDataLossError extends Error {
+  constructor(
+    /** `host:port` of the shard, or a description of the set-up. */
+    readonly shard: string,
+  ) {
+    super(
+      `Redis at ${shard} lost the store's data (restarted without persistence, flushed, or failed over to a replica without it): ` +
+        'tokens, codes, consents and revocations written before are gone. See docs/redis-store.md#persistence-what-consent-records-need',
+    );
+    this.name = 'StoreDataLossError';
+  }
+}
+
+export class DataLossWatch {
+  /** Marker keys known to be in place. */
+  private readonly armed = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private checking: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly prefix: string,
+    private readonly report: (error: StoreDataLossError) => void,
+    private readonly interval: number,
+  ) {}
+
+  /** Places the markers (and starts watching) once; later calls wait for the same check. */
+  start(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (!this.timer) {
+      this.timer = setInterval(() => void this.check().catch(() => {}), this.interval);
+      this.timer.unref();
+      this.unsubscribe = this.connection.onReconnect(() => void this.check().catch(() => {}));
+    }
+    return this.check();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.unsubscribe?.();
+  }
+
+  /** One check at a time; an error (Redis down) leaves the markers as they were known. */
+  check(): Promise<void> {
+    this.checking ??= this.checkShards().finally(() => {
+      this.checking = undefined;
+    });
+    return this.checking;
+  }
+
+  private async checkShards(): Promise<void> {
+    await Promise.all(
+      this.connection.shardTags().map(async ({ tag, address }) => {
+        const key = markerKey(this.prefix, tag);
+        // SET NX: 'OK' when the marker was missing (and is now back), null when it was there.
+        const placed = (await this.connection.run(key, ['SET', key, '1', 'NX'])) !== null;
+        if (placed && this.armed.has(key) && !this.stopped) this.report(new StoreDataLossError(address));
+        this.armed.add(key);
+      }),
+    );
+  }
+}
