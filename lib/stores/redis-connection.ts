@@ -87,13 +87,18 @@ function routeOf(client: RedisStoreClient): Route {
   return { kind: 'single', client };
 }
 
+/** A set-up that cannot work, whatever Redis does: thrown as is, never turned into "unavailable". */
+class MissingPackageError extends Error {
+  override readonly name = 'MissingPackageError';
+}
+
 /** node-redis, loaded on first use: only a store that creates its own client needs the package. */
 async function loadNodeRedis(): Promise<NodeRedis> {
   try {
     return await import('redis');
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') {
-      throw new Error('RedisStore({ url }) needs the node-redis package: npm install redis', { cause: error });
+      throw new MissingPackageError('RedisStore({ url }) needs the node-redis package: npm install redis', { cause: error });
     }
     throw error;
   }
@@ -191,6 +196,7 @@ export class RedisConnection {
     try {
       role = await this.run(undefined, ['ROLE']);
     } catch (error) {
+      if (error instanceof MissingPackageError) throw error;
       const cause = this.failure ?? (error as { cause?: unknown }).cause ?? error;
       throw new StoreUnavailableError(`cannot connect to Redis at ${this.describe()} (${reason(cause)})`, { cause });
     }
@@ -219,11 +225,12 @@ export class RedisConnection {
     });
     try {
       await Promise.race([this.started(), deadline]);
+      if (this.failure instanceof MissingPackageError) throw this.failure;
       // node-redis' own timeout drops a command still waiting to be written (offline queue of an injected
       // client); the race bounds one already written to a server that does not answer.
       return await Promise.race([this.send(key, args), deadline]);
     } catch (err) {
-      if (isErrorReply(err) && !TRANSIENT_REPLIES.test(err.message)) throw err;
+      if ((isErrorReply(err) && !TRANSIENT_REPLIES.test(err.message)) || err instanceof MissingPackageError) throw err;
       this.refreshTopology();
       if (err instanceof StoreUnavailableError) throw err;
       throw new StoreUnavailableError('Redis is unavailable', { cause: err });

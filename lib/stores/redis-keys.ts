@@ -3,11 +3,12 @@
  * Redis Cluster places it by that tag alone:
  *
  *   <prefix><k>.{<tag>}<rest>   a record whose id is `<tag>.<rest>` (lib/stores/store.ts, placementTag)
- *   <prefix><k>:{<id>}          any other record, placed by its whole id
+ *   <prefix><k>:{<id>}          any other record, placed by its whole id (up to a `}` in it)
+ *   <prefix><k>;{_}<id>         one whose id is empty or starts with `}` (Redis ignores an empty tag)
  *   <prefix>g.{<tag>}<rest>     the index of a grant whose id carries a tag, and
  *   <prefix>g:{<grantId>}       of any other grant
  *
- * `<k>` is one letter per record kind. The two separators keep the forms apart, so no two ids share a key.
+ * `<k>` is one letter per record kind. The separators keep the forms apart, so no two ids share a key.
  * Everything of one grant (its code or auth_req_id, their poll state, its tokens, its index) has one tag and so
  * one slot: the scripts that update them together declare every key and run on one shard, and a cluster
  * spreads grants over all its shards.
@@ -39,8 +40,10 @@ export interface PlacedKey {
 function placed(prefix: string, letter: string, id: string): PlacedKey {
   const tag = placementTag(id);
   if (tag !== undefined) return { key: `${prefix}${letter}.{${tag}}${id.slice(tag.length + 1)}`, tag };
-  // Redis takes the tag up to the first `}`: an id containing one is placed by the part before it.
+  // Redis takes the tag up to the first `}`: an id containing one is placed by the part before it. An empty
+  // tag would make Redis hash the whole key instead, so such ids (empty, or starting with `}`) share the tag `_`.
   const end = id.indexOf('}');
+  if (end === 0 || id === '') return { key: `${prefix}${letter};{_}${id}`, tag: '_' };
   return { key: `${prefix}${letter}:{${id}}`, tag: end === -1 ? id : id.slice(0, end) };
 }
 

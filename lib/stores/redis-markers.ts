@@ -3,13 +3,16 @@
  * to a replica that never had the data) comes back empty, and then every token, code, consent and revocation
  * is silently gone: clients see `invalid_token`, and revoked JWT access tokens pass a store-backed guard again.
  *
- * The store keeps one marker key per shard, written without expiry when it first connects. The markers are
- * checked whenever the client reconnects to a node or learns a new master, and every `interval` ms: a marker
- * that was there and is gone means the shard lost its data. That is reported (once per loss) and the marker
- * written again, so the next loss is noticed too.
+ * Every store on the same Redis and prefix shares one marker key per shard, holding a random value, written
+ * without expiry by the first store to find it missing. Each store remembers the value it saw, and checks it
+ * whenever its client reconnects to a node or learns a new master, and every `interval` ms: another value (or
+ * none) means the shard lost its data since (another instance may have written a new marker first). That is
+ * reported, once per loss and per store, and the new value remembered, so the next loss is noticed too.
  */
+import { randomId } from '../crypto.js';
 import type { RedisConnection } from './redis-connection.js';
 import { markerKey } from './redis-keys.js';
+import { MARK } from './redis-scripts.js';
 
 /** Reported (RedisStore's `onDataLoss`) when a Redis shard came back without the store's data. */
 export class StoreDataLossError extends Error {
@@ -26,8 +29,8 @@ export class StoreDataLossError extends Error {
 }
 
 export class DataLossWatch {
-  /** Marker keys known to be in place. */
-  private readonly armed = new Set<string>();
+  /** The value of each marker key when last seen. */
+  private readonly seen = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private checking: Promise<void> | undefined;
@@ -69,10 +72,10 @@ export class DataLossWatch {
     await Promise.all(
       this.connection.shardTags().map(async ({ tag, address }) => {
         const key = markerKey(this.prefix, tag);
-        // SET NX: 'OK' when the marker was missing (and is now back), null when it was there.
-        const placed = (await this.connection.run(key, ['SET', key, '1', 'NX'])) !== null;
-        if (placed && this.armed.has(key) && !this.stopped) this.report(new StoreDataLossError(address));
-        this.armed.add(key);
+        const value = String(await this.connection.script(MARK, [key], [randomId(12)]));
+        const before = this.seen.get(key);
+        this.seen.set(key, value);
+        if (before !== undefined && before !== value && !this.stopped) this.report(new StoreDataLossError(address));
       }),
     );
   }

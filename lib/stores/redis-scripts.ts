@@ -117,3 +117,14 @@ for i = 3, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
 fit(KEYS[1])
 return redis.call('ZCARD', KEYS[1])
 `);
+
+/**
+ * KEYS[1] a data-loss marker (lib/stores/redis-markers.ts). ARGV[1] a fresh random value. Returns the marker's
+ * value, first writing ARGV[1] (no expiry) when there is none.
+ */
+export const MARK = script(`
+local v = redis.call('GET', KEYS[1])
+if v then return v end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+`);

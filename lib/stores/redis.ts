@@ -16,7 +16,7 @@ export interface RedisStoreOptions {
    */
   client?: RedisStoreClient;
   /**
-   * Used when no client is given, e.g. `redis://localhost:6379` or `rediss://…`: the store creates, owns and
+   * Used when no client is given (default `redis://localhost:6379`), e.g. `rediss://…`: the store creates, owns and
    * closes its client (the `redis` package must be installed). A Redis Cluster node's URL gets a cluster client,
    * which discovers the other nodes.
    */
@@ -92,11 +92,10 @@ export class RedisStore implements Store {
     }
     const timeout = options.timeout ?? 2000;
     if (!(timeout > 0)) throw new RangeError('timeout must be a positive number of milliseconds');
-    if (!options.client && options.url === undefined) throw new TypeError('RedisStore needs a url or a client');
     const waitFor = options.waitForReplicas;
     if (waitFor !== undefined && !(Number.isInteger(waitFor) && waitFor >= 0)) throw new RangeError('waitForReplicas must be a whole number >= 0');
     this.replicaOption = waitFor;
-    this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...(options.client ? { client: options.client } : { url: options.url! }) });
+    this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...(options.client ? { client: options.client } : { url: options.url ?? 'redis://localhost:6379' }) });
     const onDataLoss = options.onDataLoss ?? ((error: StoreDataLossError) => process.emitWarning(error.message, { code: 'NETAUTH_REDIS_DATA_LOSS' }));
     this.watch = new DataLossWatch(this.connection, this.prefix, onDataLoss, 10_000);
   }

@@ -78,20 +78,30 @@ export class RedisSentinelSet {
     throw new Error(`the Sentinel set-up did not become ready within ${timeoutMs} ms`);
   }
 
-  /** Kills the current master (SIGKILL) and waits until the Sentinel names the other server. */
-  async failOver(timeoutMs = 20_000): Promise<RedisServer> {
+  /** Kills the current master (SIGKILL, like a crash) and returns it; the Sentinel then fails over. */
+  async killMaster(): Promise<RedisServer> {
     const old = await this.currentMaster();
     await old.stop();
+    return old;
+  }
+
+  /** Waits until the Sentinel names a master other than `old` and that server acts as master. */
+  async waitForFailover(old: RedisServer, timeoutMs = 20_000): Promise<RedisServer> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       const now = await this.currentMaster().catch(() => old);
       if (now !== old) {
-        const role = String(await ask(now, ['ROLE']).catch(() => ''));
-        if (role.startsWith('master')) return now;
+        const role = (await ask(now, ['ROLE']).catch(() => [])) as unknown[];
+        if (role[0] === 'master') return now;
       }
       await sleep(50);
     }
     throw new Error(`the Sentinel did not fail over within ${timeoutMs} ms`);
+  }
+
+  /** Kills the current master and waits until the Sentinel has promoted the replica. */
+  async failOver(): Promise<RedisServer> {
+    return this.waitForFailover(await this.killMaster());
   }
 
   async destroy(): Promise<void> {

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createClient } from 'redis';
@@ -6,6 +8,8 @@ import { RedisStore } from '../../lib/stores/redis.js';
 import { StoreUnavailableError } from '../../lib/stores/store.js';
 import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { describeStoreContract } from './contract.js';
+
+const run = promisify(execFile);
 
 // Without redis-server these tests skip, except under CI, where they must run (and so fail loudly).
 const skip = skipRedisTests('the Redis store tests');
@@ -186,6 +190,45 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
     }
   });
 
+  describe('open(): the start-up check', () => {
+    it('rejects naming the host and port, never the password, when nothing answers there', async () => {
+      const store = new RedisStore({ url: 'redis://netauth:s3cret@127.0.0.1:1', timeout: 500 });
+      try {
+        const error = await store.open().catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(StoreUnavailableError);
+        expect((error as Error).message).toBe('cannot connect to Redis at 127.0.0.1:1 (ECONNREFUSED)');
+        expect(JSON.stringify(error, Object.getOwnPropertyNames(error))).not.toContain('s3cret');
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('rejects a replica: writes there would fail at every request', async () => {
+      const replica = await RedisServer.start({ args: () => ['--replicaof', '127.0.0.1', String(server.port)] });
+      const store = new RedisStore({ url: replica.url, timeout: 500 });
+      try {
+        await expect(store.open()).rejects.toThrow(`Redis at ${replica.address} is a slave, not a master: give the master's url, or a Sentinel or Cluster client`);
+      } finally {
+        await store.close();
+        await replica.destroy();
+      }
+    });
+
+    it('rejects an injected client that was never connected', async () => {
+      const client = createClient({ url: server.url });
+      const store = new RedisStore({ client });
+      await expect(store.open()).rejects.toThrow(`the Redis client given to RedisStore (${server.address}) is not connected: await client.connect() first`);
+    });
+
+    it('names the package to install when the store must create a client and node-redis is missing', async () => {
+      const script = `import { RedisStore } from './lib/index.ts';
+        const store = new RedisStore({ url: ${JSON.stringify(server.url)} });
+        await store.open().then(() => console.log('opened'), (e) => console.log(e.message));`;
+      const { stdout } = await run(process.execPath, ['--import', 'tsx', '--import', './test/helpers/without-redis.mjs', '--input-type=module', '-e', script]);
+      expect(stdout.trim()).toBe('RedisStore({ url }) needs the node-redis package: npm install redis');
+    });
+  });
+
   describe('when Redis goes away', () => {
     let own: RedisServer;
     beforeAll(async () => {
@@ -232,6 +275,37 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
         expect(await store.consume('code', 'x')).toBe(true);
       } finally {
         await store.close();
+      }
+    });
+
+    it('reports a Redis that came back without the data, once per loss; not one that kept it (appendonly)', { timeout: 30_000 }, async () => {
+      const durable = await RedisServer.start({ args: () => ['--appendonly', 'yes', '--appendfsync', 'everysec'] });
+      const losses: Array<{ store: string; shard: string }> = [];
+      const watch = (name: string, url: string) =>
+        new RedisStore({ url, prefix: freshPrefix(), timeout: 500, onDataLoss: (error) => losses.push({ store: name, shard: error.shard }) });
+      await own.restart();
+      const lossy = watch('lossy', own.url);
+      const kept = watch('kept', durable.url);
+      try {
+        await lossy.open();
+        await kept.open();
+        await kept.put('consent', 'k', { v: 1 }, { ttl: 600 });
+        for (const server of [own, durable]) {
+          await server.stop();
+          await server.restart();
+        }
+        await vi.waitFor(() => expect(losses).toEqual([{ store: 'lossy', shard: own.address }]), { timeout: 10_000, interval: 50 });
+        await vi.waitFor(() => kept.get('consent', 'k'), { timeout: 10_000, interval: 50 });
+        expect((await kept.get('consent', 'k'))?.value).toEqual({ v: 1 });
+        // A second loss is reported again.
+        await own.stop();
+        await own.restart();
+        await vi.waitFor(() => expect(losses).toHaveLength(2), { timeout: 10_000, interval: 50 });
+        expect(losses[1]).toEqual({ store: 'lossy', shard: own.address });
+      } finally {
+        await lossy.close();
+        await kept.close();
+        await durable.destroy();
       }
     });
 
