@@ -12,6 +12,7 @@
  *   NETAUTH_COOKIE_SECRET  consentPage.cookieSecret, the same on every instance (required with Redis)
  *   NETAUTH_INSTANCE       a name, sent back in an `X-Netauth-Instance` header on every response
  *   NETAUTH_CLIENTS        JSON list of clients instead of the fixture's
+ *   NETAUTH_RATE_LIMITS    `off`: no rate limits (load tests run many flows of one subscriber)
  *   NETAUTH_LOOPBACK       `1`: the issuer is this process's own http://127.0.0.1:<port>/apigateway and
  *                          loopback is Alice's mobile line (for a real browser-like client on this machine)
  * Opens the store first (a Redis that cannot be reached stops the start), listens on 127.0.0.1:0 and writes
@@ -90,6 +91,7 @@ const netauth = createNetAuth({
   ...(redis ? { consentPage: { cookieSecret: required('NETAUTH_COOKIE_SECRET') } } : {}),
   // Whole seconds are the smallest interval; one keeps openid-client's polling short.
   lifetimes: { pollInterval: 1 },
+  ...(process.env.NETAUTH_RATE_LIMITS === 'off' ? { rateLimits: false } : {}),
 });
 
 // The tests play the operator's edge from loopback: X-Forwarded-For carries the device address.

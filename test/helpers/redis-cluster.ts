@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient } from 'redis';
+import { createClient, createCluster } from 'redis';
 import { RedisServer } from './redis-server.js';
 
 const CLI = process.env.REDIS_CLI_BIN ?? 'redis-cli';
@@ -115,6 +115,20 @@ export class RedisCluster {
   /** Node addresses to give a client as root nodes. */
   get rootNodes(): Array<{ url: string }> {
     return this.nodes.map((n) => ({ url: n.url }));
+  }
+
+  /**
+   * A node-redis createCluster() client for this cluster, as an application would set it up for RedisStore
+   * (commands fail at once while a node is unreachable), with its error events handled. Not connected.
+   */
+  client(): ReturnType<typeof createCluster> {
+    const client = createCluster({
+      rootNodes: this.rootNodes,
+      defaults: { disableOfflineQueue: true, socket: { connectTimeout: 500, reconnectStrategy: () => 100 } },
+    });
+    client.on('error', () => {});
+    client.on('node-error', () => {});
+    return client;
   }
 
   /** The nodes that are running. */

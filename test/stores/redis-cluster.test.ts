@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createCluster } from 'redis';
 import { RedisStore } from '../../lib/stores/redis.js';
 import { StoreUnavailableError } from '../../lib/stores/store.js';
 import { randomTag, taggedId } from '../../lib/crypto.js';
@@ -18,17 +17,7 @@ import { describeStoreContract } from './contract.js';
 const skip = skipRedisTests('the Redis Cluster tests');
 const freshPrefix = () => `netauth-test:${randomUUID()}:`;
 
-type Cluster = ReturnType<typeof createCluster>;
-
-function clusterClient(cluster: RedisCluster): Cluster {
-  const client = createCluster({
-    rootNodes: cluster.rootNodes,
-    defaults: { disableOfflineQueue: true, socket: { connectTimeout: 500, reconnectStrategy: () => 100 } },
-  });
-  client.on('error', () => {});
-  client.on('node-error', () => {});
-  return client;
-}
+type Cluster = ReturnType<RedisCluster['client']>;
 
 /** Keys per master: how many of `keys` live on each of the cluster's masters. */
 async function keysPerMaster(cluster: RedisCluster, prefix: string): Promise<number[]> {
@@ -43,7 +32,7 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters)', () => {
   beforeAll(async () => {
     requireRedisServer();
     cluster = await RedisCluster.start({ masters: 3 });
-    client = clusterClient(cluster);
+    client = cluster.client();
     await client.connect();
   }, 30_000);
 
@@ -104,7 +93,7 @@ describe.skipIf(skip)('redis store on a Redis Cluster with replicas (3+3) when a
   });
 
   it('waits for a replica after each write, answers 503 while the master is gone, then heals by itself with everything it wrote', { timeout: 60_000 }, async () => {
-    const client = clusterClient(cluster);
+    const client = cluster.client();
     await client.connect();
     const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 1000 });
     const fromUrl = new RedisStore({ url: cluster.nodes[0]!.url, prefix: store.prefix, timeout: 1000 });

@@ -279,7 +279,8 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
     });
 
     it('reports a Redis that came back without the data, once per loss; not one that kept it (appendonly)', { timeout: 30_000 }, async () => {
-      const durable = await RedisServer.start({ args: () => ['--appendonly', 'yes', '--appendfsync', 'everysec'] });
+      // fsync before each reply, so the test does not depend on when the disk catches up.
+      const durable = await RedisServer.start({ args: () => ['--appendonly', 'yes', '--appendfsync', 'always'] });
       const losses: Array<{ store: string; shard: string }> = [];
       const watch = (name: string, url: string) =>
         new RedisStore({ url, prefix: freshPrefix(), timeout: 500, onDataLoss: (error) => losses.push({ store: name, shard: error.shard }) });
