@@ -49,7 +49,8 @@ async function pendingAnswer(ctx: GatewayContext, authReqId: string, record: Bac
   const tooSoon = previous !== undefined && now - previous.last < interval * 1000;
   const next: PollRecord = { last: now, interval: tooSoon ? interval + 5 : interval };
   const ttl = Math.max(1, Math.ceil((record.expiresAt - now) / 1000) + ctx.lifetimes.expiredRetention);
-  await ctx.store.put('poll', authReqId, next, { ttl, grants: [record.grantId] });
+  // Not in the grant's index (see createBackchannelRequest): poll state outlives nothing it could let through.
+  await ctx.store.put('poll', authReqId, next, { ttl });
   if (tooSoon) ctx.events.emit('ciba.slow_down', { clientId: record.clientId, subscriberId: record.subscriberId, reason: 'interval' });
   return tooSoon
     ? new OAuthError('slow_down', `poll at most every ${next.interval} seconds`)

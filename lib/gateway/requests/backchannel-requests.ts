@@ -65,7 +65,9 @@ export async function createBackchannelRequest(
     expiresAt: createdAt + ctx.lifetimes.authReqId * 1000,
     grantId: taggedId(tag, 16),
   };
-  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record), grants: [record.grantId] });
+  // Not written into its grant's index: nothing revokes a request by its grant (consent is checked at every
+  // poll, and the grant is only the tokens'), and a pending request then costs one Redis key, not two.
+  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record) });
   return { authReqId, record };
 }
 
@@ -77,6 +79,6 @@ export async function decideBackchannelRequest(ctx: GatewayContext, authReqId: s
   const stored = await ctx.store.get<BackchannelRecord>('backchannel', authReqId);
   if (!stored || stored.consumed || stored.value.status !== 'pending' || stored.value.expiresAt <= ctx.now()) return false;
   const record: BackchannelRecord = { ...stored.value, status: decision, approvedAt: decision === 'approved' ? ctx.now() : null };
-  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record), grants: [record.grantId] });
+  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record) });
   return true;
 }
