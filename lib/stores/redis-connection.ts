@@ -256,13 +256,13 @@ export class RedisConnection {
   /**
    * A write whose result comes once `replicas` replicas have it, or after REPLICA_WAIT ms (a replica behind or
    * gone must not stop the service): WAIT is sent right behind the write, on the same connection, so it costs
-   * no extra round trip and counts exactly the writes sent before it.
+   * no extra round trip and counts exactly the writes sent before it. If the connection fails before WAIT
+   * answers, the write may be lost in the failover that follows: the caller gets StoreUnavailableError (503)
+   * rather than a success that may not survive (a token the client holds and Redis forgot).
    */
   async write(key: string | undefined, args: string[], replicas = 0): Promise<unknown> {
     if (replicas === 0) return this.run(key, args);
-    const result = this.run(key, args);
-    const acked = this.run(key, ['WAIT', String(replicas), String(REPLICA_WAIT)]).catch(() => undefined);
-    const [value] = await Promise.all([result, acked]);
+    const [value] = await Promise.all([this.run(key, args), this.run(key, ['WAIT', String(replicas), String(REPLICA_WAIT)])]);
     return value;
   }
 

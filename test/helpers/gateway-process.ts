@@ -93,11 +93,15 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
         return stderr;
       },
       get reports() {
-        return stdout
-          .split('\n')
-          .filter((line) => line.startsWith('{'))
-          .slice(1)
-          .map((line) => JSON.parse(line) as Record<string, unknown>);
+        // JSON lines only (a library may print other things on stdout), the port line excepted.
+        return stdout.split('\n').flatMap((line) => {
+          try {
+            const report = JSON.parse(line) as unknown;
+            return report !== null && typeof report === 'object' && !('port' in report) ? [report as Record<string, unknown>] : [];
+          } catch {
+            return [];
+          }
+        });
       },
       stop,
     };
