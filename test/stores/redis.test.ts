@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -7,6 +8,9 @@ import { createClient } from 'redis';
 import { RedisStore } from '../../lib/stores/redis.js';
 import { StoreUnavailableError } from '../../lib/stores/store.js';
 import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { basic, createTestGateway, SIM_SWAP } from '../helpers/gateway.js';
+import { codeFor, redeem, CALLBACK, callApi } from '../helpers/frontend.js';
+import { pollToken, startBackchannel } from '../helpers/requests.js';
 import { describeStoreContract } from './contract.js';
 
 const run = promisify(execFile);
@@ -187,6 +191,39 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
       expect(await client.ping()).toBe('PONG');
     } finally {
       client.destroy();
+    }
+  });
+
+  it('runs the store and a gateway with its rate limits as the ACL user docs/redis-store.md gives', async () => {
+    const docs = readFileSync(new URL('../../docs/redis-store.md', import.meta.url), 'utf8');
+    const rule = /`(ACL SETUSER netauth [^`]+)`/.exec(docs)![1]!.replace('>…', '>acl-test-password');
+    expect(await raw.sendCommand(rule.split(' '))).toBe('OK');
+    await raw.sendCommand(['ACL', 'LOG', 'RESET']);
+    const store = new RedisStore({ url: `redis://netauth:acl-test-password@127.0.0.1:${server.port}` });
+    try {
+      await store.open();
+      await store.put('code', 'Ac.code', { v: 1 }, { ttl: 60, grants: ['Ac.grant', 'Other.grant'] });
+      expect(await store.add('jti', 'acl-jti', { v: 1 }, { ttl: 60 })).toBe(true);
+      expect(await store.consume('code', 'Ac.code', [{ kind: 'access_token', id: 'Ac.token', value: {}, options: { ttl: 60, grants: ['Ac.grant'] } }])).toBe(true);
+      await store.revokeGrant('Ac.grant');
+      await store.delete('jti', 'acl-jti');
+      expect(await store.get('access_token', 'Ac.token')).toBeUndefined();
+
+      // The gateway's default rate limits count on the same connection, as the same user.
+      const errors: unknown[] = [];
+      const gw = createTestGateway({ store, onError: (error) => errors.push(error) });
+      const token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body.access_token as string;
+      expect((await callApi(gw.app, token)).status).toBe(200);
+      expect((await redeem(gw.app, { code: await codeFor(gw), redirect_uri: CALLBACK })).status).toBe(200);
+      // A failed client authentication: the lock-out counters are written too.
+      expect((await pollToken(gw.app, 'x', basic('app-1', 'wrong'))).status).toBe(401);
+      expect(await raw.keys('netauth:rl:*')).not.toEqual([]);
+      // Redis logs every command the user was refused (rate-limiter-flexible falls back to per-process counters
+      // without saying so): none.
+      expect(await raw.sendCommand(['ACL', 'LOG'])).toEqual([]);
+      expect(errors).toEqual([]);
+    } finally {
+      await store.close();
     }
   });
 
