@@ -29,7 +29,7 @@ export interface RedisClusterCommandClient {
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[], options?: { timeout?: number }): Promise<unknown>;
   /** The slot map: each slot's shard and its master's `host:port`. */
   readonly slots: ReadonlyArray<{ readonly master: { readonly address: string } } | undefined>;
-  readonly masters: ReadonlyArray<{ readonly address: string; readonly client?: unknown }>;
+  readonly masters: ReadonlyArray<{ readonly address: string; readonly host: string; readonly port: number; readonly client?: unknown }>;
 }
 
 /** What RedisStore needs of a `createSentinel()` client. */
@@ -154,6 +154,8 @@ export class RedisConnection {
   private failure: unknown;
   private closed = false;
   private lastRefresh = 0;
+  /** Which master the next topology refresh asks first (turn by turn, so a dead one is not asked every time). */
+  private refreshes = 0;
   private readonly timeout: number;
   private readonly onError: (error: unknown) => void;
 
@@ -370,10 +372,13 @@ export class RedisConnection {
     if (now - this.lastRefresh < 250) return;
     this.lastRefresh = now;
     const slots = (route.client as unknown as { _slots?: { rediscover?: (startWith: unknown) => Promise<void> } })._slots;
-    if (typeof slots?.rediscover !== 'function') return;
-    const masters = route.client.masters.map((m) => m.client as { isReady?: boolean } | undefined);
-    const start = masters.find((c) => c?.isReady) ?? masters.find((c) => c !== undefined);
-    if (start) slots.rediscover(start).catch(this.onError);
+    const masters = route.client.masters;
+    if (typeof slots?.rediscover !== 'function' || masters.length === 0) return;
+    // A master whose connection is up, else each in turn (a client made with minimizeConnections has none yet).
+    // rediscover() reads only `options` of what it is given, and falls back to the root nodes.
+    const up = masters.find((m) => (m.client as { isReady?: boolean } | undefined)?.isReady);
+    const ask = up ?? masters[this.refreshes++ % masters.length]!;
+    slots.rediscover({ options: { socket: { host: ask.host, port: ask.port } } }).catch(this.onError);
   }
 
   /** For a created client: its first connection attempt, started once (on open() or the first command). */

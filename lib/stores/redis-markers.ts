@@ -43,14 +43,18 @@ export class DataLossWatch {
     private readonly interval: number,
   ) {}
 
-  /** Places the markers (and starts watching) once; later calls wait for the same check. */
+  /**
+   * Places the markers and watches them from now on. Called again after a failed start: the client behind the
+   * connection may have changed meanwhile (a URL found to name a cluster node), so the listener moves to it.
+   */
   start(): Promise<void> {
     if (this.stopped) return Promise.resolve();
     if (!this.timer) {
       this.timer = setInterval(() => void this.check().catch(() => {}), this.interval);
       this.timer.unref();
-      this.unsubscribe = this.connection.onReconnect(() => void this.check().catch(() => {}));
     }
+    this.unsubscribe?.();
+    this.unsubscribe = this.connection.onReconnect(() => void this.check().catch(() => {}));
     return this.check();
   }
 

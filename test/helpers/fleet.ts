@@ -5,7 +5,7 @@
  */
 import * as client from 'openid-client';
 import { APP1, CIBA, ISSUER, SECRET, SIM_SWAP } from './gateway.js';
-import { ALICE_IP, CALLBACK } from './frontend.js';
+import { ALICE_IP, CALLBACK, consentForm } from './frontend.js';
 import type { GatewayProcess } from './gateway-process.js';
 
 /** The same path and query on one instance: what a load balancer does with a URL under the issuer. */
@@ -36,6 +36,28 @@ export function form(fields: Record<string, string>): { method: 'POST'; headers:
 /** A form POST with app-1's client authentication. */
 export function clientPost(url: string, fields: Record<string, string>): Promise<Response> {
   return fetch(url, { ...form(fields), headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: APP1 } });
+}
+
+/**
+ * The consent page of an authorization request whose answer was `start` (the 302 to the page), shown by `show`
+ * and answered (`decision`) on `answer`, as the subscriber's browser would with its session cookie. Returns both
+ * responses; `answer` is the 303 back to the application.
+ */
+export async function throughConsentPage(
+  start: Response,
+  show: GatewayProcess,
+  answer: GatewayProcess,
+  decision: 'allow' | 'deny' = 'allow',
+): Promise<{ page: Response; answer: Response }> {
+  const cookie = sessionCookie(start);
+  const pageUrl = start.headers.get('location')!;
+  const page = await browser(on(show, pageUrl), { headers: { Cookie: cookie } });
+  const fields = consentForm(await page.clone().text());
+  const answered = await browser(on(answer, new URL(fields.action, pageUrl)), {
+    ...form({ interaction: fields.interaction, csrf: fields.csrf, decision }),
+    headers: { Cookie: cookie, 'Content-Type': 'application/x-www-form-urlencoded' },
+  });
+  return { page, answer: answered };
 }
 
 /** A relying party whose front channel goes to `front` (authorize, bc-authorize) and whose token requests go to `back`. */

@@ -3,11 +3,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
 import { SIM_SWAP } from '../helpers/gateway.js';
-import { CALLBACK, LOCATION, consentForm } from '../helpers/frontend.js';
+import { CALLBACK, LOCATION } from '../helpers/frontend.js';
 import { requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { RedisCluster, ask } from '../helpers/redis-cluster.js';
 import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../helpers/gateway-process.js';
-import { bcAuthorizeOn, browser, callApi, codeFrom, consentAdmin, form, on, pollOn, redeem, relyingParty, sessionCookie } from '../helpers/fleet.js';
+import { bcAuthorizeOn, browser, callApi, codeFrom, consentAdmin, pollOn, redeem, relyingParty, throughConsentPage } from '../helpers/fleet.js';
 
 /**
  * Issue 17, "done when": two gateway processes (test/helpers/gateway-main.ts) on a Redis Cluster of three
@@ -124,16 +124,8 @@ describe.skipIf(skip)('two gateway processes on a Redis Cluster (3 masters, 3 re
       code_challenge: await client.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
     });
-    const start = await browser(url.href);
-    const cookie = sessionCookie(start);
-    const pageUrl = start.headers.get('location')!;
-    const page = await browser(on(a, pageUrl), { headers: { Cookie: cookie } });
+    const { page, answer } = await throughConsentPage(await browser(url.href), a, b);
     expect(page.headers.get('x-netauth-instance')).toBe('A');
-    const fields = consentForm(await page.text());
-    const answer = await browser(on(b, new URL(fields.action, pageUrl)), {
-      ...form({ interaction: fields.interaction, csrf: fields.csrf, decision: 'allow' }),
-      headers: { Cookie: cookie, 'Content-Type': 'application/x-www-form-urlencoded' },
-    });
     expect(answer.status).toBe(303);
     expect(answer.headers.get('x-netauth-instance')).toBe('B');
     const tokens = await client.authorizationCodeGrant(config, new URL(answer.headers.get('location')!), { pkceCodeVerifier: verifier });

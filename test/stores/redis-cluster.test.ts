@@ -95,18 +95,19 @@ describe.skipIf(skip)('redis store on a Redis Cluster with replicas (3+3) when a
   it('waits for a replica after each write, answers 503 while the master is gone, then heals by itself with everything it wrote', { timeout: 60_000 }, async () => {
     const client = cluster.client();
     await client.connect();
+    const tag = randomTag();
+    const master = await cluster.masterOf(`{${tag}}`);
     const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 1000 });
-    const fromUrl = new RedisStore({ url: cluster.nodes[0]!.url, prefix: store.prefix, timeout: 1000 });
+    // Given only the URL of the master about to die: it must find the others by itself.
+    const fromUrl = new RedisStore({ url: master.url, prefix: store.prefix, timeout: 1000 });
     try {
       await store.open();
       await fromUrl.open();
-      const tag = randomTag();
       const grant = taggedId(tag, 16);
       const ids = Array.from({ length: 20 }, () => taggedId(tag, 32));
       for (const id of ids) await store.put('backchannel', id, { id }, { ttl: 120, grants: [grant] });
       expect(await store.consume('backchannel', ids[0]!, [{ kind: 'access_token', id: taggedId(tag, 32), value: {}, options: { ttl: 120, grants: [grant] } }])).toBe(true);
 
-      const master = await cluster.masterOf(`{${tag}}`);
       await master.stop();
       await expect(store.get('backchannel', ids[1]!)).rejects.toBeInstanceOf(StoreUnavailableError);
 

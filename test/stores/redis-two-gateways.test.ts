@@ -5,7 +5,7 @@ import { APP1, CIBA, ISSUER, SIM_SWAP } from '../helpers/gateway.js';
 import { CALLBACK, LOCATION, consentForm } from '../helpers/frontend.js';
 import { RedisServer, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../helpers/gateway-process.js';
-import { browser, callApi, codeFrom, consentAdmin, form, on, redeem, relyingParty, sessionCookie } from '../helpers/fleet.js';
+import { browser, callApi, codeFrom, consentAdmin, form, on, redeem, relyingParty, sessionCookie, throughConsentPage } from '../helpers/fleet.js';
 
 /**
  * Issue 6, "done when": two gateway processes (test/helpers/gateway-main.ts) sharing one real Redis, as two
@@ -47,17 +47,10 @@ describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
     const start = await browser(url.href);
     expect(start.status).toBe(302);
     expect(start.headers.get('x-netauth-instance')).toBe('A');
-    const cookie = sessionCookie(start);
-    const pageUrl = start.headers.get('location')!;
     // The session A wrote is read by B: same Redis, same cookie secret.
-    const page = await browser(on(b, pageUrl), { headers: { Cookie: cookie } });
+    const { page, answer } = await throughConsentPage(start, b, a);
     expect(page.status).toBe(200);
     expect(page.headers.get('x-netauth-instance')).toBe('B');
-    const fields = consentForm(await page.text());
-    const answer = await browser(on(a, new URL(fields.action, pageUrl)), {
-      ...form({ interaction: fields.interaction, csrf: fields.csrf, decision: 'allow' }),
-      headers: { Cookie: cookie, 'Content-Type': 'application/x-www-form-urlencoded' },
-    });
     expect(answer.status).toBe(303);
     expect(answer.headers.get('x-netauth-instance')).toBe('A');
 
