@@ -174,10 +174,12 @@ export class RedisConnection {
   /** Where Redis is, for messages: hosts and ports, never credentials. */
   describe(): string {
     const route = this.route;
-    if (route?.kind === 'cluster') return `the Redis Cluster of ${route.client.masters.map((m) => m.address).join(', ') || (this.url ? hostOf(this.url) : 'the given client')}`;
+    if (route?.kind === 'cluster') {
+      return `${route.client.masters.map((m) => m.address).join(', ') || (this.url ? hostOf(this.url) : 'the given nodes')} (cluster)`;
+    }
     if (route?.kind === 'sentinel') {
       const master = route.client.getMasterNode();
-      return master ? `the Sentinel master ${master.host}:${master.port}` : 'the Sentinel-managed Redis';
+      return master ? `${master.host}:${master.port} (Sentinel's master)` : "the Sentinel's master";
     }
     if (this.url !== undefined) return hostOf(this.url);
     const socket = (route?.client as { options?: { url?: string; socket?: { host?: string; port?: number } } } | undefined)?.options;
@@ -264,8 +266,11 @@ export class RedisConnection {
    */
   async write(key: string | undefined, args: string[], replicas = 0): Promise<unknown> {
     if (replicas === 0) return this.run(key, args);
-    const [value] = await Promise.all([this.run(key, args), this.run(key, ['WAIT', String(replicas), String(REPLICA_WAIT)])]);
-    return value;
+    // Both settle before either counts, so a failing WAIT behind a failed write is never left unhandled.
+    const [written, acked] = await Promise.allSettled([this.run(key, args), this.run(key, ['WAIT', String(replicas), String(REPLICA_WAIT)])]);
+    if (written.status === 'rejected') throw written.reason;
+    if (acked.status === 'rejected') throw acked.reason;
+    return written.value;
   }
 
   /**

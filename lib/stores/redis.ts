@@ -132,13 +132,13 @@ export class RedisStore implements Store {
     const prepared = writes.map((w) => this.prepareWrite(w));
     await this.prepared();
     const record = recordKey(this.prefix, kind, id);
+    // On a cluster the whole step runs on one shard: the records written must be on the consumed one's.
+    const elsewhere = prepared.find((w) => this.connection.cluster && w.record.tag !== record.tag);
+    if (elsewhere) throw new Error(`consume: on Redis Cluster an attached write must carry the placement tag of the consumed id (${kind} -> ${elsewhere.record.key})`);
     const keys = [record.key];
     const args = [String(prepared.length)];
     for (const w of prepared) {
-      // On a cluster the whole step runs on one shard; other shards' grant indexes are written first.
-      if (this.connection.cluster && w.record.tag !== record.tag) {
-        throw new Error(`consume: on Redis Cluster an attached write must carry the placement tag of the consumed id (${kind} -> ${w.record.key})`);
-      }
+      // Grant indexes on other shards first: an index naming a record that was never written is harmless.
       await this.writeForeignIndexes(w, record.tag);
       const local = this.localIndexes(w, record.tag);
       keys.push(w.record.key, ...local);
@@ -200,7 +200,7 @@ export class RedisStore implements Store {
 
   private async prepare(): Promise<void> {
     await this.watch.start();
-    this.replicas = this.replicaOption ?? (Math.min(await this.connection.fewestReplicas(), 1));
+    this.replicas = this.replicaOption ?? Math.min(await this.connection.fewestReplicas(), 1);
   }
 
   private prepareWrite(write: RecordWrite): PreparedWrite {
