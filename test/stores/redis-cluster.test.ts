@@ -6,6 +6,9 @@ import { StoreUnavailableError } from '../../lib/stores/store.js';
 import { randomTag, taggedId } from '../../lib/crypto.js';
 import { requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { RedisCluster, ask } from '../helpers/redis-cluster.js';
+import { SIM_SWAP, createTestGateway } from '../helpers/gateway.js';
+import { callApi } from '../helpers/frontend.js';
+import { pollToken, startBackchannel } from '../helpers/requests.js';
 import { describeStoreContract } from './contract.js';
 
 /**
@@ -51,6 +54,21 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters)', () => {
     const store = new RedisStore({ url: cluster.nodes[1]!.url, prefix: freshPrefix() });
     await store.open();
     return { store, elapse: (seconds) => sleep(seconds * 1000), close: () => store.close() };
+  });
+
+  it("counts a gateway's rate limits on the cluster, through the store's client", async () => {
+    const prefix = freshPrefix();
+    const store = new RedisStore({ url: cluster.nodes[2]!.url, prefix });
+    const gw = createTestGateway({ store });
+    try {
+      await store.open();
+      const token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body.access_token as string;
+      expect((await callApi(gw.app, token)).status).toBe(200);
+      const counters = await Promise.all((await cluster.masterServers()).map(async (m) => (await ask(m, ['KEYS', `${prefix}rl:*`])) as string[]));
+      expect(counters.flat().length).toBeGreaterThan(0);
+    } finally {
+      await store.close();
+    }
   });
 
   it('spreads grants over every master, each grant on one', async () => {

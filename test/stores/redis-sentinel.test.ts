@@ -6,6 +6,9 @@ import { RedisStore } from '../../lib/stores/redis.js';
 import { StoreUnavailableError } from '../../lib/stores/store.js';
 import { requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { RedisSentinelSet, SENTINEL_MASTER_NAME } from '../helpers/redis-sentinel.js';
+import { SIM_SWAP, createTestGateway } from '../helpers/gateway.js';
+import { callApi } from '../helpers/frontend.js';
+import { pollToken, startBackchannel } from '../helpers/requests.js';
 import { describeStoreContract } from './contract.js';
 
 /**
@@ -47,6 +50,23 @@ describe.skipIf(skip)('redis store behind Redis Sentinel', () => {
     const store = new RedisStore({ client, prefix: freshPrefix() });
     await store.open();
     return { store, elapse: (seconds) => sleep(seconds * 1000), close: () => store.close() };
+  });
+
+  it('runs a gateway whose rate limits count on the same Sentinel-managed connection', async () => {
+    const prefix = freshPrefix();
+    const store = new RedisStore({ client, prefix });
+    const errors: unknown[] = [];
+    const gw = createTestGateway({ store, onError: (error) => errors.push(error) });
+    try {
+      await store.open();
+      const token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body.access_token as string;
+      expect((await callApi(gw.app, token)).status).toBe(200);
+      const counters = (await client.sendCommand(true, ['KEYS', `${prefix}rl:*`])) as string[];
+      expect(counters.length).toBeGreaterThan(0);
+      expect(errors).toEqual([]);
+    } finally {
+      await store.close();
+    }
   });
 
   it('answers 503 while the master is gone, then works on the promoted replica with everything it wrote, without a restart', { timeout: 60_000 }, async () => {
