@@ -176,15 +176,28 @@ describe.skipIf(skip)('two gateway processes on a Redis Cluster (3 masters, 3 re
 
     const flows: Flow[] = [];
     let stop = false;
+    let broken: unknown;
     const workers = Array.from({ length: 6 }, async (_, i) => {
-      while (!stop) {
-        const flow: Flow = { pollFailed: false, unavailable: 0 };
-        flows.push(flow);
-        await (i % 2 === 0 ? runFlow(a, b, flow) : runFlow(b, a, flow));
+      try {
+        while (!stop) {
+          const flow: Flow = { pollFailed: false, unavailable: 0 };
+          flows.push(flow);
+          await (i % 2 === 0 ? runFlow(a, b, flow) : runFlow(b, a, flow));
+        }
+      } catch (error) {
+        broken ??= error;
+        stop = true;
       }
     });
     const done = () => flows.filter((f) => f.token !== undefined).length;
-    while (done() < 30) await sleep(20);
+    // An unexpected answer stops the load and fails the test at once, rather than at its timeout.
+    const check = () => {
+      if (broken !== undefined) throw broken;
+    };
+    while (done() < 30) {
+      check();
+      await sleep(20);
+    }
 
     await doomed.stop();
     const killedAt = flows.length;
@@ -198,6 +211,7 @@ describe.skipIf(skip)('two gateway processes on a Redis Cluster (3 masters, 3 re
       const checked = new Set<Flow>();
       let onPromoted = 0;
       while (onPromoted < 4) {
+        check();
         for (const flow of flows.slice(killedAt)) {
           if (flow.token === undefined || flow.unavailable > 0 || checked.has(flow)) continue;
           checked.add(flow);
@@ -207,6 +221,7 @@ describe.skipIf(skip)('two gateway processes on a Redis Cluster (3 masters, 3 re
       }
       stop = true;
       await Promise.all(workers);
+      check();
       await verify(redis, flows, waiting);
     } finally {
       redis.destroy();
