@@ -30,6 +30,16 @@ export interface RateLimitRedisClient {
   del(...args: never[]): unknown;
 }
 
+/** The limits of an endpoint that concerns a subscriber. */
+export interface SubscriberLimitRules {
+  /** Requests of one authenticated client. */
+  perClient?: RateLimitRule | false;
+  /** Requests of one client for one subscriber: a client's traffic never uses up another client's allowance. */
+  perClientAndSubscriber?: RateLimitRule | false;
+  /** Requests for one subscriber from every client together: the subscriber-wide ceiling, counted only within a client's allowance. */
+  perSubscriber?: RateLimitRule | false;
+}
+
 /**
  * Rate limits and brute-force protection. Every limit is ON by default; `false` turns one off; a rule
  * replaces the default. Defaults are per instance with the memory backend, shared with the Redis backend.
@@ -50,10 +60,13 @@ export interface RateLimitOptions {
   timeout?: number;
   /** GET /authorize, per device address (an IPv6 address counts by its /64). Default 300 per 60 s. */
   authorize?: { perAddress?: RateLimitRule | false };
-  /** POST /bc-authorize. Defaults: per client 3000 per 60 s; per subscriber 60 per 600 s. */
-  bcAuthorize?: { perClient?: RateLimitRule | false; perSubscriber?: RateLimitRule | false };
-  /** POST /token. Defaults: per client 6000 per 60 s; per subscriber 300 per 60 s. */
-  token?: { perClient?: RateLimitRule | false; perSubscriber?: RateLimitRule | false };
+  /**
+   * POST /bc-authorize. Defaults: per client 3000 per 60 s; per client and subscriber 60 per 600 s; per subscriber,
+   * all clients together, 600 per 600 s (a ceiling no one client can reach: its traffic stops at its own allowance).
+   */
+  bcAuthorize?: SubscriberLimitRules;
+  /** POST /token. Defaults: per client 6000 per 60 s; per client and subscriber 300 per 60 s; per subscriber 3000 per 60 s. */
+  token?: SubscriberLimitRules;
   /**
    * Failed client authentications (unknown client, wrong secret, wrong method) on every client-authenticated
    * endpoint. Defaults: per registered client id 50 per 900 s; per address 30 per 900 s. Successes do not count.
@@ -63,12 +76,26 @@ export interface RateLimitOptions {
 
 export const RATE_LIMIT_DEFAULTS = {
   authorize: { perAddress: { points: 300, duration: 60 } },
-  bcAuthorize: { perClient: { points: 3000, duration: 60 }, perSubscriber: { points: 60, duration: 600 } },
-  token: { perClient: { points: 6000, duration: 60 }, perSubscriber: { points: 300, duration: 60 } },
+  bcAuthorize: {
+    perClient: { points: 3000, duration: 60 },
+    perClientAndSubscriber: { points: 60, duration: 600 },
+    perSubscriber: { points: 600, duration: 600 },
+  },
+  token: {
+    perClient: { points: 6000, duration: 60 },
+    perClientAndSubscriber: { points: 300, duration: 60 },
+    perSubscriber: { points: 3000, duration: 60 },
+  },
   clientAuthentication: { perClient: { failures: 50, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
 } as const;
 
 export type LimitedEndpoint = 'bc-authorize' | 'token';
+
+/** Which subscriber limit refused a request, and for how long. */
+export interface SubscriberLimitHit {
+  limit: 'client_subscriber' | 'subscriber';
+  retryAfter: number;
+}
 
 /**
  * A request over a limit: 429 `temporarily_unavailable` with `Retry-After`.
@@ -109,6 +136,11 @@ export function addressKey(ip: string | undefined): string {
 /** Ids as counting keys: short ones as they are, long ones hashed (bounded key size). */
 function idKey(id: string): string {
   return id.length <= 128 ? id : `#${createHash('sha256').update(id).digest('base64url')}`;
+}
+
+/** Two ids (or an id and an address) as one counting key: each part escaped, so no two pairs share a key. */
+function pairKey(a: string, b: string): string {
+  return idKey(`${encodeURIComponent(a)}:${encodeURIComponent(b)}`);
 }
 
 /** The rule in force: the option's, the default when absent, none when `false`. */
@@ -153,6 +185,7 @@ class LocalLocks {
 export class RateLimits {
   private readonly authorizePerAddress: RateLimiterAbstract | undefined;
   private readonly perClient: Partial<Record<LimitedEndpoint, RateLimiterAbstract>> = {};
+  private readonly perClientAndSubscriber: Partial<Record<LimitedEndpoint, RateLimiterAbstract>> = {};
   private readonly perSubscriber: Partial<Record<LimitedEndpoint, RateLimiterAbstract>> = {};
   private readonly failuresPerClient: RateLimiterAbstract | undefined;
   private readonly failuresPerAddress: RateLimiterAbstract | undefined;
@@ -180,8 +213,10 @@ export class RateLimits {
       ['token', 'token', o.token, D.token],
     ] as const) {
       const client = resolveRule(`${name}.perClient`, group?.perClient, defaults.perClient);
+      const pair = resolveRule(`${name}.perClientAndSubscriber`, group?.perClientAndSubscriber, defaults.perClientAndSubscriber);
       const subscriber = resolveRule(`${name}.perSubscriber`, group?.perSubscriber, defaults.perSubscriber);
       if (client) this.perClient[endpoint] = make(`${endpoint}:client`, client.points, client.duration);
+      if (pair) this.perClientAndSubscriber[endpoint] = make(`${endpoint}:client-subscriber`, pair.points, pair.duration);
       if (subscriber) this.perSubscriber[endpoint] = make(`${endpoint}:subscriber`, subscriber.points, subscriber.duration);
     }
     const ca = o.clientAuthentication;
@@ -202,9 +237,16 @@ export class RateLimits {
     return this.consume(this.perClient[endpoint], idKey(clientId));
   }
 
-  /** One request concerning a subscriber (by the operator's subscriber id). */
-  subscriber(endpoint: LimitedEndpoint, subscriberId: string): Promise<number | undefined> {
-    return this.consume(this.perSubscriber[endpoint], idKey(subscriberId));
+  /**
+   * One request of a client concerning a subscriber (by the operator's subscriber id): the client's allowance
+   * for that subscriber first, then the subscriber-wide ceiling, which counts only requests within a client's
+   * allowance, so one client's excess never uses up what other clients may ask for the same subscriber.
+   */
+  async subscriber(endpoint: LimitedEndpoint, clientId: string, subscriberId: string): Promise<SubscriberLimitHit | undefined> {
+    const pair = await this.consume(this.perClientAndSubscriber[endpoint], pairKey(clientId, subscriberId));
+    if (pair !== undefined) return { limit: 'client_subscriber', retryAfter: pair };
+    const all = await this.consume(this.perSubscriber[endpoint], idKey(subscriberId));
+    return all === undefined ? undefined : { limit: 'subscriber', retryAfter: all };
   }
 
   /**

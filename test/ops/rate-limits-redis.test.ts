@@ -77,6 +77,24 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     for (const key of keys) expect(Number(await raw.pTTL(key))).toBeGreaterThan(0);
   });
 
+  it('per client and subscriber, shared by the instances: one client\'s traffic leaves the other\'s allowance and the ceiling alone', async () => {
+    const [a, b, prefix] = instances(only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 }, perSubscriber: { points: 3, duration: 600 } } }));
+    expect((await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expect((await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expectTooMany(await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP }));
+    expectTooMany(await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP }));
+    expect((await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+    expectTooMany(await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP }, APP2));
+    const keys = (await raw.keys(`${prefix}rl:*`)).sort();
+    expect(keys).toEqual([
+      `${prefix}rl:bc-authorize:client-subscriber:app-1:sub-alice`,
+      `${prefix}rl:bc-authorize:client-subscriber:app-2:sub-alice`,
+      `${prefix}rl:bc-authorize:subscriber:sub-alice`,
+    ]);
+    // Three served and app-2's refused one; app-1's two refused requests never reached the ceiling.
+    expect(await raw.get(`${prefix}rl:bc-authorize:subscriber:sub-alice`)).toBe('4');
+  });
+
   it('the client-authentication lock-out is shared: failures on one instance lock the address on the other', async () => {
     const [a, b] = instances(only({ clientAuthentication: { perAddress: { failures: 2, duration: 900 }, perClient: { failures: 3, duration: 900 } } }));
     const events = recordEvents(b.netauth);

@@ -40,7 +40,42 @@ describe('rate limits: bc-authorize', () => {
     expect(events.of('ciba.requested')).toHaveLength(3);
   });
 
-  it('per subscriber, whichever client asks: 429; other subscribers unaffected', async () => {
+  it('by default one client cannot use up another client\'s allowance for the same subscriber', async () => {
+    const { app, netauth } = createTestGateway();
+    const events = recordEvents(netauth);
+    const allowance = RATE_LIMIT_DEFAULTS.bcAuthorize.perClientAndSubscriber.points;
+    for (let i = 0; i < allowance; i++) expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }), 600);
+    // The other client's requests for Alice, and app-1's for Bob, are served.
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+    expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
+    expect(events.of('rate.limited')).toEqual([
+      { endpoint: 'bc-authorize', limit: 'client_subscriber', clientId: 'app-1', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
+    ]);
+  });
+
+  it('per client and subscriber: 429; other clients for the subscriber, and the client for others, unaffected', async () => {
+    const { app } = createTestGateway({ rateLimits: only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 } } }) });
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expect((await bcAuthorize(app, { login_hint: 'ipport:10.20.0.1', scope: SIM_SWAP })).status).toBe(200);
+    expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }), 600);
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+    expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
+  });
+
+  it('the subscriber-wide ceiling counts only requests within a client\'s allowance', async () => {
+    const { app, netauth } = createTestGateway({
+      rateLimits: only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 }, perSubscriber: { points: 3, duration: 600 } } }),
+    });
+    const events = recordEvents(netauth);
+    // app-1 asks five times: two served, three refused by its own allowance, none of them counted in the ceiling.
+    for (let i = 0; i < 5; i++) await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP });
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+    expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2), 600);
+    expect(events.of('rate.limited').map((e) => e.limit)).toEqual(['client_subscriber', 'client_subscriber', 'client_subscriber', 'subscriber']);
+  });
+
+  it('per subscriber (the ceiling), whichever client asks: 429; other subscribers unaffected', async () => {
     const { app, netauth } = createTestGateway({ rateLimits: only({ bcAuthorize: { perSubscriber: { points: 2, duration: 600 } } }) });
     const events = recordEvents(netauth);
     expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
@@ -98,6 +133,20 @@ describe('rate limits: token', () => {
     expect((await pollToken(app, id)).body.error).toBe('access_denied');
     clock.advance(121);
     expect((await pollToken(app, other, APP2)).body.error).toBe('expired_token');
+  });
+
+  it('per client and subscriber, CIBA grant: slow_down for that client only', async () => {
+    const { app, netauth, clock } = createTestGateway({ rateLimits: only({ token: { perClientAndSubscriber: { points: 1, duration: 60 } } }) });
+    const events = recordEvents(netauth);
+    const id = await startBackchannel(app, ALICE, LOCATION);
+    const other = await startBackchannel(app, ALICE, SIM_SWAP, APP2);
+    expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
+    clock.advance(2);
+    expect((await pollToken(app, id)).body.error).toBe('slow_down');
+    expect((await pollToken(app, other, APP2)).status).toBe(200);
+    expect(events.of('rate.limited')).toEqual([
+      { endpoint: 'token', limit: 'client_subscriber', clientId: 'app-1', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
+    ]);
   });
 
   it('per subscriber, code grant: 429', async () => {
@@ -226,8 +275,16 @@ describe('rateLimits option', () => {
   it('the defaults', () => {
     expect(RATE_LIMIT_DEFAULTS).toEqual({
       authorize: { perAddress: { points: 300, duration: 60 } },
-      bcAuthorize: { perClient: { points: 3000, duration: 60 }, perSubscriber: { points: 60, duration: 600 } },
-      token: { perClient: { points: 6000, duration: 60 }, perSubscriber: { points: 300, duration: 60 } },
+      bcAuthorize: {
+        perClient: { points: 3000, duration: 60 },
+        perClientAndSubscriber: { points: 60, duration: 600 },
+        perSubscriber: { points: 600, duration: 600 },
+      },
+      token: {
+        perClient: { points: 6000, duration: 60 },
+        perClientAndSubscriber: { points: 300, duration: 60 },
+        perSubscriber: { points: 3000, duration: 60 },
+      },
       clientAuthentication: { perClient: { failures: 50, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
     });
   });

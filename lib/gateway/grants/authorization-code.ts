@@ -52,9 +52,9 @@ export const authorizationCodeGrant: Grant = {
     if (stored.consumed) throw await replayed(ctx, record);
     if (ctx.limits) {
       // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After.
-      const retryAfter = await ctx.limits.subscriber('token', record.subscriberId);
-      if (retryAfter !== undefined) {
-        throw overLimit(ctx.events, { endpoint: 'token', limit: 'subscriber', clientId: record.clientId, subscriberId: record.subscriberId, retryAfter });
+      const hit = await ctx.limits.subscriber('token', record.clientId, record.subscriberId);
+      if (hit !== undefined) {
+        throw overLimit(ctx.events, { endpoint: 'token', limit: hit.limit, clientId: record.clientId, subscriberId: record.subscriberId, retryAfter: hit.retryAfter });
       }
     }
 
