@@ -7,6 +7,6 @@ export function only(limits: RateLimitOptions): RateLimitOptions {
     authorize: { perAddress: false, ...limits.authorize },
     bcAuthorize: { perClient: false, perClientAndSubscriber: false, perSubscriber: false, ...limits.bcAuthorize },
     token: { perClient: false, perClientAndSubscriber: false, perSubscriber: false, ...limits.token },
-    clientAuthentication: { perClient: false, perAddress: false, ...limits.clientAuthentication },
+    clientAuthentication: { perClientAndAddress: false, perAddress: false, ...limits.clientAuthentication },
   };
 }

@@ -95,17 +95,33 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     expect(await raw.get(`${prefix}rl:bc-authorize:subscriber:sub-alice`)).toBe('4');
   });
 
-  it('the client-authentication lock-out is shared: failures on one instance lock the address on the other', async () => {
-    const [a, b] = instances(only({ clientAuthentication: { perAddress: { failures: 2, duration: 900 }, perClient: { failures: 3, duration: 900 } } }));
+  it('the client-authentication lock-out is shared: failures for a client at an address on one instance lock that pair on the other', async () => {
+    const [a, b, prefix] = instances(only({ clientAuthentication: { perClientAndAddress: { failures: 2, duration: 900 }, perAddress: { failures: 2, duration: 900 } } }));
     const events = recordEvents(b.netauth);
     expect((await from(a.app, '203.0.113.20', basic('app-1', 'wrong'))).status).toBe(401);
-    expect((await from(a.app, '203.0.113.20', basic('app-1', 'wrong'))).status).toBe(401);
+    expect((await from(b.app, '203.0.113.20', basic('app-1', 'wrong'))).status).toBe(401);
     expectTooMany(await from(b.app, '203.0.113.20', APP1));
+    expectTooMany(await from(a.app, '203.0.113.20', APP1));
     expect(events.of('rate.limited')).toEqual([{ endpoint: 'bc-authorize', limit: 'client_authentication', clientId: 'app-1', retryAfter: expect.any(Number) }]);
-    // The client id: a third failure (from elsewhere) locks app-1 everywhere, right credentials or not.
-    expect((await from(b.app, '203.0.113.21', basic('app-1', 'wrong'))).status).toBe(401);
-    expectTooMany(await from(a.app, '203.0.113.22', APP1));
-    expect((await from(a.app, '203.0.113.22', APP2)).status).toBe(200);
+    // The client elsewhere, and another client at that address, are served on either instance.
+    expect((await from(b.app, '203.0.113.21', APP1)).status).toBe(200);
+    expect((await from(a.app, '203.0.113.20', APP2)).status).toBe(200);
+    // Unknown ids count per address, shared too.
+    expect((await from(a.app, '203.0.113.22', basic('nobody', 'x'))).status).toBe(401);
+    expect((await from(b.app, '203.0.113.22', basic('nobody-else', 'x'))).status).toBe(401);
+    expectTooMany(await from(a.app, '203.0.113.22', basic('nobody', 'x')));
+    const keys = (await raw.keys(`${prefix}rl:auth-failures:*`)).sort();
+    expect(keys).toEqual([`${prefix}rl:auth-failures:address:203.0.113.22`, `${prefix}rl:auth-failures:client-address:app-1:203.0.113.20`]);
+  });
+
+  it('concurrent guesses spread over two instances never get more comparisons than the budget', async () => {
+    const [a, b] = instances(only({ clientAuthentication: { perClientAndAddress: { failures: 5, duration: 900 } } }));
+    let failed = 0;
+    for (const gw of [a, b]) gw.netauth.events.on('client.authentication_failed', () => failed++);
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => from(i % 2 ? a.app : b.app, '203.0.113.30', basic('app-1', `guess-${i}`)).then((r) => r.status)));
+    expect(answers.filter((s) => s === 401)).toHaveLength(5);
+    expect(failed).toBe(5);
+    expect(answers.filter((s) => s === 429)).toHaveLength(55);
   });
 
   it('CIBA polls over the subscriber limit get slow_down on either instance; codes get 429', async () => {

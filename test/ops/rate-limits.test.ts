@@ -192,63 +192,6 @@ describe('rate limits: /authorize per address', () => {
   });
 });
 
-describe('brute-force protection on client authentication', () => {
-  const lockout = (failures: number, duration = 900) => ({
-    rateLimits: only({ clientAuthentication: { perAddress: { failures, duration }, perClient: false } }),
-  });
-
-  it('per address: after the failures, 429 even with the right credentials; other addresses unaffected', async () => {
-    const { app, netauth } = createTestGateway(lockout(3));
-    const events = recordEvents(netauth);
-    for (let i = 0; i < 3; i++) expect((await from(app, '203.0.113.7', basic('app-1', `guess-${i}`))).status).toBe(401);
-    expectTooMany(await from(app, '203.0.113.7', APP1), 900);
-    expectTooMany(await from(app, '203.0.113.7', basic('app-1', 'guess-4')), 900);
-    // The lock covers every client-authenticated endpoint of that address.
-    expectTooMany(await request(app).post('/apigateway/token').set('X-Forwarded-For', '203.0.113.7').set('Authorization', APP1).type('form').send({ grant_type: CIBA, auth_req_id: 'x' }), 900);
-    expectTooMany(await request(app).post('/apigateway/introspect').set('X-Forwarded-For', '203.0.113.7').set('Authorization', APP1).type('form').send({ token: 'x' }), 900);
-    expect((await from(app, '203.0.113.8', APP1)).status).toBe(200);
-    expect(events.of('rate.limited').map((e) => e.limit)).toEqual(['client_authentication', 'client_authentication', 'client_authentication', 'client_authentication']);
-    expect(events.of('rate.limited')[0]).toEqual({ endpoint: 'bc-authorize', limit: 'client_authentication', clientId: 'app-1', retryAfter: expect.any(Number) });
-  });
-
-  it('per registered client id, from any address; unknown ids and other clients are not locked', async () => {
-    const { app } = createTestGateway({ rateLimits: only({ clientAuthentication: { perClient: { failures: 3, duration: 900 }, perAddress: false } }) });
-    for (let i = 0; i < 3; i++) expect((await from(app, `198.51.100.${i}`, basic('app-1', 'wrong'))).status).toBe(401);
-    expectTooMany(await from(app, '198.51.100.50', APP1), 900);
-    expect((await from(app, '198.51.100.50', APP2)).status).toBe(200);
-    for (let i = 0; i < 5; i++) expect((await from(app, '198.51.100.60', basic('nobody', 'wrong'))).status).toBe(401);
-  });
-
-  it('successes do not count, nor do missing credentials or a client_id mismatch; only rejected credentials do', async () => {
-    const { app } = createTestGateway(lockout(2));
-    for (let i = 0; i < 5; i++) expect((await from(app, '192.0.2.1', APP1)).status).toBe(200);
-    for (let i = 0; i < 3; i++) {
-      expect((await request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', '192.0.2.1').type('form').send({ login_hint: ALICE, scope: SIM_SWAP })).status).toBe(401);
-      expect((await from(app, '192.0.2.1', APP1, { login_hint: ALICE, scope: SIM_SWAP, client_id: 'app-2' })).status).toBe(401);
-    }
-    expect((await from(app, '192.0.2.1', basic('app-1', 'wrong'))).status).toBe(401);
-    expect((await from(app, '192.0.2.1', APP1)).status).toBe(200);
-    expect((await from(app, '192.0.2.1', basic('app-1', 'wrong'))).status).toBe(401);
-    expectTooMany(await from(app, '192.0.2.1', APP1), 900);
-  });
-
-  it('the lock lasts until the window passes', async () => {
-    const { app } = createTestGateway(lockout(1, 1));
-    expect((await from(app, '192.0.2.9', basic('app-1', 'wrong'))).status).toBe(401);
-    expectTooMany(await from(app, '192.0.2.9', APP1), 1);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect((await from(app, '192.0.2.9', APP1)).status).toBe(200);
-  });
-
-  it('by default: 30 failures per address, then locked', async () => {
-    const { app } = createTestGateway();
-    for (let i = 0; i < RATE_LIMIT_DEFAULTS.clientAuthentication.perAddress.failures; i++) {
-      expect((await from(app, '192.0.2.77', basic('nobody', 'x'))).status).toBe(401);
-    }
-    expectTooMany(await from(app, '192.0.2.77', basic('app-1', SECRET)), 900);
-  });
-});
-
 describe('rateLimits option', () => {
   it('false turns every limit off', async () => {
     const { app } = createTestGateway({ rateLimits: false });
@@ -261,6 +204,9 @@ describe('rateLimits option', () => {
     expect(() => createNetAuth({ ...base, rateLimits: { token: { perClient: { points: 0, duration: 60 } } } })).toThrow(TypeError);
     expect(() => createNetAuth({ ...base, rateLimits: { authorize: { perAddress: { points: 5, duration: 0.5 } } } })).toThrow(TypeError);
     expect(() => createNetAuth({ ...base, rateLimits: { clientAuthentication: { perAddress: { failures: -1, duration: 60 } } } })).toThrow(TypeError);
+    // The former per-client-id lock (any address) is gone: naming it is an error that says what replaced it.
+    const former = { clientAuthentication: { perClient: { failures: 50, duration: 900 } } } as unknown as RateLimitOptions;
+    expect(() => createNetAuth({ ...base, rateLimits: former })).toThrow(/perClientAndAddress/);
     expect(() => createNetAuth({ ...base, store: new MemoryStore(), rateLimits: { backend: 'redis' } })).toThrow(/redis/);
   });
 
@@ -285,7 +231,7 @@ describe('rateLimits option', () => {
         perClientAndSubscriber: { points: 300, duration: 60 },
         perSubscriber: { points: 3000, duration: 60 },
       },
-      clientAuthentication: { perClient: { failures: 50, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
+      clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
     });
   });
 });
