@@ -60,7 +60,7 @@ export const authorizationCodeGrant: Grant = {
 
     // The token is written BEFORE the code is consumed: a replay that revokes the grant at any later moment
     // therefore always finds it. Of concurrent redemptions exactly one wins the consume.
-    const tokens = await issueAccessToken(ctx, record, [record.grantId, ...record.consentGrants]);
+    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants);
     let won: boolean;
     try {
       won = await ctx.store.consume('code', code);

@@ -84,7 +84,7 @@ export const cibaGrant: Grant = {
 
     // Single use: of concurrent polls for an approved request exactly one wins the token.
     if (!(await ctx.store.consume('backchannel', authReqId))) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
-    const tokens = await issueAccessToken(ctx, record, [record.grantId, ...result.consentGrants]);
+    const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants);
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = await issueIdToken(ctx, {
         clientId: record.clientId,
