@@ -221,16 +221,8 @@ describe('rateLimits option', () => {
   it('the defaults', () => {
     expect(RATE_LIMIT_DEFAULTS).toEqual({
       authorize: { perAddress: { points: 300, duration: 60 } },
-      bcAuthorize: {
-        perClient: { points: 3000, duration: 60 },
-        perClientAndSubscriber: { points: 60, duration: 600 },
-        perSubscriber: { points: 600, duration: 600 },
-      },
-      token: {
-        perClient: { points: 6000, duration: 60 },
-        perClientAndSubscriber: { points: 300, duration: 60 },
-        perSubscriber: { points: 3000, duration: 60 },
-      },
+      bcAuthorize: { perClient: { points: 3000, duration: 60 }, perClientAndSubscriber: { points: 60, duration: 600 }, perSubscriber: { points: 600, duration: 600 } },
+      token: { perClient: { points: 6000, duration: 60 }, perClientAndSubscriber: { points: 300, duration: 60 }, perSubscriber: { points: 3000, duration: 60 } },
       clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
     });
   });
