@@ -49,7 +49,7 @@ const { values: args } = parseArgs({
 const quick = args.quick === true;
 const settings = {
   quick,
-  // 12 rows per round (flow 6, frontend 3, guard 3) plus the prefill (<= 45 s) and the soak (60 s): 2 s + 2 s
+  // 13 rows per round (flow 6, frontend 3, guard 3, hostile 1) plus the prefill (<= 45 s) and the soak (60 s): 2 s + 2 s
   // windows keep the full run under 5 minutes on 2 cores, with room for about one extra round.
   rounds: Number(args.rounds ?? (quick ? 1 : 3)),
   warmupMs: Number(args.warmup ?? (quick ? 0.3 : 2)) * 1000,
@@ -565,7 +565,7 @@ function report(machine: Machine): string {
     '  time per operation; srv core = server CPU use (1.00 = its core saturated); GC % = share of the window the server',
     '  spent in GC pauses (mark-compact in parentheses); "vs X" = median over rounds of this row\'s throughput / X\'s in',
     '  the same round; loop p99/max ms (hostile suite) = the server\'s event-loop delay during the window (median p99,',
-    '  worst max), from perf_hooks monitorEventLoopDelay: how long anything held the loop.',
+    '  worst max): how late a 10 ms timer fired in the server, i.e. how long anything held its loop.',
     'peer difference: node-oidc-provider requires `openid` on CIBA and then signs an RS256 ID token per flow; express-netauth',
     '  issues none in its plain rows; the "+ ID token" row requests `openid` and signs an RS256 ID token too (like for like). It runs on Koa without Express,',
     '  with its default memory adapter (an LRU of 1,000 entries), while the express-netauth memory store keeps every token for 1 h.',
