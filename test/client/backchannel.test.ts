@@ -121,7 +121,9 @@ describe('backend-flow client', () => {
     expect(unknown.kind).toBe('unknown_subscriber');
     expect(unknown.error).toBe('unknown_user_id');
     const badScope = await rejection(client.backchannel({ login_hint: 'tel:+34600000001', scope: 'dpv:Unknown#x' }));
-    expect(badScope.kind).toBe('token_error');
+    // A refused request, not a failing gateway: 400, not 502.
+    expect(badScope.kind).toBe('authorization_error');
+    expect(badScope.status).toBe(400);
     expect(badScope.error).toBe('invalid_scope');
   });
 

@@ -202,8 +202,11 @@ describe('app side: gateway router and companion in one app', () => {
       const forged = new URL(url);
       if (iss === undefined) forged.searchParams.delete('iss');
       else forged.searchParams.set('iss', iss);
-      // openid-client's RFC 9207 check fails before any code exchange; nothing lands in the session.
-      expect(await json(await browser.request(forged))).toEqual({ kind: 'token_error', error: null, token: null });
+      // openid-client's RFC 9207 check fails before any code exchange; nothing lands in the session. A bad
+      // callback, not a failing gateway: 400.
+      const answer = await browser.request(forged);
+      expect(answer.status).toBe(400);
+      expect(await json(answer)).toEqual({ kind: 'invalid_callback', error: null, token: null });
     }
   });
 
