@@ -97,7 +97,6 @@ describe.each(GATEWAYS)('issue 19 defects, against $name', ({ start }) => {
         const res = await browser.request(url);
         expect(res.status).toBe(400);
         expect(await json(res)).toEqual({ kind: 'invalid_callback', error: null, token: null });
-        // The code was never redeemed: the gateway still accepts it once (no_store: only the flow's owner could).
         expect((await json(await browser.request(`${app.url}/me`))).token).toBeNull();
       }
     });
