@@ -92,7 +92,7 @@ export async function startNetAuthGateway(uris: RedirectUris): Promise<GatewayUn
   try {
     netauth = createNetAuth({ ...options, clients: [secretClient, camaraClient] });
   } catch (error) {
-    refused = `createNetAuth refused a private_key_jwt registration (${(error as Error).message})`;
+    refused = `createNetAuth refuses a private_key_jwt registration (${(error as Error).message})`;
     netauth = createNetAuth({ ...options, clients: [secretClient] });
   }
   app.use((req, res, next) => {
