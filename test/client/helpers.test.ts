@@ -10,10 +10,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import express from 'express';
 import * as oidc from 'openid-client';
-import { createNetAuthClient, NetAuthClientError, type BackchannelProgress, type NetAuthClient } from '../../lib/client/index.js';
+import { createNetAuthClient, NetAuthClientError, type BackchannelProgress, type GatewayEndpoints, type NetAuthClient } from '../../lib/client/index.js';
 import { CAMARA_KEY, CAMARA_PUBLIC, GATEWAYS, type GatewayUnderTest } from '../helpers/client-gateways.js';
 import { clientOptions, json, mountClientApp, rejection, type ClientApp } from '../helpers/client-app.js';
-import { recordError, rememberSecrets, secretsInErrors, watchSecrets } from '../helpers/client-secrets.js';
+import { recordError, recordedErrors, rememberSecrets, secretsInErrors, watchSecrets } from '../helpers/client-secrets.js';
 import { listen } from '../helpers/listen.js';
 import { Browser } from '../helpers/browser.js';
 import { SECRET } from '../helpers/gateway.js';
@@ -48,6 +48,8 @@ async function active(client: NetAuthClient, token: string): Promise<boolean> {
 describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
   let gw: GatewayUnderTest;
   let app: ClientApp;
+  /** The same registration, but the gateway's revocation endpoint does not answer. */
+  let unrevocable: ClientApp;
   let base: string;
   let close: () => Promise<void>;
 
@@ -55,10 +57,11 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
     const host = express();
     const server = await listen(host);
     base = server.url;
-    gw = await start({ secret: [`${base}/app/callback`], camara: [`${base}/camara/callback`] });
+    gw = await start({ secret: [`${base}/app/callback`, `${base}/unrevocable/callback`], camara: [`${base}/camara/callback`] });
     app = mountClientApp(host, base, '/app', gw);
     // The gateway's metadata as an API manager would publish it, apart from the issuer; and one naming another issuer.
     const metadata = (await (await fetch(`${gw.issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+    unrevocable = mountClientApp(host, base, '/unrevocable', gw, 'secret', { gateway: { ...metadata, revocation_endpoint: 'http://127.0.0.1:9/revoke' } as GatewayEndpoints });
     host.get('/published/gateway.json', (_req, res) => void res.json(metadata));
     host.get('/published/other.json', (_req, res) => void res.json({ ...metadata, issuer: 'https://other.example/as' }));
     // An application that forgot express-session.
@@ -95,6 +98,17 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
       expect(after.sessionId).not.toBe(signedIn.sessionId);
       expect(await active(app.client, token)).toBe(false);
       expect((await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
+    });
+
+    it('logout with the revocation endpoint down: the session is cleared all the same, then 503 "unavailable" says so', async () => {
+      const browser = new Browser();
+      const signedIn = await json((await browser.navigate(`${unrevocable.url}/start`)).res);
+      expect(signedIn.token).not.toBeNull();
+      const out = await browser.request(`${unrevocable.url}/logout`, { method: 'POST' });
+      expect(out.status).toBe(503);
+      expect((await json(out)).kind).toBe('unavailable');
+      expect(String((recordedErrors().at(-1) as Error).message)).toMatch(/session was cleared/);
+      expect((await json(await browser.request(`${unrevocable.url}/me`))).token).toBeNull();
     });
 
     it('logout without a token just clears the session', async () => {

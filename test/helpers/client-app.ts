@@ -31,10 +31,17 @@ export function clientOptions(gw: GatewayUnderTest, url: string, kind: 'secret' 
  * /protected (requireToken, GET and POST), /logout (POST), /backend (the one-call backend flow), and an
  * error handler that records the error and answers `{kind, error, token}` with the error's status.
  */
-export function mountClientApp(host: Express, base: string, prefix: string, gw: GatewayUnderTest, kind: 'secret' | 'camara' = 'secret'): ClientApp {
+export function mountClientApp(
+  host: Express,
+  base: string,
+  prefix: string,
+  gw: GatewayUnderTest,
+  kind: 'secret' | 'camara' = 'secret',
+  overrides: Partial<NetAuthClientOptions> = {},
+): ClientApp {
   const url = `${base}${prefix}`;
   const clock = { offset: 0 };
-  const client = createNetAuthClient(clientOptions(gw, url, kind, clock));
+  const client = createNetAuthClient({ ...clientOptions(gw, url, kind, clock), ...overrides });
   const router = express.Router();
   router.use(session({ secret: 'client-tests-session-secret', resave: false, saveUninitialized: false, name: `sid${prefix.replace(/\W/g, '')}` }));
   router.get('/start', client.start({ scope: gw.scope, login_hint: (req) => (typeof req.query.hint === 'string' ? req.query.hint : undefined), data: { from: 'start' }, returnTo: `${prefix}/me` }));
