@@ -5,11 +5,9 @@
  */
 import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import express from 'express';
 import { GATEWAYS, type GatewayUnderTest } from '../helpers/client-gateways.js';
-import { json, mountClientApp, rejection, type ClientApp } from '../helpers/client-app.js';
-import { recordedErrors, secretsInErrors, watchSecrets } from '../helpers/client-secrets.js';
-import { listen } from '../helpers/listen.js';
+import { json, rejection, startClientFixture, type ClientApp } from '../helpers/client-app.js';
+import { describeNoSecretsInErrors, recordedErrors, secretsInErrors, watchSecrets } from '../helpers/client-secrets.js';
 import { Browser } from '../helpers/browser.js';
 
 watchSecrets();
@@ -20,14 +18,7 @@ describe.each(GATEWAYS)('issue 19 defects, against $name', ({ start }) => {
   let close: () => Promise<void>;
 
   beforeAll(async () => {
-    const host = express();
-    const server = await listen(host);
-    gw = await start({ secret: [`${server.url}/app/callback`], camara: [`${server.url}/camara/callback`] });
-    app = mountClientApp(host, server.url, '/app', gw);
-    close = async () => {
-      await server.close();
-      await gw.close();
-    };
+    ({ gw, app, close } = await startClientFixture(start));
   });
   afterEach(() => gw.tamperToken(undefined));
   afterAll(() => close());
@@ -141,11 +132,4 @@ describe.each(GATEWAYS)('issue 19 defects, against $name', ({ start }) => {
   });
 });
 
-describe('no error the client threw in this file carries a token, code, secret or assertion', () => {
-  it('every recorded error, printed with util.inspect(err, { depth: null }), holds none of the values seen on the wire', () => {
-    const { errors, secrets, found } = secretsInErrors('defects');
-    expect(errors).toBeGreaterThanOrEqual(14);
-    expect(secrets).toBeGreaterThan(20);
-    expect(found).toEqual([]);
-  });
-});
+describeNoSecretsInErrors('defects', { errors: 14, secrets: 20 });

@@ -7,6 +7,10 @@ import { CLIENTS, POLICY, SECRET, SUBSCRIBERS, SIM_SWAP, LOCATION } from '../hel
 import { listen } from '../helpers/listen.js';
 import { Browser, consentFormOf } from '../helpers/browser.js';
 import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../helpers/gateway-process.js';
+import { describeNoSecretsInErrors, recordError, rememberSecrets, watchSecrets } from '../helpers/client-secrets.js';
+
+watchSecrets();
+rememberSecrets(SECRET);
 
 /** Mounts an application backend (express-session + the companion) on `app` under `prefix`. */
 function mountApplication(app: Express, prefix: string, client: NetAuthClient, gateway: () => string, returnTo: string | ((req: express.Request) => string | undefined) = `${prefix}/done`): void {
@@ -34,6 +38,7 @@ function mountApplication(app: Express, prefix: string, client: NetAuthClient, g
     void res.json({ sessionId: req.sessionID, token: client.token(req) ?? null, cart: (req.session as unknown as Record<string, unknown>).cart ?? null }),
   );
   const errors: ErrorRequestHandler = (error, req, res, _next) => {
+    recordError(error);
     if (!(error instanceof NetAuthClientError)) throw error;
     res.status(error.status).json({ kind: error.kind, error: error.error ?? null, token: client.token(req) ?? null });
   };
@@ -290,3 +295,5 @@ describe('app side: gateway and application in two processes', () => {
     expect(await res.json()).toEqual({ swapped: false, subscriber: 'sub-alice' });
   });
 });
+
+describeNoSecretsInErrors('frontend', { errors: 10, secrets: 10 });

@@ -12,9 +12,8 @@ import express from 'express';
 import * as oidc from 'openid-client';
 import { createNetAuthClient, NetAuthClientError, type BackchannelProgress, type GatewayEndpoints, type NetAuthClient } from '../../lib/client/index.js';
 import { CAMARA_KEY, CAMARA_PUBLIC, GATEWAYS, type GatewayUnderTest } from '../helpers/client-gateways.js';
-import { clientOptions, json, mountClientApp, rejection, type ClientApp } from '../helpers/client-app.js';
-import { recordError, recordedErrors, rememberSecrets, secretsInErrors, watchSecrets } from '../helpers/client-secrets.js';
-import { listen } from '../helpers/listen.js';
+import { clientOptions, json, mountClientApp, rejection, startClientFixture, type ClientApp } from '../helpers/client-app.js';
+import { describeNoSecretsInErrors, recordError, recordedErrors, rememberSecrets, watchSecrets } from '../helpers/client-secrets.js';
 import { Browser } from '../helpers/browser.js';
 import { SECRET } from '../helpers/gateway.js';
 
@@ -54,11 +53,8 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
   let close: () => Promise<void>;
 
   beforeAll(async () => {
-    const host = express();
-    const server = await listen(host);
-    base = server.url;
-    gw = await start({ secret: [`${base}/app/callback`, `${base}/unrevocable/callback`], camara: [`${base}/camara/callback`] });
-    app = mountClientApp(host, base, '/app', gw);
+    let host: express.Express;
+    ({ host, base, gw, app, close } = await startClientFixture(start, ['/unrevocable']));
     // The gateway's metadata as an API manager would publish it, apart from the issuer; and one naming another issuer.
     const metadata = (await (await fetch(`${gw.issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
     unrevocable = mountClientApp(host, base, '/unrevocable', gw, 'secret', { gateway: { ...metadata, revocation_endpoint: 'http://127.0.0.1:9/revoke' } as GatewayEndpoints });
@@ -72,10 +68,6 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
       recordError(error);
       res.status((error as NetAuthClientError).status ?? 500).json({ kind: (error as NetAuthClientError).kind, message: (error as Error).message });
     }) as express.ErrorRequestHandler);
-    close = async () => {
-      await server.close();
-      await gw.close();
-    };
   });
   afterEach(() => {
     gw.tamperToken(undefined);
@@ -301,11 +293,4 @@ describe('options that cannot work fail at start-up, naming the option', () => {
   });
 });
 
-describe('no error the client threw in this file carries a token, code, secret or assertion', () => {
-  it('every recorded error, printed with util.inspect(err, { depth: null }), holds none of the values seen on the wire', () => {
-    const { errors, secrets, found } = secretsInErrors('helpers');
-    expect(errors).toBeGreaterThanOrEqual(20);
-    expect(secrets).toBeGreaterThan(20);
-    expect(found).toEqual([]);
-  });
-});
+describeNoSecretsInErrors('helpers', { errors: 20, secrets: 20 });

@@ -6,7 +6,8 @@
 import express, { type ErrorRequestHandler, type Express } from 'express';
 import session from 'express-session';
 import { createNetAuthClient, NetAuthClientError, type NetAuthClient, type NetAuthClientOptions } from '../../lib/client/index.js';
-import type { GatewayUnderTest } from './client-gateways.js';
+import type { GatewayUnderTest, RedirectUris } from './client-gateways.js';
+import { listen } from './listen.js';
 import { recordError } from './client-secrets.js';
 
 export interface ClientApp {
@@ -74,6 +75,35 @@ export function mountClientApp(
   router.use(errors);
   host.use(prefix, router);
   return { url, client, clock };
+}
+
+export interface ClientFixture {
+  host: Express;
+  /** `http://127.0.0.1:<port>` of the host. */
+  base: string;
+  gw: GatewayUnderTest;
+  /** The client_secret_basic application at /app. */
+  app: ClientApp;
+  close(): Promise<void>;
+}
+
+/** A listening host, a gateway registered for its `/app` callback (and those of `prefixes`), and the application at /app. */
+export async function startClientFixture(start: (uris: RedirectUris) => Promise<GatewayUnderTest>, prefixes: string[] = []): Promise<ClientFixture> {
+  const host = express();
+  const server = await listen(host);
+  const base = server.url;
+  const gw = await start({ secret: ['/app', ...prefixes].map((prefix) => `${base}${prefix}/callback`), camara: [`${base}/camara/callback`] });
+  const app = mountClientApp(host, base, '/app', gw);
+  return {
+    host,
+    base,
+    gw,
+    app,
+    close: async () => {
+      await server.close();
+      await gw.close();
+    },
+  };
 }
 
 /** Awaits a promise that must reject with a NetAuthClientError, records it and returns it. */

@@ -7,6 +7,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { inspect } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
 
 const errors: unknown[] = [];
 const secrets = new Set<string>();
@@ -86,4 +87,19 @@ export function secretsInErrors(name: string): { errors: number; secrets: number
   writeFileSync(`${ARTIFACTS}client-errors-${name}.log`, log);
   const found = [...secrets].filter((secret) => log.includes(secret)).map((secret) => `${secret.slice(0, 6)}…(${secret.length} chars)`);
   return { errors: errors.length, secrets: secrets.size, found };
+}
+
+/**
+ * The last test of a client test file: every error recorded in the file, printed as a log would print it,
+ * holds none of the secrets seen on the wire. `atLeast` guards against a check that looked at nothing.
+ */
+export function describeNoSecretsInErrors(name: string, atLeast: { errors: number; secrets: number }): void {
+  describe('no error the client threw in this file carries a token, code, secret or assertion', () => {
+    it('every recorded error, printed with util.inspect(err, { depth: null }), holds none of the values seen on the wire', () => {
+      const { errors, secrets, found } = secretsInErrors(name);
+      expect(errors).toBeGreaterThanOrEqual(atLeast.errors);
+      expect(secrets).toBeGreaterThanOrEqual(atLeast.secrets);
+      expect(found).toEqual([]);
+    });
+  });
 }
