@@ -3,7 +3,7 @@ import { createPrivateKey, type JsonWebKey } from 'node:crypto';
 import { importJWK, type JWK } from 'jose';
 import * as oidc from 'openid-client';
 import type { ClientPrivateKey, NetAuthClientOptions } from './options.js';
-import { NetAuthClientError } from './errors.js';
+import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
 
 /** The application's signing key, imported, with the JWS algorithm it signs assertions and requests with. */
 export interface ClientSigner {
@@ -140,7 +140,8 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
         if ((cause as { code?: unknown }).code === 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED') {
           throw new NetAuthClientError('misconfigured', `the metadata at ${redirected?.to ?? wellKnownOf(options.gateway)} does not name ${options.gateway} as its issuer: set the option gateway to the issuer the gateway announces`, { cause });
         }
-        throw new NetAuthClientError('unavailable', 'could not discover the gateway metadata', { cause });
+        const error = fromOpenIdClientError(cause);
+        throw error.kind === 'misconfigured' ? error : new NetAuthClientError('unavailable', 'could not discover the gateway metadata', { cause });
       }
     } else {
       config = new oidc.Configuration({ ...options.gateway }, options.clientId, undefined, auth);

@@ -149,6 +149,11 @@ export function fromOpenIdClientError(error: unknown): NetAuthClientError {
     if (error instanceof oidc.ResponseBodyError && error.status === 503) return fromOAuthError('temporarily_unavailable', error.error_description, error);
     return fromOAuthError(error.error, error.error_description, error);
   }
+  if (error instanceof oidc.WWWAuthenticateChallengeError) {
+    // openid-client reads no body when a 401 carries WWW-Authenticate; at the token endpoints a 401 is invalid_client (RFC 6749 §5.2).
+    const code = error.cause[0]?.parameters.error ?? (error.status === 401 ? 'invalid_client' : 'server_error');
+    return fromOAuthError(code, error.cause[0]?.parameters.error_description, error);
+  }
   if (error instanceof Error && error.name === 'AbortError') return new NetAuthClientError('aborted', 'aborted', { cause: error });
   if (error instanceof Error && error.name === 'TimeoutError') return new NetAuthClientError('unavailable', 'the gateway did not answer in time', { cause: error });
   if (error instanceof TypeError && /fetch failed/i.test(error.message)) {

@@ -226,6 +226,12 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
       expect(events.every((e) => e.request.auth_req_id === events[0]!.request.auth_req_id)).toBe(true);
     });
 
+    it('a wrong client secret is "misconfigured" (500): invalid_client is this application\'s fault, not the gateway\'s', async () => {
+      const wrong = createNetAuthClient({ ...clientOptions(gw, app.url, 'secret', { offset: 0 }), clientSecret: 'not-the-registered-secret' });
+      const error = await rejection(wrong.startBackchannel({ login_hint: gw.hints.approved, scope: gw.scope }));
+      expect(error).toMatchObject({ kind: 'misconfigured', error: 'invalid_client', status: 500 });
+    });
+
     it('an unknown login_hint is "unknown_subscriber" (404), not a gateway failure', async () => {
       const error = await rejection(app.client.startBackchannel({ login_hint: gw.hints.unknown, scope: gw.scope }));
       expect(error).toMatchObject({ kind: 'unknown_subscriber', error: 'unknown_user_id', status: 404 });
@@ -239,6 +245,13 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
       expect(config.serverMetadata().issuer).toBe(gw.issuer);
       const token = await client.backchannel({ login_hint: gw.hints.approved, scope: gw.scope });
       expect(await active(client, token.access_token)).toBe(true);
+    });
+
+    it('an http: gateway without allowInsecureRequests: "misconfigured", naming the option', async () => {
+      const client = createNetAuthClient({ ...clientOptions(gw, app.url, 'secret', { offset: 0 }), allowInsecureRequests: false });
+      const error = await rejection(client.startBackchannel({ login_hint: gw.hints.approved, scope: gw.scope }));
+      expect(error).toMatchObject({ kind: 'misconfigured', status: 500 });
+      expect(error.message).toContain('allowInsecureRequests');
     });
 
     it('a document naming another issuer: "misconfigured" (500), saying which option to fix', async () => {
