@@ -29,7 +29,15 @@ export interface Answer {
 }
 
 /** The error codes each kind of endpoint may answer with (RFC 6749 §4.1.2.1, §5.2, RFC 6750 §3.1, CIBA §13, §11). */
-export const BC_AUTHORIZE_ERRORS = ['invalid_request', 'invalid_client', 'invalid_scope', 'unknown_user_id', 'unauthorized_client', 'access_denied'];
+export const BC_AUTHORIZE_ERRORS = [
+  'invalid_request',
+  'invalid_client',
+  'invalid_scope',
+  'unknown_user_id',
+  'unauthorized_client',
+  'access_denied',
+  'invalid_request_object',
+];
 export const TOKEN_ERRORS = [
   'invalid_request',
   'invalid_client',
@@ -51,6 +59,8 @@ export const AUTHORIZE_ERRORS = [
   'temporarily_unavailable',
   'consent_required',
   'login_required',
+  'invalid_request_object',
+  'request_uri_not_supported',
 ];
 
 /** RFC 6749 §5.2: error_description is %x20-21 / %x23-5B / %x5D-7E. */

@@ -7,6 +7,8 @@ import { rateLimitedError, type RateLimits } from '../../ops/rate-limits.js';
 import type { ClientAuthMethodModule } from './method.js';
 import { clientSecretBasic } from './client-secret-basic.js';
 import { clientSecretPost } from './client-secret-post.js';
+import { privateKeyJwt } from './private-key-jwt.js';
+import type { ClientJwts } from './client-jwt.js';
 
 /** Failures get more detail in events than on the wire (always a bare 401 invalid_client). */
 type FailureReason = ClientAuthenticationFailedEvent['reason'];
@@ -15,11 +17,13 @@ export interface ClientAuthenticatorOptions {
   events?: EventHub;
   /** Brute-force protection: failed attempts per registered client id and per address, then 429 until the window passes. */
   limits?: RateLimits;
+  /** Verifies `private_key_jwt` client assertions; the issuer is what their `aud` may name. */
+  assertions: { jwts: ClientJwts; issuer: string };
 }
 
 /**
  * Client authentication for bc-authorize, token, introspection and revocation: one module per method
- * (`client_secret_basic` through passport, `client_secret_post`). Exactly one method per request; the client
+ * (`client_secret_basic` through passport, `client_secret_post`, `private_key_jwt`). Exactly one method per request; the client
  * must be registered for the method it used; a body client_id must name the same client. With rate limits
  * on, a client id or address past its failure threshold is answered 429 (even with the right credentials)
  * until the window passes.
@@ -32,19 +36,17 @@ export class ClientAuthenticator {
   constructor(
     clients: ClientRegistry,
     private readonly realm: string,
-    options: ClientAuthenticatorOptions = {},
+    options: ClientAuthenticatorOptions,
   ) {
     this.events = options.events;
     this.limits = options.limits;
-    this.methods = [clientSecretBasic(clients), clientSecretPost(clients)];
+    const { jwts, issuer } = options.assertions;
+    this.methods = [clientSecretBasic(clients), clientSecretPost(clients), privateKeyJwt(clients, jwts, issuer)];
   }
 
   async authenticate(req: Request, res: Response, params: FormParams, endpoint: Endpoint): Promise<RegisteredClient> {
     const presented = this.methods.filter((m) => m.presentedIn(req, params));
     if (presented.length > 1) throw new OAuthError('invalid_request', 'use exactly one client authentication method');
-    if (params.has('client_assertion') || params.has('client_assertion_type')) {
-      throw this.failed(endpoint, 'unsupported_method', undefined, 'client assertions are not supported');
-    }
     const method = presented[0];
     if (method === undefined) throw this.failed(endpoint, 'missing');
     const claim = method.claim(req, params);
