@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { OAuthError } from '../../errors.js';
-import type { ClientRegistry, RegisteredClient } from '../../registry/clients.js';
+import type { ClientAuthMethod, ClientRegistry, RegisteredClient } from '../../registry/clients.js';
 import type { FormParams } from '../http/form.js';
 import type { ClientAuthenticationFailedEvent, Endpoint, EventHub } from '../../ops/events.js';
 import { rateLimitedError, type RateLimits } from '../../ops/rate-limits.js';
@@ -50,7 +50,7 @@ export class ClientAuthenticator {
     const method = presented[0];
     if (method === undefined) throw this.failed(endpoint, 'missing');
     const claim = method.claim(req, params);
-    if ('failure' in claim) throw this.failed(endpoint, claim.failure);
+    if ('failure' in claim) throw this.failed(endpoint, claim.failure, undefined, undefined, method.method);
     const claimed = claim.clientId;
 
     const limits = this.limits;
@@ -68,22 +68,26 @@ export class ClientAuthenticator {
     if (!client) {
       const knownId = verified.known?.clientId;
       const wait = limits ? await limits.failed(knownId, req.ip) : undefined;
-      const error = this.failed(endpoint, 'invalid_credentials', knownId);
+      const error = this.failed(endpoint, 'invalid_credentials', knownId, undefined, method.method);
       throw wait === undefined ? error : this.lockedOut(endpoint, wait, knownId);
     }
     const wait = await lockState;
     if (wait !== undefined) throw this.lockedOut(endpoint, wait, client.clientId);
     const bodyClientId = params.get('client_id');
     if (bodyClientId !== undefined && bodyClientId !== client.clientId) {
-      throw this.failed(endpoint, 'client_id_mismatch', client.clientId, 'client_id does not match the authenticated client');
+      throw this.failed(endpoint, 'client_id_mismatch', client.clientId, 'client_id does not match the authenticated client', method.method);
     }
     return client;
   }
 
-  /** Reports the failure and makes the 401. */
-  private failed(endpoint: Endpoint, reason: FailureReason, clientId?: string, description = 'client authentication failed'): OAuthError {
+  /**
+   * Reports the failure and makes the 401. A failed client assertion gets no Basic challenge: RFC 6749 §5.2 asks
+   * for one only after the Authorization header, and it would invite a secret from a client that has none.
+   */
+  private failed(endpoint: Endpoint, reason: FailureReason, clientId?: string, description = 'client authentication failed', via?: ClientAuthMethod): OAuthError {
     this.events?.emit('client.authentication_failed', clientId === undefined ? { endpoint, reason } : { endpoint, clientId, reason });
-    return new OAuthError('invalid_client', description, { headers: { 'WWW-Authenticate': `Basic realm="${this.realm.replace(/["\\]/g, '')}"` } });
+    const headers: Record<string, string> = via === 'private_key_jwt' ? {} : { 'WWW-Authenticate': `Basic realm="${this.realm.replace(/["\\]/g, '')}"` };
+    return new OAuthError('invalid_client', description, { headers });
   }
 
   /** The brute-force lock-out's 429. */

@@ -171,7 +171,10 @@ describe('private_key_jwt: refused with 401 invalid_client, as a wrong secret', 
   ];
 
   it.each(cases)('%s', async (_name, fields) => {
-    expectInvalidClient(await bcAuthorize(gw.app, await fields()));
+    const res = await bcAuthorize(gw.app, await fields());
+    expectInvalidClient(res);
+    // No Basic challenge after an assertion (RFC 6749 §5.2 asks for one after the Authorization header only).
+    expect(res.headers['www-authenticate']).toBeUndefined();
   });
 
   it('a secret presented for a private_key_jwt client (Basic or in the body)', async () => {
