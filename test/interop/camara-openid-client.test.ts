@@ -57,7 +57,7 @@ describe('interop: openid-client v6 with private_key_jwt and signed requests (CA
 
   async function signingKey(pair: ClientKeyPair): Promise<client.PrivateKey> {
     const { alg: _alg, ...jwk } = pair.privateJwk;
-    return { key: (await importJWK(jwk, pair.alg)) as CryptoKey, kid: pair.privateJwk.kid! };
+    return { key: (await importJWK(jwk, pair.alg)) as client.CryptoKey, kid: pair.privateJwk.kid! };
   }
 
   async function configuration(clientId: string, pair: ClientKeyPair): Promise<client.Configuration> {
