@@ -70,6 +70,8 @@ async function readCapped(response: Response, maxBytes: number): Promise<Uint8Ar
  */
 export class ClientKeys {
   private readonly inline = new Map<string, { source: string; keys: JWTVerifyGetKey }>();
+  /** A static registry hands out the same `jwks` object every time: found without serialising it. */
+  private readonly byObject = new WeakMap<object, JWTVerifyGetKey>();
   private readonly remote = new Map<string, RemoteKeys>();
   private readonly fetchTimeout: number;
   private readonly maxBytes: number;
@@ -98,10 +100,15 @@ export class ClientKeys {
   }
 
   private inlineKeys(clientId: string, jwks: NonNullable<RegisteredClient['jwks']>): JWTVerifyGetKey {
-    // Keyed by client id and content, so a registry that builds a new object per lookup still reuses imported keys.
+    const same = this.byObject.get(jwks);
+    if (same) return same;
+    // Then by client id and content, so a registry that builds a new object per lookup still reuses imported keys.
     const source = JSON.stringify(jwks);
     const cached = this.inline.get(clientId);
-    if (cached?.source === source) return cached.keys;
+    if (cached?.source === source) {
+      this.byObject.set(jwks, cached.keys);
+      return cached.keys;
+    }
     let keys: JWTVerifyGetKey;
     try {
       keys = createLocalJWKSet(jwks);
@@ -110,6 +117,7 @@ export class ClientKeys {
       return () => Promise.reject(new errors.JWKSInvalid('the registered jwks is not a JWK Set'));
     }
     this.inline.set(clientId, { source, keys });
+    this.byObject.set(jwks, keys);
     return keys;
   }
 
