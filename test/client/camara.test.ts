@@ -4,9 +4,10 @@
  * and signs its requests: JAR at /authorize (openid-client's buildAuthorizationUrlWithJAR, with the four
  * plain parameters the profile requires) and a signed `request` at bc-authorize (CIBA Core §7.1.1).
  *
- * Against node-oidc-provider, which requires the signed requests of this client, these run now. Against
- * this package's gateway they run as soon as its discovery metadata advertises private_key_jwt, request
- * objects and signed bc-authorize (issue 14, gateway side); until then each is skipped and the reason printed.
+ * Both gateways run them: node-oidc-provider configured to refuse any unsigned request of this client, and
+ * this package's gateway with the client registered `requireSignedRequestObject`. Whether a gateway can serve
+ * the CAMARA client is read from its discovery metadata (private_key_jwt, request objects, signed
+ * bc-authorize): one that cannot is skipped, and the reason printed, rather than failing or passing silently.
  */
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import express from 'express';

@@ -1,7 +1,8 @@
 /**
  * The two gateways the app side is tested against, behind one interface: this package's (createNetAuth in
  * an Express app) and node-oidc-provider (test/helpers/oidc-provider.ts). Each registers a client_secret_basic
- * client and a CAMARA client (private_key_jwt, signed requests required) for the given redirect URIs.
+ * client and a CAMARA client (private_key_jwt, signed requests required) for the given redirect URIs, and says
+ * from its discovery metadata whether it can serve the latter.
  */
 import express from 'express';
 import type { JWK } from 'jose';
@@ -63,9 +64,7 @@ export async function startNetAuthGateway(uris: RedirectUris): Promise<GatewayUn
   const server = await listen(app);
   const issuer = `${server.url}/apigateway`;
   const secretClient: RegisteredClient = { ...CLIENTS[0]!, redirectUris: uris.secret };
-  // The registration of issue 14 (the `camara` branch). Typed loosely so this compiles before that lands;
-  // a gateway that refuses it at start-up does not support it yet.
-  const camaraClient = {
+  const camaraClient: RegisteredClient = {
     clientId: 'camara-app',
     name: 'CAMARA App',
     tokenEndpointAuthMethod: 'private_key_jwt',
@@ -74,34 +73,26 @@ export async function startNetAuthGateway(uris: RedirectUris): Promise<GatewayUn
     redirectUris: uris.camara,
     grantTypes: ['urn:openid:params:grant-type:ciba', 'authorization_code'],
     scopes: [SIM_SWAP],
-  } as unknown as RegisteredClient;
+  };
   const tamper = new Tamper();
-  const options = {
+  const netauth = createNetAuth({
     issuer,
+    clients: [secretClient, camaraClient],
     subscribers: SUBSCRIBERS.map((s) => (s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s)),
     consentPolicy: POLICY,
     network: { mobileRanges: ['127.0.0.0/8'] },
     lifetimes: { pollInterval: 1 },
     backchannel: {
       // Bob's requests wait for the test to decide them (netauth.backchannel.approve / deny).
-      authorize: (request: { subscriber: { id: string } }) => (request.subscriber.id === 'sub-bob' ? new Promise<never>(() => {}) : Promise.resolve('approve' as const)),
+      authorize: (request) => (request.subscriber.id === 'sub-bob' ? new Promise<never>(() => {}) : Promise.resolve('approve')),
     },
-  };
-  let netauth;
-  let refused: string | undefined;
-  try {
-    netauth = createNetAuth({ ...options, clients: [secretClient, camaraClient] });
-  } catch (error) {
-    refused = `createNetAuth refuses a private_key_jwt registration (${(error as Error).message})`;
-    netauth = createNetAuth({ ...options, clients: [secretClient] });
-  }
+  });
   app.use((req, res, next) => {
     tamper.apply(req.path, res);
     next();
   });
   app.use('/apigateway', netauth.router);
   app.get('/api', netauth.guard({ scope: 'sim-swap' }), (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id }));
-  const gateway = netauth;
   return {
     name: 'express-netauth',
     issuer,
@@ -109,14 +100,14 @@ export async function startNetAuthGateway(uris: RedirectUris): Promise<GatewayUn
     serviceApi: `${server.url}/api`,
     secretClient: { clientId: 'app-1', clientSecret: SECRET },
     camaraClient: { clientId: 'camara-app', privateKey: CAMARA_KEY },
-    camaraUnsupported: refused ?? camaraGaps(await discover(issuer)),
+    camaraUnsupported: camaraGaps(await discover(issuer)),
     hints: { approved: 'tel:+34600000001', held: 'tel:+34600000002', denied: 'tel:+34600000002', unknown: 'tel:+34699999999' },
-    approve: async (id) => void (await gateway.backchannel.approve(id)),
-    deny: async (id) => void (await gateway.backchannel.deny(id)),
+    approve: async (id) => void (await netauth.backchannel.approve(id)),
+    deny: async (id) => void (await netauth.backchannel.deny(id)),
     tamperToken: (rewrite) => tamper.set('token', rewrite),
     close: async () => {
       await server.close();
-      await gateway.close();
+      await netauth.close();
     },
   };
 }
