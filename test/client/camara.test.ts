@@ -11,7 +11,7 @@
  */
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import express from 'express';
-import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { decodeJwt, decodeProtectedHeader, importJWK } from 'jose';
 import * as oidc from 'openid-client';
 import { createNetAuthClient } from '../../lib/client/index.js';
 import { CAMARA_KEY, GATEWAYS } from '../helpers/client-gateways.js';
@@ -113,6 +113,14 @@ for (const [index, gw] of gateways.entries()) {
       expect((await oidc.tokenIntrospection(config, token)).active).toBe(true);
       expect((await browser.request(`${app!.url}/logout`, { method: 'POST' })).status).toBe(302);
       expect((await oidc.tokenIntrospection(config, token)).active).toBe(false);
+    });
+
+    it.skipIf(reason)('a CryptoKey instead of a JWK: the same flow', async () => {
+      const key = (await importJWK(CAMARA_KEY, 'RS256')) as oidc.CryptoKey;
+      const options = clientOptions(gw, `${server.url}${prefixOf(index)}`, 'camara', { offset: 0 });
+      const client = createNetAuthClient({ ...options, privateKey: { key, kid: CAMARA_KEY.kid! } });
+      const token = await client.backchannel({ login_hint: gw.hints.approved, scope: gw.scope });
+      expect(token.scope).toBe(gw.scope);
     });
 
     it.skipIf(reason)('the control: unsigned requests of this client are refused by the gateway (400, not 502)', async () => {
