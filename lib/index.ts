@@ -47,8 +47,9 @@ export type { IntrospectionResponse } from './gateway/endpoints/introspection.js
 export type { JWK } from 'jose';
 export { OAuthError, isOAuthError } from './errors.js';
 export type { OAuthErrorCode } from './errors.js';
-export { StaticClientRegistry, hashClientSecret, checkRedirectUri } from './registry/clients.js';
-export type { ClientRegistry, RegisteredClient, GrantType, ClientAuthMethod } from './registry/clients.js';
+export { StaticClientRegistry, hashClientSecret, checkRedirectUri, CLIENT_SIGNING_ALGORITHMS } from './registry/clients.js';
+export type { ClientRegistry, RegisteredClient, GrantType, ClientAuthMethod, ClientSigningAlgorithm } from './registry/clients.js';
+export type { ClientJwksOptions } from './gateway/client-auth/client-keys.js';
 export { StaticSubscriberDirectory } from './identity/subscribers.js';
 export type { Subscriber, SubscriberDirectory, StaticSubscriber } from './identity/subscribers.js';
 export type { NetworkAddress, LoginHint } from './identity/login-hint.js';

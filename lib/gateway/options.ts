@@ -5,6 +5,7 @@ import type { Store } from '../stores/store.js';
 import type { JWK } from 'jose';
 import type { Logger } from 'pino';
 import type { RateLimitOptions } from '../ops/rate-limits.js';
+import type { ClientJwksOptions } from './client-auth/client-keys.js';
 
 /** Lifetimes in seconds. Defaults are protocol.md's. */
 export interface Lifetimes {
@@ -166,6 +167,12 @@ export interface NetAuthOptions {
   realm?: string;
   /** Largest accepted form body. Default `16kb`. */
   bodyLimit?: string | number;
+  /**
+   * How clients' `jwksUri`s are fetched (private_key_jwt, signed requests): `fetchTimeout` ms (default 5000),
+   * `maxBytes` (default 64 KiB), `cacheMaxAge` seconds (default 600). An unknown `kid` or a failed fetch is
+   * fetched again at most once a minute per client.
+   */
+  clientJwks?: ClientJwksOptions;
   /**
    * Rate limits and brute-force protection on client authentication (429 with `Retry-After`; `slow_down` on CIBA
    * polls). On by default, with limits far above normal use; `false` turns them all off (benchmarks, fuzzing).

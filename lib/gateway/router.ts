@@ -24,7 +24,11 @@ import type { Endpoint } from '../ops/events.js';
  */
 export function createRouter(ctx: GatewayContext): Router {
   const router = express.Router();
-  const auth = new ClientAuthenticator(ctx.clients, ctx.realm, { events: ctx.events, ...(ctx.limits ? { limits: ctx.limits } : {}) });
+  const auth = new ClientAuthenticator(ctx.clients, ctx.realm, {
+    events: ctx.events,
+    ...(ctx.limits ? { limits: ctx.limits } : {}),
+    assertions: { jwts: ctx.clientJwts, issuer: ctx.issuer },
+  });
   const form = formBody(ctx.bodyLimit);
   const grants: Grant[] = [cibaGrant, authorizationCodeGrant];
   const consentPage = new ConsentPage(ctx);

@@ -15,6 +15,8 @@ export interface SubscriberDirectory {
   findByPhoneNumber(phoneNumber: string): Promise<Subscriber | undefined>;
   /** `port` is present when the operator's edge supplies the source port (CGNAT). */
   findByNetworkAddress(address: NetworkAddress): Promise<Subscriber | undefined>;
+  /** Optional: the subscriber behind a GSMA TS.43 token (`login_hint=operatortoken:<token>`). Without it such hints are `unknown_user_id`. */
+  findByOperatorToken?(token: string): Promise<Subscriber | undefined>;
 }
 
 export interface StaticSubscriber extends Subscriber {
@@ -94,6 +96,8 @@ export class StaticSubscriberDirectory implements SubscriberDirectory {
 }
 
 /** Resolves a parsed login_hint to the subscriber it names, if any. */
-export function findByLoginHint(directory: SubscriberDirectory, hint: LoginHint): Promise<Subscriber | undefined> {
-  return hint.type === 'tel' ? directory.findByPhoneNumber(hint.phoneNumber) : directory.findByNetworkAddress(hint.address);
+export async function findByLoginHint(directory: SubscriberDirectory, hint: LoginHint): Promise<Subscriber | undefined> {
+  if (hint.type === 'tel') return directory.findByPhoneNumber(hint.phoneNumber);
+  if (hint.type === 'ipport') return directory.findByNetworkAddress(hint.address);
+  return directory.findByOperatorToken?.(hint.token);
 }

@@ -90,11 +90,12 @@ export interface ClientAuthenticationFailedEvent {
   /** Only a registered client's id: an id nobody registered is never repeated (it may be anything). */
   clientId?: string;
   /**
-   * `missing`: no credentials; `malformed`: unreadable Basic header; `invalid_credentials`: unknown client,
-   * wrong secret or a method the client is not registered for (only these count towards the lock-out);
-   * `client_id_mismatch`: a body client_id naming another client; `unsupported_method`: client assertions.
+   * `missing`: no credentials; `malformed`: unreadable Basic header, or a `client_assertion` of another type or
+   * naming no client; `invalid_credentials`: unknown client, wrong secret, an assertion that fails a check, or a
+   * method the client is not registered for (only these count towards the lock-out);
+   * `client_id_mismatch`: a body client_id naming another client.
    */
-  reason: 'missing' | 'malformed' | 'invalid_credentials' | 'client_id_mismatch' | 'unsupported_method';
+  reason: 'missing' | 'malformed' | 'invalid_credentials' | 'client_id_mismatch';
 }
 
 export interface RateLimitedEvent {

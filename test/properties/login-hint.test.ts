@@ -213,7 +213,7 @@ describe('login_hint properties', () => {
   });
 
   it('a well-formed hint of a type not served is unknown_user_id; no type at all is invalid_request', () => {
-    const type = fc.stringMatching(/^[a-zA-Z][a-zA-Z0-9+.-]{0,15}$/).filter((t) => !['tel', 'ipport'].includes(t.toLowerCase()));
+    const type = fc.stringMatching(/^[a-zA-Z][a-zA-Z0-9+.-]{0,15}$/).filter((t) => !['tel', 'ipport', 'operatortoken'].includes(t.toLowerCase()));
     fc.assert(
       fc.property(type, fc.string({ minLength: 1, maxLength: 30 }), (t, identifier) => {
         expect(codeOf(`${t}:${identifier}`)).toBe('unknown_user_id');
@@ -245,6 +245,7 @@ describe('login_hint properties', () => {
           return;
         }
         if (hint.type === 'tel') expect(hint.phoneNumber).toMatch(/^\+[1-9][0-9]{4,14}$/);
+        else if (hint.type === 'operatortoken') expect(value.toLowerCase().startsWith('operatortoken:') && hint.token !== '').toBe(true);
         else {
           expect(normaliseIp(hint.address.ip)).toBe(hint.address.ip);
           if (hint.address.port !== undefined) expect(hint.address.port).toBeGreaterThanOrEqual(1);
