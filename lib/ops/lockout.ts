@@ -45,6 +45,8 @@ class LocalLocks {
 /** This process's checks in flight on one key, and the requests waiting for one of them to end. */
 interface InFlight {
   count: number;
+  /** How many of them have ended so far. */
+  settled: number;
   waiters: Array<() => void>;
 }
 
@@ -80,15 +82,24 @@ export class FailureBudget {
     for (;;) {
       const locked = this.locks.lockedFor(key, Date.now());
       if (locked !== undefined) return { retryAfter: seconds(locked) };
-      const taken = await this.guarded(() => this.attempts.consume(key).then(() => true, (rejection: unknown) => {
-        if (rejection instanceof RateLimiterRes) return false;
-        throw rejection;
-      }));
+      // A check of this key ending while the reservation is refused may free a slot: looking again misses no wake-up.
+      const watched = this.inFlight.get(key);
+      const settledBefore = watched?.settled;
+      const taken = await this.guarded(() =>
+        this.attempts.consume(key).then(
+          () => true,
+          (rejection: unknown) => {
+            if (rejection instanceof RateLimiterRes) return false;
+            throw rejection;
+          },
+        ),
+      );
       // A counter that failed lets the check run, uncounted (reported through `guarded`).
       if (taken === undefined) return { slot: NO_SLOT };
       if (taken) return { slot: this.slot(key) };
       // Over the budget: this request compares nothing, so its point goes back.
       await this.guarded(() => this.attempts.reward(key));
+      if (watched !== undefined && watched.settled !== settledBefore) continue;
       const local = this.inFlight.get(key);
       if (local !== undefined) {
         await new Promise<void>((resolve) => local.waiters.push(resolve));
@@ -105,12 +116,13 @@ export class FailureBudget {
 
   private slot(key: string): AttemptSlot {
     let local = this.inFlight.get(key);
-    if (local === undefined) this.inFlight.set(key, (local = { count: 0, waiters: [] }));
+    if (local === undefined) this.inFlight.set(key, (local = { count: 0, settled: 0, waiters: [] }));
     const entry = local;
     entry.count++;
     let settled = false;
     // One waiter per slot given back; all of them once nothing is in flight (or the key locked): they look again.
     const settle = (wakeAll: boolean): void => {
+      entry.settled++;
       entry.count--;
       if (entry.count === 0 && this.inFlight.get(key) === entry) this.inFlight.delete(key);
       if (wakeAll || entry.count === 0) entry.waiters.splice(0).forEach((wake) => wake());
@@ -125,10 +137,12 @@ export class FailureBudget {
       spend: async () => {
         if (settled) return;
         settled = true;
-        const spent = await this.guarded(() => this.failures.consume(key).catch((rejection: unknown) => {
-          if (rejection instanceof RateLimiterRes) return rejection;
-          throw rejection;
-        }));
+        const spent = await this.guarded(() =>
+          this.failures.consume(key).catch((rejection: unknown) => {
+            if (rejection instanceof RateLimiterRes) return rejection;
+            throw rejection;
+          }),
+        );
         const locked = spent !== undefined && spent.consumedPoints >= this.budget;
         if (locked) this.locks.lock(key, Date.now() + spent.msBeforeNext);
         settle(locked);
