@@ -11,8 +11,7 @@ import { createGuard, type GuardOptions } from './guard/guard.js';
 import { metadata, type AuthorizationServerMetadata } from './gateway/endpoints/discovery.js';
 import { decideBackchannelRequest } from './gateway/requests/backchannel-requests.js';
 import type { NetAuthEventEmitter } from './ops/events.js';
-import { createMetricsRouter, type MetricsOptions } from './ops/metrics.js';
-import type { Registry } from 'prom-client';
+import { createMetricsRouter, type MetricsOptions, type MetricsRegistry } from './ops/metrics.js';
 
 /**
  * Whose consent, for what. The subscriber is named by `login_hint` (`tel:+…`, `ipport:…`) or by the
@@ -60,7 +59,7 @@ export interface NetAuth {
    * (`router.registry`) unless `options.registry` is given. Mount it where only your scraper reaches:
    * `adminApp.use('/metrics', netauth.metricsRouter())`. Counting starts when it is created.
    */
-  metricsRouter(options?: MetricsOptions): Router & { registry: Registry };
+  metricsRouter(options?: MetricsOptions): Router & { registry: MetricsRegistry };
   /** Releases the default store's timer. A store you passed in is yours to close. */
   close(): Promise<void>;
 }

@@ -3,8 +3,8 @@ import type { ClientRegistry, RegisteredClient } from '../registry/clients.js';
 import type { StaticSubscriber, Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
 import type { Store } from '../stores/store.js';
 import type { JWK } from 'jose';
-import type { Logger } from 'pino';
 import type { RateLimitOptions } from '../ops/rate-limits.js';
+import type { NetAuthLogger } from '../ops/logging.js';
 
 /** Lifetimes in seconds. Defaults are protocol.md's. */
 export interface Lifetimes {
@@ -175,7 +175,7 @@ export interface NetAuthOptions {
    * A pino logger: every event (`netauth.events`) is logged, and internal errors. Never secrets, tokens, codes,
    * auth_req_ids or phone numbers (a child logger with `redact` is the second line of defence). Default: none.
    */
-  logger?: Logger;
+  logger?: NetAuthLogger;
   /** Reports unexpected internal errors (never request data). Default: the logger's `error`, else one line on stderr. */
   onError?: (error: unknown) => void;
   /** Milliseconds clock, for tests. Default `Date.now`. */
