@@ -4,6 +4,7 @@ import type { CallbackOptions, NetAuthClientOptions } from './options.js';
 import { NetAuthClientError, fromOAuthError } from './errors.js';
 import { fromOpenIdClientError } from './configuration.js';
 import { promisify, sessionOf, type SessionToken } from './session.js';
+import { middleware } from './middleware.js';
 
 function single(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
@@ -33,7 +34,7 @@ export function callbackMiddleware(
 ): RequestHandler {
   if (!options.redirectUri) throw new TypeError('callback() needs the client option redirectUri');
   const redirectUri = options.redirectUri;
-  return async (req, _res, next) => {
+  return middleware(async (req, _res, next) => {
     const session = sessionOf(req);
     const state = single(req.query.state);
     const pending = state === undefined ? undefined : session.netauth?.pending?.[state];
@@ -42,7 +43,13 @@ export function callbackMiddleware(
       delete session.netauth.pending[state];
     }
     if (!pending) {
-      throw new NetAuthClientError('state_mismatch', 'the callback state does not match a flow started by this session');
+      // A session this package never wrote to: usually the browser did not send the session cookie back.
+      throw new NetAuthClientError(
+        'state_mismatch',
+        session.netauth === undefined
+          ? "the callback state does not match a flow started by this session, which has started none: if one was just started, the browser did not send the session cookie back (check express-session's cookie secure, sameSite and domain)"
+          : 'the callback state does not match a flow started by this session',
+      );
     }
     const error = single(req.query.error);
     if (error !== undefined) {
@@ -86,5 +93,5 @@ export function callbackMiddleware(
       return;
     }
     next();
-  };
+  });
 }

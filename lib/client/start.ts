@@ -1,7 +1,8 @@
 import type { Request, RequestHandler } from 'express';
 import * as oidc from 'openid-client';
 import type { NetAuthClientOptions, StartOptions } from './options.js';
-import { promisify, sessionOf, type PendingAuthorization } from './session.js';
+import { checkSessionCookie, promisify, sessionOf, type PendingAuthorization } from './session.js';
+import { middleware } from './middleware.js';
 
 function resolve<T>(value: T | ((req: Request) => T), req: Request): T {
   return typeof value === 'function' ? (value as (req: Request) => T)(req) : value;
@@ -17,8 +18,9 @@ const MAX_PENDING = 5;
 export function startMiddleware(options: NetAuthClientOptions, config: () => Promise<oidc.Configuration>, start: StartOptions): RequestHandler {
   if (!options.redirectUri) throw new TypeError('start() needs the client option redirectUri');
   const redirectUri = options.redirectUri;
-  return async (req, res) => {
+  return middleware(async (req, res) => {
     const session = sessionOf(req);
+    checkSessionCookie(req, session);
     const scope = resolve(start.scope, req);
     const loginHint = start.login_hint === undefined ? undefined : resolve(start.login_hint, req);
     const data = start.data === undefined ? undefined : resolve(start.data, req);
@@ -50,5 +52,5 @@ export function startMiddleware(options: NetAuthClientOptions, config: () => Pro
     session.netauth = { ...session.netauth, pending: all };
     await promisify((cb) => session.save(cb));
     res.redirect(302, url.href);
-  };
+  });
 }
