@@ -85,6 +85,12 @@ export interface ConsentPageTexts {
   footer: string;
   /** Heading of error pages. */
   errorTitle: string;
+  /** The page shown again after Allow (the browser's Back button). `{client}` and `{operator}` are replaced. */
+  answeredAllow: string;
+  /** The same after Deny. */
+  answeredDeny: string;
+  /** Its link to the application (the origin of the redirect_uri). `{client}` is replaced. */
+  returnLink: string;
 }
 
 /** Branding of the consent page (and of the error pages of the frontend flow). */
