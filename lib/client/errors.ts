@@ -61,7 +61,7 @@ const STATUS: Record<NetAuthClientErrorKind, number> = {
   aborted: 499,
 };
 
-/** The gateway's description when the network could not identify the subscriber (protocol.md, frontend step 3). */
+/** The gateway's description when the network could not identify the subscriber (docs/protocol.md, frontend step 3). */
 const NOT_ON_MOBILE_NETWORK = /not identified by the mobile network/i;
 
 /**

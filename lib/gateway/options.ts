@@ -6,7 +6,7 @@ import type { JWK } from 'jose';
 import type { RateLimitOptions } from '../ops/rate-limits.js';
 import type { NetAuthLogger } from '../ops/logging.js';
 
-/** Lifetimes in seconds. Defaults are protocol.md's. */
+/** Lifetimes in seconds. Defaults are docs/protocol.md's. */
 export interface Lifetimes {
   /** Authorization code. Default 60. */
   code?: number;

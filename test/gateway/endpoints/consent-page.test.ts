@@ -17,7 +17,7 @@ import {
 } from '../../helpers/frontend.js';
 import type { TestGateway } from '../../helpers/gateway.js';
 
-/** protocol.md, "Consent", frontend flow: the operator's consent page. */
+/** docs/protocol.md, "Consent", frontend flow: the operator's consent page. */
 
 const ALICE = { clientId: 'app-1', login_hint: 'tel:+34600000001', scope: LOCATION };
 
