@@ -13,15 +13,14 @@ import { Browser } from '../helpers/browser.js';
  * that comes back without the session must say that the session cookie is the likely cause.
  */
 describe('app side on plain HTTP (local development)', () => {
+  const app = express();
+  let server: Awaited<ReturnType<typeof listen>>;
   let base: string;
-  let close: () => Promise<void>;
   let netauth: NetAuth;
 
   beforeAll(async () => {
-    const app = express();
-    const server = await listen(app);
+    server = await listen(app);
     base = server.url;
-    close = server.close;
     netauth = createNetAuth({
       issuer: `${base}/apigateway`,
       clients: [{ ...CLIENTS[0]!, redirectUris: [`${base}/secure/callback`, `${base}/plain/callback`] }],
@@ -47,7 +46,7 @@ describe('app side on plain HTTP (local development)', () => {
 
   afterAll(async () => {
     await netauth.close();
-    await close();
+    await server.close();
   });
 
   it('cookie.secure over http: start fails at once, naming cookie.secure and the fix; no redirect to the gateway', async () => {
