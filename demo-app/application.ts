@@ -11,7 +11,7 @@ import { createNetAuthClient, NetAuthClientError, type NetAuthClientErrorKind } 
 import type { DemoConfig } from './config.js';
 import { cookies, createCsrf, setCookie } from './csrf.js';
 import { findDevice, simulatedDevices } from './network.js';
-import { html, maskToken, sendPage, spacedNumber, type Brand, type Html } from './pages.js';
+import { html, logoSvg, maskToken, sendPage, spacedNumber, type Brand, type Html } from './pages.js';
 
 export interface ApplicationOptions {
   appUrl: string;
@@ -137,6 +137,10 @@ export function createApplication(config: DemoConfig, options: ApplicationOption
     }),
   );
   const form = express.urlencoded({ extended: false, limit: '4kb' });
+
+  app.get('/favicon.ico', (_req, res) => {
+    res.type('image/svg+xml').set('Cache-Control', 'public, max-age=3600').send(logoSvg(brand.textColor, brand.color));
+  });
 
   function page(res: Response, title: string, body: Html, extra: { status?: number; refresh?: number } = {}): void {
     // The "verify" form is answered with a redirect to the gateway: form-action must allow it.

@@ -38,8 +38,9 @@ export type {
 } from './ops/events.js';
 export { RATE_LIMIT_DEFAULTS } from './ops/rate-limits.js';
 export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient, SubscriberLimitRules } from './ops/rate-limits.js';
-export type { MetricsOptions } from './ops/metrics.js';
+export type { MetricsOptions, MetricsRegistry } from './ops/metrics.js';
 export { REDACT_PATHS } from './ops/logging.js';
+export type { NetAuthLogger, LogMethod } from './ops/logging.js';
 export type { AuthorizationServerMetadata } from './gateway/endpoints/discovery.js';
 export type { TokenResponse } from './gateway/tokens/access-tokens.js';
 export type { AccessTokenClaims } from './gateway/tokens/jwt-access-tokens.js';

@@ -4,6 +4,7 @@ import type { CallbackOptions } from './options.js';
 import { sent, type ClientContext } from './configuration.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
 import { covers, promisify, sessionOf, type SessionToken } from './session.js';
+import { middleware } from './middleware.js';
 
 /** The authorization response's parameters, each at most once (a repeated one is not a response the gateway sent). */
 const RESPONSE_PARAMETERS = ['state', 'code', 'iss', 'error', 'error_description'];
@@ -49,7 +50,7 @@ async function exchange(ctx: ClientContext, url: URL, checks: oidc.Authorization
 export function callbackMiddleware(ctx: ClientContext, callback: CallbackOptions): RequestHandler {
   if (!ctx.options.redirectUri) throw new TypeError('callback() needs the client option redirectUri');
   const redirectUri = ctx.options.redirectUri;
-  return async (req, res, next) => {
+  return middleware(async (req, res, next) => {
     const session = sessionOf(req);
     const queryAt = req.originalUrl.indexOf('?');
     const query = new URLSearchParams(queryAt >= 0 ? req.originalUrl.slice(queryAt + 1) : '');
@@ -60,7 +61,13 @@ export function callbackMiddleware(ctx: ClientContext, callback: CallbackOptions
       delete session.netauth.pending[state];
     }
     if (!pending) {
-      throw new NetAuthClientError('state_mismatch', 'the callback state does not match a flow started by this session');
+      // A session this package never wrote to: usually the browser did not send the session cookie back.
+      throw new NetAuthClientError(
+        'state_mismatch',
+        session.netauth === undefined
+          ? "the callback state does not match a flow started by this session, which has started none: if one was just started, the browser did not send the session cookie back (check express-session's cookie secure, sameSite and domain)"
+          : 'the callback state does not match a flow started by this session',
+      );
     }
     if (RESPONSE_PARAMETERS.some((name) => query.getAll(name).length > 1)) throw invalidCallback('the authorization response repeats a parameter');
     if (!query.get('code') && !query.get('error')) throw invalidCallback('the authorization response carries neither code nor error');
@@ -101,5 +108,5 @@ export function callbackMiddleware(ctx: ClientContext, callback: CallbackOptions
       return;
     }
     next();
-  };
+  });
 }

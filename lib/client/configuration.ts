@@ -100,7 +100,7 @@ async function importSigner(key: ClientPrivateKey, signRequests: boolean): Promi
 /** The client authentication method the options describe. */
 function clientAuthentication(options: NetAuthClientOptions, signer: ClientSigner | undefined): oidc.ClientAuth {
   if (!signer) return oidc.ClientSecretBasic(options.clientSecret);
-  // openid-client names Ed25519 'Ed25519'; the gateways (protocol.md, jose) know it as 'EdDSA'.
+  // openid-client names Ed25519 'Ed25519'; the gateways (docs/protocol.md, jose) know it as 'EdDSA'.
   return oidc.PrivateKeyJwt({ key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) }, { [oidc.modifyAssertion]: (header) => void (header.alg = signer.alg) });
 }
 

@@ -110,7 +110,7 @@ export function sanitized(error: unknown, depth = 0): Error | undefined {
   return copy;
 }
 
-/** The gateway's description when the network could not identify the subscriber (protocol.md, frontend step 3). */
+/** The gateway's description when the network could not identify the subscriber (docs/protocol.md, frontend step 3). */
 const NOT_ON_MOBILE_NETWORK = /not identified by the mobile network/i;
 
 /** Errors that say this client's credentials or registration are wrong, not the request. */

@@ -4,6 +4,7 @@ import type { LogoutOptions } from './options.js';
 import type { ClientContext } from './configuration.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
 import { promisify, sessionOf } from './session.js';
+import { middleware } from './middleware.js';
 
 /** Revokes a token at the gateway's revocation endpoint (RFC 7009). */
 export async function revokeToken(ctx: ClientContext, token: string, hint?: 'access_token' | 'refresh_token'): Promise<void> {
@@ -25,7 +26,7 @@ export async function revokeToken(ctx: ClientContext, token: string, hint?: 'acc
  * A gateway without a revocation endpoint: the session is cleared and the token lapses at its expiry.
  */
 export function logoutMiddleware(ctx: ClientContext, options: LogoutOptions): RequestHandler {
-  return async (req, res, next) => {
+  return middleware(async (req, res, next) => {
     const session = sessionOf(req);
     const tokens = [
       [session.netauth?.refresh_token, 'refresh_token'],
@@ -50,5 +51,5 @@ export function logoutMiddleware(ctx: ClientContext, options: LogoutOptions): Re
     if (failure) throw failure;
     if (options.successRedirect !== undefined) return void res.redirect(302, options.successRedirect);
     next();
-  };
+  });
 }

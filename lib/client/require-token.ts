@@ -4,6 +4,7 @@ import type { ClientContext } from './configuration.js';
 import { NetAuthClientError } from './errors.js';
 import { covers, getToken } from './session.js';
 import { beginAuthorization } from './start.js';
+import { middleware } from './middleware.js';
 
 /**
  * Guards the application's own routes: with a live session token that covers the scope, `next()`; otherwise
@@ -15,7 +16,7 @@ import { beginAuthorization } from './start.js';
  */
 export function requireTokenMiddleware(ctx: ClientContext, options: RequireTokenOptions): RequestHandler {
   if (!ctx.options.redirectUri) throw new TypeError('requireToken() needs the client option redirectUri');
-  return async (req, res, next) => {
+  return middleware(async (req, res, next) => {
     const token = getToken(req, ctx.now());
     const scope = typeof options.scope === 'function' ? options.scope(req) : options.scope;
     if (token && !token.expired && covers(token.scope, scope)) return next();
@@ -25,5 +26,5 @@ export function requireTokenMiddleware(ctx: ClientContext, options: RequireToken
         : new NetAuthClientError('no_token', 'no access token for this scope in this session');
     }
     await beginAuthorization(ctx, req, res, { ...options, scope, returnTo: req.originalUrl }, true);
-  };
+  });
 }

@@ -62,6 +62,20 @@ export function sessionOf(req: Request): AppSession {
   return session;
 }
 
+/**
+ * express-session sends no `secure` cookie over plain HTTP, silently: the browser would come back to the
+ * callback without its session and the flow would end in `state_mismatch`. Say so where it starts instead.
+ * (With X-Forwarded-Proto present, express-session may trust it through its own `proxy` option: no verdict.)
+ */
+export function checkSessionCookie(req: Request, session: Session): void {
+  if (session.cookie?.secure === true && !req.secure && req.headers['x-forwarded-proto'] === undefined) {
+    throw new NetAuthClientError(
+      'misconfigured',
+      "the session cookie is `secure` but this request is plain HTTP, so express-session will not send it and the callback would fail with state_mismatch. Serve the application over HTTPS (behind a TLS proxy, set Express 'trust proxy'), or for http://localhost development set express-session's cookie.secure to false.",
+    );
+  }
+}
+
 export interface TokenState extends SessionToken {
   expired: boolean;
 }

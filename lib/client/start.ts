@@ -3,7 +3,8 @@ import * as oidc from 'openid-client';
 import type { StartOptions } from './options.js';
 import type { ClientContext, ClientSigner } from './configuration.js';
 import { fromOpenIdClientError } from './errors.js';
-import { promisify, sessionOf, type PendingAuthorization } from './session.js';
+import { checkSessionCookie, promisify, sessionOf, type PendingAuthorization } from './session.js';
+import { middleware } from './middleware.js';
 
 function resolve<T>(value: T | ((req: Request) => T), req: Request): T {
   return typeof value === 'function' ? (value as (req: Request) => T)(req) : value;
@@ -34,6 +35,7 @@ async function authorizationUrl(config: oidc.Configuration, signer: ClientSigner
 export async function beginAuthorization(ctx: ClientContext, req: Request, res: Response, start: StartOptions, required = false): Promise<void> {
   const redirectUri = ctx.options.redirectUri!;
   const session = sessionOf(req);
+  checkSessionCookie(req, session);
   const scope = resolve(start.scope, req);
   const loginHint = start.login_hint === undefined ? undefined : resolve(start.login_hint, req);
   const data = start.data === undefined ? undefined : resolve(start.data, req);
@@ -75,5 +77,5 @@ export async function beginAuthorization(ctx: ClientContext, req: Request, res: 
 
 export function startMiddleware(ctx: ClientContext, start: StartOptions): RequestHandler {
   if (!ctx.options.redirectUri) throw new TypeError('start() needs the client option redirectUri');
-  return (req, res) => beginAuthorization(ctx, req, res, start);
+  return middleware((req, res) => beginAuthorization(ctx, req, res, start));
 }

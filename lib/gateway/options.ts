@@ -3,11 +3,11 @@ import type { ClientRegistry, RegisteredClient } from '../registry/clients.js';
 import type { StaticSubscriber, Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
 import type { Store } from '../stores/store.js';
 import type { JWK } from 'jose';
-import type { Logger } from 'pino';
 import type { RateLimitOptions } from '../ops/rate-limits.js';
 import type { ClientJwksOptions } from './client-auth/client-keys.js';
+import type { NetAuthLogger } from '../ops/logging.js';
 
-/** Lifetimes in seconds. Defaults are protocol.md's. */
+/** Lifetimes in seconds. Defaults are docs/protocol.md's. */
 export interface Lifetimes {
   /** Authorization code. Default 60. */
   code?: number;
@@ -87,6 +87,12 @@ export interface ConsentPageTexts {
   footer: string;
   /** Heading of error pages. */
   errorTitle: string;
+  /** The page shown again after Allow (the browser's Back button). `{client}` and `{operator}` are replaced. */
+  answeredAllow: string;
+  /** The same after Deny. */
+  answeredDeny: string;
+  /** Its link to the application (the origin of the redirect_uri). `{client}` is replaced. */
+  returnLink: string;
 }
 
 /** Branding of the consent page (and of the error pages of the frontend flow). */
@@ -183,7 +189,7 @@ export interface NetAuthOptions {
    * A pino logger: every event (`netauth.events`) is logged, and internal errors. Never secrets, tokens, codes,
    * auth_req_ids or phone numbers (a child logger with `redact` is the second line of defence). Default: none.
    */
-  logger?: Logger;
+  logger?: NetAuthLogger;
   /** Reports unexpected internal errors (never request data). Default: the logger's `error`, else one line on stderr. */
   onError?: (error: unknown) => void;
   /** Milliseconds clock, for tests. Default `Date.now`. */

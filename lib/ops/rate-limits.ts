@@ -105,7 +105,7 @@ export interface SubscriberLimitHit {
  *
  * Why this code: RFC 6749 defines `temporarily_unavailable` (§4.1.2.1) for a server "temporarily unable to
  * handle the request due to a temporary overloading", which is what a rate limit tells the client; it is the
- * registered code every OAuth client library already knows, and protocol.md lists it for the frontend flow.
+ * registered code every OAuth client library already knows, and docs/protocol.md lists it for the frontend flow.
  * No RFC or CAMARA profile registers a rate-limit error code for OAuth endpoints (CAMARA's `429
  * TOO_MANY_REQUESTS` is for the network APIs' own error model), and an unregistered `rate_limited` would reach
  * clients as an unknown error. The status 429 (RFC 6585) with `Retry-After` says the rest. CIBA polls get

@@ -1,7 +1,8 @@
-import { createClient } from 'redis';
+import type * as Redis from 'redis';
 import type { JsonObject, PutOptions, RecordKind, Store, StoredRecord } from './store.js';
 import { StoreUnavailableError } from './store.js';
 import { ADD, CONSUME, DELETE, PUT, REVOKE, type Script } from './redis-scripts.js';
+import { requirePeer } from '../optional-peer.js';
 
 /**
  * What RedisStore needs from a client: a node-redis (v5) `RedisClientType` fits. Kept structural so a
@@ -32,7 +33,7 @@ export interface RedisStoreOptions {
   onError?: (err: unknown) => void;
 }
 
-type OwnedClient = ReturnType<typeof createClient>;
+type OwnedClient = ReturnType<typeof Redis.createClient>;
 
 // Error replies that describe a passing server state rather than a bad command.
 const TRANSIENT_REPLIES = /^(LOADING|BUSY|MASTERDOWN|READONLY|OOM|TRYAGAIN|CLUSTERDOWN|NOREPLICAS)\b/;
@@ -73,6 +74,8 @@ export class RedisStore implements Store {
       return;
     }
     const onError = options.onError ?? (() => {});
+    // redis is an optional peer dependency, loaded only by a store that creates its own client.
+    const { createClient } = requirePeer<typeof Redis>('redis', 'new RedisStore({ url })');
     const client = createClient({
       ...(options.url !== undefined ? { url: options.url } : {}),
       // Fail fast while disconnected instead of queueing: the caller answers 503 and the client retries.

@@ -22,7 +22,7 @@ import {
 } from '../helpers/frontend.js';
 import type { TestGateway } from '../helpers/gateway.js';
 
-/** protocol.md, "Frontend flow", steps 3 and 4: who is on the other end of the connection. */
+/** docs/protocol.md, "Frontend flow", steps 3 and 4: who is on the other end of the connection. */
 
 const NOT_IDENTIFIED = 'subscriber not identified by the mobile network';
 

@@ -6,7 +6,7 @@ import { TOKEN_ERRORS, expectJsonEndpointAnswer, report, startGateway, type Prop
 
 /**
  * Client assertions under generated claims: whatever `exp`, `iat`, `nbf`, `aud`, `iss`, `sub`, `jti`, `typ` and
- * key, the gateway accepts exactly the assertions the CAMARA profile's rules accept (a model of protocol.md,
+ * key, the gateway accepts exactly the assertions the CAMARA profile's rules accept (a model of docs/protocol.md,
  * written here independently), never answers 5xx, and never accepts one twice.
  */
 
@@ -31,7 +31,7 @@ const claimsAndKey = fc.record({
 
 type Generated = typeof claimsAndKey extends fc.Arbitrary<infer T> ? T : never;
 
-/** protocol.md, Second edition: when is this assertion good at /introspect? */
+/** docs/protocol.md, Second edition: when is this assertion good at /introspect? */
 function accepted(g: Generated): boolean {
   const audiences = [ISSUER, `${ISSUER}/token`, `${ISSUER}/introspect`];
   const aud = Array.isArray(g.aud) ? g.aud : [g.aud];

@@ -21,7 +21,7 @@ import {
 } from './support.js';
 
 /**
- * The frontend flow under generated requests (protocol.md, "Frontend flow: GET /authorize", "Consent"):
+ * The frontend flow under generated requests (docs/protocol.md, "Frontend flow: GET /authorize", "Consent"):
  * GET /authorize answers a redirect exactly when client_id and redirect_uri are each sent once and
  * registered together, else a 400 page without Location; every redirect carries `error` or `code`, `iss`
  * and the state exactly as sent once. The consent page refuses every form it did not serve to that

@@ -22,7 +22,7 @@ import {
 } from './support.js';
 
 /**
- * POST /bc-authorize and POST /token (both grants) under generated requests (protocol.md, wire rules):
+ * POST /bc-authorize and POST /token (both grants) under generated requests (docs/protocol.md, wire rules):
  * any method, content type, encoding, body and Authorization header. Always: no 5xx, no stack trace,
  * `Cache-Control: no-store` + `Pragma: no-cache`, the endpoint's success shape or an RFC 6749 §5.2 JSON
  * error with one of its codes; 413 exactly over the body limit; 400 past 100 parameters; and afterwards a

@@ -4,7 +4,7 @@ import { parseLoginHint, normaliseIp } from '../../lib/identity/login-hint.js';
 import { OAuthError } from '../../lib/index.js';
 
 /**
- * login_hint (protocol.md): values generated from their grammar parse to exactly what they say; near
+ * login_hint (docs/protocol.md): values generated from their grammar parse to exactly what they say; near
  * misses are invalid_request; types not served are unknown_user_id; anything else never throws anything
  * but those two OAuth errors. IPv6 is normalised to RFC 5952, IPv4-mapped IPv6 to IPv4, whatever the form.
  */
@@ -52,7 +52,7 @@ function rfc5952(groups: readonly number[]): string {
   return `${hex.slice(0, best.start).join(':')}::${hex.slice(best.start + best.length).join(':')}`;
 }
 
-/** The address the groups mean, as protocol.md wants it: IPv4-mapped (::ffff:0:0/96) is the IPv4 address. */
+/** The address the groups mean, as docs/protocol.md wants it: IPv4-mapped (::ffff:0:0/96) is the IPv4 address. */
 function expected(groups: readonly number[]): string {
   const mapped = groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff;
   if (mapped) return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');

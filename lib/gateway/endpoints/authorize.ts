@@ -95,7 +95,7 @@ async function identify(ctx: GatewayContext, req: Request, loginHint: LoginHint 
 
 /**
  * GET /authorize: the OIDC authorization code flow for a subscriber identified by the mobile network,
- * in protocol.md's order. Once client and redirect_uri are known good, every error is a redirect.
+ * in docs/protocol.md's order. Once client and redirect_uri are known good, every error is a redirect.
  */
 export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage) {
   return async (req: Request, res: Response): Promise<void> => {

@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import { OAuthError } from '../../errors.js';
 
 /**
- * Form parameters of a POST endpoint, read by protocol.md's wire rules: a parameter sent twice is
+ * Form parameters of a POST endpoint, read by docs/protocol.md's wire rules: a parameter sent twice is
  * invalid_request, an empty value counts as absent, unknown parameters are ignored.
  */
 export class FormParams {

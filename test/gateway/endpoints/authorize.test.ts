@@ -18,7 +18,7 @@ import {
   pkcePair,
 } from '../../helpers/frontend.js';
 
-/** protocol.md, "Frontend flow: GET /authorize", steps 1, 2, 5, 6. Network identification: network.test.ts. */
+/** docs/protocol.md, "Frontend flow: GET /authorize", steps 1, 2, 5, 6. Network identification: network.test.ts. */
 
 function expectSecurityHeaders(res: request.Response): void {
   expect(res.headers['cache-control']).toBe('no-store');
