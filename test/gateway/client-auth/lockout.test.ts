@@ -9,10 +9,10 @@ import { only } from '../../helpers/rate-limits.js';
 import { RATE_LIMIT_DEFAULTS, StaticClientRegistry, hashClientSecret, type ClientRegistry, type FailureLimitRule } from '../../../lib/index.js';
 
 /**
- * Brute-force protection on client authentication (protocol.md, Second edition): refused credentials count
- * per (registered client id, source address), and per address for ids that name no client; a client's own
- * requests from an address that has not failed are always served; concurrent guesses never get more
- * comparisons than the budget; a registry that normalises ids cannot be used to escape a lock.
+ * Brute-force protection on client authentication (docs/protocol.md, client authentication): refused
+ * credentials count per (registered client id, source address), and per address for ids that name no client;
+ * a client's own requests from an address that has not failed are always served; concurrent guesses never get
+ * more comparisons than the budget; a registry that normalises ids cannot be used to escape a lock.
  */
 
 const ALICE = 'tel:+34600000001';
