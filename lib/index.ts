@@ -37,7 +37,7 @@ export type {
   RequestCompletedEvent,
 } from './ops/events.js';
 export { RATE_LIMIT_DEFAULTS } from './ops/rate-limits.js';
-export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient } from './ops/rate-limits.js';
+export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient, SubscriberLimitRules } from './ops/rate-limits.js';
 export type { MetricsOptions, MetricsRegistry } from './ops/metrics.js';
 export { REDACT_PATHS } from './ops/logging.js';
 export type { NetAuthLogger, LogMethod } from './ops/logging.js';

@@ -67,7 +67,8 @@ export interface NetworkOptions {
   mobileRanges: string[];
   /**
    * Request header carrying the device's source port, set (and overwritten) by the operator's edge, for
-   * subscribers behind CGNAT, e.g. `x-source-port`. Without it the directory is asked by IP alone.
+   * subscribers behind CGNAT, e.g. `x-source-port`. Believed only when the connection's peer is a hop
+   * `trust proxy` trusts (from any other peer it is ignored). Without it the directory is asked by IP alone.
    */
   portHeader?: string;
 }

@@ -101,13 +101,15 @@ export interface ClientAuthenticationFailedEvent {
 export interface RateLimitedEvent {
   endpoint: Endpoint;
   /**
-   * `client` / `subscriber` / `address`: a request-rate limit; `client_authentication`: the brute-force lock-out
-   * after failed client authentications (per client id or per address).
+   * A request-rate limit: `client` (one client), `client_subscriber` (one client for one subscriber),
+   * `subscriber` (one subscriber, every client together), `address` (GET /authorize per device address);
+   * `client_authentication`: the brute-force lock-out after failed client authentications (per client id and
+   * address, or per address for unknown ids).
    */
-  limit: 'client' | 'subscriber' | 'address' | 'client_authentication';
+  limit: 'client' | 'client_subscriber' | 'subscriber' | 'address' | 'client_authentication';
   /** Present when the limit is the client's (or a registered client's lock-out). */
   clientId?: string;
-  /** Present when the limit is the subscriber's. */
+  /** Present when the limit concerns a subscriber. */
   subscriberId?: string;
   /** Seconds until the limit lets requests through again (the Retry-After value). */
   retryAfter: number;

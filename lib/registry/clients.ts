@@ -174,4 +174,9 @@ export class StaticClientRegistry implements ClientRegistry {
   async find(clientId: string): Promise<RegisteredClient | undefined> {
     return this.clients.get(clientId);
   }
+
+  /** Every registration, in the order given (the client-authentication decoy reads which secret hashes are used). */
+  list(): readonly RegisteredClient[] {
+    return [...this.clients.values()];
+  }
 }

@@ -45,10 +45,10 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     const subscriber = await findByLoginHint(ctx.subscribers, hint);
     if (!subscriber) throw new OAuthError('unknown_user_id', 'no subscriber is known by this login_hint');
     if (limits) {
-      // Protects the subscriber from floods of requests (and of consent notifications), whichever clients send them.
-      const retryAfter = await limits.subscriber('bc-authorize', subscriber.id);
-      if (retryAfter !== undefined) {
-        throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: 'subscriber', clientId: client.clientId, subscriberId: subscriber.id, retryAfter });
+      // Protects the subscriber from floods of requests (and of consent notifications): each client's own, and all together.
+      const hit = await limits.subscriber('bc-authorize', client.clientId, subscriber.id);
+      if (hit !== undefined) {
+        throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: hit.limit, clientId: client.clientId, subscriberId: subscriber.id, retryAfter: hit.retryAfter });
       }
     }
 

@@ -52,15 +52,15 @@ export const authorizationCodeGrant: Grant = {
     if (stored.consumed) throw await replayed(ctx, record);
     if (ctx.limits) {
       // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After.
-      const retryAfter = await ctx.limits.subscriber('token', record.subscriberId);
-      if (retryAfter !== undefined) {
-        throw overLimit(ctx.events, { endpoint: 'token', limit: 'subscriber', clientId: record.clientId, subscriberId: record.subscriberId, retryAfter });
+      const hit = await ctx.limits.subscriber('token', record.clientId, record.subscriberId);
+      if (hit !== undefined) {
+        throw overLimit(ctx.events, { endpoint: 'token', limit: hit.limit, clientId: record.clientId, subscriberId: record.subscriberId, retryAfter: hit.retryAfter });
       }
     }
 
     // The token is written BEFORE the code is consumed: a replay that revokes the grant at any later moment
     // therefore always finds it. Of concurrent redemptions exactly one wins the consume.
-    const tokens = await issueAccessToken(ctx, record, [record.grantId, ...record.consentGrants]);
+    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants);
     let won: boolean;
     try {
       won = await ctx.store.consume('code', code);

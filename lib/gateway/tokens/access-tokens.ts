@@ -1,3 +1,4 @@
+import { OAuthError } from '../../errors.js';
 import { randomId, sha256 } from '../../crypto.js';
 import type { GatewayContext } from '../context.js';
 import { authorizationOf, type StoredAuthorization } from '../requests/authorization.js';
@@ -31,10 +32,25 @@ export function tokenKey(token: string): string {
 
 /**
  * Issues an access token in the configured format: opaque (256 random bits) or an RFC 9068 JWT. Either way
- * the store keeps a record under the SHA-256 of the token, written with `grants`: the authorization's own
+ * the store keeps a record under the SHA-256 of the token, written with its grants: the authorization's own
  * grant and the consents it rests on, so revoking either revokes the token.
+ *
+ * Consent withdrawn while the token is issued (the grant read the consent as live, then `consent.revoke()`
+ * ran before this write) must not leave a token behind: the revocation deleted the grant's records before
+ * this one existed. So, once the record is written, the consents' revocation-list entries are read again.
+ * `Revocations.revokeGrants` writes the entry before it deletes the records, so either the entry is seen here
+ * (the record is deleted and the grant refused with invalid_grant: no token is handed out), or the revocation
+ * had not begun when the record was written and its `revokeGrant` deletes it. The guard and introspection then
+ * agree on every instance without the guard reading the list on each call; only tokens resting on consent pay
+ * the one extra read, at issue.
  */
-export async function issueAccessToken(ctx: GatewayContext, authorization: StoredAuthorization, grants: string[]): Promise<TokenResponse> {
+export async function issueAccessToken(
+  ctx: GatewayContext,
+  authorization: StoredAuthorization,
+  grantId: string,
+  consentGrants: readonly string[],
+): Promise<TokenResponse> {
+  const grants = [grantId, ...consentGrants];
   const lifetime = ctx.lifetimes.accessToken;
   let issuedAt = ctx.now();
   let token: string;
@@ -64,13 +80,34 @@ export async function issueAccessToken(ctx: GatewayContext, authorization: Store
     jti,
     grants,
   };
-  await ctx.store.put('access_token', tokenKey(token), record, { ttl: lifetime, grants });
+  const key = tokenKey(token);
+  await ctx.store.put('access_token', key, record, { ttl: lifetime, grants });
+  if (consentGrants.length > 0) {
+    let withdrawn: boolean;
+    try {
+      withdrawn = await ctx.revocations.isAnyGrantRevoked(consentGrants);
+    } catch (error) {
+      // Not known to be live: the token is not handed out, and its record goes.
+      await ctx.store.delete('access_token', key).catch(ctx.onError);
+      throw error;
+    }
+    if (withdrawn) {
+      await ctx.store.delete('access_token', key);
+      throw new OAuthError('invalid_grant', 'the consent this grant rests on was withdrawn');
+    }
+  }
   return { access_token: token, token_type: 'Bearer', expires_in: lifetime, scope: authorization.scope };
 }
 
-/** The live record of a presented token, or undefined (unknown, expired or revoked). */
+/**
+ * The live record of a presented token, or undefined (unknown, expired or revoked). The one answer the guard
+ * (opaque tokens) and introspection share: every revocation path deletes the record, and the revocation list
+ * this process knows is checked too, with no I/O.
+ */
 export async function findAccessToken(ctx: GatewayContext, token: string): Promise<AccessTokenRecord | undefined> {
   const stored = await ctx.store.get<AccessTokenRecord>('access_token', tokenKey(token));
   if (!stored || stored.value.expiresAt <= ctx.now()) return undefined;
-  return stored.value;
+  const record = stored.value;
+  if (ctx.revocations.isRevokedLocally(record.jti ?? '', record.grants ?? [])) return undefined;
+  return record;
 }

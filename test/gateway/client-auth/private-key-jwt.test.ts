@@ -238,7 +238,7 @@ describe('private_key_jwt: failures count towards the client-authentication lock
   it('past the failure threshold a bad assertion is answered 429, as a wrong secret would be', async () => {
     const gw = createTestGateway({
       clients: [...CLIENTS, CAMARA_CLIENT],
-      rateLimits: only({ clientAuthentication: { perClient: { failures: 3, duration: 60 } } }),
+      rateLimits: only({ clientAuthentication: { perClientAndAddress: { failures: 3, duration: 60 } } }),
     });
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) {
