@@ -52,6 +52,8 @@ export interface RunResult {
   cpu: CpuUse;
   serverRss: number | undefined;
   rssSamples: Array<[number, number]>;
+  /** The measured window in wall-clock ms (Date.now), for the server-side measures of the same window. */
+  window: { from: number; to: number };
 }
 
 export type LoadgenReply =
@@ -108,6 +110,7 @@ async function run(request: RunRequest): Promise<RunResult> {
   const rssSamples: Array<[number, number]> = [];
   recorder.reset();
   const before = cpuSnapshot(request.pids);
+  const from = Date.now();
   recorder.recording = true;
   reply({ type: 'window', id: request.id });
   if (request.rssSampleMs) {
@@ -124,6 +127,7 @@ async function run(request: RunRequest): Promise<RunResult> {
   }
   recorder.recording = false;
   const after = cpuSnapshot(request.pids);
+  const to = Date.now();
   const ops = recorder.ops;
   const failures = recorder.failures;
   const firstFailure = recorder.firstFailure;
@@ -134,7 +138,7 @@ async function run(request: RunRequest): Promise<RunResult> {
   stopped = true;
   await Promise.all(loops);
   const cpu = cpuBetween(before, after);
-  return { ops, failures, firstFailure, opsPerSec: ops / (cpu.wallMs / 1000), latency, steps, cpu, serverRss, rssSamples };
+  return { ops, failures, firstFailure, opsPerSec: ops / (cpu.wallMs / 1000), latency, steps, cpu, serverRss, rssSamples, window: { from, to } };
 }
 
 async function prefill(request: PrefillRequest): Promise<{ made: number; ms: number; failures: number; firstFailure: string | undefined }> {

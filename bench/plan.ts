@@ -14,6 +14,8 @@ export interface Suite {
   references: string[];
   /** Servers that cannot run this workload, with the reason (printed under the table as n/a). */
   notApplicable?: Record<string, string>;
+  /** Also print the server's event-loop delay during the window (p99 and max). */
+  eventLoop?: boolean;
 }
 
 /**
@@ -52,6 +54,14 @@ export const SUITES: Suite[] = [
     servers: ['netauth', 'express-bare', 'raw-http'],
     references: ['express-bare', 'raw-http'],
   },
+  {
+    id: 'hostile',
+    title: '(5) hostile input: every GET and POST endpoint, queries up to the head limit and bodies up to the body limit of repeated parameters',
+    workload: 'hostile-params',
+    servers: ['netauth'],
+    references: [],
+    eventLoop: true,
+  },
 ];
 
 /** Workload 4: the server that holds the pending auth_req_ids (it also runs in the flow suite). */
@@ -74,10 +84,20 @@ export interface SoakTarget {
   maxGrowth: number;
 }
 
-export const TARGETS: Array<RatioTarget | SoakTarget> = [
+/** The server's event loop is never held longer than this (max delay of a 10 ms timer) during a suite's windows. */
+export interface LoopTarget {
+  kind: 'loop';
+  text: string;
+  suite: string;
+  row: string;
+  maxMs: number;
+}
+
+export const TARGETS: Array<RatioTarget | SoakTarget | LoopTarget> = [
   { kind: 'ratio', text: 'backend flow >= 2.0x node-oidc-provider', suite: 'flow', row: 'netauth', versus: 'oidc-provider', min: 2.0 },
   { kind: 'ratio', text: 'backend flow >= 0.75x bare Express', suite: 'flow', row: 'netauth', versus: 'express-bare', min: 0.75 },
   { kind: 'ratio', text: 'guard >= 0.9x bare Express route', suite: 'guard', row: 'netauth', versus: 'express-bare', min: 0.9 },
   { kind: 'ratio', text: 'Redis store >= 0.6x memory store', suite: 'flow', row: 'netauth-redis', versus: 'netauth', min: 0.6 },
   { kind: 'soak', text: 'RSS flat over a 60 s sustained run', maxGrowth: 0.1 },
+  { kind: 'loop', text: 'event loop responsive under hostile input (max delay <= 100 ms)', suite: 'hostile', row: 'netauth', maxMs: 100 },
 ];

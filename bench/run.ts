@@ -51,7 +51,7 @@ const { values: args } = parseArgs({
 const quick = args.quick === true;
 const settings = {
   quick,
-  // 12 rows per round (flow 6, frontend 3, guard 3) plus the prefill (<= 45 s) and the soak (60 s): 2 s + 2 s
+  // 13 rows per round (flow 6, frontend 3, guard 3, hostile 1) plus the prefill (<= 45 s) and the soak (60 s): 2 s + 2 s
   // windows keep the full run under 5 minutes on 2 cores, with room for about one extra round.
   rounds: Number(args.rounds ?? (quick ? 1 : 3)),
   warmupMs: Number(args.warmup ?? (quick ? 0.3 : 2)) * 1000,
@@ -67,7 +67,7 @@ const settings = {
   redisFlows: quick ? 20 : 100,
   redisPending: quick ? 300 : 5_000,
 };
-const only = new Set((args.only ?? 'flow,frontend,guard,pending,redis,soak').split(','));
+const only = new Set((args.only ?? 'flow,frontend,guard,hostile,pending,redis,soak').split(','));
 /** Restricts every suite to these server ids (for profiling one server, say). */
 const serverFilter = args.servers ? new Set(args.servers.split(',')) : undefined;
 /** Server ids to start with `node --cpu-prof` (profiles land in bench/profiles/). */
@@ -130,7 +130,7 @@ class ServerProcess {
   private exited = false;
   private stopping = false;
   private nextId = 1;
-  private readonly waiting = new Map<number, (m: Extract<ServerMessage, { type: 'memory' }>) => void>();
+  private readonly waiting = new Map<number, (m: Exclude<ServerMessage, { type: 'ready' }>) => void>();
 
   constructor(
     readonly entry: ServerEntry,
@@ -162,7 +162,7 @@ class ServerProcess {
           } catch (error) {
             reject(error as Error);
           }
-        } else if (message.type === 'memory') {
+        } else {
           this.waiting.get(message.id)?.(message);
           this.waiting.delete(message.id);
         }
@@ -188,11 +188,20 @@ class ServerProcess {
   }
 
   memory(gc = true): Promise<Extract<ServerMessage, { type: 'memory' }>> {
+    return this.ask<Extract<ServerMessage, { type: 'memory' }>>((id) => ({ type: 'memory', id, gc }), 'a memory probe');
+  }
+
+  /** The server's event-loop delay between two wall-clock instants. */
+  loop(from: number, to: number): Promise<Extract<ServerMessage, { type: 'loop' }>> {
+    return this.ask<Extract<ServerMessage, { type: 'loop' }>>((id) => ({ type: 'loop', id, from, to }), 'an event-loop probe');
+  }
+
+  private ask<T extends Exclude<ServerMessage, { type: 'ready' }>>(message: (id: number) => OrchestratorMessage, what: string): Promise<T> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.waiting.set(id, resolve);
-      this.send({ type: 'memory', id, gc });
-      setTimeout(() => reject(new Error(`server ${this.entry.id} did not answer a memory probe`)), 30_000).unref();
+      this.waiting.set(id, resolve as (m: Exclude<ServerMessage, { type: 'ready' }>) => void);
+      this.send(message(id));
+      setTimeout(() => reject(new Error(`server ${this.entry.id} did not answer ${what}`)), 30_000).unref();
     });
   }
 
@@ -273,7 +282,7 @@ class LoadGenerator {
    * One round. With `server`, also the server's GC pause time during the measured window (read over IPC at
    * the window's start and when the result arrives, a few milliseconds after its end).
    */
-  async run(request: Omit<RunRequest, 'type' | 'id'>, server?: ServerProcess): Promise<RunResult & { gc?: { ms: number; majorMs: number } }> {
+  async run(request: Omit<RunRequest, 'type' | 'id'>, server?: ServerProcess): Promise<RunResult & ServerSide> {
     const id = this.nextId++;
     let atStart: Promise<Extract<ServerMessage, { type: 'memory' }> | undefined> = Promise.resolve(undefined);
     if (server) {
@@ -285,7 +294,11 @@ class LoadGenerator {
     this.onWindow = undefined;
     if (!server) return reply.result;
     const [start, end] = await Promise.all([atStart, server.memory(false).catch(() => undefined)]);
-    return start && end ? { ...reply.result, gc: { ms: end.gcMs - start.gcMs, majorMs: end.majorGcMs - start.majorGcMs } } : reply.result;
+    // The event loop's delays during the window, asked for by wall-clock time once it is over: a hold that
+    // delayed the window's probes is still counted in the window it overlapped.
+    const delay = await server.loop(reply.result.window.from, reply.result.window.to).catch(() => undefined);
+    const loop = delay ? { loop: { p99Ms: delay.p99Ms, maxMs: delay.maxMs } } : {};
+    return start && end ? { ...reply.result, gc: { ms: end.gcMs - start.gcMs, majorMs: end.majorGcMs - start.majorGcMs }, ...loop } : { ...reply.result, ...loop };
   }
 
   prefill(origin: string, server: ServerEntry, count: number, limitMs: number) {
@@ -307,11 +320,17 @@ class LoadGenerator {
 
 // ------------------------------------------------------------------------------------------------ rounds
 
+/** What the server reports about a window over IPC: GC pause time and event-loop delay. */
+interface ServerSide {
+  gc?: { ms: number; majorMs: number };
+  loop?: { p99Ms: number; maxMs: number };
+}
+
 interface Measured {
   suite: string;
   server: string;
   round: number;
-  result: RunResult & { gc?: { ms: number; majorMs: number } };
+  result: RunResult & ServerSide;
   noisy: boolean;
   clientBound: boolean;
 }
@@ -404,7 +423,8 @@ const SHORT: Record<string, string> = { 'oidc-provider': 'vs oidc-prov', 'expres
 function suiteTable(suiteId: string): string | undefined {
   const suite = SUITES.find((s) => s.id === suiteId)!;
   const refs = suite.references.filter((r) => suite.servers.includes(r));
-  const header = ['server', 'ops/s', 'p50 ms', 'p99 ms', 'RSS MB', 'srv us/op', 'srv core', 'GC % (major)', ...refs.map((r) => SHORT[r] ?? `vs ${r}`), 'notes'];
+  const loopColumns = suite.eventLoop ? ['loop p99 ms', 'loop max ms'] : [];
+  const header = ['server', 'ops/s', 'p50 ms', 'p99 ms', 'RSS MB', 'srv us/op', 'srv core', 'GC % (major)', ...loopColumns, ...refs.map((r) => SHORT[r] ?? `vs ${r}`), 'notes'];
   const rows: string[][] = [];
   for (const id of suite.servers) {
     const all = allRowsOf(suiteId, id);
@@ -429,6 +449,7 @@ function suiteTable(suiteId: string): string | undefined {
       fmt(r(cpuPerOp)),
       fmt(r((x) => x.cpu.processes.server), 2),
       `${fmt(r(gcShare('ms')))} (${fmt(r(gcShare('majorMs')))})`,
+      ...(suite.eventLoop ? [fmt(r((x) => x.loop?.p99Ms), 1), fmt(Math.max(...ms.map((m) => m.result.loop?.maxMs ?? NaN)), 1)] : []),
       ...refs.map((ref) => (ref === id ? '1.00x' : ratio(pairedRatio(suiteId, id, ref)))),
       notes.join('; '),
     ]);
@@ -475,6 +496,20 @@ function targetLines(): string[] {
         const byCpu = pairedRatio(target.suite, target.row, target.versus, 'cpu');
         const basis = paired!.clean > 0 ? `${paired!.clean} undisturbed round${paired!.clean > 1 ? 's' : ''}` : 'DISTURBED rounds only: not reliable';
         lines.push(`  ${value >= target.min ? 'PASS' : 'MISS'}  ${target.text}: ${ratio(value)} (by server CPU per operation: ${ratio(byCpu)}; ${basis})`);
+      }
+    } else if (target.kind === 'loop') {
+      const rows = rowsOf(target.suite, target.row).filter((m) => m.result.loop !== undefined);
+      if (rows.length === 0) {
+        lines.push(`  n/a   ${target.text}  (not measured in this run)`);
+      } else {
+        // The worst window counts: one blocked request is the failure this target is about.
+        const worst = Math.max(...rows.map((m) => m.result.loop!.maxMs));
+        const p99 = median(rows.map((m) => m.result.loop!.p99Ms));
+        const ops = median(rows.map((m) => m.result.opsPerSec));
+        lines.push(
+          `  ${worst <= target.maxMs ? 'PASS' : 'MISS'}  ${target.text}: max ${fmt(worst, 1)} ms over ${rows.length} window${rows.length > 1 ? 's' : ''} ` +
+            `(p99 ${fmt(p99, 1)} ms) at ${fmt(ops)} hostile requests/s`,
+        );
       }
     } else if (soakResult) {
       const judged = settings.soakMs >= 60_000;
@@ -539,7 +574,8 @@ function report(machine: Machine): string {
     '  p50/p99 = latency of one operation; RSS = server resident memory at the end of a round; srv us/op = server CPU',
     '  time per operation; srv core = server CPU use (1.00 = its core saturated); GC % = share of the window the server',
     '  spent in GC pauses (mark-compact in parentheses); "vs X" = median over rounds of this row\'s throughput / X\'s in',
-    '  the same round.',
+    '  the same round; loop p99/max ms (hostile suite) = the server\'s event-loop delay during the window (median p99,',
+    '  worst max): how late a 10 ms timer fired in the server, i.e. how long anything held its loop.',
     'peer difference: node-oidc-provider requires `openid` on CIBA and then signs an RS256 ID token per flow; express-netauth',
     '  issues none in its plain rows; the "+ ID token" row requests `openid` and signs an RS256 ID token too (like for like). It runs on Koa without Express,',
     '  with its default memory adapter (an LRU of 1,000 entries), while the express-netauth memory store keeps every token for 1 h.',

@@ -17,7 +17,7 @@ export interface ServerParams {
   pendingScope?: string;
 }
 
-export type WorkloadId = 'backend-flow' | 'frontend-flow' | 'guard';
+export type WorkloadId = 'backend-flow' | 'frontend-flow' | 'guard' | 'hostile-params';
 
 export const CIBA_GRANT = 'urn:openid:params:grant-type:ciba';
 
@@ -210,8 +210,92 @@ const guardWorkload: Workload<string[]> = {
   },
 };
 
+/** One request of the hostile workload. */
+interface HostileRequest {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+/**
+ * Node's default limit on a request's head (request line and headers, `--max-http-header-size`): a query
+ * filling the request line up to it, minus room for the headers sent, is the largest any GET can carry.
+ */
+const HEAD_LIMIT = 16 * 1024;
+const QUERY_ROOM = HEAD_LIMIT - 600;
+/** The servers' default `bodyLimit` ('16kb'); bodies stay just under it, so they are parsed, not refused as too large. */
+const BODY_ROOM = 16 * 1024 - 64;
+
+/** `prefix` followed by `part` joined with `separator` until `room` characters: the most repeats that fit. */
+function fill(prefix: string, part: (i: number) => string, room: number, separator = '&'): string {
+  let out = prefix;
+  for (let i = 0; ; i++) {
+    const next = `${i === 0 ? '' : separator}${part(i)}`;
+    if (out.length + next.length > room) return out;
+    out += next;
+  }
+}
+
+/**
+ * Workload 5's requests: every GET and POST endpoint, each with queries (up to the head limit) or bodies (up to
+ * the body limit) of repeated parameters: one name repeated ~8,000 times, the endpoint's own parameter
+ * repeated, and single parameters the endpoint parses further (a scope of thousands of distinct tokens, a
+ * huge login_hint), sent by a registered client so they get past client checks to the parsers.
+ */
+function hostileRequests(): HostileRequest[] {
+  const device = DEVICE_HEADERS;
+  const authorizeBase = `${ISSUER_PATH}/authorize?response_type=code&client_id=${BENCH_CLIENT_ID}&redirect_uri=${encodeURIComponent(BENCH_REDIRECT_URI)}&state=s`;
+  const scopeTokens = (i: number) => `s${i}`;
+  const get = (name: string, path: string): HostileRequest => ({ name, method: 'GET', path, headers: device });
+  const post = (name: string, path: string, body: string, headers: Record<string, string> = FORM_HEADERS): HostileRequest => ({ name, method: 'POST', path, headers, body });
+  const requests: HostileRequest[] = [];
+  for (const path of ['/authorize', '/consent', '/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
+    requests.push(get(`GET ${path}: one name repeated`, fill(`${ISSUER_PATH}${path}?`, () => 'a', QUERY_ROOM)));
+  }
+  requests.push(
+    get('GET /authorize: client_id repeated', fill(`${ISSUER_PATH}/authorize?`, () => `client_id=${BENCH_CLIENT_ID}`, QUERY_ROOM)),
+    get('GET /authorize: state repeated after a valid request', fill(`${authorizeBase}&`, () => 'state=x', QUERY_ROOM)),
+    get('GET /authorize: a scope of distinct tokens', fill(`${authorizeBase}&scope=dpv%3AFraudPreventionAndDetection`, scopeTokens, QUERY_ROOM, '+')),
+    get('GET /authorize: a scope token repeated', fill(`${authorizeBase}&scope=dpv%3AFraudPreventionAndDetection`, () => 'sim-swap', QUERY_ROOM, '+')),
+    get('GET /authorize: a huge login_hint', fill(`${authorizeBase}&scope=dpv%3AFraudPreventionAndDetection%23sim-swap&login_hint=ipport%3A%5B`, () => '1', QUERY_ROOM, '%3A')),
+    get('GET /consent: interaction repeated', fill(`${ISSUER_PATH}/consent?`, () => 'interaction=x', QUERY_ROOM)),
+  );
+  const formPaths = ['/bc-authorize', '/token', '/introspect', '/revoke', '/consent'];
+  for (const path of formPaths) {
+    requests.push(post(`POST ${path}: one name repeated`, `${ISSUER_PATH}${path}`, fill('', () => 'a', BODY_ROOM)));
+    requests.push(post(`POST ${path}: a parameter repeated`, `${ISSUER_PATH}${path}`, fill('', () => 'scope=x', BODY_ROOM)));
+  }
+  requests.push(
+    post('POST /bc-authorize: a scope of distinct tokens', `${ISSUER_PATH}/bc-authorize`, fill(`login_hint=tel%3A${encodeURIComponent(BENCH_PHONE)}&scope=dpv%3AFraudPreventionAndDetection`, scopeTokens, BODY_ROOM, '+')),
+    post('POST /bc-authorize: a huge login_hint', `${ISSUER_PATH}/bc-authorize`, fill('scope=dpv%3AFraudPreventionAndDetection%23sim-swap&login_hint=ipport%3A', () => '1.', BODY_ROOM, '')),
+    post('POST /token: a huge auth_req_id', `${ISSUER_PATH}/token`, fill(`grant_type=${encodeURIComponent(CIBA_GRANT)}&auth_req_id=`, () => 'x', BODY_ROOM, '')),
+    post('POST /sim-swap/check (guard): parameters repeated', `/sim-swap/check?${fill('', () => 'a', QUERY_ROOM - 200)}`, fill('', () => 'a', BODY_ROOM), {
+      authorization: 'Bearer not-a-token',
+      'content-type': 'application/x-www-form-urlencoded',
+    }),
+  );
+  return requests;
+}
+
+/**
+ * Workload 5, hostile input (`hostile` suite): the requests above in turn, one per operation. Each must be
+ * answered without a server error (any status below 500); the server's event-loop delay during the window
+ * (bench/servers/common.ts) says whether parsing them ever held the loop.
+ */
+const hostileParamsWorkload: Workload<HostileRequest[]> = {
+  prepare: async () => hostileRequests(),
+  operation: async (conn, _params, requests, index) => {
+    const r = requests[index % requests.length]!;
+    const reply = r.method === 'GET' ? await conn.getRedirect(r.name, r.path, r.headers) : await conn.post(r.name, r.path, r.headers, r.body ?? '');
+    if (reply.status >= 500 || reply.status === 431) throw new OperationFailed(`${r.name}: HTTP ${reply.status} ${reply.body.slice(0, 200)}`);
+  },
+};
+
 export const WORKLOADS: Record<WorkloadId, Workload<unknown>> = {
   'backend-flow': backendFlowWorkload as Workload<unknown>,
   'frontend-flow': frontendFlowWorkload as Workload<unknown>,
   guard: guardWorkload as Workload<unknown>,
+  'hostile-params': hostileParamsWorkload as Workload<unknown>,
 };

@@ -11,7 +11,7 @@ import { createNetAuthClient, NetAuthClientError, type NetAuthClientErrorKind } 
 import type { DemoConfig } from './config.js';
 import { cookies, createCsrf, setCookie } from './csrf.js';
 import { findDevice, simulatedDevices } from './network.js';
-import { html, maskToken, sendPage, spacedNumber, type Brand, type Html } from './pages.js';
+import { html, logoSvg, maskToken, sendPage, spacedNumber, type Brand, type Html } from './pages.js';
 
 export interface ApplicationOptions {
   appUrl: string;
@@ -37,7 +37,7 @@ interface Job {
   startedAt: number;
   status: 'waiting' | 'done' | 'failed';
   swapped?: boolean;
-  token?: { masked: string; scope: string | undefined; expiresAt: number };
+  token?: { masked: string; scope: string | undefined; expiresAt: number | undefined };
   failure?: Failure;
   abort: AbortController;
 }
@@ -59,6 +59,11 @@ const FAILURES: Record<NetAuthClientErrorKind, { title: string; text: string }> 
     title: 'Your phone is not on the mobile network',
     text: "The operator recognises your number from the mobile connection itself, and this device is on WiFi, so it could not be identified. Switch to a mobile line and try again.",
   },
+  invalid_callback: {
+    title: "This answer could not be used",
+    text: "The operator's answer was not valid for this request: it was already used, expired, or did not come from the operator. Start again from the home page.",
+  },
+  misconfigured: { title: 'The app is not set up correctly', text: 'The app could not talk to the operator as configured.' },
   state_mismatch: {
     title: 'This answer does not belong to this browser session',
     text: "The operator's answer did not match a request started here: it was already used, or it comes from another tab or browser. Start again from the home page.",
@@ -132,6 +137,10 @@ export function createApplication(config: DemoConfig, options: ApplicationOption
     }),
   );
   const form = express.urlencoded({ extended: false, limit: '4kb' });
+
+  app.get('/favicon.ico', (_req, res) => {
+    res.type('image/svg+xml').set('Cache-Control', 'public, max-age=3600').send(logoSvg(brand.textColor, brand.color));
+  });
 
   function page(res: Response, title: string, body: Html, extra: { status?: number; refresh?: number } = {}): void {
     // The "verify" form is answered with a redirect to the gateway: form-action must allow it.
@@ -245,7 +254,7 @@ ${failure.code ? html`<p class="muted">Error code: <code>${failure.code}</code><
 <dl class="facts"><dt>API</dt><dd><code>POST /number-verification/v1/verify</code> → <code>${JSON.stringify(result)}</code></dd>
 <dt>Access token</dt><dd><code>${maskToken(token.access_token)}</code></dd>
 <dt>Scope</dt><dd><code>${token.scope ?? ''}</code></dd>
-<dt>Expires</dt><dd>${new Date(token.expires_at).toISOString().replace('T', ' ').slice(0, 19)} UTC</dd></dl>
+<dt>Expires</dt><dd>${token.expires_at === undefined ? 'not stated by the operator' : `${new Date(token.expires_at).toISOString().replace('T', ' ').slice(0, 19)} UTC`}</dd></dl>
 <div class="actions"><a class="button secondary" href="/">Back to ${appName}</a></div></section>`,
     );
   });

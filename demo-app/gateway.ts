@@ -8,13 +8,16 @@ import { createNetAuth, type BackchannelRequest, type NetAuth, type Store } from
 import type { DemoConfig, DemoSubscriber } from './config.js';
 import { cookies, createCsrf, setCookie } from './csrf.js';
 import { DEVICE_COOKIE, findDevice, operatorEdge, simulatedDevices } from './network.js';
-import { duration, html, purposeWords, sendPage, spacedNumber, type Brand, type Html } from './pages.js';
+import { duration, html, logoSvg, purposeWords, sendPage, spacedNumber, type Brand, type Html } from './pages.js';
+import { logEvents } from './event-log.js';
 
 export interface GatewayOptions {
   gatewayUrl: string;
   appUrl: string;
   /** Default: the package's MemoryStore. */
   store?: Store;
+  /** Receives each gateway event as one readable line (`npm run demo` prints them). */
+  log?: (line: string) => void;
 }
 
 export interface Gateway {
@@ -65,14 +68,6 @@ class Inbox {
   }
 }
 
-/** A small operator logo for the consent page and the demo pages: a rounded square with signal bars. */
-function logoSvg(colour: string, textColour: string): string {
-  return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32" role="img" aria-label="">
-<rect width="32" height="32" rx="7" fill="${textColour}"/>
-<g fill="${colour}"><rect x="6" y="19" width="4" height="7" rx="1"/><rect x="12" y="14" width="4" height="12" rx="1"/><rect x="18" y="9" width="4" height="17" rx="1"/><rect x="24" y="5" width="4" height="21" rx="1" opacity=".45"/></g>
-</svg>`;
-}
-
 function apiError(status: number, code: string, message: string) {
   return { status, code, message };
 }
@@ -110,6 +105,8 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
       ...(operator.language ? { language: operator.language } : {}),
     },
   });
+
+  if (options.log) logEvents(netauth.events, options.log);
 
   const brand: Brand = {
     name: operator.name,
@@ -163,9 +160,12 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
   });
 
   // ---- Demo pages ---------------------------------------------------------------------------------------
-  app.get('/demo/logo.svg', (_req, res) => {
-    res.type('image/svg+xml').set('Cache-Control', 'public, max-age=3600').send(logoSvg(colour, textColour));
-  });
+  // The logo is also the favicon (browsers ask every origin for /favicon.ico, the consent page included).
+  for (const path of ['/demo/logo.svg', '/favicon.ico']) {
+    app.get(path, (_req, res) => {
+      res.type('image/svg+xml').set('Cache-Control', 'public, max-age=3600').send(logoSvg(colour, textColour));
+    });
+  }
 
   app.get('/', (req, res) => {
     const device = findDevice(config, cookies(req)[DEVICE_COOKIE]);

@@ -52,7 +52,10 @@ async function main(): Promise<void> {
 
   let demo;
   try {
-    demo = await startDemo(config, { ...(process.env.REDIS_URL ? { redisUrl: process.env.REDIS_URL } : {}) });
+    demo = await startDemo(config, {
+      ...(process.env.REDIS_URL ? { redisUrl: process.env.REDIS_URL } : {}),
+      log: (line) => process.stdout.write(`  gateway  ${line}\n`),
+    });
   } catch (error) {
     if (error instanceof DemoStartError) fail(`demo: ${error.message}`);
     throw error;
@@ -66,7 +69,7 @@ async function main(): Promise<void> {
       `  Operator gateway:   ${demo.gatewayUrl}/  (issuer ${demo.issuer})`,
       `  Subscribers' phones (out-of-band consent):`,
       ...phones,
-      `Open ${demo.appUrl}/ in a browser. Ctrl+C stops.`,
+      `Open ${demo.appUrl}/ in a browser. Ctrl+C stops. The gateway's events follow, one line each:`,
       '',
     ].join('\n'),
   );

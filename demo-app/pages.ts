@@ -34,6 +34,14 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
   return new Html(out);
 }
 
+/** A small logo, also served as the favicon: a rounded square with signal bars. */
+export function logoSvg(colour: string, textColour: string): string {
+  return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32" role="img" aria-label="">
+<rect width="32" height="32" rx="7" fill="${textColour}"/>
+<g fill="${colour}"><rect x="6" y="19" width="4" height="7" rx="1"/><rect x="12" y="14" width="4" height="12" rx="1"/><rect x="18" y="9" width="4" height="17" rx="1"/><rect x="24" y="5" width="4" height="21" rx="1" opacity=".45"/></g>
+</svg>`;
+}
+
 /** Who a page speaks for: the operator (gateway pages) or the application. */
 export interface Brand {
   name: string;
@@ -130,6 +138,7 @@ export function sendPage(res: Response, options: PageOptions): void {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 ${options.refresh === undefined ? '' : html`<meta http-equiv="refresh" content="${options.refresh}">`}
 <title>${options.title} · ${brand.name}</title>
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <style nonce="${nonce}">${new Html(styles(brand, options.narrow ?? false))}</style>
 </head>
 <body>

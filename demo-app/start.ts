@@ -14,6 +14,8 @@ import { createApplication } from './application.js';
 export interface StartOptions {
   /** Redis for both sides (gateway: the package's RedisStore; app: connect-redis). Default: memory. */
   redisUrl?: string;
+  /** Receives each gateway event as one readable line. */
+  log?: (line: string) => void;
 }
 
 export interface RunningDemo {
@@ -120,7 +122,7 @@ export async function startDemo(config: DemoConfig, options: StartOptions = {}):
       sessionStore = new SessionRedisStore({ client: redis, prefix: 'netauth-demo:sess:' });
     }
 
-    const gateway = createGateway(config, { gatewayUrl, appUrl, ...(store ? { store } : {}) });
+    const gateway = createGateway(config, { gatewayUrl, appUrl, ...(store ? { store } : {}), ...(options.log ? { log: options.log } : {}) });
     const application = createApplication(config, { appUrl, gatewayUrl, issuer: gateway.issuer, ...(sessionStore ? { sessionStore } : {}) });
     gatewayServer.on('request', gateway.app);
     appServer.on('request', application.app);

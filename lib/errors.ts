@@ -15,6 +15,8 @@ export type OAuthErrorCode =
   | 'consent_required'
   | 'login_required'
   | 'unknown_user_id'
+  | 'invalid_request_object'
+  | 'request_uri_not_supported'
   | 'authorization_pending'
   | 'slow_down'
   | 'expired_token'
@@ -37,6 +39,8 @@ const DEFAULT_STATUS: Record<OAuthErrorCode, number> = {
   consent_required: 400,
   login_required: 400,
   unknown_user_id: 400,
+  invalid_request_object: 400,
+  request_uri_not_supported: 400,
   authorization_pending: 400,
   slow_down: 400,
   expired_token: 400,

@@ -37,9 +37,10 @@ export type {
   RequestCompletedEvent,
 } from './ops/events.js';
 export { RATE_LIMIT_DEFAULTS } from './ops/rate-limits.js';
-export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient } from './ops/rate-limits.js';
-export type { MetricsOptions } from './ops/metrics.js';
+export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient, SubscriberLimitRules } from './ops/rate-limits.js';
+export type { MetricsOptions, MetricsRegistry } from './ops/metrics.js';
 export { REDACT_PATHS } from './ops/logging.js';
+export type { NetAuthLogger, LogMethod } from './ops/logging.js';
 export type { AuthorizationServerMetadata } from './gateway/endpoints/discovery.js';
 export type { TokenResponse } from './gateway/tokens/access-tokens.js';
 export type { AccessTokenClaims } from './gateway/tokens/jwt-access-tokens.js';
@@ -47,8 +48,9 @@ export type { IntrospectionResponse } from './gateway/endpoints/introspection.js
 export type { JWK } from 'jose';
 export { OAuthError, isOAuthError } from './errors.js';
 export type { OAuthErrorCode } from './errors.js';
-export { StaticClientRegistry, hashClientSecret, checkRedirectUri } from './registry/clients.js';
-export type { ClientRegistry, RegisteredClient, GrantType, ClientAuthMethod } from './registry/clients.js';
+export { StaticClientRegistry, hashClientSecret, checkRedirectUri, CLIENT_SIGNING_ALGORITHMS } from './registry/clients.js';
+export type { ClientRegistry, RegisteredClient, GrantType, ClientAuthMethod, ClientSigningAlgorithm } from './registry/clients.js';
+export type { ClientJwksOptions } from './gateway/client-auth/client-keys.js';
 export { StaticSubscriberDirectory } from './identity/subscribers.js';
 export type { Subscriber, SubscriberDirectory, StaticSubscriber } from './identity/subscribers.js';
 export type { NetworkAddress, LoginHint } from './identity/login-hint.js';

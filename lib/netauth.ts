@@ -6,13 +6,12 @@ import { findByLoginHint } from './identity/subscribers.js';
 import type { ConsentRecord } from './consent/records.js';
 import { createContext, type GatewayContext } from './gateway/context.js';
 import type { NetAuthOptions } from './gateway/options.js';
-import { createRouter } from './gateway/router.js';
+import { createRouter, createWellKnownRouter } from './gateway/router.js';
 import { createGuard, type GuardOptions } from './guard/guard.js';
 import { metadata, type AuthorizationServerMetadata } from './gateway/endpoints/discovery.js';
 import { decideBackchannelRequest } from './gateway/requests/backchannel-requests.js';
 import type { NetAuthEventEmitter } from './ops/events.js';
-import { createMetricsRouter, type MetricsOptions } from './ops/metrics.js';
-import type { Registry } from 'prom-client';
+import { createMetricsRouter, type MetricsOptions, type MetricsRegistry } from './ops/metrics.js';
 
 /**
  * Whose consent, for what. The subscriber is named by `login_hint` (`tel:+…`, `ipport:…`) or by the
@@ -45,6 +44,11 @@ export interface BackchannelApi {
 export interface NetAuth {
   /** Mount at the issuer's path: `app.use('/apigateway', netauth.router)`. */
   router: Router;
+  /**
+   * The RFC 8414 metadata at the host's root (`/.well-known/oauth-authorization-server/apigateway` for the
+   * issuer `https://host/apigateway`). Mount at the application's root: `app.use(netauth.wellKnown)`.
+   */
+  wellKnown: Router;
   /** Middleware protecting a service API with the issued access tokens. */
   guard(options?: GuardOptions): RequestHandler;
   consent: ConsentApi;
@@ -60,7 +64,7 @@ export interface NetAuth {
    * (`router.registry`) unless `options.registry` is given. Mount it where only your scraper reaches:
    * `adminApp.use('/metrics', netauth.metricsRouter())`. Counting starts when it is created.
    */
-  metricsRouter(options?: MetricsOptions): Router & { registry: Registry };
+  metricsRouter(options?: MetricsOptions): Router & { registry: MetricsRegistry };
   /** Releases the default store's timer. A store you passed in is yours to close. */
   close(): Promise<void>;
 }
@@ -86,6 +90,7 @@ export function createNetAuth(options: NetAuthOptions): NetAuth {
   const router = createRouter(ctx);
   return {
     router,
+    wellKnown: createWellKnownRouter(ctx),
     guard: (guardOptions) => createGuard(ctx, guardOptions),
     consent: {
       grant: async (input) => {

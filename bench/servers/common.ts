@@ -19,9 +19,11 @@ export type ServerMessage =
       /** Milliseconds spent in GC pauses since the server started, all kinds and major (mark-compact) only. */
       gcMs: number;
       majorGcMs: number;
-    };
+    }
+  /** The event loop's delay during a window (wall-clock ms): 99th percentile and worst. */
+  | { type: 'loop'; id: number; p99Ms: number; maxMs: number; samples: number };
 
-export type OrchestratorMessage = { type: 'memory'; id: number; gc: boolean } | { type: 'stop' };
+export type OrchestratorMessage = { type: 'memory'; id: number; gc: boolean } | { type: 'loop'; id: number; from: number; to: number } | { type: 'stop' };
 
 /** Fixed credentials shared by the servers and the load generator (loopback only, never a real secret). */
 export const BENCH_CLIENT_ID = 'bench-client';
@@ -47,6 +49,42 @@ new PerformanceObserver((list) => {
   }
 }).observe({ entryTypes: ['gc'] });
 
+/**
+ * Event-loop delay: a 10 ms timer notes how late it fires, with the wall-clock time, so a window can ask for
+ * its own delays afterwards. A request whose handling holds the loop shows up as a delay as long as the hold,
+ * also when the hold delayed the asking (a probe sent at a window's edge would be answered only after it).
+ */
+const TICK_MS = 10;
+const LOOP_SAMPLES = 12_000; // two minutes of ticks
+const loopAt = new Float64Array(LOOP_SAMPLES);
+const loopLate = new Float64Array(LOOP_SAMPLES);
+let loopNext = 0;
+let lastTick = Date.now();
+const tick = (): void => {
+  const now = Date.now();
+  loopAt[loopNext % LOOP_SAMPLES] = now;
+  loopLate[loopNext % LOOP_SAMPLES] = Math.max(0, now - lastTick - TICK_MS);
+  loopNext++;
+  lastTick = now;
+  setTimeout(tick, TICK_MS).unref();
+};
+setTimeout(tick, TICK_MS).unref();
+
+/** Delays of the ticks that fell in [from, to] (a hold still going on now counts too). */
+function loopDelay(from: number, to: number): { p99Ms: number; maxMs: number; samples: number } {
+  const late: number[] = [];
+  for (let i = Math.max(0, loopNext - LOOP_SAMPLES); i < loopNext; i++) {
+    const at = loopAt[i % LOOP_SAMPLES]!;
+    // A late tick covers the hold before it: it belongs to the window when the hold overlaps it.
+    if (at >= from && at - loopLate[i % LOOP_SAMPLES]! - TICK_MS <= to) late.push(loopLate[i % LOOP_SAMPLES]!);
+  }
+  const ongoing = Date.now() - lastTick - TICK_MS;
+  if (ongoing > 0 && lastTick <= to) late.push(ongoing);
+  late.sort((a, b) => a - b);
+  const p99 = late.length ? late[Math.min(late.length - 1, Math.floor(late.length * 0.99))]! : 0;
+  return { p99Ms: p99, maxMs: late.length ? late[late.length - 1]! : 0, samples: late.length };
+}
+
 export function serve(server: Server): void {
   // Longer than any pause between rounds, so the load generator's keep-alive connections survive them.
   server.keepAliveTimeout = 120_000;
@@ -71,6 +109,8 @@ export function serve(server: Server): void {
         gcMs: gcTime.all,
         majorGcMs: gcTime.major,
       });
+    } else if (message.type === 'loop') {
+      send({ type: 'loop', id: message.id, ...loopDelay(message.from, message.to) });
     } else if (message.type === 'stop') {
       server.closeAllConnections();
       server.close(() => process.exit(0));

@@ -1,7 +1,7 @@
 /**
  * express-netauth, mounted as a gateway would mount it: the router at the issuer path and a service API
  * behind the guard. BENCH_VARIANT picks lifetimes:
- * - `default`: protocol.md's lifetimes. The first poll of an approved request takes the token whatever the
+ * - `default`: docs/protocol.md's lifetimes. The first poll of an approved request takes the token whatever the
  *   interval (slow_down is measured from a previous poll), so the flow measured is bc-authorize then one poll.
  * - `pending`: the same, with auth_req_ids living 15 min, so the 100,000 pending ones of workload 4 stay
  *   pending for the whole run.

@@ -39,7 +39,7 @@ const configuration: Configuration = {
   // Mounted at the server root, so the routes carry the issuer path themselves.
   routes: { backchannel_authentication: `${ISSUER_PATH}/bc-authorize`, token: `${ISSUER_PATH}/token` },
   cookies: { keys: ['bench-only-cookie-key'] },
-  // express-netauth's lifetimes (protocol.md), so both keep their records equally long.
+  // express-netauth's lifetimes (docs/protocol.md), so both keep their records equally long.
   ttl: { BackchannelAuthenticationRequest: 120, Grant: 3600, AccessToken: 3600, IdToken: 3600 },
   findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
   features: {

@@ -1,49 +1,165 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createPrivateKey, type JsonWebKey } from 'node:crypto';
+import { importJWK, type JWK } from 'jose';
 import * as oidc from 'openid-client';
-import type { NetAuthClientOptions } from './options.js';
-import { NetAuthClientError, fromOAuthError } from './errors.js';
+import type { ClientPrivateKey, NetAuthClientOptions } from './options.js';
+import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
+
+/** The application's signing key, imported, with the JWS algorithm it signs assertions and requests with. */
+export interface ClientSigner {
+  key: oidc.CryptoKey;
+  kid: string | undefined;
+  alg: string;
+  /** Sign authorization requests too (JAR, signed bc-authorize). */
+  signRequests: boolean;
+}
+
+/** What every part of the client works with: the options, the clock, and the lazily loaded gateway configuration. */
+export interface ClientContext {
+  options: NetAuthClientOptions;
+  now: () => number;
+  load(): Promise<{ config: oidc.Configuration; signer: ClientSigner | undefined }>;
+}
 
 /**
- * The openid-client configuration, built once: discovered from the issuer, or from explicit endpoints.
- * A failed discovery is not cached, so the next request tries again.
+ * Whether the gateway was sent a request inside `sent.run(probe, …)`: a failure before any request lies in
+ * the input (a forged callback), a failure after it in the gateway's answer.
  */
-export function configurationLoader(options: NetAuthClientOptions): () => Promise<oidc.Configuration> {
-  let pending: Promise<oidc.Configuration> | undefined;
-  const auth = oidc.ClientSecretBasic(options.clientSecret);
-  const build = async (): Promise<oidc.Configuration> => {
+export const sent = new AsyncLocalStorage<{ sent: boolean }>();
+
+const ALGORITHM_BY_KEY: Record<string, string> = { RSA: 'RS256', 'EC/P-256': 'ES256', 'EC/P-384': 'ES384', 'EC/P-521': 'ES512', 'OKP/Ed25519': 'EdDSA' };
+
+/** The JWS algorithm of a private JWK: its `alg`, else the usual one for its key type. */
+function jwkAlgorithm(jwk: JWK): string {
+  const alg = jwk.alg ?? ALGORITHM_BY_KEY[jwk.kty === 'RSA' ? 'RSA' : `${jwk.kty}/${jwk.crv}`];
+  if (alg === undefined) throw new TypeError(`privateKey: a ${jwk.kty}${jwk.crv ? ` ${jwk.crv}` : ''} key has no JWS algorithm this client knows; give the JWK an "alg"`);
+  return alg;
+}
+
+/** The JWS algorithm a CryptoKey signs with (RS*, PS*, ES*, EdDSA), as jose and the gateway name it. */
+function cryptoKeyAlgorithm(key: oidc.CryptoKey): string {
+  const algorithm = key.algorithm as { name: string; hash?: { name: string }; namedCurve?: string };
+  const bits = algorithm.hash?.name.replace('SHA-', '');
+  switch (algorithm.name) {
+    case 'RSASSA-PKCS1-v1_5':
+      return `RS${bits}`;
+    case 'RSA-PSS':
+      return `PS${bits}`;
+    case 'ECDSA': {
+      const alg = ALGORITHM_BY_KEY[`EC/${algorithm.namedCurve}`];
+      if (alg) return alg;
+      break;
+    }
+    case 'Ed25519':
+    case 'EdDSA':
+      return 'EdDSA';
+  }
+  throw new TypeError(`privateKey: a ${algorithm.name} CryptoKey cannot sign JWS`);
+}
+
+function isJwk(key: ClientPrivateKey): key is JWK {
+  return typeof (key as JWK).kty === 'string';
+}
+
+/** Checks the options at construction, so a configuration that cannot work fails at start-up, naming the fix. */
+export function checkOptions(options: NetAuthClientOptions): void {
+  if (typeof options.clientId !== 'string' || options.clientId === '') throw new TypeError('createNetAuthClient: clientId is required');
+  if ((options.clientSecret === undefined) === (options.privateKey === undefined)) {
+    throw new TypeError('createNetAuthClient: give exactly one of clientSecret (client_secret_basic) and privateKey (private_key_jwt)');
+  }
+  if (options.signedRequests && options.privateKey === undefined) {
+    throw new TypeError('createNetAuthClient: signedRequests needs privateKey (requests are signed with the client key)');
+  }
+  const key = options.privateKey;
+  if (key !== undefined && isJwk(key)) {
+    if (key.d === undefined) throw new TypeError('createNetAuthClient: privateKey must be a PRIVATE JWK (it has no "d"); the gateway is given the public part');
+    jwkAlgorithm(key);
+    try {
+      createPrivateKey({ key: key as JsonWebKey, format: 'jwk' });
+    } catch (cause) {
+      throw new TypeError('createNetAuthClient: privateKey is not a usable private JWK', { cause: new Error((cause as Error).message) });
+    }
+  } else if (key !== undefined) {
+    if (key.key?.type !== 'private') throw new TypeError('createNetAuthClient: privateKey.key must be a private CryptoKey');
+    cryptoKeyAlgorithm(key.key);
+  }
+  for (const [name, value] of [['redirectUri', options.redirectUri], ['discoveryUrl', options.discoveryUrl], ['gateway', typeof options.gateway === 'string' ? options.gateway : options.gateway.issuer]] as const) {
+    if (value !== undefined && !URL.canParse(value)) throw new TypeError(`createNetAuthClient: ${name} must be an absolute URL`);
+  }
+  if (options.discoveryUrl !== undefined && typeof options.gateway !== 'string') {
+    throw new TypeError('createNetAuthClient: discoveryUrl is for a discovered gateway; with explicit endpoints there is nothing to discover');
+  }
+}
+
+async function importSigner(key: ClientPrivateKey, signRequests: boolean): Promise<ClientSigner> {
+  if (!isJwk(key)) return { key: key.key, kid: key.kid, alg: cryptoKeyAlgorithm(key.key), signRequests };
+  const alg = jwkAlgorithm(key);
+  return { key: (await importJWK(key, alg)) as oidc.CryptoKey, kid: key.kid, alg, signRequests };
+}
+
+/** The client authentication method the options describe. */
+function clientAuthentication(options: NetAuthClientOptions, signer: ClientSigner | undefined): oidc.ClientAuth {
+  if (!signer) return oidc.ClientSecretBasic(options.clientSecret);
+  // openid-client names Ed25519 'Ed25519'; the gateways (docs/protocol.md, jose) know it as 'EdDSA'.
+  return oidc.PrivateKeyJwt({ key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) }, { [oidc.modifyAssertion]: (header) => void (header.alg = signer.alg) });
+}
+
+/** The well-known URL openid-client asks for an issuer (OpenID Connect Discovery §4). */
+function wellKnownOf(issuer: string): string {
+  const url = new URL(issuer);
+  url.pathname = `${url.pathname.replace(/\/$/, '')}/.well-known/openid-configuration`;
+  return url.href;
+}
+
+/**
+ * The openid-client configuration, built once: discovered from the issuer (or `discoveryUrl`), or from
+ * explicit endpoints. A failed discovery is not cached, so the next request tries again.
+ */
+export function createContext(options: NetAuthClientOptions): ClientContext {
+  checkOptions(options);
+  const now = options.now ?? Date.now;
+  // Every request to the gateway goes through here: it marks the caller's probe, and sends the discovery
+  // request for the issuer to `discoveryUrl` instead, so openid-client still checks the document's issuer.
+  const redirected = typeof options.gateway === 'string' && options.discoveryUrl !== undefined ? { from: wellKnownOf(options.gateway), to: options.discoveryUrl } : undefined;
+  const gatewayFetch: oidc.CustomFetch = (url, init) => {
+    const probe = sent.getStore();
+    if (probe) probe.sent = true;
+    return fetch(redirected && url === redirected.from ? redirected.to : url, init as RequestInit);
+  };
+  const build = async () => {
+    const signer = options.privateKey === undefined ? undefined : await importSigner(options.privateKey, options.signedRequests === true);
+    const auth = clientAuthentication(options, signer);
+    let config: oidc.Configuration;
     if (typeof options.gateway === 'string') {
       try {
-        return await oidc.discovery(new URL(options.gateway), options.clientId, undefined, auth, {
+        config = await oidc.discovery(new URL(options.gateway), options.clientId, undefined, auth, {
+          [oidc.customFetch]: gatewayFetch,
           ...(options.allowInsecureRequests ? { execute: [oidc.allowInsecureRequests] } : {}),
         });
       } catch (cause) {
-        throw new NetAuthClientError('unavailable', 'could not discover the gateway metadata', { cause });
+        if ((cause as { code?: unknown }).code === 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED') {
+          throw new NetAuthClientError('misconfigured', `the metadata at ${redirected?.to ?? wellKnownOf(options.gateway)} does not name ${options.gateway} as its issuer: set the option gateway to the issuer the gateway announces`, { cause });
+        }
+        const error = fromOpenIdClientError(cause);
+        throw error.kind === 'misconfigured' ? error : new NetAuthClientError('unavailable', 'could not discover the gateway metadata', { cause });
       }
+    } else {
+      config = new oidc.Configuration({ ...options.gateway }, options.clientId, undefined, auth);
+      config[oidc.customFetch] = gatewayFetch;
+      if (options.allowInsecureRequests) oidc.allowInsecureRequests(config);
     }
-    const config = new oidc.Configuration({ ...options.gateway }, options.clientId, undefined, auth);
-    if (options.allowInsecureRequests) oidc.allowInsecureRequests(config);
-    return config;
+    return { config, signer };
   };
-  return () => {
-    pending ??= build().catch((error: unknown) => {
-      pending = undefined;
-      throw error;
-    });
-    return pending;
+  let pending: ReturnType<typeof build> | undefined;
+  return {
+    options,
+    now,
+    load: () => {
+      pending ??= build().catch((error: unknown) => {
+        pending = undefined;
+        throw error;
+      });
+      return pending;
+    },
   };
-}
-
-/** Turns openid-client's errors (token and bc-authorize endpoints) into NetAuthClientError. */
-export function fromOpenIdClientError(error: unknown): NetAuthClientError {
-  if (error instanceof NetAuthClientError) return error;
-  if (error instanceof oidc.ResponseBodyError) {
-    if (error.status === 503) return fromOAuthError('temporarily_unavailable', error.error_description, error);
-    return fromOAuthError(error.error, error.error_description, error, 'token_error');
-  }
-  if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) {
-    return new NetAuthClientError('aborted', 'aborted', { cause: error });
-  }
-  if (error instanceof TypeError && /fetch failed/i.test(error.message)) {
-    return new NetAuthClientError('unavailable', 'the gateway could not be reached', { cause: error });
-  }
-  return new NetAuthClientError('token_error', 'the token exchange failed', { cause: error });
 }

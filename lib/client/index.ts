@@ -1,43 +1,86 @@
 import type { Request, RequestHandler } from 'express';
 import type * as oidc from 'openid-client';
-import type { CallbackOptions, NetAuthClientOptions, StartOptions } from './options.js';
-import { configurationLoader } from './configuration.js';
+import type { CallbackOptions, LogoutOptions, NetAuthClientOptions, RequireTokenOptions, StartOptions } from './options.js';
+import { createContext } from './configuration.js';
 import { startMiddleware } from './start.js';
 import { callbackMiddleware } from './callback.js';
+import { requireTokenMiddleware } from './require-token.js';
+import { logoutMiddleware, revokeToken } from './logout.js';
 import { getToken, type TokenState } from './session.js';
 import { serviceFetch } from './service-fetch.js';
-import { runBackchannel, type BackchannelParams, type BackchannelToken } from './backchannel.js';
+import {
+  pollBackchannel,
+  resumeBackchannel,
+  runBackchannel,
+  startBackchannel,
+  type BackchannelParams,
+  type BackchannelPoll,
+  type BackchannelToken,
+  type PendingBackchannel,
+} from './backchannel.js';
 
 export interface NetAuthClient {
   /** Middleware that starts the frontend flow (302 to the gateway's /authorize). */
   start(options: StartOptions): RequestHandler;
   /** Middleware at the redirect URI: exchanges the code and keeps the token in the session. */
   callback(options?: CallbackOptions): RequestHandler;
+  /**
+   * Middleware for the application's own routes: `next()` with a live session token covering `scope`, else
+   * the frontend flow, coming back to this URL (GET/HEAD; other methods: `no_token` / `token_expired`).
+   */
+  requireToken(options: RequireTokenOptions): RequestHandler;
+  /** Middleware: revokes the session's tokens at the gateway (RFC 7009) and clears the session. */
+  logout(options?: LogoutOptions): RequestHandler;
   /** The session's token and whether it expired, or undefined. */
   token(req: Request): TokenState | undefined;
   /** fetch() with the session's bearer token; rejects with `no_token` / `token_expired`. */
   fetch(req: Request, input: string | URL, init?: RequestInit): Promise<Response>;
-  /** Runs the backend flow (CIBA poll mode) and resolves with the token. */
+  /** Revokes a token (e.g. a backend-flow token) at the gateway's revocation endpoint (RFC 7009). */
+  revoke(token: string, hint?: 'access_token' | 'refresh_token'): Promise<void>;
+  /** Runs the backend flow (CIBA poll mode) and resolves with the token; `onProgress` reports each step. */
   backchannel(params: BackchannelParams): Promise<BackchannelToken>;
+  /** The backend flow in two steps, for job queues: step 1, bc-authorize. */
+  startBackchannel(params: Omit<BackchannelParams, 'onProgress'>): Promise<PendingBackchannel>;
+  /** Step 2, once: one poll, now (the caller waits `retry_after` between polls). Works in any process. */
+  pollBackchannel(request: PendingBackchannel): Promise<BackchannelPoll>;
+  /** Step 2, until decided: polls at the interval. Works in any process. */
+  resumeBackchannel(request: PendingBackchannel, options?: Pick<BackchannelParams, 'signal' | 'onProgress'>): Promise<BackchannelToken>;
   /** The underlying openid-client configuration, for anything else. */
   configuration(): Promise<oidc.Configuration>;
 }
 
-/** The application side of express-netauth (`express-netauth/client`). */
+/**
+ * The application side of express-netauth (`express-netauth/client`). Options that cannot work throw here,
+ * at start-up; the gateway's metadata is discovered at the first use.
+ */
 export function createNetAuthClient(options: NetAuthClientOptions): NetAuthClient {
-  const config = configurationLoader(options);
+  const ctx = createContext(options);
   return {
-    start: (start) => startMiddleware(options, config, start),
-    callback: (callback = {}) => callbackMiddleware(options, config, callback),
-    token: (req) => getToken(req),
-    fetch: (req, input, init) => serviceFetch(req, input, init),
-    backchannel: async (params) => runBackchannel(await config(), params),
-    configuration: config,
+    start: (start) => startMiddleware(ctx, start),
+    callback: (callback = {}) => callbackMiddleware(ctx, callback),
+    requireToken: (required) => requireTokenMiddleware(ctx, required),
+    logout: (logout = {}) => logoutMiddleware(ctx, logout),
+    token: (req) => getToken(req, ctx.now()),
+    fetch: (req, input, init) => serviceFetch(req, ctx.now(), input, init),
+    revoke: (token, hint) => revokeToken(ctx, token, hint),
+    backchannel: (params) => runBackchannel(ctx, params),
+    startBackchannel: (params) => startBackchannel(ctx, params),
+    pollBackchannel: (request) => pollBackchannel(ctx, request),
+    resumeBackchannel: (request, resume) => resumeBackchannel(ctx, request, resume),
+    configuration: async () => (await ctx.load()).config,
   };
 }
 
 export { NetAuthClientError } from './errors.js';
 export type { NetAuthClientErrorKind } from './errors.js';
-export type { NetAuthClientOptions, StartOptions, CallbackOptions, GatewayEndpoints } from './options.js';
+export type {
+  NetAuthClientOptions,
+  StartOptions,
+  CallbackOptions,
+  RequireTokenOptions,
+  LogoutOptions,
+  GatewayEndpoints,
+  ClientPrivateKey,
+} from './options.js';
 export type { SessionToken, TokenState } from './session.js';
-export type { BackchannelParams, BackchannelToken } from './backchannel.js';
+export type { BackchannelParams, BackchannelPoll, BackchannelProgress, BackchannelToken, PendingBackchannel } from './backchannel.js';

@@ -1,4 +1,6 @@
 import type { Request } from 'express';
+import type { JWK } from 'jose';
+import type * as oidc from 'openid-client';
 
 /** The gateway's endpoints, when not discovered. */
 export interface GatewayEndpoints {
@@ -6,16 +8,39 @@ export interface GatewayEndpoints {
   authorization_endpoint?: string;
   token_endpoint: string;
   backchannel_authentication_endpoint?: string;
+  revocation_endpoint?: string;
+  /** RFC 9207: the gateway puts `iss` in every authorization response; the callback then requires it. */
+  authorization_response_iss_parameter_supported?: boolean;
 }
+
+/** The application's private signing key: a private JWK (with the `kid` registered at the gateway), or a CryptoKey. */
+export type ClientPrivateKey = JWK | { key: oidc.CryptoKey; kid?: string };
 
 export interface NetAuthClientOptions {
   /**
-   * The gateway: its issuer URL (metadata is discovered from `{issuer}/.well-known/openid-configuration`),
-   * or its endpoints.
+   * The gateway: its issuer identifier (metadata is discovered from `{issuer}/.well-known/openid-configuration`,
+   * or from `discoveryUrl`), or its endpoints.
    */
   gateway: string | GatewayEndpoints;
+  /**
+   * Where the gateway's metadata document is, when not at `{issuer}/.well-known/openid-configuration`: the
+   * RFC 8414 form (`https://host/.well-known/oauth-authorization-server/apigateway`) or an API manager's URL.
+   * The document must still name `gateway` as its `issuer` (RFC 8414 §3.3), or nothing is sent.
+   */
+  discoveryUrl?: string;
   clientId: string;
-  clientSecret: string;
+  /** `client_secret_basic` (the seed's method): the secret registered for the application. */
+  clientSecret?: string;
+  /**
+   * `private_key_jwt` (RFC 7523, the CAMARA profile's MUST): the application's private key. Give this or
+   * `clientSecret`. The algorithm is the JWK's `alg`, else RS256 (RSA), ES256 / ES384 (EC) or EdDSA (Ed25519).
+   */
+  privateKey?: ClientPrivateKey;
+  /**
+   * Sign the authorization requests with `privateKey`: JAR (RFC 9101) at /authorize and a signed `request`
+   * at bc-authorize (CIBA Core §7.1.1), as the CAMARA profile recommends. Default false.
+   */
+  signedRequests?: boolean;
   /**
    * The redirect URI registered for this application, absolute. The callback uses it as given, never the
    * request's Host or protocol, so it works behind TLS-terminating proxies.
@@ -25,12 +50,14 @@ export interface NetAuthClientOptions {
   allowInsecureRequests?: boolean;
   /** Where the callback sends the browser after storing the token, unless `start` named a `returnTo`. Default: `next()`. */
   successRedirect?: string;
+  /** The clock, epoch ms (tests). Default `Date.now`. */
+  now?: () => number;
 }
 
 type PerRequest<T> = T | ((req: Request) => T);
 
 export interface StartOptions {
-  /** `dpv:<Purpose>#<scope>` (or the CAMARA form). */
+  /** `dpv:<Purpose> <scope>…` (CAMARA) or `dpv:<Purpose>#<scope>`. */
   scope: PerRequest<string>;
   /** `tel:+…` or `ipport:…`; undefined to rely on network identification alone. */
   login_hint?: PerRequest<string | undefined>;
@@ -50,7 +77,15 @@ export interface StartOptions {
   prompt?: PerRequest<'none' | 'consent' | undefined>;
 }
 
+/** `requireToken()`: the flow it starts comes back to the route that asked, so there is no `returnTo`. */
+export type RequireTokenOptions = Omit<StartOptions, 'returnTo'>;
+
 export interface CallbackOptions {
   /** Overrides the client's `successRedirect` for this callback. */
+  successRedirect?: string;
+}
+
+export interface LogoutOptions {
+  /** Where to send the browser once the session is cleared. Default: `next()`. */
   successRedirect?: string;
 }

@@ -13,6 +13,8 @@ import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.j
 import { EventHub } from '../ops/events.js';
 import { RateLimits } from '../ops/rate-limits.js';
 import { attachLogger, logInternalError } from '../ops/logging.js';
+import { ClientKeys } from './client-auth/client-keys.js';
+import { ClientJwts } from './client-auth/client-jwt.js';
 
 /** The options, resolved once: what every endpoint module reads. */
 export interface GatewayContext {
@@ -45,6 +47,8 @@ export interface GatewayContext {
   events: EventHub;
   /** Rate limits and the client-authentication lock-out; undefined with `rateLimits: false`. */
   limits: RateLimits | undefined;
+  /** Verifies JWTs signed by a client's registered keys: client assertions and request objects. */
+  clientJwts: ClientJwts;
 }
 
 function seconds(name: string, value: number | undefined, fallback: number): number {
@@ -135,5 +139,6 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     now,
     events,
     limits,
+    clientJwts: new ClientJwts(store, new ClientKeys(options.clientJwks ?? {}, now), now),
   };
 }

@@ -3,10 +3,11 @@ import type { ClientRegistry, RegisteredClient } from '../registry/clients.js';
 import type { StaticSubscriber, Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
 import type { Store } from '../stores/store.js';
 import type { JWK } from 'jose';
-import type { Logger } from 'pino';
 import type { RateLimitOptions } from '../ops/rate-limits.js';
+import type { ClientJwksOptions } from './client-auth/client-keys.js';
+import type { NetAuthLogger } from '../ops/logging.js';
 
-/** Lifetimes in seconds. Defaults are protocol.md's. */
+/** Lifetimes in seconds. Defaults are docs/protocol.md's. */
 export interface Lifetimes {
   /** Authorization code. Default 60. */
   code?: number;
@@ -66,7 +67,8 @@ export interface NetworkOptions {
   mobileRanges: string[];
   /**
    * Request header carrying the device's source port, set (and overwritten) by the operator's edge, for
-   * subscribers behind CGNAT, e.g. `x-source-port`. Without it the directory is asked by IP alone.
+   * subscribers behind CGNAT, e.g. `x-source-port`. Believed only when the connection's peer is a hop
+   * `trust proxy` trusts (from any other peer it is ignored). Without it the directory is asked by IP alone.
    */
   portHeader?: string;
 }
@@ -85,6 +87,12 @@ export interface ConsentPageTexts {
   footer: string;
   /** Heading of error pages. */
   errorTitle: string;
+  /** The page shown again after Allow (the browser's Back button). `{client}` and `{operator}` are replaced. */
+  answeredAllow: string;
+  /** The same after Deny. */
+  answeredDeny: string;
+  /** Its link to the application (the origin of the redirect_uri). `{client}` is replaced. */
+  returnLink: string;
 }
 
 /** Branding of the consent page (and of the error pages of the frontend flow). */
@@ -166,6 +174,12 @@ export interface NetAuthOptions {
   /** Largest accepted form body. Default `16kb`. */
   bodyLimit?: string | number;
   /**
+   * How clients' `jwksUri`s are fetched (private_key_jwt, signed requests): `fetchTimeout` ms (default 5000),
+   * `maxBytes` (default 64 KiB), `cacheMaxAge` seconds (default 600). An unknown `kid` or a failed fetch is
+   * fetched again at most once a minute per client.
+   */
+  clientJwks?: ClientJwksOptions;
+  /**
    * Rate limits and brute-force protection on client authentication (429 with `Retry-After`; `slow_down` on CIBA
    * polls). On by default, with limits far above normal use; `false` turns them all off (benchmarks, fuzzing).
    * See docs/operations.md.
@@ -175,7 +189,7 @@ export interface NetAuthOptions {
    * A pino logger: every event (`netauth.events`) is logged, and internal errors. Never secrets, tokens, codes,
    * auth_req_ids or phone numbers (a child logger with `redact` is the second line of defence). Default: none.
    */
-  logger?: Logger;
+  logger?: NetAuthLogger;
   /** Reports unexpected internal errors (never request data). Default: the logger's `error`, else one line on stderr. */
   onError?: (error: unknown) => void;
   /** Milliseconds clock, for tests. Default `Date.now`. */

@@ -24,7 +24,11 @@ import type { Endpoint } from '../ops/events.js';
  */
 export function createRouter(ctx: GatewayContext): Router {
   const router = express.Router();
-  const auth = new ClientAuthenticator(ctx.clients, ctx.realm, { events: ctx.events, ...(ctx.limits ? { limits: ctx.limits } : {}) });
+  const auth = new ClientAuthenticator(ctx.clients, ctx.realm, {
+    events: ctx.events,
+    ...(ctx.limits ? { limits: ctx.limits } : {}),
+    assertions: { jwts: ctx.clientJwts, issuer: ctx.issuer },
+  });
   const form = formBody(ctx.bodyLimit);
   const grants: Grant[] = [cibaGrant, authorizationCodeGrant];
   const consentPage = new ConsentPage(ctx);
@@ -77,5 +81,24 @@ export function createRouter(ctx: GatewayContext): Router {
   if (ctx.keys) discovery.route('/jwks').all(on('jwks')).get(jwksEndpoint(ctx.keys)).all(methodNotAllowed('GET, HEAD'));
   router.use(discovery);
   router.use(jsonErrorHandler(ctx.onError));
+  return router;
+}
+
+/**
+ * RFC 8414 §3.1 puts the metadata at the host's root: `/.well-known/oauth-authorization-server` followed by the
+ * issuer's path (openid-client's `discovery(…, { algorithm: 'oauth2' })` looks there). The router above, mounted
+ * at the issuer's path, cannot answer at the root: this one is mounted by the application at its root.
+ */
+export function createWellKnownRouter(ctx: GatewayContext): Router {
+  const issuerPath = new URL(ctx.issuer).pathname.replace(/\/$/, '');
+  const path = `/.well-known/oauth-authorization-server${issuerPath}`;
+  const router = express.Router();
+  // A RegExp, so that characters of the issuer's path are never read as route syntax (Express 4 and 5 differ).
+  router
+    .route(new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`))
+    .all(observe(ctx.events, 'discovery'))
+    .get(discoveryEndpoint(ctx))
+    .all(methodNotAllowed('GET, HEAD'));
+  // No error handler here: mounted at the root, it would also catch the errors of the application's own routes.
   return router;
 }

@@ -10,11 +10,13 @@ export interface NetworkAddress {
 
 export type LoginHint =
   | { type: 'tel'; phoneNumber: string }
-  | { type: 'ipport'; address: NetworkAddress };
+  | { type: 'ipport'; address: NetworkAddress }
+  /** A GSMA TS.43 token (format not specified there), resolved by the directory's optional `findByOperatorToken`. */
+  | { type: 'operatortoken'; token: string };
 
 const E164 = /^\+[1-9][0-9]{4,14}$/;
 const PORT = /^[0-9]{1,5}$/;
-const SERVED_TYPES = new Set(['tel', 'ipport']);
+const SERVED_TYPES = new Set(['tel', 'ipport', 'operatortoken']);
 const TYPE = /^[a-z][a-z0-9+.-]*$/i;
 
 /**
@@ -87,7 +89,7 @@ function parseIpPort(identifier: string): NetworkAddress {
 
 /**
  * Parses `<identifier_type>:<identifier>`. Malformed values are `invalid_request`; a well-formed hint
- * of a type this service does not serve (e.g. `operatortoken:`) is `unknown_user_id`.
+ * of a type this service does not serve (e.g. `msisdn:`) is `unknown_user_id`.
  */
 export function parseLoginHint(value: string): LoginHint {
   const colon = value.indexOf(':');
@@ -100,5 +102,6 @@ export function parseLoginHint(value: string): LoginHint {
     if (!E164.test(identifier)) throw malformed('tel must be a global E.164 number with a leading "+" and no separators');
     return { type: 'tel', phoneNumber: identifier };
   }
+  if (type === 'operatortoken') return { type: 'operatortoken', token: identifier };
   return { type: 'ipport', address: parseIpPort(identifier) };
 }

@@ -32,6 +32,19 @@ function parseRange(text: string): Range {
 
 const PORT = /^[0-9]{1,5}$/;
 
+type TrustFunction = (address: string, hop: number) => boolean;
+
+/**
+ * Whether the connection's peer is a hop Express's `trust proxy` trusts: only such a hop (the operator's edge)
+ * can have written the port header. The same check Express (proxy-addr) makes before it reads X-Forwarded-For:
+ * the app's compiled `trust proxy fn` asked about the socket's address as hop 0.
+ */
+function fromTrustedHop(req: Request): boolean {
+  const trust = req.app?.get('trust proxy fn') as TrustFunction | undefined;
+  const peer = req.socket?.remoteAddress;
+  return typeof trust === 'function' && peer !== undefined && trust(peer, 0);
+}
+
 /**
  * The frontend flow's subscriber identification: the request's client IP (as Express's `trust proxy`
  * decides), optionally with the source port the operator's edge reports (CGNAT), must lie in the
@@ -59,12 +72,14 @@ export class NetworkIdentifier {
 
   /**
    * The device's address: `req.ip`, normalised (IPv4-mapped IPv6 is IPv4), plus the port header when
-   * configured. `bad-port` when the header is present but is not one port in 1..65535.
+   * configured and the connection comes from a proxy `trust proxy` trusts (a device reaching the gateway
+   * directly could otherwise name any port, and so any subscriber behind its CGNAT address). `bad-port` when
+   * a believed header is not one port in 1..65535.
    */
   deviceAddress(req: Request): NetworkAddress | 'no-address' | 'bad-port' {
     const ip = req.ip === undefined ? undefined : normaliseIp(req.ip);
     if (ip === undefined) return 'no-address';
-    if (this.portHeader === undefined) return { ip };
+    if (this.portHeader === undefined || !fromTrustedHop(req)) return { ip };
     const header = req.headers[this.portHeader];
     if (header === undefined) return { ip };
     const text = Array.isArray(header) ? undefined : header.trim();

@@ -30,7 +30,8 @@ export function parseScope(value: string): RequestedScope {
   const scopes: string[] = [];
   const seen = new Set<string>();
   let openid = false;
-  const echoed: string[] = [];
+  // The granted scope string, each token once in the order first sent; a Set keeps the check one step per token.
+  const echoed = new Set<string>();
 
   const setPurpose = (p: string): void => {
     if (!PURPOSE.test(p)) throw invalid(`"${p}" is not a DPV purpose`);
@@ -47,8 +48,8 @@ export function parseScope(value: string): RequestedScope {
 
   for (const token of tokens) {
     if (!SCOPE_TOKEN.test(token)) throw invalid('scope contains characters RFC 6749 does not allow');
-    if (echoed.includes(token)) continue;
-    echoed.push(token);
+    if (echoed.has(token)) continue;
+    echoed.add(token);
     if (token === 'openid') {
       openid = true;
     } else if (token.startsWith('dpv:')) {
@@ -66,5 +67,5 @@ export function parseScope(value: string): RequestedScope {
   }
   if (purpose === undefined) throw invalid('a dpv:<purpose> is required');
   if (scopes.length === 0) throw invalid('no API scope requested');
-  return { purpose, scopes, openid, value: echoed.join(' ') };
+  return { purpose, scopes, openid, value: [...echoed].join(' ') };
 }

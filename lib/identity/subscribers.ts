@@ -15,12 +15,15 @@ export interface SubscriberDirectory {
   findByPhoneNumber(phoneNumber: string): Promise<Subscriber | undefined>;
   /** `port` is present when the operator's edge supplies the source port (CGNAT). */
   findByNetworkAddress(address: NetworkAddress): Promise<Subscriber | undefined>;
+  /** Optional: the subscriber behind a GSMA TS.43 token (`login_hint=operatortoken:<token>`). Without it such hints are `unknown_user_id`. */
+  findByOperatorToken?(token: string): Promise<Subscriber | undefined>;
 }
 
 export interface StaticSubscriber extends Subscriber {
   /**
    * Addresses the subscriber's device uses: `"10.0.0.7"`, `"2001:db8::7"`, or with a CGNAT port range
-   * `"100.64.0.1:1024-2047"` / `"[2001:db8::7]:1024-2047"`. An address without ports matches every port.
+   * `"100.64.0.1:1024-2047"` / `"[2001:db8::7]:1024-2047"`. An address without ports matches every port; one
+   * with ports is found only when the port is known (the edge's port header, or an `ipport:` hint with a port).
    */
   addresses?: string[];
 }
@@ -80,9 +83,12 @@ export class StaticSubscriberDirectory implements SubscriberDirectory {
     const rules = this.byIp.get(address.ip);
     if (!rules) return undefined;
     if (address.port === undefined) {
-      // Without a port, an address shared by several subscribers (CGNAT) names nobody.
-      const owners = new Set(rules.map((r) => r.subscriber.id));
-      return owners.size === 1 ? rules[0]!.subscriber : undefined;
+      // Without a port only an entry for every port can name someone: a port-restricted one (`ip:1024-2047`)
+      // says the address is shared (CGNAT), so without the port it names nobody, nor does an address that
+      // several subscribers share.
+      const first = rules[0]!.subscriber;
+      if (rules.some((r) => r.subscriber.id !== first.id)) return undefined;
+      return rules.find((r) => r.from === 1 && r.to === 65535)?.subscriber;
     }
     const port = address.port;
     return rules.find((r) => port >= r.from && port <= r.to)?.subscriber;
@@ -90,6 +96,8 @@ export class StaticSubscriberDirectory implements SubscriberDirectory {
 }
 
 /** Resolves a parsed login_hint to the subscriber it names, if any. */
-export function findByLoginHint(directory: SubscriberDirectory, hint: LoginHint): Promise<Subscriber | undefined> {
-  return hint.type === 'tel' ? directory.findByPhoneNumber(hint.phoneNumber) : directory.findByNetworkAddress(hint.address);
+export async function findByLoginHint(directory: SubscriberDirectory, hint: LoginHint): Promise<Subscriber | undefined> {
+  if (hint.type === 'tel') return directory.findByPhoneNumber(hint.phoneNumber);
+  if (hint.type === 'ipport') return directory.findByNetworkAddress(hint.address);
+  return directory.findByOperatorToken?.(hint.token);
 }

@@ -90,23 +90,26 @@ export interface ClientAuthenticationFailedEvent {
   /** Only a registered client's id: an id nobody registered is never repeated (it may be anything). */
   clientId?: string;
   /**
-   * `missing`: no credentials; `malformed`: unreadable Basic header; `invalid_credentials`: unknown client,
-   * wrong secret or a method the client is not registered for (only these count towards the lock-out);
-   * `client_id_mismatch`: a body client_id naming another client; `unsupported_method`: client assertions.
+   * `missing`: no credentials; `malformed`: unreadable Basic header, or a `client_assertion` of another type or
+   * naming no client; `invalid_credentials`: unknown client, wrong secret, an assertion that fails a check, or a
+   * method the client is not registered for (only these count towards the lock-out);
+   * `client_id_mismatch`: a body client_id naming another client.
    */
-  reason: 'missing' | 'malformed' | 'invalid_credentials' | 'client_id_mismatch' | 'unsupported_method';
+  reason: 'missing' | 'malformed' | 'invalid_credentials' | 'client_id_mismatch';
 }
 
 export interface RateLimitedEvent {
   endpoint: Endpoint;
   /**
-   * `client` / `subscriber` / `address`: a request-rate limit; `client_authentication`: the brute-force lock-out
-   * after failed client authentications (per client id or per address).
+   * A request-rate limit: `client` (one client), `client_subscriber` (one client for one subscriber),
+   * `subscriber` (one subscriber, every client together), `address` (GET /authorize per device address);
+   * `client_authentication`: the brute-force lock-out after failed client authentications (per client id and
+   * address, or per address for unknown ids).
    */
-  limit: 'client' | 'subscriber' | 'address' | 'client_authentication';
+  limit: 'client' | 'client_subscriber' | 'subscriber' | 'address' | 'client_authentication';
   /** Present when the limit is the client's (or a registered client's lock-out). */
   clientId?: string;
-  /** Present when the limit is the subscriber's. */
+  /** Present when the limit concerns a subscriber. */
   subscriberId?: string;
   /** Seconds until the limit lets requests through again (the Retry-After value). */
   retryAfter: number;

@@ -1,5 +1,22 @@
-import type { Level, Logger } from 'pino';
 import { EVENT_NAMES, type EventHub, type NetAuthEventName } from './events.js';
+
+type Level = 'debug' | 'info' | 'warn' | 'error';
+
+/** One log method, as pino's: `logger.info({ ...fields }, 'message')`. */
+export type LogMethod = (fields: object, message: string) => void;
+
+/**
+ * The logger the package writes to: a pino logger (v9 or v10) fits. Described by the members the package
+ * uses, so the public types compile without pino, an optional peer dependency the package never loads itself.
+ */
+export interface NetAuthLogger {
+  child(bindings: Record<string, unknown>, options: { redact: { paths: string[]; censor: string } }): NetAuthLogger;
+  isLevelEnabled(level: string): boolean;
+  debug: LogMethod;
+  info: LogMethod;
+  warn: LogMethod;
+  error: LogMethod;
+}
 
 /**
  * Field names that would carry a credential, a token, a code, an auth_req_id or a phone number, at the top
@@ -40,20 +57,20 @@ const LEVELS: Partial<Record<NetAuthEventName, Level>> = {
 };
 
 /** The package's child of the application's logger: bound to the package, with redaction. */
-function childOf(logger: Logger): Logger {
+function childOf(logger: NetAuthLogger): NetAuthLogger {
   return logger.child({ lib: 'express-netauth' }, { redact: { paths: [...REDACT_PATHS], censor: '[redacted]' } });
 }
 
-const children = new WeakMap<Logger, Logger>();
+const children = new WeakMap<NetAuthLogger, NetAuthLogger>();
 
-function child(logger: Logger): Logger {
+function child(logger: NetAuthLogger): NetAuthLogger {
   let found = children.get(logger);
   if (!found) children.set(logger, (found = childOf(logger)));
   return found;
 }
 
 /** Logs every event as `{ event, ...payload }` with the event name as the message. */
-export function attachLogger(logger: Logger, events: EventHub): void {
+export function attachLogger(logger: NetAuthLogger, events: EventHub): void {
   const log = child(logger);
   for (const name of EVENT_NAMES) {
     const level = LEVELS[name] ?? 'info';
@@ -66,7 +83,7 @@ export function attachLogger(logger: Logger, events: EventHub): void {
 }
 
 /** An internal error: its type and message only, as the default stderr report (never request data). */
-export function logInternalError(logger: Logger, error: unknown): void {
+export function logInternalError(logger: NetAuthLogger, error: unknown): void {
   // Not under `err`: pino's err serializer would add the stack (and rename the type) of an Error.
   const details = error instanceof Error ? { type: error.name, message: error.message } : { type: typeof error };
   child(logger).error({ error: details }, 'internal error');

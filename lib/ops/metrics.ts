@@ -1,11 +1,22 @@
 import express, { type Router } from 'express';
-import { Counter, Histogram, Registry } from 'prom-client';
+import type * as PromClient from 'prom-client';
 import type { EventHub } from './events.js';
 import { methodNotAllowed } from '../gateway/http/headers.js';
+import { requirePeer } from '../optional-peer.js';
+
+/**
+ * A prom-client `Registry`, described by the members the package uses: the public types then compile
+ * without prom-client, an optional peer dependency that only `metricsRouter()` loads.
+ */
+export interface MetricsRegistry {
+  metrics(): Promise<string>;
+  readonly contentType: string;
+  registerMetric(metric: object): void;
+}
 
 export interface MetricsOptions {
-  /** Where the metrics are registered. Default: a Registry of their own (never prom-client's global one). */
-  registry?: Registry;
+  /** Where the metrics are registered (a prom-client `Registry`). Default: a Registry of their own (never prom-client's global one). */
+  registry?: MetricsRegistry;
   /** Prefix of every metric name. Default `netauth_`. */
   prefix?: string;
   /**
@@ -24,8 +35,10 @@ const DEFAULT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  * per endpoint, on a router of their own (mount it where only the scraper reaches, e.g. an admin port).
  * Every label has a bounded set of values: endpoints, grant types, outcomes, reasons, registered client ids.
  */
-export function createMetricsRouter(events: EventHub, options: MetricsOptions = {}): Router & { registry: Registry } {
-  const registry = options.registry ?? new Registry();
+export function createMetricsRouter(events: EventHub, options: MetricsOptions = {}): Router & { registry: MetricsRegistry } {
+  const { Counter, Histogram, Registry } = requirePeer<typeof PromClient>('prom-client', 'netauth.metricsRouter()');
+  // Any Registry the caller passes is prom-client's (the type above is its public surface).
+  const registry = (options.registry as PromClient.Registry | undefined) ?? new Registry();
   const p = options.prefix ?? 'netauth_';
   const withClient = options.clientIdLabel ?? true;
   const client = (clientId: string): { client_id?: string } => (withClient ? { client_id: clientId } : {});
@@ -72,7 +85,7 @@ export function createMetricsRouter(events: EventHub, options: MetricsOptions = 
       latency.observe({ endpoint: e.endpoint }, e.durationMs / 1000);
     });
 
-  const router = express.Router() as Router & { registry: Registry };
+  const router = express.Router() as Router & { registry: MetricsRegistry };
   router
     .route('/')
     .get((_req, res, next) => {

@@ -5,6 +5,7 @@ import { OAuthError } from '../errors.js';
 import type { Store } from '../stores/store.js';
 import { RedisStore } from '../stores/redis.js';
 import type { EventHub, RateLimitedEvent } from './events.js';
+import { FailureBudget, seconds, type Reservation } from './lockout.js';
 
 /** At most `points` requests per `duration` seconds. */
 export interface RateLimitRule {
@@ -30,6 +31,16 @@ export interface RateLimitRedisClient {
   del(...args: never[]): unknown;
 }
 
+/** The limits of an endpoint that concerns a subscriber. */
+export interface SubscriberLimitRules {
+  /** Requests of one authenticated client. */
+  perClient?: RateLimitRule | false;
+  /** Requests of one client for one subscriber: a client's traffic never uses up another client's allowance. */
+  perClientAndSubscriber?: RateLimitRule | false;
+  /** Requests for one subscriber from every client together: the subscriber-wide ceiling, counted only within a client's allowance. */
+  perSubscriber?: RateLimitRule | false;
+}
+
 /**
  * Rate limits and brute-force protection. Every limit is ON by default; `false` turns one off; a rule
  * replaces the default. Defaults are per instance with the memory backend, shared with the Redis backend.
@@ -50,32 +61,51 @@ export interface RateLimitOptions {
   timeout?: number;
   /** GET /authorize, per device address (an IPv6 address counts by its /64). Default 300 per 60 s. */
   authorize?: { perAddress?: RateLimitRule | false };
-  /** POST /bc-authorize. Defaults: per client 3000 per 60 s; per subscriber 60 per 600 s. */
-  bcAuthorize?: { perClient?: RateLimitRule | false; perSubscriber?: RateLimitRule | false };
-  /** POST /token. Defaults: per client 6000 per 60 s; per subscriber 300 per 60 s. */
-  token?: { perClient?: RateLimitRule | false; perSubscriber?: RateLimitRule | false };
   /**
-   * Failed client authentications (unknown client, wrong secret, wrong method) on every client-authenticated
-   * endpoint. Defaults: per registered client id 50 per 900 s; per address 30 per 900 s. Successes do not count.
+   * POST /bc-authorize. Defaults: per client 3000 per 60 s; per client and subscriber 60 per 600 s; per subscriber,
+   * all clients together, 600 per 600 s (a ceiling no one client can reach: its traffic stops at its own allowance).
    */
-  clientAuthentication?: { perClient?: FailureLimitRule | false; perAddress?: FailureLimitRule | false };
+  bcAuthorize?: SubscriberLimitRules;
+  /** POST /token. Defaults: per client 6000 per 60 s; per client and subscriber 300 per 60 s; per subscriber 3000 per 60 s. */
+  token?: SubscriberLimitRules;
+  /**
+   * Refused client credentials (wrong secret, wrong method, unknown client) on every client-authenticated
+   * endpoint, counted where they come from, so no one can lock a client out from an address that has not
+   * failed. Defaults: per registered client id (as the registry resolves it) and address, 30 per 900 s; per
+   * address, for ids that name no client, 30 per 900 s. Successes do not count.
+   */
+  clientAuthentication?: { perClientAndAddress?: FailureLimitRule | false; perAddress?: FailureLimitRule | false };
 }
 
 export const RATE_LIMIT_DEFAULTS = {
   authorize: { perAddress: { points: 300, duration: 60 } },
-  bcAuthorize: { perClient: { points: 3000, duration: 60 }, perSubscriber: { points: 60, duration: 600 } },
-  token: { perClient: { points: 6000, duration: 60 }, perSubscriber: { points: 300, duration: 60 } },
-  clientAuthentication: { perClient: { failures: 50, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
+  bcAuthorize: {
+    perClient: { points: 3000, duration: 60 },
+    perClientAndSubscriber: { points: 60, duration: 600 },
+    perSubscriber: { points: 600, duration: 600 },
+  },
+  token: {
+    perClient: { points: 6000, duration: 60 },
+    perClientAndSubscriber: { points: 300, duration: 60 },
+    perSubscriber: { points: 3000, duration: 60 },
+  },
+  clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
 } as const;
 
 export type LimitedEndpoint = 'bc-authorize' | 'token';
+
+/** Which subscriber limit refused a request, and for how long. */
+export interface SubscriberLimitHit {
+  limit: 'client_subscriber' | 'subscriber';
+  retryAfter: number;
+}
 
 /**
  * A request over a limit: 429 `temporarily_unavailable` with `Retry-After`.
  *
  * Why this code: RFC 6749 defines `temporarily_unavailable` (§4.1.2.1) for a server "temporarily unable to
  * handle the request due to a temporary overloading", which is what a rate limit tells the client; it is the
- * registered code every OAuth client library already knows, and protocol.md lists it for the frontend flow.
+ * registered code every OAuth client library already knows, and docs/protocol.md lists it for the frontend flow.
  * No RFC or CAMARA profile registers a rate-limit error code for OAuth endpoints (CAMARA's `429
  * TOO_MANY_REQUESTS` is for the network APIs' own error model), and an unregistered `rate_limited` would reach
  * clients as an unknown error. The status 429 (RFC 6585) with `Retry-After` says the rest. CIBA polls get
@@ -83,11 +113,6 @@ export type LimitedEndpoint = 'bc-authorize' | 'token';
  */
 export function rateLimitedError(retryAfter: number, description = 'too many requests; retry later'): OAuthError {
   return new OAuthError('temporarily_unavailable', description, { status: 429, headers: { 'Retry-After': String(retryAfter) } });
-}
-
-/** Seconds to wait, whole and at least 1. */
-function seconds(ms: number): number {
-  return Math.max(1, Math.ceil(ms / 1000));
 }
 
 /**
@@ -111,6 +136,11 @@ function idKey(id: string): string {
   return id.length <= 128 ? id : `#${createHash('sha256').update(id).digest('base64url')}`;
 }
 
+/** Two ids (or an id and an address) as one counting key: each part escaped, so no two pairs share a key. */
+function pairKey(a: string, b: string): string {
+  return idKey(`${encodeURIComponent(a)}:${encodeURIComponent(b)}`);
+}
+
 /** The rule in force: the option's, the default when absent, none when `false`. */
 function resolveRule<R extends RateLimitRule | FailureLimitRule>(name: string, value: R | false | undefined, fallback: R): R | undefined {
   if (value === false) return undefined;
@@ -124,27 +154,6 @@ function resolveRule<R extends RateLimitRule | FailureLimitRule>(name: string, v
 
 type Make = (name: string, points: number, duration: number) => RateLimiterAbstract;
 
-/** Expiring set of keys known to be locked: lets this process refuse them with no I/O and no secret check. */
-class LocalLocks {
-  private readonly until = new Map<string, number>();
-
-  lockedFor(key: string, now: number): number | undefined {
-    const until = this.until.get(key);
-    if (until === undefined) return undefined;
-    if (until <= now) {
-      this.until.delete(key);
-      return undefined;
-    }
-    return until - now;
-  }
-
-  lock(key: string, until: number): void {
-    // Bounded: past this size the oldest knowledge goes (the shared counters still hold the truth).
-    if (this.until.size >= 10_000) this.until.clear();
-    this.until.set(key, until);
-  }
-}
-
 /**
  * The gateway's limits over rate-limiter-flexible. Methods never reject: a limiter failure lets the request
  * through (and is reported), since a broken counter must not take the service down; with the Redis backend a
@@ -153,11 +162,11 @@ class LocalLocks {
 export class RateLimits {
   private readonly authorizePerAddress: RateLimiterAbstract | undefined;
   private readonly perClient: Partial<Record<LimitedEndpoint, RateLimiterAbstract>> = {};
+  private readonly perClientAndSubscriber: Partial<Record<LimitedEndpoint, RateLimiterAbstract>> = {};
   private readonly perSubscriber: Partial<Record<LimitedEndpoint, RateLimiterAbstract>> = {};
-  private readonly failuresPerClient: RateLimiterAbstract | undefined;
-  private readonly failuresPerAddress: RateLimiterAbstract | undefined;
-  private readonly failureThreshold: { client: number; address: number };
-  private readonly locks = new LocalLocks();
+  /** The lock-out: refused credentials per (registered client id, address), and per address for unknown ids. */
+  private readonly failuresPerClientAndAddress: FailureBudget | undefined;
+  private readonly failuresPerAddress: FailureBudget | undefined;
   /** Opens the store's Redis client for the counters (Redis backend on the store's client); gone once done. */
   private open: (() => Promise<void>) | undefined;
   private opening: Promise<void> | undefined;
@@ -180,16 +189,29 @@ export class RateLimits {
       ['token', 'token', o.token, D.token],
     ] as const) {
       const client = resolveRule(`${name}.perClient`, group?.perClient, defaults.perClient);
+      const pair = resolveRule(`${name}.perClientAndSubscriber`, group?.perClientAndSubscriber, defaults.perClientAndSubscriber);
       const subscriber = resolveRule(`${name}.perSubscriber`, group?.perSubscriber, defaults.perSubscriber);
       if (client) this.perClient[endpoint] = make(`${endpoint}:client`, client.points, client.duration);
+      if (pair) this.perClientAndSubscriber[endpoint] = make(`${endpoint}:client-subscriber`, pair.points, pair.duration);
       if (subscriber) this.perSubscriber[endpoint] = make(`${endpoint}:subscriber`, subscriber.points, subscriber.duration);
     }
     const ca = o.clientAuthentication;
-    const failClient = resolveRule('clientAuthentication.perClient', ca?.perClient, D.clientAuthentication.perClient);
+    if (ca !== undefined && 'perClient' in ca) {
+      throw new TypeError(
+        'rateLimits.clientAuthentication.perClient is gone: failures now count per client id and address; use perClientAndAddress',
+      );
+    }
+    const failPair = resolveRule('clientAuthentication.perClientAndAddress', ca?.perClientAndAddress, D.clientAuthentication.perClientAndAddress);
     const failAddress = resolveRule('clientAuthentication.perAddress', ca?.perAddress, D.clientAuthentication.perAddress);
-    this.failuresPerClient = failClient && make('auth-failures:client', failClient.failures, failClient.duration);
-    this.failuresPerAddress = failAddress && make('auth-failures:address', failAddress.failures, failAddress.duration);
-    this.failureThreshold = { client: failClient?.failures ?? Infinity, address: failAddress?.failures ?? Infinity };
+    const budget = (name: string, rule: FailureLimitRule): FailureBudget =>
+      new FailureBudget(
+        make(`auth-attempts:${name}`, rule.failures, rule.duration),
+        make(`auth-failures:${name}`, rule.failures, rule.duration),
+        rule.failures,
+        (operation) => this.guarded(operation),
+      );
+    this.failuresPerClientAndAddress = failPair && budget('client-address', failPair);
+    this.failuresPerAddress = failAddress && budget('address', failAddress);
   }
 
   /** GET /authorize: one request from `ip`. Seconds to wait when over the limit, else undefined. */
@@ -202,60 +224,29 @@ export class RateLimits {
     return this.consume(this.perClient[endpoint], idKey(clientId));
   }
 
-  /** One request concerning a subscriber (by the operator's subscriber id). */
-  subscriber(endpoint: LimitedEndpoint, subscriberId: string): Promise<number | undefined> {
-    return this.consume(this.perSubscriber[endpoint], idKey(subscriberId));
+  /**
+   * One request of a client concerning a subscriber (by the operator's subscriber id): the client's allowance
+   * for that subscriber first, then the subscriber-wide ceiling, which counts only requests within a client's
+   * allowance, so one client's excess never uses up what other clients may ask for the same subscriber.
+   */
+  async subscriber(endpoint: LimitedEndpoint, clientId: string, subscriberId: string): Promise<SubscriberLimitHit | undefined> {
+    const pair = await this.consume(this.perClientAndSubscriber[endpoint], pairKey(clientId, subscriberId));
+    if (pair !== undefined) return { limit: 'client_subscriber', retryAfter: pair };
+    const all = await this.consume(this.perSubscriber[endpoint], idKey(subscriberId));
+    return all === undefined ? undefined : { limit: 'subscriber', retryAfter: all };
   }
 
   /**
-   * Whether this process already knows the client id or the address to be locked out: seconds to wait, with
-   * no I/O, so a locked-out guesser costs no secret comparison.
+   * Reserves one failure slot before a credential check: per (client id, address) when the id names a
+   * registered client (`clientId`, the registry's canonical id, so variants of a locked id are the same
+   * client), else per address. A slot, or the seconds to wait when the budget is spent (or, across instances,
+   * full of checks in flight). A client's own requests from an address that has not failed always get a slot.
    */
-  lockedLocally(clientId: string | undefined, ip: string | undefined): number | undefined {
-    const now = Date.now();
-    const byAddress = this.failuresPerAddress ? this.locks.lockedFor(`a:${addressKey(ip)}`, now) : undefined;
-    const byClient = clientId !== undefined && this.failuresPerClient ? this.locks.lockedFor(`c:${idKey(clientId)}`, now) : undefined;
-    const ms = Math.max(byAddress ?? 0, byClient ?? 0);
-    return ms > 0 ? seconds(ms) : undefined;
-  }
-
-  /**
-   * The lock-out state of a client id (a registered client's, or undefined) and an address, from the counters:
-   * seconds to wait when either has reached its failure threshold.
-   */
-  async lockedOut(clientId: string | undefined, ip: string | undefined): Promise<number | undefined> {
+  reserve(clientId: string | undefined, ip: string | undefined): Promise<Reservation> {
     const address = addressKey(ip);
-    const [byAddress, byClient] = await Promise.all([
-      this.failures(this.failuresPerAddress, address),
-      clientId === undefined ? undefined : this.failures(this.failuresPerClient, idKey(clientId)),
-    ]);
-    let ms = 0;
-    if (byAddress && byAddress.consumedPoints >= this.failureThreshold.address) {
-      ms = Math.max(ms, byAddress.msBeforeNext);
-      this.locks.lock(`a:${address}`, Date.now() + byAddress.msBeforeNext);
-    }
-    if (byClient && clientId !== undefined && byClient.consumedPoints >= this.failureThreshold.client) {
-      ms = Math.max(ms, byClient.msBeforeNext);
-      this.locks.lock(`c:${idKey(clientId)}`, Date.now() + byClient.msBeforeNext);
-    }
-    return ms > 0 ? seconds(ms) : undefined;
-  }
-
-  /**
-   * Counts a failed client authentication against the address and, when it names a registered client, that
-   * client id. Seconds to wait when this failure went past a threshold (then the answer is 429, not 401).
-   */
-  async failed(clientId: string | undefined, ip: string | undefined): Promise<number | undefined> {
-    const address = addressKey(ip);
-    const [byAddress, byClient] = await Promise.all([
-      this.consume(this.failuresPerAddress, address),
-      clientId === undefined ? undefined : this.consume(this.failuresPerClient, idKey(clientId)),
-    ]);
-    const now = Date.now();
-    if (byAddress !== undefined) this.locks.lock(`a:${address}`, now + byAddress * 1000);
-    if (byClient !== undefined && clientId !== undefined) this.locks.lock(`c:${idKey(clientId)}`, now + byClient * 1000);
-    const wait = Math.max(byAddress ?? 0, byClient ?? 0);
-    return wait > 0 ? wait : undefined;
+    const budget = clientId === undefined ? this.failuresPerAddress : this.failuresPerClientAndAddress;
+    if (budget === undefined) return Promise.resolve({ slot: { release: () => {}, spend: async () => {} } });
+    return budget.reserve(clientId === undefined ? address : pairKey(clientId, address));
   }
 
   /** The store's client may not be open yet: the store opens it on its first operation, the counters may come first. */
@@ -268,28 +259,29 @@ export class RateLimits {
     return this.opening;
   }
 
-  private async consume(limiter: RateLimiterAbstract | undefined, key: string): Promise<number | undefined> {
-    if (limiter === undefined) return undefined;
+  /** Runs a counter operation once the backend is open; a failure is reported and lets the request through. */
+  private async guarded<T>(operation: () => Promise<T>): Promise<T | undefined> {
     try {
       if (this.open) await this.opened();
-      await limiter.consume(key);
-      return undefined;
-    } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) return seconds(rejection.msBeforeNext);
-      this.onError(rejection);
-      return undefined;
-    }
-  }
-
-  private async failures(limiter: RateLimiterAbstract | undefined, key: string): Promise<RateLimiterRes | undefined> {
-    if (limiter === undefined) return undefined;
-    try {
-      if (this.open) await this.opened();
-      return (await limiter.get(key)) ?? undefined;
+      return await operation();
     } catch (error) {
       this.onError(error);
       return undefined;
     }
+  }
+
+  /** Counts one request: seconds to wait when it is over the limit, else undefined. */
+  private async consume(limiter: RateLimiterAbstract | undefined, key: string): Promise<number | undefined> {
+    if (limiter === undefined) return undefined;
+    return this.guarded(() =>
+      limiter.consume(key).then(
+        () => undefined,
+        (rejection: unknown) => {
+          if (rejection instanceof RateLimiterRes) return seconds(rejection.msBeforeNext);
+          throw rejection;
+        },
+      ),
+    );
   }
 }
 

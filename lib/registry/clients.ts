@@ -1,12 +1,18 @@
 import { scrypt as scryptCallback, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { JWK } from 'jose';
 import { sha256Bytes } from '../crypto.js';
 import { promisify } from 'node:util';
+import { checkClientKeys, LOOPBACK_HOSTS, type ClientSigningAlgorithm } from './client-jwks.js';
+
+export { CLIENT_SIGNING_ALGORITHMS, type ClientSigningAlgorithm } from './client-jwks.js';
 
 const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
 
 export type GrantType = 'authorization_code' | 'urn:openid:params:grant-type:ciba';
 export const CIBA_GRANT: GrantType = 'urn:openid:params:grant-type:ciba';
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post';
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
+/** Every client-authentication method, in the order discovery lists them. */
+export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
 
 /** An application as registered in the gateway's developer portal. */
 export interface RegisteredClient {
@@ -15,7 +21,7 @@ export interface RegisteredClient {
   name?: string;
   /**
    * The secret, or its hash from `hashClientSecret()` (`sha256:` for generated high-entropy secrets,
-   * `scrypt:` for human-chosen ones). Exactly one of the two.
+   * `scrypt:` for human-chosen ones). Exactly one of the two, except for `private_key_jwt` clients, which have neither.
    */
   clientSecret?: string;
   clientSecretHash?: string;
@@ -24,8 +30,28 @@ export interface RegisteredClient {
   grantTypes: GrantType[];
   /** Scopes the client may request, as `dpv:<Purpose>#<scope>`. */
   scopes: string[];
-  /** Default `client_secret_basic`. `client_secret_post` must be chosen per client. */
+  /**
+   * Default `client_secret_basic`. `client_secret_post` must be chosen per client. `private_key_jwt` (RFC 7523,
+   * the CAMARA profile's method) needs `jwks` or `jwksUri`. A client authenticates only with its method.
+   */
   tokenEndpointAuthMethod?: ClientAuthMethod;
+  /**
+   * The client's PUBLIC keys, as a JWK Set: they verify its client assertions and signed request objects.
+   * RSA (at least 2048 bits), EC P-256 / P-384 or Ed25519. Give this or `jwksUri`, not both.
+   */
+  jwks?: { keys: JWK[] };
+  /**
+   * Where the client publishes its JWK Set (`https:`, or `http:` on loopback). Fetched with a timeout and a
+   * size limit, cached, and fetched again for an unknown `kid` at most once a minute.
+   */
+  jwksUri?: string;
+  /** Algorithms the client may sign with. Default: all of `CLIENT_SIGNING_ALGORITHMS`. */
+  signingAlgorithms?: ClientSigningAlgorithm[];
+  /**
+   * RFC 9101 `require_signed_request_object`: /authorize and /bc-authorize accept this client's requests only
+   * as a signed `request` object; an unsigned request is `invalid_request`. Needs `jwks` or `jwksUri`.
+   */
+  requireSignedRequestObject?: boolean;
   /** Require PKCE (S256) on the frontend flow. */
   requirePkce?: boolean;
 }
@@ -33,6 +59,11 @@ export interface RegisteredClient {
 /** Where the router looks up clients: your developer portal's database, or a static list. */
 export interface ClientRegistry {
   find(clientId: string): Promise<RegisteredClient | undefined>;
+  /**
+   * The `tokenEndpointAuthMethod`s your clients use, as discovery advertises them
+   * (`token_endpoint_auth_methods_supported`). Default `['client_secret_basic']`.
+   */
+  readonly authMethods?: readonly ClientAuthMethod[];
 }
 
 const sha256 = sha256Bytes;
@@ -86,8 +117,6 @@ export async function verifyClientSecret(client: RegisteredClient, presented: st
   return false;
 }
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-
 /**
  * Registration rules for a redirect URI (RFC 9700 §2.1, §4.1; RFC 8252 §7): absolute, no fragment, and
  * `http:` only for loopback (development and native apps); private-use schemes serve native apps.
@@ -105,22 +134,49 @@ export function checkRedirectUri(clientId: string, uri: string): void {
   }
 }
 
-/** A registry from a fixed list (the embedded default). */
+/** How the client authenticates: a secret (exactly one form of it), or keys and no secret. */
+function checkCredentials(client: RegisteredClient): void {
+  const method = client.tokenEndpointAuthMethod ?? 'client_secret_basic';
+  if (!CLIENT_AUTH_METHODS.includes(method)) {
+    throw new TypeError(`client ${client.clientId}: tokenEndpointAuthMethod "${String(method)}" is not one of ${CLIENT_AUTH_METHODS.join(', ')}`);
+  }
+  const hasSecret = client.clientSecret !== undefined || client.clientSecretHash !== undefined;
+  if (method === 'private_key_jwt') {
+    if (hasSecret) throw new TypeError(`client ${client.clientId}: a private_key_jwt client authenticates with its keys; remove clientSecret / clientSecretHash`);
+    if (client.jwks === undefined && client.jwksUri === undefined) {
+      throw new TypeError(`client ${client.clientId}: private_key_jwt needs the client's public keys: give jwks or jwksUri`);
+    }
+  } else if ((client.clientSecret === undefined) === (client.clientSecretHash === undefined)) {
+    throw new TypeError(`client ${client.clientId}: give exactly one of clientSecret and clientSecretHash (or use tokenEndpointAuthMethod 'private_key_jwt' with keys)`);
+  }
+  if (client.requireSignedRequestObject && client.jwks === undefined && client.jwksUri === undefined) {
+    throw new TypeError(`client ${client.clientId}: requireSignedRequestObject needs the client's public keys to verify requests: give jwks or jwksUri`);
+  }
+}
+
+/** A registry from a fixed list (the embedded default). Every registration is checked here, at start-up. */
 export class StaticClientRegistry implements ClientRegistry {
   private readonly clients = new Map<string, RegisteredClient>();
+  readonly authMethods: readonly ClientAuthMethod[];
 
   constructor(clients: readonly RegisteredClient[]) {
     for (const client of clients) {
-      if ((client.clientSecret === undefined) === (client.clientSecretHash === undefined)) {
-        throw new TypeError(`client ${client.clientId}: give exactly one of clientSecret and clientSecretHash`);
-      }
+      checkCredentials(client);
+      checkClientKeys(client.clientId, client);
       if (this.clients.has(client.clientId)) throw new TypeError(`client ${client.clientId} is registered twice`);
       for (const uri of client.redirectUris ?? []) checkRedirectUri(client.clientId, uri);
       this.clients.set(client.clientId, client);
     }
+    const used = new Set(clients.map((c) => c.tokenEndpointAuthMethod ?? 'client_secret_basic'));
+    this.authMethods = CLIENT_AUTH_METHODS.filter((m) => used.has(m));
   }
 
   async find(clientId: string): Promise<RegisteredClient | undefined> {
     return this.clients.get(clientId);
+  }
+
+  /** Every registration, in the order given (the client-authentication decoy reads which secret hashes are used). */
+  list(): readonly RegisteredClient[] {
+    return [...this.clients.values()];
   }
 }

@@ -2,7 +2,7 @@
  * The one place that knows which kind of node-redis (v5) client RedisStore talks through, so the store itself
  * only says "run this command for this key":
  *
- * - a URL: the store creates its own client (node-redis is loaded only then, with a dynamic import). A URL that
+ * - a URL: the store creates its own client (node-redis, an optional peer dependency, is loaded only then). A URL that
  *   names a Redis Cluster node is detected (`INFO cluster`) and gets a cluster client, with the rest of the
  *   cluster discovered from that node;
  * - an injected `createClient()`, `createCluster()` or `createSentinel()` client, typed structurally below so
@@ -15,6 +15,7 @@
  */
 import { StoreUnavailableError } from './store.js';
 import type { Script } from './redis-scripts.js';
+import { requirePeer } from '../optional-peer.js';
 
 /** What RedisStore needs of a `createClient()` client. */
 export interface RedisCommandClient {
@@ -87,23 +88,6 @@ function routeOf(client: RedisStoreClient): Route {
   return { kind: 'single', client };
 }
 
-/** A set-up that cannot work, whatever Redis does: thrown as is, never turned into "unavailable". */
-class MissingPackageError extends Error {
-  override readonly name = 'MissingPackageError';
-}
-
-/** node-redis, loaded on first use: only a store that creates its own client needs the package. */
-async function loadNodeRedis(): Promise<NodeRedis> {
-  try {
-    return await import('redis');
-  } catch (error) {
-    if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') {
-      throw new MissingPackageError('RedisStore({ url }) needs the node-redis package: npm install redis', { cause: error });
-    }
-    throw error;
-  }
-}
-
 /** Never give up; back off up to 2 s, with jitter so many instances do not reconnect in step. */
 function reconnectStrategy(retries: number): number {
   return Math.min(50 * 2 ** retries, 2000) + Math.floor(Math.random() * 100);
@@ -146,6 +130,8 @@ export interface RedisConnectionOptions {
 export class RedisConnection {
   private route: Route | undefined;
   private readonly url: string | undefined;
+  /** node-redis, for a connection that creates its client (loaded then: it is an optional peer dependency). */
+  private readonly redis: NodeRedis | undefined;
   /** The client the connection created (closed with it), once created. */
   private owned: OwnedClient | undefined;
   /** Settles after the created client's first connection attempt (and cluster detection); commands wait for it. */
@@ -163,6 +149,7 @@ export class RedisConnection {
     this.timeout = options.timeout;
     this.onError = options.onError;
     this.url = options.url;
+    if (options.url !== undefined) this.redis = requirePeer<NodeRedis>('redis', 'new RedisStore({ url })');
     if (options.client) this.route = routeOf(options.client);
   }
 
@@ -200,7 +187,6 @@ export class RedisConnection {
     try {
       role = await this.run(undefined, ['ROLE']);
     } catch (error) {
-      if (error instanceof MissingPackageError) throw error;
       const cause = this.failure ?? (error as { cause?: unknown }).cause ?? error;
       throw new StoreUnavailableError(`cannot connect to Redis at ${this.describe()} (${reason(cause)})`, { cause });
     }
@@ -229,12 +215,11 @@ export class RedisConnection {
     });
     try {
       await Promise.race([this.started(), deadline]);
-      if (this.failure instanceof MissingPackageError) throw this.failure;
       // node-redis' own timeout drops a command still waiting to be written (offline queue of an injected
       // client); the race bounds one already written to a server that does not answer.
       return await Promise.race([this.send(key, args), deadline]);
     } catch (err) {
-      if ((isErrorReply(err) && !TRANSIENT_REPLIES.test(err.message)) || err instanceof MissingPackageError) throw err;
+      if (isErrorReply(err) && !TRANSIENT_REPLIES.test(err.message)) throw err;
       this.refreshTopology();
       if (err instanceof StoreUnavailableError) throw err;
       throw new StoreUnavailableError('Redis is unavailable', { cause: err });
@@ -396,8 +381,7 @@ export class RedisConnection {
   }
 
   private async connectOwned(): Promise<void> {
-    const redis = await loadNodeRedis();
-    if (this.closed) return;
+    const redis = this.redis!;
     const client = redis.createClient({
       url: this.url!,
       // Fail fast while disconnected instead of queueing: the caller answers 503 and the client retries.

@@ -1,9 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import express from 'express';
 import { createNetAuth, type NetAuthOptions } from '../../lib/index.js';
-import { createNetAuthClient, NetAuthClientError } from '../../lib/client/index.js';
+import { createNetAuthClient } from '../../lib/client/index.js';
 import { CLIENTS, POLICY, SECRET, SUBSCRIBERS, SIM_SWAP, LOCATION } from '../helpers/gateway.js';
 import { listen } from '../helpers/listen.js';
+import { rejection } from '../helpers/client-app.js';
+import { describeNoSecretsInErrors, rememberSecrets, watchSecrets } from '../helpers/client-secrets.js';
+
+watchSecrets();
+rememberSecrets(SECRET);
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -28,16 +33,6 @@ async function gateway(options: Partial<NetAuthOptions> = {}, intercept?: expres
   closers.push(server.close, () => netauth.close());
   const client = createNetAuthClient({ gateway: `${server.url}/apigateway`, clientId: 'app-1', clientSecret: SECRET, allowInsecureRequests: true });
   return { url: server.url, netauth, client };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<NetAuthClientError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(NetAuthClientError);
-    return error as NetAuthClientError;
-  }
-  throw new Error('expected a rejection');
 }
 
 describe('backend-flow client', () => {
@@ -121,7 +116,9 @@ describe('backend-flow client', () => {
     expect(unknown.kind).toBe('unknown_subscriber');
     expect(unknown.error).toBe('unknown_user_id');
     const badScope = await rejection(client.backchannel({ login_hint: 'tel:+34600000001', scope: 'dpv:Unknown#x' }));
-    expect(badScope.kind).toBe('token_error');
+    // A refused request, not a failing gateway: 400, not 502.
+    expect(badScope.kind).toBe('authorization_error');
+    expect(badScope.status).toBe(400);
     expect(badScope.error).toBe('invalid_scope');
   });
 
@@ -131,3 +128,5 @@ describe('backend-flow client', () => {
     expect(error.kind).toBe('unavailable');
   });
 });
+
+describeNoSecretsInErrors('backchannel', { errors: 6, secrets: 10 });

@@ -7,6 +7,10 @@ import { CLIENTS, POLICY, SECRET, SUBSCRIBERS, SIM_SWAP, LOCATION } from '../hel
 import { listen } from '../helpers/listen.js';
 import { Browser, consentFormOf } from '../helpers/browser.js';
 import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../helpers/gateway-process.js';
+import { describeNoSecretsInErrors, recordError, rememberSecrets, watchSecrets } from '../helpers/client-secrets.js';
+
+watchSecrets();
+rememberSecrets(SECRET);
 
 /** Mounts an application backend (express-session + the companion) on `app` under `prefix`. */
 function mountApplication(app: Express, prefix: string, client: NetAuthClient, gateway: () => string, returnTo: string | ((req: express.Request) => string | undefined) = `${prefix}/done`): void {
@@ -34,6 +38,7 @@ function mountApplication(app: Express, prefix: string, client: NetAuthClient, g
     void res.json({ sessionId: req.sessionID, token: client.token(req) ?? null, cart: (req.session as unknown as Record<string, unknown>).cart ?? null }),
   );
   const errors: ErrorRequestHandler = (error, req, res, _next) => {
+    recordError(error);
     if (!(error instanceof NetAuthClientError)) throw error;
     res.status(error.status).json({ kind: error.kind, error: error.error ?? null, token: client.token(req) ?? null });
   };
@@ -202,8 +207,11 @@ describe('app side: gateway router and companion in one app', () => {
       const forged = new URL(url);
       if (iss === undefined) forged.searchParams.delete('iss');
       else forged.searchParams.set('iss', iss);
-      // openid-client's RFC 9207 check fails before any code exchange; nothing lands in the session.
-      expect(await json(await browser.request(forged))).toEqual({ kind: 'token_error', error: null, token: null });
+      // openid-client's RFC 9207 check fails before any code exchange; nothing lands in the session. A bad
+      // callback, not a failing gateway: 400.
+      const answer = await browser.request(forged);
+      expect(answer.status).toBe(400);
+      expect(await json(answer)).toEqual({ kind: 'invalid_callback', error: null, token: null });
     }
   });
 
@@ -287,3 +295,5 @@ describe('app side: gateway and application in two processes', () => {
     expect(await res.json()).toEqual({ swapped: false, subscriber: 'sub-alice' });
   });
 });
+
+describeNoSecretsInErrors('frontend', { errors: 10, secrets: 10 });

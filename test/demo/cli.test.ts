@@ -76,6 +76,18 @@ describe('demo command line', () => {
     expect(await operator.text()).toContain('network API gateway');
     const discovery = (await (await fetch(`${gateway}/apigateway/.well-known/openid-configuration`)).json()) as { issuer: string };
     expect(discovery.issuer).toBe(`${gateway}/apigateway`);
+
+    // While you click, the gateway's events appear as one readable line each.
+    const bcAuthorize = await fetch(`${gateway}/apigateway/bc-authorize`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from('demo-app:demo-app-secret-change-me').toString('base64')}` },
+      body: new URLSearchParams({ login_hint: 'tel:+34600000001', scope: 'dpv:FraudPreventionAndDetection sim-swap' }),
+    });
+    expect(bcAuthorize.status).toBe(200);
+    const line = /^ {2}gateway {2}\d\d:\d\d:\d\d {2}ciba\.requested +client=demo-app subscriber=sub-0001 purpose=FraudPreventionAndDetection scopes=sim-swap$/m;
+    for (let i = 0; i < 50 && !line.test(output().stdout); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(output().stdout).toMatch(line);
+    expect(output().stdout).toMatch(/^ {2}gateway {2}\S+ {2}request\.completed +endpoint=bc-authorize method=POST status=200 outcome=ok ms=[\d.]+$/m);
     process.kill(-child.pid!, 'SIGTERM');
     await exit;
   });

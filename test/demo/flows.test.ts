@@ -74,6 +74,27 @@ describe.skipIf(skip)('demo in the browser', () => {
     expect(page.url()).toBe(`${demo.appUrl}/verified`);
   });
 
+  it("frontend flow: the consent page describes the scope in plain words; Back after Allow leads back to the app", async () => {
+    const page = await newPage();
+    await page.goto(`${demo.appUrl}/`);
+    // Carmen: a line no other test gives consent for, so the consent page is shown.
+    await chooseDevice(page, /Carmen's phone/);
+    await page.getByText("Carmen's phone").first().waitFor();
+    await page.getByRole('button', { name: 'Verify my number' }).click();
+    await page.waitForURL(/\/apigateway\/consent\?/);
+    const access = await page.getByRole('list').textContent();
+    expect(access?.trim()).toBe('confirm that the phone number you typed is the number of this phone');
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL(`${demo.appUrl}/verified`);
+
+    await page.goBack();
+    await page.getByRole('heading', { name: 'You allowed Demo Shop to use this information.' }).waitFor();
+    expect(page.url()).toMatch(/\/apigateway\/consent\?/);
+    await page.getByRole('link', { name: 'Return to Demo Shop' }).click();
+    await page.waitForURL(`${demo.appUrl}/`);
+    await page.getByRole('button', { name: 'Verify my number' }).waitFor();
+  });
+
   it('frontend flow, consent denied: a friendly "consent was not given" page', async () => {
     const page = await newPage();
     await page.goto(`${demo.appUrl}/`);

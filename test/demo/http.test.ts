@@ -48,6 +48,15 @@ describe('demo gateway over HTTP', () => {
     return url.href;
   }
 
+  it('both sites answer /favicon.ico (browsers ask every origin, the consent page included): no 404', async () => {
+    for (const origin of [demo.gatewayUrl, demo.appUrl]) {
+      const icon = await fetch(`${origin}/favicon.ico`);
+      expect(icon.status).toBe(200);
+      expect(icon.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
+      expect(await icon.text()).toMatch(/^<svg /);
+    }
+  });
+
   it('the edge overwrites X-Forwarded-For: a client cannot claim a line, nor hide its simulated WiFi', async () => {
     // No device cookie: the first line. A forged WiFi address in the header changes nothing.
     const asLine = await fetch(authorize(), { redirect: 'manual', headers: { 'X-Forwarded-For': '192.0.2.99' } });

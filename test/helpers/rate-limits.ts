@@ -5,8 +5,8 @@ export function only(limits: RateLimitOptions): RateLimitOptions {
   return {
     ...limits,
     authorize: { perAddress: false, ...limits.authorize },
-    bcAuthorize: { perClient: false, perSubscriber: false, ...limits.bcAuthorize },
-    token: { perClient: false, perSubscriber: false, ...limits.token },
-    clientAuthentication: { perClient: false, perAddress: false, ...limits.clientAuthentication },
+    bcAuthorize: { perClient: false, perClientAndSubscriber: false, perSubscriber: false, ...limits.bcAuthorize },
+    token: { perClient: false, perClientAndSubscriber: false, perSubscriber: false, ...limits.token },
+    clientAuthentication: { perClientAndAddress: false, perAddress: false, ...limits.clientAuthentication },
   };
 }

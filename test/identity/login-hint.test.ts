@@ -77,7 +77,13 @@ describe('login_hint', () => {
   });
 
   it('a well-formed hint of a type not served is unknown_user_id', () => {
-    expect(code('operatortoken:abc123')).toBe('unknown_user_id');
     expect(code('msisdn:34600000001')).toBe('unknown_user_id');
+    expect(code('imsi:214010000000001')).toBe('unknown_user_id');
+  });
+
+  it('operatortoken: (GSMA TS.43) is parsed; the token is opaque', () => {
+    expect(parseLoginHint('operatortoken:abc123')).toEqual({ type: 'operatortoken', token: 'abc123' });
+    expect(parseLoginHint('OperatorToken:a:b/c=')).toEqual({ type: 'operatortoken', token: 'a:b/c=' });
+    expect(code('operatortoken:')).toBe('invalid_request');
   });
 });

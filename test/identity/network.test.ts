@@ -4,7 +4,8 @@ import type { Server } from 'node:http';
 import type { Request } from 'express';
 import { NetworkIdentifier } from '../../lib/identity/network.js';
 import { StaticSubscriberDirectory } from '../../lib/index.js';
-import { ISSUER, SUBSCRIBERS, createTestGateway } from '../helpers/gateway.js';
+import request from 'supertest';
+import { ISSUER, MOBILE_RANGES, PORT_HEADER, SUBSCRIBERS, createTestGateway } from '../helpers/gateway.js';
 import {
   ALICE_IP,
   APP1_AUTH,
@@ -21,7 +22,7 @@ import {
 } from '../helpers/frontend.js';
 import type { TestGateway } from '../helpers/gateway.js';
 
-/** protocol.md, "Frontend flow", steps 3 and 4: who is on the other end of the connection. */
+/** docs/protocol.md, "Frontend flow", steps 3 and 4: who is on the other end of the connection. */
 
 const NOT_IDENTIFIED = 'subscriber not identified by the mobile network';
 
@@ -102,6 +103,35 @@ describe('trust proxy decides which address counts', () => {
   it('without trust proxy, a forged X-Forwarded-For is ignored: the socket address (loopback) is off-network', async () => {
     const gw = createTestGateway({}, { trustProxy: false });
     expectDenied(await authorize(gw.app, {}, { ip: ALICE_IP }));
+  });
+
+  describe('the source-port header is believed only from a trusted hop', () => {
+    // Loopback (supertest's peer) is on the mobile network here, shared by two subscribers by port range.
+    const shared = {
+      subscribers: [
+        { id: 'sub-lo-a', addresses: ['127.0.0.1:1024-2047'] },
+        { id: 'sub-lo-b', addresses: ['127.0.0.1:2048-4095'] },
+      ],
+      network: { mobileRanges: ['127.0.0.0/8', ...MOBILE_RANGES], portHeader: PORT_HEADER },
+    };
+    const direct = (gw: TestGateway, port: string) => request(gw.app).get(`/apigateway/authorize?${authorizeQuery()}`).set(PORT_HEADER, port);
+
+    it('a device reaching the gateway directly (trust proxy off) cannot pick its port: it is ignored, and the shared address names nobody', async () => {
+      const gw = createTestGateway(shared, { trustProxy: false });
+      expectDenied(await direct(gw, '3000'));
+      expectDenied(await direct(gw, '1500'));
+    });
+
+    it('a peer trust proxy does not cover (trust proxy names another hop) is not believed', async () => {
+      const gw = createTestGateway(shared, { trustProxy: '192.0.2.1' });
+      expectDenied(await direct(gw, '3000'));
+    });
+
+    it('from a trusted hop the header picks the subscriber', async () => {
+      const gw = createTestGateway(shared, { trustProxy: 'loopback' });
+      expect(callback(await direct(gw, '3000')).code).toBeDefined();
+      expectDenied(await direct(gw, '9000'));
+    });
   });
 
   it('only the trusted hops are skipped: an address the client prepends does not count', async () => {
@@ -225,7 +255,9 @@ describe('sandbox mode: the login_hint names an allow-listed line, the network i
 
 describe('NetworkIdentifier', () => {
   const directory = new StaticSubscriberDirectory(SUBSCRIBERS);
-  const fakeReq = (ip: string | undefined, headers: Record<string, string | string[]> = {}) => ({ ip, headers }) as unknown as Request;
+  /** A request through a proxy the app trusts (a `trust proxy fn` that trusts the peer), or from an untrusted peer. */
+  const fakeReq = (ip: string | undefined, headers: Record<string, string | string[]> = {}, trusted = true) =>
+    ({ ip, headers, socket: { remoteAddress: '192.0.2.254' }, app: { get: () => (address: string, hop: number) => trusted && address === '192.0.2.254' && hop === 0 } }) as unknown as Request;
 
   it('refuses ranges that are not CIDR and header names that are not tokens', () => {
     expect(() => new NetworkIdentifier({ mobileRanges: ['10.0.0.0'] })).toThrow(TypeError);
@@ -252,6 +284,14 @@ describe('NetworkIdentifier', () => {
     expect(without.deviceAddress(req)).toEqual({ ip: CGNAT_IP });
     expect(await withPort.identify(req, directory)).toMatchObject({ identified: true, subscriber: { id: 'sub-alice' } });
     expect(await without.identify(req, directory)).toEqual({ identified: false, reason: 'unknown-address' });
+  });
+
+  it('believes the port header only from a peer trust proxy trusts', async () => {
+    const network = new NetworkIdentifier({ mobileRanges: ['100.64.0.0/10'], portHeader: 'x-source-port' });
+    expect(network.deviceAddress(fakeReq(CGNAT_IP, { 'x-source-port': '3000' }, false))).toEqual({ ip: CGNAT_IP });
+    expect(network.deviceAddress(fakeReq(CGNAT_IP, { 'x-source-port': 'x' }, false))).toEqual({ ip: CGNAT_IP });
+    // A request object outside an Express app (no trust proxy function) is not believed either.
+    expect(network.deviceAddress({ ip: CGNAT_IP, headers: { 'x-source-port': '3000' } } as unknown as Request)).toEqual({ ip: CGNAT_IP });
   });
 
   it('says why a device was not identified', async () => {

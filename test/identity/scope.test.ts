@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseScope } from '../../lib/identity/scope.js';
 import type { OAuthError } from '../../lib/errors.js';
+import { countWork } from '../helpers/work.js';
 
 function code(value: string): string | undefined {
   try {
@@ -53,5 +54,20 @@ describe('scope', () => {
 
   it('an empty scope is invalid_request (required parameter missing)', () => {
     expect(code('   ')).toBe('invalid_request');
+  });
+
+  it('parses in work linear in the number of tokens (counted, not timed): a 16 KB scope costs what its size says', () => {
+    // Distinct API scopes after one purpose: the echoed scope string keeps each once, in order.
+    const scope = (n: number) => ['dpv:FraudPreventionAndDetection', ...Array.from({ length: n }, (_, i) => `s${i}`)].join(' ');
+    expect(parseScope(scope(3)).value).toBe('dpv:FraudPreventionAndDetection s0 s1 s2');
+    expect(scope(3000).length).toBeGreaterThan(16 * 1024);
+    const small = countWork(() => parseScope(scope(1500)));
+    const large = countWork(() => parseScope(scope(3000)));
+    expect(small).toBeGreaterThan(0);
+    // Linear: twice the tokens, about twice the work. (A search of the echoed tokens per token made it 4x.)
+    expect(large / small).toBeLessThan(2.3);
+    // Repeats of one token, likewise.
+    const repeated = (n: number) => countWork(() => parseScope(`dpv:FraudPreventionAndDetection ${'sim-swap '.repeat(n)}`));
+    expect(repeated(3000) / repeated(1500)).toBeLessThan(2.3);
   });
 });

@@ -160,7 +160,7 @@ describe('events: client authentication and requests', () => {
       { endpoint: 'bc-authorize', reason: 'malformed' },
       { endpoint: 'bc-authorize', clientId: 'app-1', reason: 'client_id_mismatch' },
       { endpoint: 'token', clientId: 'app-2', reason: 'invalid_credentials' },
-      { endpoint: 'introspect', reason: 'unsupported_method' },
+      { endpoint: 'introspect', reason: 'malformed' },
     ]);
   });
 

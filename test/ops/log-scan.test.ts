@@ -66,7 +66,7 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
       },
       rateLimits: {
         authorize: { perAddress: { points: 5, duration: 60 } },
-        clientAuthentication: { perAddress: { failures: 3, duration: 900 } },
+        clientAuthentication: { perClientAndAddress: { failures: 3, duration: 900 } },
         token: { perClient: { points: 12, duration: 60 } },
       },
     });

@@ -40,7 +40,7 @@ describe('metrics router', () => {
     const gw = createTestGateway({
       rateLimits: {
         bcAuthorize: { perClient: { points: 5, duration: 60 } },
-        clientAuthentication: { perAddress: { failures: 2, duration: 900 } },
+        clientAuthentication: { perClientAndAddress: { failures: 1, duration: 900 } },
       },
     });
     gw.app.use('/metrics', gw.netauth.metricsRouter());

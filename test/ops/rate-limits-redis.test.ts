@@ -77,17 +77,51 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     for (const key of keys) expect(Number(await raw.pTTL(key))).toBeGreaterThan(0);
   });
 
-  it('the client-authentication lock-out is shared: failures on one instance lock the address on the other', async () => {
-    const [a, b] = instances(only({ clientAuthentication: { perAddress: { failures: 2, duration: 900 }, perClient: { failures: 3, duration: 900 } } }));
+  it('per client and subscriber, shared by the instances: one client\'s traffic leaves the other\'s allowance and the ceiling alone', async () => {
+    const [a, b, prefix] = instances(only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 }, perSubscriber: { points: 3, duration: 600 } } }));
+    expect((await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expect((await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expectTooMany(await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP }));
+    expectTooMany(await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP }));
+    expect((await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+    expectTooMany(await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP }, APP2));
+    const keys = (await raw.keys(`${prefix}rl:*`)).sort();
+    expect(keys).toEqual([
+      `${prefix}rl:bc-authorize:client-subscriber:app-1:sub-alice`,
+      `${prefix}rl:bc-authorize:client-subscriber:app-2:sub-alice`,
+      `${prefix}rl:bc-authorize:subscriber:sub-alice`,
+    ]);
+    // Three served and app-2's refused one; app-1's two refused requests never reached the ceiling.
+    expect(await raw.get(`${prefix}rl:bc-authorize:subscriber:sub-alice`)).toBe('4');
+  });
+
+  it('the client-authentication lock-out is shared: failures for a client at an address on one instance lock that pair on the other', async () => {
+    const [a, b, prefix] = instances(only({ clientAuthentication: { perClientAndAddress: { failures: 2, duration: 900 }, perAddress: { failures: 2, duration: 900 } } }));
     const events = recordEvents(b.netauth);
     expect((await from(a.app, '203.0.113.20', basic('app-1', 'wrong'))).status).toBe(401);
-    expect((await from(a.app, '203.0.113.20', basic('app-1', 'wrong'))).status).toBe(401);
+    expect((await from(b.app, '203.0.113.20', basic('app-1', 'wrong'))).status).toBe(401);
     expectTooMany(await from(b.app, '203.0.113.20', APP1));
+    expectTooMany(await from(a.app, '203.0.113.20', APP1));
     expect(events.of('rate.limited')).toEqual([{ endpoint: 'bc-authorize', limit: 'client_authentication', clientId: 'app-1', retryAfter: expect.any(Number) }]);
-    // The client id: a third failure (from elsewhere) locks app-1 everywhere, right credentials or not.
-    expect((await from(b.app, '203.0.113.21', basic('app-1', 'wrong'))).status).toBe(401);
-    expectTooMany(await from(a.app, '203.0.113.22', APP1));
-    expect((await from(a.app, '203.0.113.22', APP2)).status).toBe(200);
+    // The client elsewhere, and another client at that address, are served on either instance.
+    expect((await from(b.app, '203.0.113.21', APP1)).status).toBe(200);
+    expect((await from(a.app, '203.0.113.20', APP2)).status).toBe(200);
+    // Unknown ids count per address, shared too.
+    expect((await from(a.app, '203.0.113.22', basic('nobody', 'x'))).status).toBe(401);
+    expect((await from(b.app, '203.0.113.22', basic('nobody-else', 'x'))).status).toBe(401);
+    expectTooMany(await from(a.app, '203.0.113.22', basic('nobody', 'x')));
+    const keys = (await raw.keys(`${prefix}rl:auth-failures:*`)).sort();
+    expect(keys).toEqual([`${prefix}rl:auth-failures:address:203.0.113.22`, `${prefix}rl:auth-failures:client-address:app-1:203.0.113.20`]);
+  });
+
+  it('concurrent guesses spread over two instances never get more comparisons than the budget', async () => {
+    const [a, b] = instances(only({ clientAuthentication: { perClientAndAddress: { failures: 5, duration: 900 } } }));
+    let failed = 0;
+    for (const gw of [a, b]) gw.netauth.events.on('client.authentication_failed', () => failed++);
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => from(i % 2 ? a.app : b.app, '203.0.113.30', basic('app-1', `guess-${i}`)).then((r) => r.status)));
+    expect(answers.filter((s) => s === 401)).toHaveLength(5);
+    expect(failed).toBe(5);
+    expect(answers.filter((s) => s === 429)).toHaveLength(55);
   });
 
   it('CIBA polls over the subscriber limit get slow_down on either instance; codes get 429', async () => {

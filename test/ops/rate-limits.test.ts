@@ -40,7 +40,42 @@ describe('rate limits: bc-authorize', () => {
     expect(events.of('ciba.requested')).toHaveLength(3);
   });
 
-  it('per subscriber, whichever client asks: 429; other subscribers unaffected', async () => {
+  it('by default one client cannot use up another client\'s allowance for the same subscriber', async () => {
+    const { app, netauth } = createTestGateway();
+    const events = recordEvents(netauth);
+    const allowance = RATE_LIMIT_DEFAULTS.bcAuthorize.perClientAndSubscriber.points;
+    for (let i = 0; i < allowance; i++) expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }), 600);
+    // The other client's requests for Alice, and app-1's for Bob, are served.
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+    expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
+    expect(events.of('rate.limited')).toEqual([
+      { endpoint: 'bc-authorize', limit: 'client_subscriber', clientId: 'app-1', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
+    ]);
+  });
+
+  it('per client and subscriber: 429; other clients for the subscriber, and the client for others, unaffected', async () => {
+    const { app } = createTestGateway({ rateLimits: only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 } } }) });
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expect((await bcAuthorize(app, { login_hint: 'ipport:10.20.0.1', scope: SIM_SWAP })).status).toBe(200);
+    expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }), 600);
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+    expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
+  });
+
+  it('the subscriber-wide ceiling counts only requests within a client\'s allowance', async () => {
+    const { app, netauth } = createTestGateway({
+      rateLimits: only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 }, perSubscriber: { points: 3, duration: 600 } } }),
+    });
+    const events = recordEvents(netauth);
+    // app-1 asks five times: two served, three refused by its own allowance, none of them counted in the ceiling.
+    for (let i = 0; i < 5; i++) await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP });
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+    expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2), 600);
+    expect(events.of('rate.limited').map((e) => e.limit)).toEqual(['client_subscriber', 'client_subscriber', 'client_subscriber', 'subscriber']);
+  });
+
+  it('per subscriber (the ceiling), whichever client asks: 429; other subscribers unaffected', async () => {
     const { app, netauth } = createTestGateway({ rateLimits: only({ bcAuthorize: { perSubscriber: { points: 2, duration: 600 } } }) });
     const events = recordEvents(netauth);
     expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
@@ -100,6 +135,20 @@ describe('rate limits: token', () => {
     expect((await pollToken(app, other, APP2)).body.error).toBe('expired_token');
   });
 
+  it('per client and subscriber, CIBA grant: slow_down for that client only', async () => {
+    const { app, netauth, clock } = createTestGateway({ rateLimits: only({ token: { perClientAndSubscriber: { points: 1, duration: 60 } } }) });
+    const events = recordEvents(netauth);
+    const id = await startBackchannel(app, ALICE, LOCATION);
+    const other = await startBackchannel(app, ALICE, SIM_SWAP, APP2);
+    expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
+    clock.advance(2);
+    expect((await pollToken(app, id)).body.error).toBe('slow_down');
+    expect((await pollToken(app, other, APP2)).status).toBe(200);
+    expect(events.of('rate.limited')).toEqual([
+      { endpoint: 'token', limit: 'client_subscriber', clientId: 'app-1', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
+    ]);
+  });
+
   it('per subscriber, code grant: 429', async () => {
     const gw = createTestGateway({ rateLimits: only({ token: { perSubscriber: { points: 1, duration: 60 } } }) });
     const first = await codeFor(gw);
@@ -143,63 +192,6 @@ describe('rate limits: /authorize per address', () => {
   });
 });
 
-describe('brute-force protection on client authentication', () => {
-  const lockout = (failures: number, duration = 900) => ({
-    rateLimits: only({ clientAuthentication: { perAddress: { failures, duration }, perClient: false } }),
-  });
-
-  it('per address: after the failures, 429 even with the right credentials; other addresses unaffected', async () => {
-    const { app, netauth } = createTestGateway(lockout(3));
-    const events = recordEvents(netauth);
-    for (let i = 0; i < 3; i++) expect((await from(app, '203.0.113.7', basic('app-1', `guess-${i}`))).status).toBe(401);
-    expectTooMany(await from(app, '203.0.113.7', APP1), 900);
-    expectTooMany(await from(app, '203.0.113.7', basic('app-1', 'guess-4')), 900);
-    // The lock covers every client-authenticated endpoint of that address.
-    expectTooMany(await request(app).post('/apigateway/token').set('X-Forwarded-For', '203.0.113.7').set('Authorization', APP1).type('form').send({ grant_type: CIBA, auth_req_id: 'x' }), 900);
-    expectTooMany(await request(app).post('/apigateway/introspect').set('X-Forwarded-For', '203.0.113.7').set('Authorization', APP1).type('form').send({ token: 'x' }), 900);
-    expect((await from(app, '203.0.113.8', APP1)).status).toBe(200);
-    expect(events.of('rate.limited').map((e) => e.limit)).toEqual(['client_authentication', 'client_authentication', 'client_authentication', 'client_authentication']);
-    expect(events.of('rate.limited')[0]).toEqual({ endpoint: 'bc-authorize', limit: 'client_authentication', clientId: 'app-1', retryAfter: expect.any(Number) });
-  });
-
-  it('per registered client id, from any address; unknown ids and other clients are not locked', async () => {
-    const { app } = createTestGateway({ rateLimits: only({ clientAuthentication: { perClient: { failures: 3, duration: 900 }, perAddress: false } }) });
-    for (let i = 0; i < 3; i++) expect((await from(app, `198.51.100.${i}`, basic('app-1', 'wrong'))).status).toBe(401);
-    expectTooMany(await from(app, '198.51.100.50', APP1), 900);
-    expect((await from(app, '198.51.100.50', APP2)).status).toBe(200);
-    for (let i = 0; i < 5; i++) expect((await from(app, '198.51.100.60', basic('nobody', 'wrong'))).status).toBe(401);
-  });
-
-  it('successes do not count, nor do missing credentials or a client_id mismatch; only rejected credentials do', async () => {
-    const { app } = createTestGateway(lockout(2));
-    for (let i = 0; i < 5; i++) expect((await from(app, '192.0.2.1', APP1)).status).toBe(200);
-    for (let i = 0; i < 3; i++) {
-      expect((await request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', '192.0.2.1').type('form').send({ login_hint: ALICE, scope: SIM_SWAP })).status).toBe(401);
-      expect((await from(app, '192.0.2.1', APP1, { login_hint: ALICE, scope: SIM_SWAP, client_id: 'app-2' })).status).toBe(401);
-    }
-    expect((await from(app, '192.0.2.1', basic('app-1', 'wrong'))).status).toBe(401);
-    expect((await from(app, '192.0.2.1', APP1)).status).toBe(200);
-    expect((await from(app, '192.0.2.1', basic('app-1', 'wrong'))).status).toBe(401);
-    expectTooMany(await from(app, '192.0.2.1', APP1), 900);
-  });
-
-  it('the lock lasts until the window passes', async () => {
-    const { app } = createTestGateway(lockout(1, 1));
-    expect((await from(app, '192.0.2.9', basic('app-1', 'wrong'))).status).toBe(401);
-    expectTooMany(await from(app, '192.0.2.9', APP1), 1);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect((await from(app, '192.0.2.9', APP1)).status).toBe(200);
-  });
-
-  it('by default: 30 failures per address, then locked', async () => {
-    const { app } = createTestGateway();
-    for (let i = 0; i < RATE_LIMIT_DEFAULTS.clientAuthentication.perAddress.failures; i++) {
-      expect((await from(app, '192.0.2.77', basic('nobody', 'x'))).status).toBe(401);
-    }
-    expectTooMany(await from(app, '192.0.2.77', basic('app-1', SECRET)), 900);
-  });
-});
-
 describe('rateLimits option', () => {
   it('false turns every limit off', async () => {
     const { app } = createTestGateway({ rateLimits: false });
@@ -212,6 +204,9 @@ describe('rateLimits option', () => {
     expect(() => createNetAuth({ ...base, rateLimits: { token: { perClient: { points: 0, duration: 60 } } } })).toThrow(TypeError);
     expect(() => createNetAuth({ ...base, rateLimits: { authorize: { perAddress: { points: 5, duration: 0.5 } } } })).toThrow(TypeError);
     expect(() => createNetAuth({ ...base, rateLimits: { clientAuthentication: { perAddress: { failures: -1, duration: 60 } } } })).toThrow(TypeError);
+    // The former per-client-id lock (any address) is gone: naming it is an error that says what replaced it.
+    const former = { clientAuthentication: { perClient: { failures: 50, duration: 900 } } } as unknown as RateLimitOptions;
+    expect(() => createNetAuth({ ...base, rateLimits: former })).toThrow(/perClientAndAddress/);
     expect(() => createNetAuth({ ...base, store: new MemoryStore(), rateLimits: { backend: 'redis' } })).toThrow(/redis/);
   });
 
@@ -226,9 +221,9 @@ describe('rateLimits option', () => {
   it('the defaults', () => {
     expect(RATE_LIMIT_DEFAULTS).toEqual({
       authorize: { perAddress: { points: 300, duration: 60 } },
-      bcAuthorize: { perClient: { points: 3000, duration: 60 }, perSubscriber: { points: 60, duration: 600 } },
-      token: { perClient: { points: 6000, duration: 60 }, perSubscriber: { points: 300, duration: 60 } },
-      clientAuthentication: { perClient: { failures: 50, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
+      bcAuthorize: { perClient: { points: 3000, duration: 60 }, perClientAndSubscriber: { points: 60, duration: 600 }, perSubscriber: { points: 600, duration: 600 } },
+      token: { perClient: { points: 6000, duration: 60 }, perClientAndSubscriber: { points: 300, duration: 60 }, perSubscriber: { points: 3000, duration: 60 } },
+      clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
     });
   });
 });

@@ -7,7 +7,7 @@ import { CLIENTS, basic } from '../helpers/gateway.js';
 import { TOKEN_ERRORS, expectJsonEndpointAnswer, headerValue, report, startGateway, wellFormed, type PropertyGateway } from './support.js';
 
 /**
- * Client authentication (protocol.md, RFC 6749 §2.3.1 and Appendix B): whatever the client id and secret,
+ * Client authentication (docs/protocol.md, RFC 6749 §2.3.1 and Appendix B): whatever the client id and secret,
  * the header openid-client's ClientSecretBasic builds decodes to exactly them, here and at the endpoints;
  * a raw `id:secret` splits on the first colon; garbage never throws and never authenticates.
  */

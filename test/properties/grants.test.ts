@@ -5,7 +5,7 @@ import { ALICE_IP, CALLBACK, pkcePair } from '../helpers/frontend.js';
 import { TOKEN_ERRORS, expectJsonEndpointAnswer, formOf, report, startGateway, type Answer, type PropertyGateway } from './support.js';
 
 /**
- * The two grants of POST /token against a model (protocol.md, "Token endpoint"):
+ * The two grants of POST /token against a model (docs/protocol.md, "Token endpoint"):
  * - authorization code: any sequence of wrong redemptions (code, redirect_uri, PKCE, client, duplicates)
  *   is refused with the modelled error and burns nothing; the right one then gets the token exactly once;
  *   a replay is invalid_grant and revokes the token.

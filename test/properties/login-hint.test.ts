@@ -4,7 +4,7 @@ import { parseLoginHint, normaliseIp } from '../../lib/identity/login-hint.js';
 import { OAuthError } from '../../lib/index.js';
 
 /**
- * login_hint (protocol.md): values generated from their grammar parse to exactly what they say; near
+ * login_hint (docs/protocol.md): values generated from their grammar parse to exactly what they say; near
  * misses are invalid_request; types not served are unknown_user_id; anything else never throws anything
  * but those two OAuth errors. IPv6 is normalised to RFC 5952, IPv4-mapped IPv6 to IPv4, whatever the form.
  */
@@ -52,7 +52,7 @@ function rfc5952(groups: readonly number[]): string {
   return `${hex.slice(0, best.start).join(':')}::${hex.slice(best.start + best.length).join(':')}`;
 }
 
-/** The address the groups mean, as protocol.md wants it: IPv4-mapped (::ffff:0:0/96) is the IPv4 address. */
+/** The address the groups mean, as docs/protocol.md wants it: IPv4-mapped (::ffff:0:0/96) is the IPv4 address. */
 function expected(groups: readonly number[]): string {
   const mapped = groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff;
   if (mapped) return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
@@ -213,7 +213,7 @@ describe('login_hint properties', () => {
   });
 
   it('a well-formed hint of a type not served is unknown_user_id; no type at all is invalid_request', () => {
-    const type = fc.stringMatching(/^[a-zA-Z][a-zA-Z0-9+.-]{0,15}$/).filter((t) => !['tel', 'ipport'].includes(t.toLowerCase()));
+    const type = fc.stringMatching(/^[a-zA-Z][a-zA-Z0-9+.-]{0,15}$/).filter((t) => !['tel', 'ipport', 'operatortoken'].includes(t.toLowerCase()));
     fc.assert(
       fc.property(type, fc.string({ minLength: 1, maxLength: 30 }), (t, identifier) => {
         expect(codeOf(`${t}:${identifier}`)).toBe('unknown_user_id');
@@ -245,6 +245,7 @@ describe('login_hint properties', () => {
           return;
         }
         if (hint.type === 'tel') expect(hint.phoneNumber).toMatch(/^\+[1-9][0-9]{4,14}$/);
+        else if (hint.type === 'operatortoken') expect(value.toLowerCase().startsWith('operatortoken:') && hint.token !== '').toBe(true);
         else {
           expect(normaliseIp(hint.address.ip)).toBe(hint.address.ip);
           if (hint.address.port !== undefined) expect(hint.address.port).toBeGreaterThanOrEqual(1);

@@ -5,7 +5,7 @@ import { ALICE_IP, CLIENTS_WITH_PKCE, SIM_SWAP, pkcePair } from '../helpers/fron
 import { expectFrontendHeaders, expectSafe, report, startGateway, type PropertyGateway } from './support.js';
 
 /**
- * redirect_uri (protocol.md frontend step 1, RFC 9700 §4.1.3): exact string matching. Whatever near miss
+ * redirect_uri (docs/protocol.md frontend step 1, RFC 9700 §4.1.3): exact string matching. Whatever near miss
  * of a registered URI is generated (case, trailing characters, encodings, userinfo, ports, truncation,
  * homoglyphs), /authorize redirects if and only if the value equals a registered URI character for
  * character, and otherwise answers a 400 page with no Location at all (never an open redirector).

@@ -4,7 +4,7 @@ import { parseScope } from '../../lib/identity/scope.js';
 import { OAuthError } from '../../lib/index.js';
 
 /**
- * scope (protocol.md): `dpv:<Purpose>#<scope>` or CAMARA's `dpv:<Purpose> <scope> …`, `openid` optional,
+ * scope (docs/protocol.md): `dpv:<Purpose>#<scope>` or CAMARA's `dpv:<Purpose> <scope> …`, `openid` optional,
  * exactly one purpose. Requests built from that grammar parse to what they say; every way of breaking
  * it is invalid_scope (or invalid_request when nothing is there); nothing else is ever thrown.
  */

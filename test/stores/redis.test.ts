@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createClient } from 'redis';
@@ -12,8 +10,6 @@ import { basic, createTestGateway, SIM_SWAP } from '../helpers/gateway.js';
 import { codeFor, redeem, CALLBACK, callApi } from '../helpers/frontend.js';
 import { pollToken, startBackchannel } from '../helpers/requests.js';
 import { describeStoreContract } from './contract.js';
-
-const run = promisify(execFile);
 
 // Without redis-server these tests skip, except under CI, where they must run (and so fail loudly).
 const skip = skipRedisTests('the Redis store tests');
@@ -255,14 +251,6 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
       const client = createClient({ url: server.url });
       const store = new RedisStore({ client });
       await expect(store.open()).rejects.toThrow(`the Redis client given to RedisStore (${server.address}) is not connected: await client.connect() first`);
-    });
-
-    it('names the package to install when the store must create a client and node-redis is missing', async () => {
-      const script = `import { RedisStore } from './lib/index.ts';
-        const store = new RedisStore({ url: ${JSON.stringify(server.url)} });
-        await store.open().then(() => console.log('opened'), (e) => console.log(e.message));`;
-      const { stdout } = await run(process.execPath, ['--import', 'tsx', '--import', './test/helpers/without-redis.mjs', '--input-type=module', '-e', script]);
-      expect(stdout.trim()).toBe('RedisStore({ url }) needs the node-redis package: npm install redis');
     });
   });
 

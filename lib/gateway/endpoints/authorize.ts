@@ -1,13 +1,14 @@
 import type { Request, Response } from 'express';
 import { OAuthError } from '../../errors.js';
 import { parseLoginHint, type LoginHint } from '../../identity/login-hint.js';
-import type { Subscriber } from '../../identity/subscribers.js';
+import { findByLoginHint, type Subscriber } from '../../identity/subscribers.js';
 import type { RegisteredClient } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
 import { decideScope, storedAuthorization } from '../requests/authorization.js';
 import { queryParams, type FormParams } from '../http/form.js';
 import { sendAuthorizationResponse, setRedirectTarget, type RedirectTarget } from '../http/render-error.js';
 import { createAuthorizationCode, S256_CHALLENGE } from '../requests/authorization-codes.js';
+import { requestParameters } from '../requests/request-objects.js';
 import type { ConsentPage } from './consent-page.js';
 import { overLimit } from '../../ops/rate-limits.js';
 
@@ -68,8 +69,7 @@ async function hintNames(ctx: GatewayContext, loginHint: LoginHint, subscriber: 
   if (loginHint.type === 'ipport' && loginHint.address.ip === device.ip && (loginHint.address.port === undefined || loginHint.address.port === device.port)) {
     return true;
   }
-  const named =
-    loginHint.type === 'tel' ? await ctx.subscribers.findByPhoneNumber(loginHint.phoneNumber) : await ctx.subscribers.findByNetworkAddress(loginHint.address);
+  const named = await findByLoginHint(ctx.subscribers, loginHint);
   return named !== undefined && named.id === subscriber.id;
 }
 
@@ -95,16 +95,16 @@ async function identify(ctx: GatewayContext, req: Request, loginHint: LoginHint 
 
 /**
  * GET /authorize: the OIDC authorization code flow for a subscriber identified by the mobile network,
- * in protocol.md's order. Once client and redirect_uri are known good, every error is a redirect.
+ * in docs/protocol.md's order. Once client and redirect_uri are known good, every error is a redirect.
  */
 export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = queryParams(req);
+    const plain = queryParams(req);
     // Counted while the client is looked up; answered once it is known where errors go.
     const limited = ctx.limits?.authorize(req.ip);
     let registered: Awaited<ReturnType<typeof registeredTarget>>;
     try {
-      registered = await registeredTarget(ctx, params);
+      registered = await registeredTarget(ctx, plain);
     } catch (error) {
       // No redirect target: over the limit, the error page says so (429), else the request's own error.
       const retryAfter = await limited;
@@ -114,13 +114,17 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     const { client, redirectUri } = registered;
     const target: RedirectTarget = { redirectUri, state: undefined, status: 302 };
     setRedirectTarget(res, target);
-    // A state sent twice is invalid_request, answered without a state (none is ever invented).
-    target.state = params.get('state');
+    // A state sent twice is invalid_request, answered without a state (none is ever invented). With a request
+    // object (or request_uri) only a verified signed state is ever echoed: the plain parameters are not used.
+    const objectSent = plain.has('request') || plain.has('request_uri');
+    if (!objectSent) target.state = plain.get('state');
     // Protocol.md, frontend step 2: from here the limit's temporarily_unavailable goes back to the application.
     const retryAfter = await limited;
     if (retryAfter !== undefined) throw overLimit(ctx.events, { endpoint: 'authorize', limit: 'address', clientId: client.clientId, retryAfter });
 
-    if (params.has('request') || params.has('request_uri')) throw new OAuthError('invalid_request', 'request objects are not supported');
+    // RFC 9101: from here, a verified request object's parameters only; redirect_uri is the plain one, which it equals.
+    const { params, signed } = await requestParameters(ctx, client, plain, 'authorize');
+    if (signed) target.state = params.get('state');
     const responseType = params.require('response_type');
     if (responseType !== 'code') throw new OAuthError('unsupported_response_type', 'response_type must be code');
     const responseMode = params.get('response_mode');

@@ -6,6 +6,7 @@ import { CIBA_GRANT } from '../../registry/clients.js';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
 import { decideScope } from '../requests/authorization.js';
+import { requestParameters } from '../requests/request-objects.js';
 import { formParams } from '../http/form.js';
 import { createBackchannelRequest, decideBackchannelRequest, toHookRequest } from '../requests/backchannel-requests.js';
 import { overLimit } from '../../ops/rate-limits.js';
@@ -17,8 +18,8 @@ import { sendJson } from '../http/headers.js';
  */
 export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = formParams(req);
-    const client = await auth.authenticate(req, res, params, 'bc-authorize');
+    const body = formParams(req);
+    const client = await auth.authenticate(req, res, body, 'bc-authorize');
     const limits = ctx.limits;
     if (limits) {
       const retryAfter = await limits.client('bc-authorize', client.clientId);
@@ -27,10 +28,12 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     if (!client.grantTypes.includes(CIBA_GRANT)) {
       throw new OAuthError('unauthorized_client', 'the client is not registered for the CIBA grant');
     }
+    // CIBA Core §7.1.1: with a signed request, only its parameters count (acr_values, binding_message,
+    // user_code and requested_expiry are ignored either way, as the CAMARA profile asks).
+    const { params } = await requestParameters(ctx, client, body, 'bc-authorize');
     if (params.has('login_hint_token') || params.has('id_token_hint')) {
       throw new OAuthError('invalid_request', 'only login_hint identifies the subscriber here');
     }
-    if (params.has('request')) throw new OAuthError('invalid_request', 'signed authentication requests are not supported');
     const loginHint = params.require('login_hint');
     const scope = params.require('scope');
     const hint = parseLoginHint(loginHint);
@@ -42,10 +45,10 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     const subscriber = await findByLoginHint(ctx.subscribers, hint);
     if (!subscriber) throw new OAuthError('unknown_user_id', 'no subscriber is known by this login_hint');
     if (limits) {
-      // Protects the subscriber from floods of requests (and of consent notifications), whichever clients send them.
-      const retryAfter = await limits.subscriber('bc-authorize', subscriber.id);
-      if (retryAfter !== undefined) {
-        throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: 'subscriber', clientId: client.clientId, subscriberId: subscriber.id, retryAfter });
+      // Protects the subscriber from floods of requests (and of consent notifications): each client's own, and all together.
+      const hit = await limits.subscriber('bc-authorize', client.clientId, subscriber.id);
+      if (hit !== undefined) {
+        throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: hit.limit, clientId: client.clientId, subscriberId: subscriber.id, retryAfter: hit.retryAfter });
       }
     }
 

@@ -4,7 +4,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../../errors.js';
 import type { GatewayContext } from '../context.js';
 import { formParams, queryParams } from '../http/form.js';
-import { contentSecurityPolicy, purposeWords, renderConsentPage } from '../http/consent-template.js';
+import { contentSecurityPolicy, purposeWords, renderAnsweredPage, renderConsentPage } from '../http/consent-template.js';
 import { sendAuthorizationResponse, setRedirectTarget, type RedirectTarget } from '../http/render-error.js';
 import { ContractSessionStore } from '../../stores/session-store.js';
 import { createAuthorizationCode } from '../requests/authorization-codes.js';
@@ -24,7 +24,24 @@ export interface PendingConsent extends StoredAuthorization {
   expiresAt: number;
 }
 
-type Interactions = Record<string, PendingConsent>;
+/**
+ * A request the subscriber has answered, kept in place of the pending one for the rest of its lifetime: the
+ * browser's Back button, after Allow or Deny, comes to the page again and finds a way back to the application.
+ */
+export interface AnsweredConsent {
+  answered: 'allow' | 'deny';
+  clientName: string;
+  /** Where "return to the application" leads: the origin of the registered redirect_uri (http and https only). */
+  returnTo: string | null;
+  expiresAt: number;
+}
+
+type Interaction = PendingConsent | AnsweredConsent;
+type Interactions = Record<string, Interaction>;
+
+function isAnswered(interaction: Interaction): interaction is AnsweredConsent {
+  return 'answered' in interaction;
+}
 
 /** Most requests one browser may have waiting at once (several tabs); the oldest give way. */
 const MAX_PENDING = 5;
@@ -38,7 +55,7 @@ function interactions(req: Request): Interactions {
 }
 
 /** Reads without writing: a session is only created (and a cookie set) by `start`. */
-function lookup(req: Request, id: string | undefined): PendingConsent | undefined {
+function lookup(req: Request, id: string | undefined): Interaction | undefined {
   const all = (req.session as unknown as { netauth?: Interactions } | undefined)?.netauth;
   return id === undefined || !all || !Object.prototype.hasOwnProperty.call(all, id) ? undefined : all[id];
 }
@@ -47,6 +64,22 @@ function save(req: Request): Promise<void> {
   return new Promise((resolve, reject) => {
     req.session.save((error: unknown) => (error ? reject(error) : resolve()));
   });
+}
+
+/** Replaces a pending interaction by its answer. */
+function remember(req: Request, id: string, answer: AnsweredConsent): Promise<void> {
+  interactions(req)[id] = answer;
+  return save(req);
+}
+
+/** The application's home for the "already answered" page: the redirect_uri's origin, for web applications. */
+function applicationHome(redirectUri: string): string | null {
+  try {
+    const url = new URL(redirectUri);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? `${url.origin}/` : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Removes an interaction; the session goes when nothing is left in it. */
@@ -147,6 +180,12 @@ export class ConsentPage {
     if (id === undefined || !pending) {
       throw new OAuthError('invalid_request', 'This consent request is unknown or has expired. Return to the application and try again.');
     }
+    if (isAnswered(pending)) {
+      const nonce = randomBytes(16).toString('base64');
+      res.set('Content-Security-Policy', contentSecurityPolicy(this.ctx.consentPage, nonce, []));
+      res.status(200).type('html').send(renderAnsweredPage(this.ctx.consentPage, nonce, pending));
+      return;
+    }
     if (pending.expiresAt <= this.ctx.now()) {
       setRedirectTarget(res, this.target(pending, 302));
       await forget(req, id);
@@ -178,6 +217,7 @@ export class ConsentPage {
     const pending = lookup(req, id);
     // Nothing is recorded for a form this session did not serve: cross-site posts, stale or forged tokens.
     if (id === undefined || !pending) throw refused('This consent form is not valid any more. Return to the application and try again.');
+    if (isAnswered(pending)) throw refused('This consent request was already answered.');
     if (csrf === undefined || !sameSecret(csrf, pending.csrf)) throw refused('This consent form is not valid.');
     const decision = params.get('decision');
     if (decision !== 'allow' && decision !== 'deny') throw new OAuthError('invalid_request', 'decision must be allow or deny');
@@ -191,7 +231,7 @@ export class ConsentPage {
     // Answered already (a double submission): the first answer stands.
     if (!(await this.ctx.store.consume('interaction', id))) throw refused('This consent request was already answered.');
     setRedirectTarget(res, target);
-    await forget(req, id);
+    await remember(req, id, { answered: decision, clientName: pending.clientName, returnTo: applicationHome(pending.redirectUri), expiresAt: pending.expiresAt });
 
     const subject = { clientId: pending.clientId, subscriberId: pending.subscriberId, purpose: pending.purpose, scopes: pending.consentScopes };
     if (decision === 'deny') {

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { GatewayContext } from '../context.js';
+import { CLIENT_SIGNING_ALGORITHMS } from '../../registry/clients.js';
 
 /** OpenID Connect Discovery / RFC 8414 metadata for this gateway. */
 export interface AuthorizationServerMetadata {
@@ -13,18 +14,23 @@ export interface AuthorizationServerMetadata {
   response_types_supported: ['code'];
   response_modes_supported: ['query'];
   token_endpoint_auth_methods_supported: string[];
-  backchannel_authentication_request_signing_alg_values_supported?: string[];
+  /** Present when a client authenticates with private_key_jwt. */
+  token_endpoint_auth_signing_alg_values_supported?: string[];
+  backchannel_authentication_request_signing_alg_values_supported: string[];
   code_challenge_methods_supported: ['S256'];
   authorization_response_iss_parameter_supported: true;
   scopes_supported: string[];
   subject_types_supported: ['pairwise'];
   claims_parameter_supported: false;
-  request_parameter_supported: false;
+  request_parameter_supported: true;
   request_uri_parameter_supported: false;
+  request_object_signing_alg_values_supported: string[];
   introspection_endpoint: string;
   introspection_endpoint_auth_methods_supported: string[];
+  introspection_endpoint_auth_signing_alg_values_supported?: string[];
   revocation_endpoint: string;
   revocation_endpoint_auth_methods_supported: string[];
+  revocation_endpoint_auth_signing_alg_values_supported?: string[];
   /** Present when signing keys exist (ID tokens, JWT access tokens, or configured keys). */
   jwks_uri?: string;
   id_token_signing_alg_values_supported?: string[];
@@ -33,7 +39,10 @@ export interface AuthorizationServerMetadata {
 
 export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
   const url = (path: string): string => `${ctx.issuer}${path}`;
-  const authMethods = ['client_secret_basic', 'client_secret_post'];
+  // The methods the registered clients use (a custom registry declares them; by default client_secret_basic).
+  const declared = ctx.clients.authMethods ?? [];
+  const authMethods: string[] = declared.length > 0 ? [...declared] : ['client_secret_basic'];
+  const algorithms = [...CLIENT_SIGNING_ALGORITHMS];
   const scopes = ctx.policy
     .rules()
     .filter((r) => r.basis !== 'forbidden')
@@ -54,13 +63,20 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
     scopes_supported: ctx.idTokens && ctx.keys ? ['openid', ...scopes] : scopes,
     subject_types_supported: ['pairwise'],
     claims_parameter_supported: false,
-    request_parameter_supported: false,
+    request_parameter_supported: true,
     request_uri_parameter_supported: false,
+    request_object_signing_alg_values_supported: algorithms,
+    backchannel_authentication_request_signing_alg_values_supported: algorithms,
     introspection_endpoint: url('/introspect'),
     introspection_endpoint_auth_methods_supported: authMethods,
     revocation_endpoint: url('/revoke'),
     revocation_endpoint_auth_methods_supported: authMethods,
   };
+  if (authMethods.includes('private_key_jwt')) {
+    document.token_endpoint_auth_signing_alg_values_supported = algorithms;
+    document.introspection_endpoint_auth_signing_alg_values_supported = algorithms;
+    document.revocation_endpoint_auth_signing_alg_values_supported = algorithms;
+  }
   if (ctx.keys) {
     document.jwks_uri = url('/jwks');
     // Every published key's algorithm, the signing one first: a key rotated in is announced before use.

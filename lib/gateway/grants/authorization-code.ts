@@ -3,7 +3,7 @@ import { OAuthError } from '../../errors.js';
 import type { CodeRecord } from '../requests/authorization-codes.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { mintAccessToken } from '../tokens/access-tokens.js';
+import { issueAccessToken } from '../tokens/access-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import { overLimit } from '../../ops/rate-limits.js';
 
@@ -52,17 +52,17 @@ export const authorizationCodeGrant: Grant = {
     if (stored.consumed) throw await replayed(ctx, record);
     if (ctx.limits) {
       // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After.
-      const retryAfter = await ctx.limits.subscriber('token', record.subscriberId);
-      if (retryAfter !== undefined) {
-        throw overLimit(ctx.events, { endpoint: 'token', limit: 'subscriber', clientId: record.clientId, subscriberId: record.subscriberId, retryAfter });
+      const hit = await ctx.limits.subscriber('token', record.clientId, record.subscriberId);
+      if (hit !== undefined) {
+        throw overLimit(ctx.events, { endpoint: 'token', limit: hit.limit, clientId: record.clientId, subscriberId: record.subscriberId, retryAfter: hit.retryAfter });
       }
     }
 
     // Consuming the code and storing the token are one atomic step: a replay that finds the code consumed and
     // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent
     // redemptions exactly one wins; the others are replays.
-    const { tokens, write } = await mintAccessToken(ctx, record, [record.grantId, ...record.consentGrants]);
-    if (!(await ctx.store.consume('code', code, [write]))) throw await replayed(ctx, record);
+    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, { kind: 'code', id: code });
+    if (!tokens) throw await replayed(ctx, record);
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = await issueIdToken(ctx, {
         clientId: record.clientId,

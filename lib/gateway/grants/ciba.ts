@@ -2,7 +2,7 @@ import { OAuthError } from '../../errors.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { mintAccessToken } from '../tokens/access-tokens.js';
+import { issueAccessToken } from '../tokens/access-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import type { BackchannelRecord, PollRecord } from '../requests/backchannel-requests.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
@@ -72,21 +72,21 @@ export const cibaGrant: Grant = {
       throw new OAuthError('expired_token', 'the auth_req_id has expired');
     }
 
-    // The subscriber's limit is counted while the consent is read (one round trip with Redis for both).
-    const [result, retryAfter] = await Promise.all([outcome(ctx, record), ctx.limits?.subscriber('token', record.subscriberId)]);
+    // The subscriber's limits (the client's allowance for it, then the subscriber-wide ceiling) are counted while the consent is read.
+    const [result, hit] = await Promise.all([outcome(ctx, record), ctx.limits?.subscriber('token', record.clientId, record.subscriberId)]);
     if (result.kind === 'denied') {
       ctx.events.emit('ciba.denied', { ...subject, reason: result.by });
       throw new OAuthError('access_denied', 'the subscriber denied the request', { status: 400 });
     }
-    if (retryAfter !== undefined) {
-      throw cibaSlowDown(ctx, { endpoint: 'token', limit: 'subscriber', clientId: record.clientId, subscriberId: record.subscriberId, retryAfter });
+    if (hit !== undefined) {
+      throw cibaSlowDown(ctx, { endpoint: 'token', limit: hit.limit, clientId: record.clientId, subscriberId: record.subscriberId, retryAfter: hit.retryAfter });
     }
     if (result.kind === 'pending') throw await pendingAnswer(ctx, authReqId, record);
 
     // Single use: of concurrent polls for an approved request exactly one wins the token. Consuming the request
     // and storing its token are one atomic step: a failure (503) leaves the request approved, to poll again.
-    const { tokens, write } = await mintAccessToken(ctx, record, [record.grantId, ...result.consentGrants]);
-    if (!(await ctx.store.consume('backchannel', authReqId, [write]))) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
+    const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, { kind: 'backchannel', id: authReqId });
+    if (!tokens) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = await issueIdToken(ctx, {
         clientId: record.clientId,

@@ -34,6 +34,9 @@ export const DEFAULT_TEXTS: ConsentPageTexts = {
   deny: 'Deny',
   footer: 'You can withdraw your consent at any time through {operator}.',
   errorTitle: 'The request could not be completed',
+  answeredAllow: 'You allowed {client} to use this information.',
+  answeredDeny: 'You did not allow {client} to use this information.',
+  returnLink: 'Return to {client}',
 };
 
 const HEX = /^#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
@@ -186,7 +189,7 @@ export interface ConsentView {
   clientName: string;
   /** Plain-words purpose. */
   purpose: string;
-  /** Each requested scope: the scope value and, where the policy has one, its description. */
+  /** Each requested scope: the scope value and, where the policy has one, its plain-words description (shown instead). */
   scopes: { scope: string; description: string | undefined }[];
   interaction: string;
   csrf: string;
@@ -196,7 +199,7 @@ export function renderConsentPage(c: ConsentPageConfig, nonce: string, view: Con
   const values = { client: view.clientName, operator: c.operatorName };
   const title = fill(c.texts.title, values);
   const scopes = view.scopes
-    .map((s) => `<li>${s.description === undefined ? '' : `${escapeHtml(s.description)} `}<code>${escapeHtml(s.scope)}</code></li>`)
+    .map((s) => `<li>${escapeHtml(s.description ?? s.scope)}</li>`)
     .join('\n');
   const privacy =
     c.privacyPolicyUrl === undefined ? '' : ` <a href="${escapeHtml(c.privacyPolicyUrl)}" rel="noreferrer">${escapeHtml(c.operatorName)} privacy notice</a>`;
@@ -218,6 +221,14 @@ ${scopes}
 </form>
 <footer><p>${escapeHtml(fill(c.texts.footer, values))}${privacy}</p></footer>`;
   return layout(c, nonce, title, body);
+}
+
+/** The page of a request already answered (Back after Allow or Deny): the answer and a way back. */
+export function renderAnsweredPage(c: ConsentPageConfig, nonce: string, view: { answered: 'allow' | 'deny'; clientName: string; returnTo: string | null }): string {
+  const values = { client: view.clientName, operator: c.operatorName };
+  const title = fill(view.answered === 'allow' ? c.texts.answeredAllow : c.texts.answeredDeny, values);
+  const link = view.returnTo === null ? '' : `\n<p><a href="${escapeHtml(view.returnTo)}">${escapeHtml(fill(c.texts.returnLink, values))}</a></p>`;
+  return layout(c, nonce, title, `<h1>${escapeHtml(title)}</h1>${link}\n<footer><p>${escapeHtml(fill(c.texts.footer, values))}</p></footer>`);
 }
 
 export function renderErrorPage(c: ConsentPageConfig, nonce: string, code: string, description: string | undefined): string {

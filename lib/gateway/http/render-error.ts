@@ -82,7 +82,7 @@ export function jsonErrorHandler(onError: (error: unknown) => void): ErrorReques
 
 /**
  * Where a frontend-flow request answers once its client and redirect_uri are known to be registered
- * (protocol.md, frontend step 2): from then on errors go back to the application, not to an error page.
+ * (docs/protocol.md, frontend step 2): from then on errors go back to the application, not to an error page.
  */
 export interface RedirectTarget {
   redirectUri: string;

@@ -14,10 +14,20 @@ export interface ScopeDecision {
   consentScopes: string[];
 }
 
+/** A registration's scopes as a set, made once per registration object: one lookup per requested scope. */
+const registeredScopes = new WeakMap<RegisteredClient, ReadonlySet<string>>();
+
+function scopesOf(client: RegisteredClient): ReadonlySet<string> {
+  let scopes = registeredScopes.get(client);
+  if (scopes === undefined) registeredScopes.set(client, (scopes = new Set(client.scopes)));
+  return scopes;
+}
+
 export function decideScope(ctx: GatewayContext, client: RegisteredClient, scope: string): ScopeDecision {
   const requested = parseScope(scope);
+  const registered = scopesOf(client);
   for (const api of requested.scopes) {
-    if (!client.scopes.includes(`dpv:${requested.purpose}#${api}`)) {
+    if (!registered.has(`dpv:${requested.purpose}#${api}`)) {
       throw new OAuthError('invalid_scope', `the client is not registered for dpv:${requested.purpose}#${api}`);
     }
   }

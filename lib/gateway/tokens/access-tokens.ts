@@ -1,5 +1,6 @@
+import { OAuthError } from '../../errors.js';
 import { randomTag, sha256, taggedId } from '../../crypto.js';
-import { placementTag, type RecordWrite } from '../../stores/store.js';
+import { placementTag, type RecordKind } from '../../stores/store.js';
 import type { GatewayContext } from '../context.js';
 import { authorizationOf, type StoredAuthorization } from '../requests/authorization.js';
 import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
@@ -35,20 +36,43 @@ export function tokenKey(token: string): string {
   return tag === undefined ? hash : `${tag}.${hash}`;
 }
 
+/** The code or auth_req_id a token is exchanged for: consumed in the same atomic step as the token is stored. */
+export interface ExchangedRecord {
+  kind: RecordKind;
+  id: string;
+}
+
 /**
- * Mints an access token in the configured format: opaque (256 random bits) or an RFC 9068 JWT, carrying the
- * placement tag of the authorization's own grant (`grants[0]`). Returns the token response and the store
- * write of its record (under `tokenKey`, with `grants`: the authorization's own grant and the consents it
- * rests on, so revoking either revokes the token), for the grant to make together with consuming its code or
- * auth_req_id: one atomic step, so a failure never leaves one without the other.
+ * Issues an access token in the configured format: opaque (256 random bits) or an RFC 9068 JWT, carrying the
+ * placement tag of the authorization's own grant. Either way the store keeps a record under `tokenKey`, written
+ * with its grants: the authorization's own grant and the consents it rests on, so revoking either revokes the
+ * token. The record is written by the store's `consume` of what the token is exchanged for (`exchanged`), in
+ * the same atomic step: a failure leaves both or neither, so it never burns an approved request, and a replay
+ * that finds the code used always finds its token. Undefined when `exchanged` was already used.
+ *
+ * Consent withdrawn while the token is issued (the grant read the consent as live, then `consent.revoke()`
+ * ran before this write) must not leave a token behind: the revocation deleted the grant's records before
+ * this one existed. So, once the record is written, the consents' revocation-list entries are read again.
+ * `Revocations.revokeGrants` writes the entry before it deletes the records, so either the entry is seen here
+ * (the record is deleted and the grant refused with invalid_grant: no token is handed out), or the revocation
+ * had not begun when the record was written and its `revokeGrant` deletes it. The guard and introspection then
+ * agree on every instance without the guard reading the list on each call; only tokens resting on consent pay
+ * the extra reads, at issue. They are read once before too: a revocation list that cannot be read (its Redis
+ * shard failing over) is then a 503 that uses nothing up, and the rare failure of the second read alone costs
+ * the request (its token deleted, never handed out).
  */
-export async function mintAccessToken(
+export async function issueAccessToken(
   ctx: GatewayContext,
   authorization: StoredAuthorization,
-  grants: string[],
-): Promise<{ tokens: TokenResponse; write: RecordWrite }> {
+  grantId: string,
+  consentGrants: readonly string[],
+  exchanged: ExchangedRecord,
+): Promise<TokenResponse | undefined> {
+  const grants = [grantId, ...consentGrants];
+  const withdrawn = () => new OAuthError('invalid_grant', 'the consent this grant rests on was withdrawn');
+  if (consentGrants.length > 0 && (await ctx.revocations.isAnyGrantRevoked(consentGrants))) throw withdrawn();
   const lifetime = ctx.lifetimes.accessToken;
-  const tag = placementTag(grants[0] ?? '') ?? randomTag();
+  const tag = placementTag(grantId) ?? randomTag();
   let issuedAt = ctx.now();
   let token: string;
   let jti: string | null = null;
@@ -77,15 +101,36 @@ export async function mintAccessToken(
     jti,
     grants,
   };
-  return {
-    tokens: { access_token: token, token_type: 'Bearer', expires_in: lifetime, scope: authorization.scope },
-    write: { kind: 'access_token', id: tokenKey(token), value: record, options: { ttl: lifetime, grants } },
-  };
+  const key = tokenKey(token);
+  if (!(await ctx.store.consume(exchanged.kind, exchanged.id, [{ kind: 'access_token', id: key, value: record, options: { ttl: lifetime, grants } }]))) {
+    return undefined;
+  }
+  if (consentGrants.length > 0) {
+    let revoked: boolean;
+    try {
+      revoked = await ctx.revocations.isAnyGrantRevoked(consentGrants);
+    } catch (error) {
+      // Not known to be live: the token is not handed out, and its record goes.
+      await ctx.store.delete('access_token', key).catch(ctx.onError);
+      throw error;
+    }
+    if (revoked) {
+      await ctx.store.delete('access_token', key);
+      throw withdrawn();
+    }
+  }
+  return { access_token: token, token_type: 'Bearer', expires_in: lifetime, scope: authorization.scope };
 }
 
-/** The live record of a presented token, or undefined (unknown, expired or revoked). */
+/**
+ * The live record of a presented token, or undefined (unknown, expired or revoked). The one answer the guard
+ * (opaque tokens) and introspection share: every revocation path deletes the record, and the revocation list
+ * this process knows is checked too, with no I/O.
+ */
 export async function findAccessToken(ctx: GatewayContext, token: string): Promise<AccessTokenRecord | undefined> {
   const stored = await ctx.store.get<AccessTokenRecord>('access_token', tokenKey(token));
   if (!stored || stored.value.expiresAt <= ctx.now()) return undefined;
-  return stored.value;
+  const record = stored.value;
+  if (ctx.revocations.isRevokedLocally(record.jti ?? '', record.grants ?? [])) return undefined;
+  return record;
 }

@@ -41,16 +41,35 @@ export class Revocations {
     await this.record(jtiKey(jti), expiresAt);
   }
 
-  /** Revokes every token issued under these grants, and deletes every record written with them. */
+  /**
+   * Revokes every token issued under these grants, and deletes every record written with them.
+   *
+   * The list entry is written BEFORE the records are deleted. A token being issued under the grant at the same
+   * moment (its consent read as live just before) re-checks the list once its record is written
+   * (`issueAccessToken`): either it finds the entry, or its record was written before this revocation began,
+   * and `store.revokeGrant` then deletes it. Either way the token never works. Both steps are attempted even
+   * if the first fails (the local entry is already in place), so a failing list write does not leave opaque
+   * tokens alive; the first failure is raised.
+   */
   async revokeGrants(grantIds: readonly string[]): Promise<void> {
     const until = this.now() + this.grantRetention * 1000;
     for (const grantId of grantIds) {
-      // Both store writes are attempted even if one fails (the local entry is already in place), so a
-      // failing list write does not leave opaque tokens alive, nor the reverse; the first failure is raised.
-      const results = await Promise.allSettled([this.record(grantKey(grantId), until), this.store.revokeGrant(grantId)]);
-      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      if (failed) throw failed.reason;
+      let failure: { reason: unknown } | undefined;
+      const attempt = (step: Promise<void>) =>
+        step.catch((reason: unknown) => {
+          failure ??= { reason };
+        });
+      await attempt(this.record(grantKey(grantId), until));
+      await attempt(this.store.revokeGrant(grantId));
+      if (failure) throw failure.reason;
     }
+  }
+
+  /** Whether any of these grants was revoked, by this process or by any instance sharing the store. */
+  async isAnyGrantRevoked(grantIds: readonly string[]): Promise<boolean> {
+    this.sweep();
+    if (grantIds.some((g) => this.local.has(grantKey(g)))) return true;
+    return this.foundInStore(grantIds.map(grantKey));
   }
 
   /** Whether this process has seen the token or one of its grants revoked. No I/O. */
@@ -61,8 +80,11 @@ export class Revocations {
   }
 
   /** Whether any instance sharing the store revoked the token or one of its grants. Learns what it finds. */
-  async isRevokedInStore(jti: string, grantIds: readonly string[]): Promise<boolean> {
-    const keys = [jtiKey(jti), ...grantIds.map(grantKey)];
+  isRevokedInStore(jti: string, grantIds: readonly string[]): Promise<boolean> {
+    return this.foundInStore([jtiKey(jti), ...grantIds.map(grantKey)]);
+  }
+
+  private async foundInStore(keys: readonly string[]): Promise<boolean> {
     const found = await Promise.all(keys.map((key) => this.store.get<RevokedRecord>('revoked', key)));
     let revoked = false;
     found.forEach((entry, i) => {

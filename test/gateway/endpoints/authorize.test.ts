@@ -18,7 +18,7 @@ import {
   pkcePair,
 } from '../../helpers/frontend.js';
 
-/** protocol.md, "Frontend flow: GET /authorize", steps 1, 2, 5, 6. Network identification: network.test.ts. */
+/** docs/protocol.md, "Frontend flow: GET /authorize", steps 1, 2, 5, 6. Network identification: network.test.ts. */
 
 function expectSecurityHeaders(res: request.Response): void {
   expect(res.headers['cache-control']).toBe('no-store');
@@ -102,8 +102,6 @@ describe('step 2: later errors redirect to redirect_uri with error, error_descri
     ['malformed code_challenge', { code_challenge: 'short', code_challenge_method: 'S256' }, 'invalid_request'],
     ['unknown prompt value', { prompt: 'sometimes' }, 'invalid_request'],
     ['prompt=none with another value', { prompt: 'none consent' }, 'invalid_request'],
-    ['request object', { request: 'eyJhbGciOiJub25lIn0.e30.' }, 'invalid_request'],
-    ['request_uri', { request_uri: 'urn:example:1' }, 'invalid_request'],
     ['response_mode fragment', { response_mode: 'fragment' }, 'invalid_request'],
     ['malformed login_hint', { login_hint: 'tel:600000001' }, 'invalid_request'],
     ['login_hint sent twice', { login_hint: ['tel:+34600000001', 'tel:+34600000001'] }, 'invalid_request'],

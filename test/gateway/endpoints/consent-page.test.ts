@@ -17,7 +17,7 @@ import {
 } from '../../helpers/frontend.js';
 import type { TestGateway } from '../../helpers/gateway.js';
 
-/** protocol.md, "Consent", frontend flow: the operator's consent page. */
+/** docs/protocol.md, "Consent", frontend flow: the operator's consent page. */
 
 const ALICE = { clientId: 'app-1', login_hint: 'tel:+34600000001', scope: LOCATION };
 
@@ -403,11 +403,13 @@ describe('theming', () => {
     expect((await openPage(inline)).page.headers['content-security-policy']).toContain('img-src data:');
   });
 
-  it('the policy\'s plain-words description of each scope is shown', async () => {
+  it('the policy\'s plain-words description of each scope is shown, instead of the scope value', async () => {
     const gw = createTestGateway({
       consentPolicy: POLICY.map((r) => (r.scope === 'device-location' ? { ...r, description: 'see where your phone is, roughly' } : r)),
     });
-    expect((await openPage(gw)).page.text).toContain('see where your phone is, roughly');
+    const { text } = (await openPage(gw)).page;
+    expect(text).toContain('<li>see where your phone is, roughly</li>');
+    expect(text).not.toContain('device-location');
   });
 
   it('escapes the client\'s name and every text', async () => {
@@ -458,5 +460,48 @@ describe('consent withdrawn', () => {
     const after = await request(gw.app).get('/location').set('Authorization', bearer);
     expect(after.status).toBe(401);
     expect(after.headers['www-authenticate']).toContain('error="invalid_token"');
+  });
+});
+
+describe("the browser's Back button after the answer", () => {
+  it.each([
+    ['allow', 'You allowed Fraud Checker to use this information.'],
+    ['deny', 'You did not allow Fraud Checker to use this information.'],
+  ] as const)('after %s: the page says what was answered and links back to the application; the form is gone', async (decision, sentence) => {
+    const gw = createTestGateway();
+    const { cookie, pagePath, form } = await openPage(gw);
+    const answer = await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision });
+    expect(answer.status).toBe(303);
+
+    const back = await request(gw.app).get(pagePath).set('Cookie', cookie);
+    expect(back.status).toBe(200);
+    expect(back.headers['cache-control']).toBe('no-store');
+    expect(back.text).toContain(`<h1>${sentence}</h1>`);
+    expect(back.text).toContain('<a href="https://app.example/">Return to Fraud Checker</a>');
+    expect(back.text).not.toContain('<form');
+    // The old form stays answered once: no second decision, nothing recorded twice.
+    const again = await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    expect(again.status).toBe(403);
+    expect((await gw.netauth.consent.lookup(ALICE)).map((r) => r.status)).toEqual([decision === 'allow' ? 'granted' : 'denied']);
+  });
+
+  it('a native application (custom-scheme redirect_uri): the answer without a link', async () => {
+    const gw = createTestGateway({
+      clients: CLIENTS.map((c) => (c.clientId === 'app-1' ? { ...c, redirectUris: ['com.example.app:/cb'] } : c)),
+    });
+    const { cookie, pagePath, form } = await openPage(gw, { redirect_uri: 'com.example.app:/cb' });
+    await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    const back = await request(gw.app).get(pagePath).set('Cookie', cookie);
+    expect(back.text).toContain('You allowed Fraud Checker');
+    expect(back.text).not.toContain('<a href');
+  });
+
+  it('the texts are the operator\'s, escaped', async () => {
+    const gw = createTestGateway({ consentPage: { texts: { answeredAllow: 'Hecho: {client} <ok>', returnLink: 'Volver a {client}' } } });
+    const { cookie, pagePath, form } = await openPage(gw);
+    await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    const back = await request(gw.app).get(pagePath).set('Cookie', cookie);
+    expect(back.text).toContain('Hecho: Fraud Checker &#60;ok&#62;');
+    expect(back.text).toContain('Volver a Fraud Checker');
   });
 });

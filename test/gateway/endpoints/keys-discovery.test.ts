@@ -73,14 +73,14 @@ describe('signing keys', () => {
 });
 
 describe('discovery', () => {
-  it('advertises introspection and revocation with their auth methods, always', async () => {
+  it('advertises introspection and revocation with the auth methods the registered clients use, always', async () => {
     const { app } = createTestGateway();
     const metadata = (await request(app).get('/apigateway/.well-known/openid-configuration')).body;
     expect(metadata).toMatchObject({
       introspection_endpoint: `${ISSUER}/introspect`,
-      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic'],
       revocation_endpoint: `${ISSUER}/revoke`,
-      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      revocation_endpoint_auth_methods_supported: ['client_secret_basic'],
       subject_types_supported: ['pairwise'],
     });
   });

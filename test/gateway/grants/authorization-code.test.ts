@@ -3,7 +3,7 @@ import request from 'supertest';
 import { basic, createTestGateway } from '../../helpers/gateway.js';
 import { APP1_AUTH, CALLBACK, CLIENTS_WITH_PKCE, SIM_SWAP, callApi, codeFor, pkcePair, redeem } from '../../helpers/frontend.js';
 
-/** protocol.md, "Token endpoint: POST /token", authorization code. */
+/** docs/protocol.md, "Token endpoint: POST /token", authorization code. */
 
 const CODE_ONLY = basic('code-only', 'code-secret');
 const PKCE_APP = basic('pkce-app', 'pkce-secret');

@@ -87,8 +87,8 @@ describe('wire rules', () => {
       .send({ login_hint: 'tel:+34600000001', scope: 'dpv:FraudPreventionAndDetection#-x' });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: 'invalid_scope', error_description: "'-x' is not a valid API scope" });
-    const hint = await request(app).post('/apigateway/bc-authorize').set('Authorization', APP1).type('form').send({ login_hint: 'operatortoken:x', scope: SIM_SWAP });
-    expect(hint.body).toEqual({ error: 'unknown_user_id', error_description: "login_hint type 'operatortoken' is not served" });
+    const hint = await request(app).post('/apigateway/bc-authorize').set('Authorization', APP1).type('form').send({ login_hint: 'msisdn:x', scope: SIM_SWAP });
+    expect(hint.body).toEqual({ error: 'unknown_user_id', error_description: "login_hint type 'msisdn' is not served" });
   });
 
   it('an empty value counts as absent, unknown parameters are ignored', async () => {

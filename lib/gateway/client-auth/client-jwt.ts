@@ -1,0 +1,112 @@
+import { errors, jwtVerify, type JWTPayload } from 'jose';
+import { sha256 } from '../../crypto.js';
+import { CLIENT_SIGNING_ALGORITHMS, type RegisteredClient } from '../../registry/clients.js';
+import type { Store } from '../../stores/store.js';
+import { ClientKeys, ClientKeysUnavailable } from './client-keys.js';
+
+/** The CAMARA profile's window: `exp` at most this many seconds after receipt, and after `iat`. */
+export const MAX_JWT_LIFETIME = 300;
+/** Seconds a client's clock may run ahead: `iat` and `nbf` that far in the future still pass. */
+export const CLOCK_SKEW = 5;
+
+/** What a JWT signed by a client must satisfy besides its signature, `iss` = client_id, `exp` and `jti`. */
+export interface ClientJwtRules {
+  /** Accepted `aud` values: the JWT's `aud` must contain one of them. */
+  audience: readonly string[];
+  /** `sub` must be present and equal the client id (RFC 7523 client assertions). */
+  subjectIsClient: boolean;
+  /** `iat` is required (request objects); otherwise it is checked only when present. */
+  requireIat: boolean;
+  /**
+   * Accepted `typ` headers, lower case without `application/`; `undefined` in the list accepts a JWS without
+   * one. Keeps a JWT made for one purpose (a request object) from passing as another (a client assertion).
+   */
+  types: readonly (string | undefined)[];
+}
+
+/** A client's JWT failed a check. `reason` is for error descriptions: it never quotes the token or its claims. */
+export class ClientJwtRejected extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = 'ClientJwtRejected';
+  }
+}
+
+/** Why jose refused the JWT, in words that reveal nothing of its content. */
+function reasonOf(error: unknown): string {
+  if (error instanceof ClientKeysUnavailable) return error.message;
+  if (error instanceof errors.JOSEAlgNotAllowed) return 'its alg is not one the client may sign with';
+  if (error instanceof errors.JWSSignatureVerificationFailed) return 'its signature does not verify with the client\'s keys';
+  if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys) return 'no registered key of the client matches it';
+  if (error instanceof errors.JWTExpired) return 'it has expired';
+  if (error instanceof errors.JWTClaimValidationFailed) return `its ${error.claim} claim is missing or wrong`;
+  return 'it is not a valid signed JWT';
+}
+
+function typeOf(header: { typ?: unknown }): string | undefined {
+  if (typeof header.typ !== 'string') return undefined;
+  const typ = header.typ.toLowerCase();
+  return typ.startsWith('application/') ? typ.slice('application/'.length) : typ;
+}
+
+/**
+ * Marks a JWT id as used until `exp` (seconds since the epoch), in the store's atomic insert-if-absent. True
+ * for the one caller that marked it: of concurrent uses exactly one wins, on every store. `namespace`
+ * separates issuers (a client id, a DPoP key thumbprint); the id is hashed, so any jti makes a small key.
+ */
+export async function useJtiOnce(store: Store, namespace: string, jti: string, exp: number, nowMs: number): Promise<boolean> {
+  const ttl = Math.max(1, Math.ceil(exp - nowMs / 1000) + CLOCK_SKEW);
+  return store.add('jti', sha256(`${namespace}\n${jti}`), {}, { ttl });
+}
+
+/**
+ * Verifies JWTs signed by a client's registered keys (client assertions, request objects, and the JWT bearer
+ * grant's assertions): jose checks the signature with the client's `jwks` / `jwksUri` and algorithms (never
+ * `none` or HS*), `iss` = client_id, `aud`, `nbf` and `exp`; then the profile's windows (`exp` in the future
+ * and at most 300 s away, `exp - iat` at most 300 s, `iat` not in the future) and `jti`, used once.
+ */
+export class ClientJwts {
+  constructor(
+    private readonly store: Store,
+    readonly keys: ClientKeys,
+    private readonly now: () => number,
+  ) {}
+
+  async verify(client: RegisteredClient, jwt: string, rules: ClientJwtRules): Promise<JWTPayload> {
+    const resolver = this.keys.resolver(client);
+    if (!resolver) throw new ClientJwtRejected('the client has no registered keys (jwks or jwksUri)');
+    const nowMs = this.now();
+    let payload: JWTPayload;
+    let typ: string | undefined;
+    try {
+      const verified = await jwtVerify(jwt, resolver, {
+        algorithms: [...(client.signingAlgorithms ?? CLIENT_SIGNING_ALGORITHMS)],
+        issuer: client.clientId,
+        audience: [...rules.audience],
+        ...(rules.subjectIsClient ? { subject: client.clientId } : {}),
+        requiredClaims: rules.requireIat ? ['exp', 'jti', 'iat'] : ['exp', 'jti'],
+        currentDate: new Date(nowMs),
+        clockTolerance: CLOCK_SKEW,
+      });
+      payload = verified.payload;
+      typ = typeOf(verified.protectedHeader);
+    } catch (error) {
+      // No cause: jose's claim errors carry the whole payload.
+      throw new ClientJwtRejected(reasonOf(error));
+    }
+    if (!rules.types.includes(typ)) throw new ClientJwtRejected('its typ header is not one accepted here');
+    const now = nowMs / 1000;
+    const { exp, iat, jti } = payload as { exp: number; iat?: number; jti: unknown };
+    if (exp <= now) throw new ClientJwtRejected('it has expired');
+    if (exp - now > MAX_JWT_LIFETIME) throw new ClientJwtRejected(`its exp is more than ${MAX_JWT_LIFETIME} s away`);
+    if (iat !== undefined) {
+      if (iat > now + CLOCK_SKEW) throw new ClientJwtRejected('its iat is in the future');
+      if (exp - iat > MAX_JWT_LIFETIME) throw new ClientJwtRejected(`exp - iat exceeds ${MAX_JWT_LIFETIME} s`);
+    }
+    if (typeof jti !== 'string' || jti === '') throw new ClientJwtRejected('its jti claim is missing or wrong');
+    if (!(await useJtiOnce(this.store, `client:${client.clientId}`, jti, exp, nowMs))) {
+      throw new ClientJwtRejected('its jti has been used before');
+    }
+    return payload;
+  }
+}

@@ -1,0 +1,198 @@
+import { createLocalJWKSet, errors, type JWTVerifyGetKey } from 'jose';
+import type { RegisteredClient } from '../../registry/clients.js';
+
+/** How a client's `jwksUri` is fetched. */
+export interface ClientJwksOptions {
+  /** Milliseconds one fetch may take, connection to last byte. Default 5000. */
+  fetchTimeout?: number;
+  /** Largest JWK Set accepted, in bytes. Default 65536. */
+  maxBytes?: number;
+  /** Seconds a fetched JWK Set is used before it is fetched again. Default 600. */
+  cacheMaxAge?: number;
+}
+
+/**
+ * At most one fetch per client in this window (milliseconds): an unknown `kid` (the client rotated its keys)
+ * or a failed fetch waits for it, so no stream of requests can make the gateway hammer a client's server.
+ */
+export const JWKS_REFETCH_COOLDOWN = 60_000;
+
+/** A `jwksUri` that could not be fetched or did not hold a JWK Set: the client's JWTs cannot be verified now. */
+export class ClientKeysUnavailable extends Error {
+  constructor(reason: string) {
+    super(`the client's jwks_uri ${reason}`);
+    this.name = 'ClientKeysUnavailable';
+  }
+}
+
+interface RemoteKeys {
+  uri: string;
+  keys: JWTVerifyGetKey | undefined;
+  /** Clock (ms) of the last successful fetch. */
+  fetchedAt: number;
+  /** Clock (ms) of the last fetch started, successful or not. */
+  attemptedAt: number;
+  /** The fetch in flight: concurrent requests of this client wait for it instead of starting their own. */
+  pending: Promise<void> | undefined;
+}
+
+/** Reads at most `maxBytes` of a response body; more is an error, and the rest is never read. */
+async function readCapped(response: Response, maxBytes: number): Promise<Uint8Array> {
+  const declared = Number(response.headers.get('content-length'));
+  if (declared > maxBytes) {
+    await response.body?.cancel().catch(() => {});
+    throw new ClientKeysUnavailable(`answered more than ${maxBytes} bytes`);
+  }
+  const reader = response.body?.getReader();
+  if (!reader) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw new ClientKeysUnavailable(`answered more than ${maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The keys that verify each client's JWTs (client assertions, request objects): its inline `jwks`, or its
+ * `jwksUri` fetched and cached per client. jose's `createRemoteJWKSet` is not used because it reads a
+ * response whole, with no size limit, and retries a failing URL on every request; here a fetch is bounded in
+ * time (`AbortSignal.timeout`) and size (a byte cap while reading), at most one runs per client at a time and
+ * one starts per client per minute, and the JSON goes to jose's `createLocalJWKSet`. State is per client: a
+ * slow or broken `jwksUri` only ever delays its own client.
+ */
+export class ClientKeys {
+  private readonly inline = new Map<string, { source: string; keys: JWTVerifyGetKey }>();
+  /** A static registry hands out the same `jwks` object every time: found without serialising it. */
+  private readonly byObject = new WeakMap<object, JWTVerifyGetKey>();
+  private readonly remote = new Map<string, RemoteKeys>();
+  private readonly fetchTimeout: number;
+  private readonly maxBytes: number;
+  private readonly cacheMaxAge: number;
+
+  constructor(
+    options: ClientJwksOptions,
+    private readonly now: () => number,
+  ) {
+    this.fetchTimeout = positive('clientJwks.fetchTimeout', options.fetchTimeout, 5000);
+    this.maxBytes = positive('clientJwks.maxBytes', options.maxBytes, 65536);
+    this.cacheMaxAge = positive('clientJwks.cacheMaxAge', options.cacheMaxAge, 600) * 1000;
+  }
+
+  /** Whether the client registered keys at all. */
+  has(client: RegisteredClient): boolean {
+    return client.jwks !== undefined || client.jwksUri !== undefined;
+  }
+
+  /** The key resolver for `jose.jwtVerify`; undefined when the client has no keys. */
+  resolver(client: RegisteredClient): JWTVerifyGetKey | undefined {
+    if (client.jwks !== undefined) return this.inlineKeys(client.clientId, client.jwks);
+    const uri = client.jwksUri;
+    if (uri === undefined) return undefined;
+    return (header, token) => this.remoteKey(client.clientId, uri, header, token);
+  }
+
+  private inlineKeys(clientId: string, jwks: NonNullable<RegisteredClient['jwks']>): JWTVerifyGetKey {
+    const same = this.byObject.get(jwks);
+    if (same) return same;
+    // Then by client id and content, so a registry that builds a new object per lookup still reuses imported keys.
+    const source = JSON.stringify(jwks);
+    const cached = this.inline.get(clientId);
+    if (cached?.source === source) {
+      this.byObject.set(jwks, cached.keys);
+      return cached.keys;
+    }
+    let keys: JWTVerifyGetKey;
+    try {
+      keys = createLocalJWKSet(jwks);
+    } catch {
+      // A custom registry's malformed set: nothing verifies (the static registry refuses it at start-up).
+      return () => Promise.reject(new errors.JWKSInvalid('the registered jwks is not a JWK Set'));
+    }
+    this.inline.set(clientId, { source, keys });
+    this.byObject.set(jwks, keys);
+    return keys;
+  }
+
+  private async remoteKey(clientId: string, uri: string, ...args: Parameters<JWTVerifyGetKey>): Promise<Awaited<ReturnType<JWTVerifyGetKey>>> {
+    let state = this.remote.get(clientId);
+    if (state?.uri !== uri) {
+      state = { uri, keys: undefined, fetchedAt: -Infinity, attemptedAt: -Infinity, pending: undefined };
+      this.remote.set(clientId, state);
+    }
+    if (!this.fresh(state)) {
+      await this.refresh(state);
+      if (!this.fresh(state)) throw new ClientKeysUnavailable('could not be fetched (retried at most once a minute)');
+    }
+    try {
+      return await state.keys!(...args);
+    } catch (error) {
+      // An unknown kid: the client may have rotated its keys. Fetch again, at most once a minute.
+      if (!(error instanceof errors.JWKSNoMatchingKey) || !this.mayFetch(state)) throw error;
+      await this.refresh(state);
+      return state.keys!(...args);
+    }
+  }
+
+  private fresh(state: RemoteKeys): boolean {
+    return state.keys !== undefined && this.now() - state.fetchedAt < this.cacheMaxAge;
+  }
+
+  private mayFetch(state: RemoteKeys): boolean {
+    return state.pending !== undefined || this.now() - state.attemptedAt >= JWKS_REFETCH_COOLDOWN;
+  }
+
+  /** Fetches the client's set unless a fetch is in flight (then waits for it) or one started less than a minute ago. */
+  private refresh(state: RemoteKeys): Promise<void> {
+    if (state.pending) return state.pending;
+    if (!this.mayFetch(state)) return Promise.resolve();
+    state.attemptedAt = this.now();
+    const pending = this.fetchKeys(state.uri).then(
+      (keys) => {
+        state.keys = keys;
+        state.fetchedAt = this.now();
+      },
+      // A failed fetch keeps the set we had (while it is fresh); the request fails with invalid_client.
+      () => undefined,
+    );
+    state.pending = pending.finally(() => {
+      state.pending = undefined;
+    });
+    return state.pending;
+  }
+
+  private async fetchKeys(uri: string): Promise<JWTVerifyGetKey> {
+    const response = await fetch(uri, {
+      signal: AbortSignal.timeout(this.fetchTimeout),
+      // A redirect could lead anywhere (http:, another host): the registered URL serves the set or nothing does.
+      redirect: 'error',
+      headers: { accept: 'application/jwk-set+json, application/json' },
+    });
+    if (response.status !== 200) {
+      await response.body?.cancel().catch(() => {});
+      throw new ClientKeysUnavailable(`answered ${response.status}`);
+    }
+    const body = await readCapped(response, this.maxBytes);
+    let json: unknown;
+    try {
+      json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
+    } catch {
+      throw new ClientKeysUnavailable('did not answer JSON');
+    }
+    // jose checks the shape ({keys: [...]}) here and refuses private members when a key is used.
+    return createLocalJWKSet(json as Parameters<typeof createLocalJWKSet>[0]);
+  }
+}
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`${name} must be a positive number`);
+  return value;
+}

@@ -1,0 +1,38 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = process.cwd();
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+/**
+ * The README's "CAMARA clients" example is a program: it runs as written (against this checkout instead of the
+ * published package, on a free port), registers a private_key_jwt client and completes a signed CIBA request
+ * with openid-client.
+ */
+describe('README: the CAMARA client example', () => {
+  it('runs and gets a token', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('### CAMARA clients'));
+    const code = section.split('```ts\n')[1]!.split('```')[0]!;
+    expect(code).toContain("from 'express-netauth'");
+    const port = String(await freePort());
+    const dir = join(ROOT, 'test-artifacts');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'readme-camara-example.mts');
+    writeFileSync(file, code.replace("from 'express-netauth'", "from '../lib/index.js'").replaceAll('3000', port));
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, timeout: 30_000 });
+    expect(stdout.trim()).toBe('bearer dpv:FraudPreventionAndDetection sim-swap');
+  }, 40_000);
+});
