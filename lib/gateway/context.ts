@@ -1,5 +1,5 @@
 import { ConsentRecords } from '../consent/records.js';
-import { StaticConsentPolicy, type ConsentPolicy } from '../consent/policy.js';
+import { StaticConsentPolicy, checkTokenRules, type ConsentPolicy } from '../consent/policy.js';
 import { StaticClientRegistry, type ClientRegistry } from '../registry/clients.js';
 import { StaticSubscriberDirectory, type SubscriberDirectory } from '../identity/subscribers.js';
 import { MemoryStore } from '../stores/memory.js';
@@ -86,9 +86,11 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     authReqId: seconds('authReqId', l.authReqId, 120),
     pollInterval: seconds('pollInterval', l.pollInterval, 2),
     accessToken: seconds('accessToken', l.accessToken, 3600),
+    refreshToken: seconds('refreshToken', l.refreshToken, 14 * 24 * 3600),
     expiredRetention: seconds('expiredRetention', l.expiredRetention, 600),
     interaction: seconds('interaction', l.interaction, 600),
   };
+  checkTokenRules(policy.rules(), lifetimes.accessToken);
   const accessTokenFormat = options.accessTokenFormat ?? 'opaque';
   if (accessTokenFormat !== 'opaque' && accessTokenFormat !== 'jwt') throw new TypeError("accessTokenFormat must be 'opaque' or 'jwt'");
   const idTokens = options.idTokens ?? false;

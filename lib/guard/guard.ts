@@ -2,12 +2,12 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import type { GatewayContext } from '../gateway/context.js';
-import { findAccessToken } from '../gateway/tokens/access-tokens.js';
+import { consumeSingleUseToken, findAccessToken } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
 import { looksLikeJwt, verifyAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
 import { sendBearerError, sendJsonError, toOAuthError } from '../gateway/http/render-error.js';
 
-/** What the guard hands a service-API route, at `req.netauth`. */
+/** What the guard hands a service-API route, at `req.netauth`: a token issued for a subscriber (three-legged). */
 export interface NetAuthGrant {
   subscriber: Subscriber;
   clientId: string;
@@ -20,11 +20,30 @@ export interface NetAuthGrant {
   expiresAt: number;
 }
 
+/** The grant of a two-legged token (client credentials): no subscriber. Only routes with `subscriber: 'optional'` see one. */
+export interface NetAuthTwoLeggedGrant extends Omit<NetAuthGrant, 'subscriber'> {
+  subscriber: undefined;
+}
+
+/** What a route guarded with `subscriber: 'optional'` may get: a token with a subscriber, or one without. */
+export type NetAuthAnyGrant = NetAuthGrant | NetAuthTwoLeggedGrant;
+
+/** `res.locals` of a route guarded with `subscriber: 'optional'`. */
+export interface NetAuthLocals {
+  netauth: NetAuthAnyGrant;
+}
+
+/**
+ * The guard of a route that accepts tokens without a subscriber (`subscriber: 'optional'`): Express's
+ * RequestHandler, with `res.locals.netauth` typed for the handlers that follow it.
+ */
+export type NetAuthOptionalSubscriberGuard = RequestHandler<Request['params'], unknown, Request['body'], Request['query'], NetAuthLocals>;
+
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace Express {
     interface Request {
-      /** Set by the express-netauth guard on requests it let through. */
+      /** Set by the express-netauth guard on requests it let through with a token issued for a subscriber. */
       netauth?: NetAuthGrant;
     }
   }
@@ -44,36 +63,58 @@ export interface GuardOptions {
    * per grant id on every request; use it when several instances share a store.
    */
   revocation?: 'local' | 'store';
+  /**
+   * `required` (default): only tokens issued for a subscriber pass; a two-legged token (client credentials) is
+   * answered 403 `insufficient_scope`. `optional`: two-legged tokens pass too, for APIs that process no personal
+   * data; the grant is then at `res.locals.netauth` (`NetAuthAnyGrant`), and `req.netauth` is set only when it
+   * has a subscriber.
+   */
+  subscriber?: 'required' | 'optional';
 }
 
-/** The grant an access token carries, or undefined when it is invalid, expired or revoked. */
-async function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Promise<NetAuthGrant | undefined> {
+/** A token's grant, and whether it is good for one call only (the guard then spends it). */
+interface Authorized {
+  grant: NetAuthAnyGrant;
+  singleUse: boolean;
+}
+
+/** The grant an access token carries, or undefined when it is invalid, expired, revoked or used up. */
+async function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Promise<Authorized | undefined> {
   if (ctx.keys && looksLikeJwt(token)) {
-    // Verified offline: the token record is never read.
+    // Verified offline: the token record is never read (but for a single-use token, which the guard spends).
     const verified = await verifyAccessToken(ctx, token);
     if (!verified) return undefined;
     if (ctx.revocations.isRevokedLocally(verified.jti, verified.grantIds)) return undefined;
     if (revocation === 'store' && (await ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds))) return undefined;
-    return {
-      // A JWT carries the opaque subscriber id only: the phone number never travels in a token.
-      subscriber: { id: verified.subscriberId },
-      clientId: verified.clientId,
-      purpose: verified.purpose,
-      scopes: verified.scopes,
-      scope: verified.scope,
-      expiresAt: verified.expiresAt,
-    };
+    // A JWT carries the opaque subscriber id only: the phone number never travels in a token.
+    const grant = { subscriber: verified.subscriberId === undefined ? undefined : { id: verified.subscriberId }, clientId: verified.clientId, purpose: verified.purpose, scopes: verified.scopes, scope: verified.scope, expiresAt: verified.expiresAt };
+    return { grant: grant as NetAuthAnyGrant, singleUse: verified.singleUse };
   }
   const record = await findAccessToken(ctx, token);
   if (!record) return undefined;
-  return {
-    subscriber: subscriberOf(record),
-    clientId: record.clientId,
-    purpose: record.purpose,
-    scopes: record.scopes,
-    scope: record.scope,
-    expiresAt: record.expiresAt,
-  };
+  const { subscriberId, phoneNumber } = record;
+  const grant = { subscriber: subscriberId === null ? undefined : subscriberOf({ subscriberId, phoneNumber }), clientId: record.clientId, purpose: record.purpose, scopes: record.scopes, scope: record.scope, expiresAt: record.expiresAt };
+  return { grant: grant as NetAuthAnyGrant, singleUse: record.singleUse === true };
+}
+
+/**
+ * A two-legged token on a route that needs a subscriber: 403 insufficient_scope. RFC 6750 §3.1: the token is
+ * valid, but lacks what the resource needs (a subscriber behind it); 401 invalid_token would make the client
+ * fetch another token of the same kind, in vain.
+ */
+function missingSubscriber(authorized: Authorized, option: 'required' | 'optional'): OAuthError | undefined {
+  if (option === 'optional' || authorized.grant.subscriber !== undefined) return undefined;
+  return new OAuthError('insufficient_scope', 'this API needs a token issued for a subscriber; a client credentials token has none');
+}
+
+/**
+ * A single-use token (the scope's policy rule) is spent here, last, once every other check passed: of any number
+ * of concurrent calls with it exactly one gets through (the store's atomic `consume`), on every store, for both
+ * token formats; the others, and every later call, are 401 invalid_token.
+ */
+async function spend(ctx: GatewayContext, token: string, authorized: Authorized): Promise<OAuthError | undefined> {
+  if (!authorized.singleUse || (await consumeSingleUseToken(ctx, token))) return undefined;
+  return new OAuthError('invalid_token', 'the single-use access token was already used');
 }
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
@@ -83,6 +124,8 @@ function list(value: string | readonly string[] | undefined): readonly string[] 
 }
 
 /** RFC 6750 protection for a service API: a bearer access token issued by this gateway, with the needed scope. */
+export function createGuard(ctx: GatewayContext, options: GuardOptions & { subscriber: 'optional' }): NetAuthOptionalSubscriberGuard;
+export function createGuard(ctx: GatewayContext, options?: GuardOptions): RequestHandler;
 export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): RequestHandler {
   const scopes = list(options.scope);
   const purposes = list(options.purpose);
@@ -90,6 +133,20 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
   const needed = scopes.join(' ') || undefined;
   const revocation = options.revocation ?? 'local';
   if (revocation !== 'local' && revocation !== 'store') throw new TypeError("guard revocation must be 'local' or 'store'");
+  const subscriber = options.subscriber ?? 'required';
+  if (subscriber !== 'required' && subscriber !== 'optional') throw new TypeError("guard subscriber must be 'required' or 'optional'");
+
+  /** The grant the token gives this route, or the error to answer. */
+  const check = async (token: string): Promise<NetAuthAnyGrant | OAuthError> => {
+    const authorized = await authorize(ctx, token, revocation);
+    if (!authorized) return new OAuthError('invalid_token', 'the access token is invalid, expired or revoked');
+    const { grant } = authorized;
+    if (scopes.some((s) => !grant.scopes.includes(s)) || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
+      return new OAuthError('insufficient_scope', 'the access token does not cover this API');
+    }
+    return missingSubscriber(authorized, subscriber) ?? (await spend(ctx, token, authorized)) ?? grant;
+  };
+
   return (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
     if (header === undefined || !/^Bearer(\s|$)/i.test(header)) {
@@ -101,18 +158,14 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       sendBearerError(res, realm, new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }), needed);
       return;
     }
-    authorize(ctx, token, revocation).then(
-      (grant) => {
-        if (!grant) {
-          sendBearerError(res, realm, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), needed);
+    check(token).then(
+      (result) => {
+        if (result instanceof OAuthError) {
+          sendBearerError(res, realm, result, needed);
           return;
         }
-        const missing = scopes.some((s) => !grant.scopes.includes(s));
-        if (missing || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
-          sendBearerError(res, realm, new OAuthError('insufficient_scope', 'the access token does not cover this API'), needed);
-          return;
-        }
-        req.netauth = grant;
+        if (result.subscriber !== undefined) req.netauth = result;
+        if (subscriber === 'optional') (res.locals as Partial<NetAuthLocals>).netauth = result;
         next();
       },
       (error: unknown) => {

@@ -2,13 +2,21 @@ import type { Request } from 'express';
 import type { RegisteredClient, GrantType } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
 import type { FormParams } from '../http/form.js';
-import type { TokenResponse } from '../tokens/access-tokens.js';
+import type { IssueOptions, TokenResponse } from '../tokens/access-tokens.js';
 
 /**
  * One grant type of the token endpoint, as a small pluggable module (after oauth2orize's exchanges):
- * the endpoint authenticates the client and checks it may use the grant, then hands over.
+ * the endpoint authenticates the client and checks it may use the grant, then hands over. `issuing` is what the
+ * request asks of every token whatever the grant (one object, so what a request adds reaches every grant): the
+ * grant passes it on to `issueAccessToken`.
  */
 export interface Grant {
   type: GrantType;
-  exchange(ctx: GatewayContext, client: RegisteredClient, params: FormParams, req: Request): Promise<TokenResponse>;
+  /**
+   * Only for a grant whose request can authenticate the client by itself (RFC 7521 §4.1 and §6.3: the JWT bearer
+   * assertion, as the CAMARA profile uses it): called instead of client authentication when the request carries
+   * no client credentials. Resolves with the client, or rejects as client authentication would.
+   */
+  authenticate?(ctx: GatewayContext, params: FormParams, req: Request): Promise<RegisteredClient>;
+  exchange(ctx: GatewayContext, client: RegisteredClient, params: FormParams, req: Request, issuing: IssueOptions): Promise<TokenResponse>;
 }
