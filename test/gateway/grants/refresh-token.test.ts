@@ -7,6 +7,7 @@ import { CIBA, CLIENTS, SIM_SWAP, basic } from '../../helpers/gateway.js';
 import { CALLBACK, LOCATION, codeFor, redeem } from '../../helpers/frontend.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { listen } from '../../helpers/listen.js';
+import { recordEvents } from '../../helpers/events.js';
 import {
   GRANTS_CLIENTS,
   OFFLINE_AUTH,
@@ -90,11 +91,17 @@ describe.each(['opaque', 'jwt'] as const)('refresh_token grant (%s access tokens
 
   it('a reused (rotated-out) refresh token: invalid_grant, and every token of its grant then gets 401 at the guard', async () => {
     const gw = gateway();
+    const events = recordEvents(gw.netauth);
     const first = await viaCode(gw);
     const second = (await refresh(gw.app, first.refresh_token!)).body as Record<string, string>;
+    expect(events.of('token.issued').map((e) => [e.grantType, e.refreshToken])).toEqual([
+      ['authorization_code', true],
+      ['refresh_token', true],
+    ]);
     const reuse = await refresh(gw.app, first.refresh_token!);
     expect(reuse.status).toBe(400);
     expect(reuse.body.error).toBe('invalid_grant');
+    expect(events.of('token.revoked')).toEqual([{ clientId: 'offline-app', subscriberId: 'sub-alice', purpose: 'FraudPreventionAndDetection', reason: 'refresh_token_reuse' }]);
     for (const token of [first.access_token!, second.access_token!]) {
       const api = await callService(gw.app, token);
       expect(api.status).toBe(401);
