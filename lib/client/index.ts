@@ -7,7 +7,7 @@ import { callbackMiddleware } from './callback.js';
 import { requireTokenMiddleware } from './require-token.js';
 import { logoutMiddleware, revokeToken } from './logout.js';
 import { getToken, type TokenState } from './session.js';
-import { serviceFetch } from './service-fetch.js';
+import { refreshBackchannelToken, serviceFetch } from './refresh.js';
 import {
   pollBackchannel,
   resumeBackchannel,
@@ -33,8 +33,16 @@ export interface NetAuthClient {
   logout(options?: LogoutOptions): RequestHandler;
   /** The session's token and whether it expired, or undefined. */
   token(req: Request): TokenState | undefined;
-  /** fetch() with the session's bearer token; rejects with `no_token` / `token_expired`. */
+  /**
+   * fetch() with the session's bearer token, refreshed first when it is about to expire and the session holds a
+   * refresh token; rejects with `no_token` / `token_expired`.
+   */
   fetch(req: Request, input: string | URL, init?: RequestInit): Promise<Response>;
+  /**
+   * The next token of a backend-flow token that has a `refresh_token` (RFC 6749 §6), with the rotated refresh
+   * token: keep it in place of the old one. `token_expired` when the gateway refuses: start a new flow.
+   */
+  refresh(token: BackchannelToken): Promise<BackchannelToken>;
   /** Revokes a token (e.g. a backend-flow token) at the gateway's revocation endpoint (RFC 7009). */
   revoke(token: string, hint?: 'access_token' | 'refresh_token'): Promise<void>;
   /** Runs the backend flow (CIBA poll mode) and resolves with the token; `onProgress` reports each step. */
@@ -61,7 +69,8 @@ export function createNetAuthClient(options: NetAuthClientOptions): NetAuthClien
     requireToken: (required) => requireTokenMiddleware(ctx, required),
     logout: (logout = {}) => logoutMiddleware(ctx, logout),
     token: (req) => getToken(req, ctx.now()),
-    fetch: (req, input, init) => serviceFetch(req, ctx.now(), input, init),
+    fetch: (req, input, init) => serviceFetch(ctx, req, input, init),
+    refresh: (token) => refreshBackchannelToken(ctx, token),
     revoke: (token, hint) => revokeToken(ctx, token, hint),
     backchannel: (params) => runBackchannel(ctx, params),
     startBackchannel: (params) => startBackchannel(ctx, params),
