@@ -55,9 +55,12 @@ export function mountClientApp(
   const protectedRoute: express.RequestHandler = (req, res) => void res.json({ route: req.originalUrl, token: client.token(req) ?? null });
   router.get('/protected', required, protectedRoute);
   router.post('/protected', required, protectedRoute);
-  router.get('/api', async (req, res) => {
-    const api = await client.fetch(req, gw.serviceApi);
-    res.status(api.status).json(await api.json());
+  router.get('/api', (req, res, next) => {
+    // Errors to the error handler on Express 4 too (it does not catch a rejected route promise).
+    client
+      .fetch(req, gw.serviceApi)
+      .then(async (api) => void res.status(api.status).json(await api.json()))
+      .catch(next);
   });
   router.post('/logout', client.logout({ successRedirect: `${prefix}/me` }));
   router.get('/backend', async (req, res) => {
