@@ -34,6 +34,24 @@ function refused(cause: unknown): NetAuthClientError {
   });
 }
 
+/**
+ * A shared refresh's result, followed along later refreshes of the tokens it gave (a request that read the
+ * session long ago must not bring back a refresh token that was rotated since).
+ */
+async function latest(shared: Map<string, Shared>, first: Promise<oidc.TokenEndpointResponse>): Promise<oidc.TokenEndpointResponse> {
+  let response = await first;
+  for (let hops = 0; hops < 10; hops++) {
+    const next = response.refresh_token === undefined ? undefined : shared.get(response.refresh_token);
+    if (!next) break;
+    try {
+      response = await next.promise;
+    } catch {
+      break;
+    }
+  }
+  return response;
+}
+
 /** One refresh_token grant per refresh token at a time; errors typed (`token_expired` when refused). */
 function refreshTokens(ctx: ClientContext, refreshToken: string): Promise<oidc.TokenEndpointResponse> {
   let shared = sharedByClient.get(ctx);
@@ -41,7 +59,7 @@ function refreshTokens(ctx: ClientContext, refreshToken: string): Promise<oidc.T
   const now = Date.now();
   for (const [key, entry] of shared) if (entry.until <= now) shared.delete(key);
   const found = shared.get(refreshToken);
-  if (found) return found.promise;
+  if (found) return latest(shared, found.promise);
   const entry: Shared = {
     until: Infinity,
     promise: (async () => {

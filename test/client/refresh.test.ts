@@ -133,6 +133,20 @@ describe.each(GATEWAYS)('refresh tokens on the app side, against $name', ({ star
     expect((await app.client.refresh(next)).access_token).not.toBe(next.access_token);
   });
 
+  it('a holder of a long-rotated token gets the latest token, not one rotated since (no reuse reaches the gateway)', async () => {
+    const t0 = await app.client.backchannel({ login_hint: gw.hints.approved, scope: `${gw.scope} offline_access` });
+    const t1 = await app.client.refresh(t0);
+    const t2 = await app.client.refresh(t1);
+    const before = issued;
+    // A request that read t0 long ago (a slow request, a stale session copy) refreshes it now.
+    const stale = await app.client.refresh(t0);
+    expect(issued).toBe(before);
+    expect(stale.refresh_token).toBe(t2.refresh_token);
+    expect(stale.access_token).toBe(t2.access_token);
+    // The grant is intact: t2's refresh token still works.
+    expect((await app.client.refresh(t2)).access_token).not.toBe(t2.access_token);
+  });
+
   it('client.refresh(): a refused refresh token is token_expired; a token without one is no_token', async () => {
     const token = await app.client.backchannel({ login_hint: gw.hints.approved, scope: `${gw.scope} offline_access` });
     await app.client.revoke(token.refresh_token!, 'refresh_token');
