@@ -92,9 +92,13 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
     ...(options.store ? { store: options.store } : {}),
     lifetimes: config.lifetimes,
     backchannel: { onConsentRequired: (request) => inbox.add(request) },
-    ...(config.sandbox ? { sandbox: config.sandbox } : {}),
-    network: { mobileRanges: config.network.mobileRanges },
+    // Sandbox mode identifies by the allow-listed login_hint, never by the network.
+    ...(config.sandbox ? { sandbox: config.sandbox } : { network: { mobileRanges: config.network.mobileRanges } }),
+    // One gateway process on a laptop: fresh secrets per start are all it needs (production gives every
+    // instance the same ones; without them createNetAuth warns at start-up).
+    pairwiseSalt: randomBytes(32).toString('base64url'),
     consentPage: {
+      cookieSecret: randomBytes(32).toString('base64url'),
       operatorName: operator.name,
       primaryColor: colour,
       primaryTextColor: textColour,
