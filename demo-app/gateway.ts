@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
 import { createNetAuth, type BackchannelRequest, type NetAuth, type Store } from '../lib/index.js';
-import type { DemoConfig, DemoSubscriber } from './config.js';
+import { APP_JWKS_PATH, type DemoConfig, type DemoSubscriber } from './config.js';
 import { cookies, createCsrf, setCookie } from './csrf.js';
 import { DEVICE_COOKIE, findDevice, operatorEdge, simulatedDevices } from './network.js';
 import { duration, html, logoSvg, purposeWords, sendPage, spacedNumber, type Brand, type Html } from './pages.js';
@@ -82,11 +82,16 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
 
   const netauth = createNetAuth({
     issuer,
-    // The sample app's callback depends on its port, so it is registered here rather than in the config.
-    clients: config.clients.map((c) => ({
-      ...c,
-      redirectUris: [...(c.redirectUris ?? []), ...(c.clientId === config.app.clientId ? [`${appUrl}/callback`] : [])],
-    })),
+    // The sample app's callback and key URL depend on its port, so they are registered here, not in the config.
+    clients: config.clients.map((c) => {
+      const isApp = c.clientId === config.app.clientId;
+      return {
+        ...c,
+        redirectUris: [...(c.redirectUris ?? []), ...(isApp ? [`${appUrl}/callback`] : [])],
+        // CAMARA profile: the app's public keys, fetched from the app itself, and signed requests only.
+        ...(c.tokenEndpointAuthMethod === 'private_key_jwt' ? { jwksUri: `${appUrl}${APP_JWKS_PATH}`, requireSignedRequestObject: true } : {}),
+      };
+    }),
     subscribers: config.subscribers.map((s) => ({ id: s.id, phoneNumber: s.phoneNumber, addresses: s.addresses ?? [] })),
     consentPolicy: config.consentPolicy,
     ...(options.store ? { store: options.store } : {}),
