@@ -267,6 +267,7 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
         'no poll could come before the request expires',
     );
   }
+  if (!Array.isArray(policy.rules())) throw new TypeError('consentPolicy.rules() must return the list of rules (discovery publishes their scopes)');
   const registrations = clients instanceof StaticClientRegistry ? clients.list() : [];
   for (const client of registrations) {
     for (const scope of client.scopes) {

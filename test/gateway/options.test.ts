@@ -87,6 +87,7 @@ const refused: Array<[string, NetAuthOptions, RegExp]> = [
   ['a scope with its purpose', withRules({ purpose: 'Marketing', scope: 'Marketing#sim-swap', basis: 'consent' }), /consentPolicy\[0\]\.scope must be an API scope \(e\.g\. sim-swap\), without the purpose/],
   ['two rules for one pair', withRules({ purpose: 'Marketing', scope: 'sim-swap', basis: 'consent' }, { purpose: 'Marketing', scope: 'sim-swap', basis: 'forbidden' }), /consentPolicy\[1\]: a second rule for dpv:Marketing#sim-swap/],
   ['a consent lifetime of 0', withRules({ purpose: 'Marketing', scope: 'sim-swap', basis: 'consent', consentLifetime: 0 }), /consentPolicy\[0\]\.consentLifetime must be a positive whole number of seconds/],
+  ['a policy whose rules() is not a list', withOptions({ consentPolicy: { rule: () => undefined, rules: () => undefined } }), /consentPolicy\.rules\(\) must return the list of rules/],
   ['a policy without rules()', withOptions({ consentPolicy: { rule: () => undefined } }), /consentPolicy must be a list of rules or a ConsentPolicy with rule\(purpose, scope\) and rules\(\) \(missing: rules\)/],
 
   // Subscribers.
