@@ -22,6 +22,8 @@ import { SERVERS, type ServerEntry } from './servers/registry.js';
 import { PENDING_SERVER, SOAK_SERVER, SUITES, TARGETS } from './plan.js';
 import { fmt, mb, median, ratio, table } from './report.js';
 import { RedisServer, redisServerMissing } from '../test/helpers/redis-server.js';
+import { RedisCluster } from '../test/helpers/redis-cluster.js';
+import { countFlows, pendingMemory, redisCostReport, redisTargetLines, type RedisCostRow, type RedisNode } from './redis-costs.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -61,8 +63,11 @@ const settings = {
   budgetMs: Number(args.budget ?? (quick ? 20 : 285)) * 1000,
   /** The prefill of workload 4 stops here, holding however many it made. */
   prefillLimitMs: quick ? 3_000 : 45_000,
+  /** The redis suite: flows counted with MONITOR per configuration, and pending auth_req_ids for its memory. */
+  redisFlows: quick ? 20 : 100,
+  redisPending: quick ? 300 : 5_000,
 };
-const only = new Set((args.only ?? 'flow,frontend,guard,hostile,pending,soak').split(','));
+const only = new Set((args.only ?? 'flow,frontend,guard,hostile,pending,redis,soak').split(','));
 /** Restricts every suite to these server ids (for profiling one server, say). */
 const serverFilter = args.servers ? new Set(args.servers.split(',')) : undefined;
 /** Server ids to start with `node --cpu-prof` (profiles land in bench/profiles/). */
@@ -127,7 +132,10 @@ class ServerProcess {
   private nextId = 1;
   private readonly waiting = new Map<number, (m: Exclude<ServerMessage, { type: 'ready' }>) => void>();
 
-  constructor(readonly entry: ServerEntry) {
+  constructor(
+    readonly entry: ServerEntry,
+    env: Record<string, string> = {},
+  ) {
     const execArgv = ['--expose-gc', '--import', 'tsx'];
     if (profiled.has(entry.id)) {
       // One directory per server: node writes a profile per thread (tsx's loader runs in a worker), named by pid and thread.
@@ -137,7 +145,7 @@ class ServerProcess {
     }
     this.child = spawn(process.execPath, [...execArgv, path.join(HERE, 'servers', entry.file)], {
       cwd: ROOT,
-      env: { ...process.env, ...entry.env, ...(entry.needsRedis && redis ? { BENCH_REDIS_URL: redis.url } : {}), NODE_ENV: 'production' },
+      env: { ...process.env, ...entry.env, ...(entry.needsRedis && redis ? { BENCH_REDIS_URL: redis.url } : {}), ...env, NODE_ENV: 'production' },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     this.child.stderr!.on('data', (chunk: Buffer) => {
@@ -473,6 +481,7 @@ interface SoakResult {
 
 let pendingResult: PendingResult | undefined;
 let soakResult: SoakResult | undefined;
+let redisCosts: RedisCostRow[] = [];
 
 function targetLines(): string[] {
   const lines: string[] = [];
@@ -559,6 +568,7 @@ function report(machine: Machine): string {
       '',
     );
   }
+  if (redisCosts.length > 0) out.push(redisCostReport(redisCosts), '');
   out.push(
     'columns: ops/s = completed operations per second (a flow = bc-authorize + token, or authorize + token);',
     '  p50/p99 = latency of one operation; RSS = server resident memory at the end of a round; srv us/op = server CPU',
@@ -572,6 +582,7 @@ function report(machine: Machine): string {
     '',
     'targets:',
     ...targetLines(),
+    ...(only.has('redis') ? redisTargetLines(redisCosts) : []),
   );
   const disturbed = measured.filter((m) => m.noisy).length;
   out.push(
@@ -665,6 +676,8 @@ async function main(): Promise<void> {
     }
   }
 
+  if (only.has('redis') && !serverFilter) await redisSuite();
+
   const soak = servers.get(SOAK_SERVER);
   if (soak) {
     log(`soak: ${settings.soakMs / 1000} s of backend flows, RSS sampled every second`);
@@ -698,6 +711,75 @@ async function main(): Promise<void> {
   }
 }
 
+/**
+ * The redis suite (bench/redis-costs.ts): the netauth server on a redis-server of its own and on a Redis Cluster
+ * of three masters (given one node's URL), with rate limits off and on: round trips per flow, flows per second,
+ * and (rate limits off) Redis memory per pending auth_req_id.
+ */
+async function redisSuite(): Promise<void> {
+  const missing = redisServerMissing();
+  if (missing) {
+    log(`redis suite n/a: ${missing}`);
+    return;
+  }
+  const entry = SERVERS['netauth-redis']!;
+  const topologies: Array<{ name: string; start: () => Promise<{ url: string; nodes: RedisNode[]; pids: number[]; stop: () => Promise<void> }> }> = [
+    {
+      name: 'single node',
+      start: async () => {
+        const server = await RedisServer.start();
+        return { url: server.url, nodes: [server], pids: [server.pid!], stop: () => server.destroy() };
+      },
+    },
+    {
+      name: 'cluster (3 masters)',
+      start: async () => {
+        const cluster = await RedisCluster.start({ masters: 3 });
+        return { url: cluster.nodes[0]!.url, nodes: cluster.nodes, pids: cluster.nodes.map((n) => n.pid!), stop: () => cluster.destroy() };
+      },
+    },
+  ];
+  // The quick smoke runs the code paths once: one node is enough.
+  for (const topology of settings.quick ? topologies.slice(0, 1) : topologies) {
+    const redisSet = await topology.start();
+    try {
+      for (const pid of redisSet.pids) pin(pid, SERVER_CORE);
+      for (const rateLimits of ['off', 'on'] as const) {
+        const server = new ServerProcess(entry, { BENCH_REDIS_URL: redisSet.url, BENCH_RATE_LIMITS: rateLimits });
+        try {
+          await server.ready;
+          const flowsPerSec = async (workload: RunRequest['workload']): Promise<number> => {
+            const pids: Record<string, number> = { server: server.pid, loadgen: loadgen.pid, orchestrator: process.pid };
+            redisSet.pids.forEach((pid, i) => (pids[`redis${i}`] = pid));
+            const result = await loadgen.run({ origin: server.origin, workload, params: entry.params, connections: settings.connections, warmupMs: settings.warmupMs, durationMs: settings.durationMs, pids });
+            checkRow(`redis/${topology.name}/${rateLimits}/${workload}`, result);
+            return result.opsPerSec;
+          };
+          const row: RedisCostRow = {
+            topology: topology.name,
+            rateLimits,
+            ciba: { flowsPerSec: 0, perFlow: await countFlows(server.origin, entry.params, 'backend-flow', redisSet.nodes, settings.redisFlows) },
+            code: { flowsPerSec: 0, perFlow: await countFlows(server.origin, entry.params, 'frontend-flow', redisSet.nodes, settings.redisFlows) },
+          };
+          row.ciba.flowsPerSec = await flowsPerSec('backend-flow');
+          row.code.flowsPerSec = await flowsPerSec('frontend-flow');
+          if (rateLimits === 'off') row.pending = { count: settings.redisPending, ...(await pendingMemory(server.origin, entry.params, redisSet.nodes, settings.redisPending)) };
+          redisCosts.push(row);
+          log(
+            `redis ${topology.name}, rate limits ${rateLimits}: CIBA ${fmt(row.ciba.flowsPerSec)}/s ${fmt(row.ciba.perFlow.roundTrips, 1)} RT, ` +
+              `code ${fmt(row.code.flowsPerSec)}/s ${fmt(row.code.perFlow.roundTrips, 1)} RT` +
+              (row.pending ? `, ${fmt(row.pending.bytes)} B per pending auth_req_id` : ''),
+          );
+        } finally {
+          await server.stop();
+        }
+      }
+    } finally {
+      await redisSet.stop();
+    }
+  }
+}
+
 async function shutdown(): Promise<void> {
   await Promise.all([...servers.values()].map((s) => s.stop()));
   loadgen?.stop();
@@ -717,6 +799,7 @@ if (args.report) {
     measured: Measured[];
     pendingResult?: PendingResult;
     soakResult?: SoakResult;
+    redisCosts?: RedisCostRow[];
     unavailable?: Record<string, string>;
   };
   Object.assign(settings, saved.settings);
@@ -724,6 +807,7 @@ if (args.report) {
   measured.push(...saved.measured);
   pendingResult = saved.pendingResult;
   soakResult = saved.soakResult;
+  redisCosts = saved.redisCosts ?? [];
   process.stdout.write(`${report(saved.machine)}\n`);
   process.exit(0);
 }
@@ -737,7 +821,7 @@ await shutdown();
 const text = report(thisMachine());
 process.stdout.write(`\n${text}\n`);
 if (args.json) {
-  writeFileSync(args.json, JSON.stringify({ settings, machine: thisMachine(), measured, pendingResult, soakResult, unavailable: Object.fromEntries(unavailable) }, null, 2));
+  writeFileSync(args.json, JSON.stringify({ settings, machine: thisMachine(), measured, pendingResult, soakResult, redisCosts, unavailable: Object.fromEntries(unavailable) }, null, 2));
 }
 log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 if (harnessFailures.length) {

@@ -82,6 +82,22 @@ export async function startDemo(config: DemoConfig, options: StartOptions = {}):
     let store: RedisStore | undefined;
     let sessionStore: SessionRedisStore | undefined;
     if (options.redisUrl) {
+      // The gateway's store owns its connection. open() is the start-up check: a wrong URL or a Redis that is
+      // down is one clear error now (naming the host, never the password), not a 503 at every request later.
+      store = new RedisStore({
+        url: options.redisUrl,
+        prefix: 'netauth-demo:',
+        onDataLoss: (error) => console.error(`demo: ${error.message}`),
+      });
+      const opened = store;
+      cleanup.push(() => opened.close());
+      try {
+        await opened.open();
+      } catch (error) {
+        throw new DemoStartError(`REDIS_URL: ${error instanceof Error ? error.message : String(error)}`);
+      }
+
+      // The app's sessions (connect-redis) on a client of their own.
       let connected = false;
       const redis = createClient({
         url: options.redisUrl,
@@ -104,7 +120,6 @@ export async function startDemo(config: DemoConfig, options: StartOptions = {}):
       connected = true;
       closeRedis = () => redis.close().catch(() => redis.destroy());
       sessionStore = new SessionRedisStore({ client: redis, prefix: 'netauth-demo:sess:' });
-      store = new RedisStore({ client: redis, prefix: 'netauth-demo:' });
     }
 
     const gateway = createGateway(config, { gatewayUrl, appUrl, ...(store ? { store } : {}), ...(options.log ? { log: options.log } : {}) });

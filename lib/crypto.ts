@@ -23,6 +23,19 @@ export function randomId(bytes: number): string {
   return id;
 }
 
+/**
+ * A fresh placement tag (lib/stores/store.ts): 48 random bits, 8 characters. Only where records land depends on
+ * it; the secret part of an id is the random text after it.
+ */
+export function randomTag(): string {
+  return randomId(6);
+}
+
+/** `<tag>.<bytes random bytes>`: an id placed with every other id carrying `tag`. */
+export function taggedId(tag: string, bytes: number): string {
+  return `${tag}.${randomId(bytes)}`;
+}
+
 type OneShotHash = (algorithm: string, data: string, outputEncoding: 'base64url') => string;
 const oneShot = (crypto as unknown as { hash?: OneShotHash }).hash;
 

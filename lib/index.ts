@@ -62,7 +62,14 @@ export type { ConsentPolicy, ConsentRule, LegalBasis } from './consent/policy.js
 export type { ConsentRecord } from './consent/records.js';
 export { MemoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
-export { StoreUnavailableError } from './stores/store.js';
-export type { Store, RecordKind, PutOptions, StoredRecord, JsonObject, JsonValue } from './stores/store.js';
-export { RedisStore } from './stores/redis.js';
-export type { RedisStoreOptions, RedisCommandClient } from './stores/redis.js';
+export { StoreUnavailableError, placementTag } from './stores/store.js';
+export type { Store, RecordKind, PutOptions, RecordWrite, StoredRecord, JsonObject, JsonValue } from './stores/store.js';
+export { RedisStore, StoreDataLossError } from './stores/redis.js';
+export type {
+  RedisStoreOptions,
+  RedisStoreClient,
+  RedisCommandClient,
+  RedisClusterCommandClient,
+  RedisSentinelCommandClient,
+  NodeRedisCommands,
+} from './stores/redis.js';

@@ -8,7 +8,9 @@
  * - `soak`: 5 s lifetimes everywhere, so the live state reaches its steady size within seconds and any RSS
  *   growth during the 60 s soak is a leak, not live tokens.
  * BENCH_STORE picks the store: `memory` (default) or `redis` (RedisStore on BENCH_REDIS_URL, the loopback
- * redis-server bench/run.ts starts for the Redis row).
+ * redis-server bench/run.ts starts for the Redis row, or one node of its Redis Cluster: the store finds the rest).
+ * BENCH_RATE_LIMITS=on: every default rate limit on, with budgets no bench flow reaches, so their cost is measured
+ * (the redis suite); otherwise off, as in the other rows.
  *
  * The frontend flow (workload 2) identifies the device by its address: `trust proxy` believes the loopback
  * hop (the load generator, standing in for the operator's edge) and its `X-Forwarded-For: 10.20.0.1`, which
@@ -44,6 +46,12 @@ async function createStore(): Promise<Store | undefined> {
 }
 
 const store = await createStore();
+// Every limit of the defaults, counted as usual, with budgets one client and one subscriber never reach here.
+const unreachable = { points: 1_000_000_000, duration: 60 };
+const rateLimits =
+  process.env.BENCH_RATE_LIMITS === 'on'
+    ? { authorize: { perAddress: unreachable }, bcAuthorize: { perClient: unreachable, perSubscriber: unreachable }, token: { perClient: unreachable, perSubscriber: unreachable } }
+    : false;
 // BENCH_ID_TOKENS: an RS256 key made at start-up (as node-oidc-provider's default keystore) signs an ID token per flow.
 const idTokens = process.env.BENCH_ID_TOKENS === '1';
 const signingKeys = idTokens ? [{ ...(await exportJWK((await generateKeyPair('RS256', { extractable: true })).privateKey)), alg: 'RS256' }] : undefined;
@@ -71,8 +79,9 @@ const netauth = createNetAuth({
   ...(store ? { store } : {}),
   lifetimes: chosen,
   // Off, as the peer has none: one client and one subscriber run thousands of flows a second here, far past
-  // the default per-client and per-subscriber limits. Their cost is a few percent (docs/operations.md).
-  rateLimits: false,
+  // the default per-client and per-subscriber limits. Their cost is a few percent (docs/operations.md); the
+  // redis suite measures them (BENCH_RATE_LIMITS=on).
+  rateLimits,
   ...(signingKeys ? { idTokens: true, signingKeys, pairwiseSalt: 'bench-salt' } : {}),
   onError: quietOnError('netauth'),
 });

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { sha256, taggedId } from '../crypto.js';
 import type { Store } from '../stores/store.js';
 import { DEFAULT_CONSENT_LIFETIME, type ConsentPolicy } from './policy.js';
 
@@ -34,8 +34,17 @@ export type ConsentState =
 // A refusal is remembered long enough to answer every request pending at that time.
 const DENIAL_LIFETIME = 24 * 3600;
 
+/**
+ * The placement tag of a client's consent records for one subscriber (lib/stores/store.ts): derived from both,
+ * so a sharded store keeps all of them (every purpose and scope, and their grants) on one shard and spreads
+ * subscribers over all shards.
+ */
+function consentTag(clientId: string, subscriberId: string): string {
+  return sha256(`${encodeURIComponent(clientId)}|${encodeURIComponent(subscriberId)}`).slice(0, 8);
+}
+
 function recordId(clientId: string, subscriberId: string, purpose: string, scope: string): string {
-  return [clientId, subscriberId, purpose, scope].map(encodeURIComponent).join('|');
+  return `${consentTag(clientId, subscriberId)}.${[clientId, subscriberId, purpose, scope].map(encodeURIComponent).join('|')}`;
 }
 
 /** Consent records, per (client, subscriber, purpose, scope), kept in the store. */
@@ -121,7 +130,7 @@ export class ConsentRecords {
       decidedAt,
       expiresAt: decidedAt + lifetime * 1000,
       // Renewing a live consent keeps its grant id, so a later revocation still reaches every token under it.
-      grantId: status === 'granted' && stillGranted ? previous.grantId : randomBytes(16).toString('base64url'),
+      grantId: status === 'granted' && stillGranted ? previous.grantId : taggedId(consentTag(subject.clientId, subject.subscriberId), 16),
     };
     await this.store.put('consent', id, record, { ttl: lifetime });
     // A refusal supersedes a consent: the tokens issued under it go with it.

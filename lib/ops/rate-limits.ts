@@ -312,7 +312,8 @@ function limiterFactory(options: RateLimitOptions, store: Store): { make: Make; 
       }),
       timeoutMs,
     });
-  return options.redis === undefined && redisStore ? { make, open: () => redisStore.open() } : { make };
+  // A failed open() (Redis down at start-up) leaves the per-process counters to answer until Redis is back.
+  return options.redis === undefined && redisStore ? { make, open: () => redisStore.open().catch(() => {}) } : { make };
 }
 
 /** Reports a limit reached and makes its 429. */

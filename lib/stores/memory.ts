@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue, PutOptions, RecordKind, Store, StoredRecord } from './store.js';
+import type { JsonObject, JsonValue, PutOptions, RecordKind, RecordWrite, Store, StoredRecord } from './store.js';
 import { ExpiryQueue } from './expiry-queue.js';
 
 export interface MemoryStoreOptions {
@@ -35,6 +35,10 @@ function frozenCopy<T extends JsonValue>(value: T): T {
   return Object.freeze(copy) as T;
 }
 
+function checkTtl(options: PutOptions): void {
+  if (!(options.ttl > 0)) throw new RangeError('ttl must be a positive number of seconds');
+}
+
 /**
  * The embedded default store: one process, nothing survives a restart. Records are copied and frozen
  * on `put`, so neither the caller nor a reader can change what is stored. JavaScript runs one operation
@@ -64,7 +68,12 @@ export class MemoryStore implements Store {
   }
 
   async put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void> {
-    if (!(options.ttl > 0)) throw new RangeError('ttl must be a positive number of seconds');
+    checkTtl(options);
+    this.write(kind, id, value, options);
+  }
+
+  /** `put` with nothing awaited: callers that must not yield between a check and the write use it. */
+  private write(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): void {
     this.sweep();
     const key = `${kind}:${id}`;
     const previous = this.entries.get(key);
@@ -81,9 +90,10 @@ export class MemoryStore implements Store {
   }
 
   async add(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<boolean> {
+    checkTtl(options);
     if (this.live(`${kind}:${id}`)) return false;
-    // No await between the check and the write: nothing else runs in between.
-    await this.put(kind, id, value, options);
+    // Nothing awaited between the check and the write: nothing else runs in between.
+    this.write(kind, id, value, options);
     return true;
   }
 
@@ -92,10 +102,12 @@ export class MemoryStore implements Store {
     return entry ? { value: entry.value as T, consumed: entry.consumed } : undefined;
   }
 
-  async consume(kind: RecordKind, id: string): Promise<boolean> {
+  async consume(kind: RecordKind, id: string, writes: readonly RecordWrite[] = []): Promise<boolean> {
+    for (const w of writes) checkTtl(w.options);
     const entry = this.live(`${kind}:${id}`);
     if (!entry || entry.consumed) return false;
     entry.consumed = true;
+    for (const w of writes) this.write(w.kind, w.id, w.value, w.options);
     return true;
   }
 

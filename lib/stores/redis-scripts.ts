@@ -1,17 +1,14 @@
 /**
  * The Lua scripts behind RedisStore. Every operation that touches more than one key, or reads and then
  * writes, runs as one script, so Redis executes it atomically: no reader ever sees a half-written record,
- * and of any number of concurrent `consume` calls exactly one finds `c == '0'`.
+ * and of any number of concurrent `consume` calls exactly one finds the record unconsumed.
  *
- * Layout (see docs/redis-store.md): a record is a HASH `<prefix>rec:<kind>:<id>` with fields
- *   v  the value as JSON, c  '0' | '1' (consumed), g  the record's grant ids as a JSON array;
- * a grant index is a ZSET `<prefix>grant:<grantId>` of record keys scored by their expiry time (ms,
- * Redis clock). Scores let `put` drop members whose records have expired, and the index's own expiry is
- * set to its latest member's, so it never outlives what it indexes nor grows without bound.
- *
- * Grant index keys are derived inside the scripts from the prefix (ARGV), because the grants a record
- * used to belong to are only known after reading it. That is fine on a single Redis or Sentinel set-up;
- * on Redis Cluster every key must hash to one slot (use a prefix with a hash tag, e.g. `{netauth}:`).
+ * Every key a script touches is in KEYS (the layout is lib/stores/redis-keys.ts), and on Redis Cluster all the
+ * keys of one call share one hash tag, so the call runs on one shard. A grant index is a ZSET of members
+ * (record keys without the prefix) scored by their record's expiry time (ms, Redis clock): scores let a write
+ * drop members whose records have expired, and the index expires with its latest member, so it never outlives
+ * what it indexes nor grows without bound. A member may outlive its record (deleted, or rewritten under other
+ * grants): REVOKE deletes a member's record only while the record still lists the grant.
  */
 import { createHash } from 'node:crypto';
 
@@ -25,98 +22,109 @@ function script(body: string): Script {
   return { source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
-// Helpers shared by the scripts. `fit` sets an index's expiry to that of its latest member; an index
-// with no member left is removed by Redis itself (an empty ZSET does not exist).
+// Helpers shared by the scripts. `index` adds a member, first dropping members already expired, and sets the
+// index's expiry to its latest member's (an index with no member left is removed by Redis itself).
 const COMMON = `
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+local function index(idx, member, ttl, now)
+  redis.call('ZREMRANGEBYSCORE', idx, '-inf', now)
+  -- %.0f: a Lua number would be sent with 14 significant digits, too few for a time in ms one day.
+  redis.call('ZADD', idx, string.format('%.0f', now + ttl), member)
+  local last = redis.call('ZRANGE', idx, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', idx, last[2])
+end
 local function fit(idx)
   local last = redis.call('ZRANGE', idx, -1, -1, 'WITHSCORES')
   if last[2] then redis.call('PEXPIREAT', idx, last[2]) end
 end
-local function leave(gprefix, key, grants_json, except)
-  for _, grant in ipairs(cjson.decode(grants_json)) do
-    if not except[grant] then
-      local idx = gprefix .. grant
-      redis.call('ZREM', idx, key)
-      fit(idx)
-    end
-  end
-end
-`;
-
-// The whole of `put`, shared by PUT and ADD.
-const WRITE = `
-local key, gprefix, ttl = KEYS[1], ARGV[1], tonumber(ARGV[2])
-local now = now_ms()
-local expires = string.format('%.0f', now + ttl)
-local keep = {}
-for i = 5, #ARGV do keep[ARGV[i]] = true end
-local old = redis.call('HGET', key, 'g')
-if old then leave(gprefix, key, old, keep) end
-redis.call('DEL', key)
-redis.call('HSET', key, 'v', ARGV[3], 'c', '0', 'g', ARGV[4])
-redis.call('PEXPIRE', key, ttl)
-for i = 5, #ARGV do
-  local idx = gprefix .. ARGV[i]
-  -- Members whose records have expired go now, so a long-lived grant's index stays as small as its live set.
-  redis.call('ZREMRANGEBYSCORE', idx, '-inf', now)
-  redis.call('ZADD', idx, expires, key)
-  fit(idx)
-end
-return 1
 `;
 
 /**
- * KEYS[1] record key. ARGV: [1] grant index prefix, [2] ttl ms, [3] value JSON, [4] grants JSON,
- * [5..] grant ids. Overwrites the whole record (so `c` goes back to '0') and moves it between indexes.
+ * KEYS[1] the record, KEYS[2..] indexes of its grants (those on this shard). ARGV: [1] ttl ms, [2] the encoded
+ * record, [3] its index member, [4] '1' to write only when no record lives under KEYS[1] (`add`).
+ * Returns 1 when written.
  */
-export const PUT = script(WRITE);
-
-/** As PUT, but only when no record lives under KEYS[1] (Redis expires keys itself). Returns 1 when written. */
-export const ADD = script(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-` + WRITE);
-
-/** KEYS[1] record key. Returns 1 only for the call that flipped `c` from '0' to '1'. */
-export const CONSUME = script(`
-if redis.call('HGET', KEYS[1], 'c') == '0' then
-  redis.call('HSET', KEYS[1], 'c', '1')
-  return 1
-end
-return 0
-`);
-
-/** KEYS[1] record key. ARGV[1] grant index prefix. */
-export const DELETE = script(`
-local g = redis.call('HGET', KEYS[1], 'g')
-if g then leave(ARGV[1], KEYS[1], g, {}) end
-redis.call('DEL', KEYS[1])
+export const PUT = script(`
+if ARGV[4] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local ttl = tonumber(ARGV[1])
+local now = now_ms()
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
+for i = 2, #KEYS do index(KEYS[i], ARGV[3], ttl, now) end
 return 1
 `);
 
 /**
- * KEYS[1] grant index key. ARGV: [1] grant index prefix, [2] grant id. A member is deleted only if its
- * record still lists the grant: a record that expired and was written again under other grants (same
- * id, e.g. a consent record) must survive the revocation of a grant it no longer belongs to.
+ * KEYS: indexes of a record's grants on another shard than the record (Redis Cluster only). ARGV: [1] ttl ms,
+ * [2] the record's index member. Written before the record, so a revocation that reads the index after the
+ * record exists always finds it.
+ */
+export const INDEX = script(`
+local ttl = tonumber(ARGV[1])
+local now = now_ms()
+for i = 1, #KEYS do index(KEYS[i], ARGV[2], ttl, now) end
+return 1
+`);
+
+/**
+ * KEYS[1] the record to consume, then per attached write its record key and its grant indexes. ARGV: [1] the
+ * number of writes, then per write: the number of its indexes, ttl ms, the encoded record, its index member.
+ * Returns 1 only for the call that flipped the record from unconsumed to consumed; only that call writes.
+ * SETRANGE keeps the record's TTL, so a replay is recognised until the record expires.
+ */
+export const CONSUME = script(`
+local v = redis.call('GET', KEYS[1])
+if not v or string.sub(v, 1, 1) ~= '0' then return 0 end
+redis.call('SETRANGE', KEYS[1], 0, '1')
+local now = now_ms()
+local k, a = 2, 2
+for w = 1, tonumber(ARGV[1]) do
+  local n, ttl, record, member = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3]
+  a = a + 4
+  redis.call('SET', KEYS[k], record, 'PX', ttl)
+  for i = 1, n do index(KEYS[k + i], member, ttl, now) end
+  k = k + n + 1
+end
+return 1
+`);
+
+/**
+ * One shard's part of revoking a grant. KEYS: [1] the grant index when ARGV[2] is '1', then records named by
+ * the index. ARGV: [1] the grant id, [2] '1' when KEYS[1] is the index, [3..] members to take out of the
+ * index. A record is deleted only if it still lists the grant: one that expired and was written again under
+ * other grants (same id, e.g. a consent record) survives. Returns the number of members left in the index
+ * (written meanwhile: the caller goes round again), 0 without the index.
  */
 export const REVOKE = script(`
-local gprefix, grant = ARGV[1], ARGV[2]
-for _, key in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  local g = redis.call('HGET', key, 'g')
-  if g then
-    local mine = false
-    for _, id in ipairs(cjson.decode(g)) do
-      if id == grant then mine = true end
-    end
-    if mine then
-      leave(gprefix, key, g, { [grant] = true })
-      redis.call('DEL', key)
+local grant, first = ARGV[1], 1
+if ARGV[2] == '1' then first = 2 end
+for i = first, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  if v then
+    local newline = string.find(v, '\\n', 2, true)
+    for _, id in ipairs(cjson.decode(string.sub(v, 2, newline - 1))) do
+      if id == grant then
+        redis.call('DEL', KEYS[i])
+        break
+      end
     end
   end
 end
-redis.call('DEL', KEYS[1])
-return 1
+if first == 1 then return 0 end
+for i = 3, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
+fit(KEYS[1])
+return redis.call('ZCARD', KEYS[1])
+`);
+
+/**
+ * KEYS[1] a data-loss marker (lib/stores/redis-markers.ts). ARGV[1] a fresh random value. Returns the marker's
+ * value, first writing ARGV[1] (no expiry) when there is none.
+ */
+export const MARK = script(`
+local v = redis.call('GET', KEYS[1])
+if v then return v end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
 `);

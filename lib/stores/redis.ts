@@ -1,28 +1,27 @@
-import type * as Redis from 'redis';
-import type { JsonObject, PutOptions, RecordKind, Store, StoredRecord } from './store.js';
-import { StoreUnavailableError } from './store.js';
-import { ADD, CONSUME, DELETE, PUT, REVOKE, type Script } from './redis-scripts.js';
-import { requirePeer } from '../optional-peer.js';
+import type { JsonObject, PutOptions, RecordKind, RecordWrite, Store, StoredRecord } from './store.js';
+import { CONSUME, INDEX, PUT, REVOKE } from './redis-scripts.js';
+import { decodeRecord, encodeRecord, grantKey, memberOf, recordKey, tagOfMember, type PlacedKey } from './redis-keys.js';
+import { RedisConnection, type NodeRedisCommands, type RedisStoreClient } from './redis-connection.js';
+import { DataLossWatch, StoreDataLossError } from './redis-markers.js';
 
-/**
- * What RedisStore needs from a client: a node-redis (v5) `RedisClientType` fits. Kept structural so a
- * client created with any module set, or by `@redis/client` directly, can be injected.
- */
-export interface RedisCommandClient {
-  readonly isOpen: boolean;
-  readonly isReady: boolean;
-  sendCommand(args: ReadonlyArray<string>, options?: { timeout?: number }): Promise<unknown>;
-}
+export type { RedisCommandClient, RedisClusterCommandClient, RedisSentinelCommandClient, RedisStoreClient, NodeRedisCommands } from './redis-connection.js';
+export { StoreDataLossError } from './redis-markers.js';
 
 export interface RedisStoreOptions {
   /**
-   * An existing, connected client. The store never closes it, and its owner must listen for its
-   * 'error' events (node-redis crashes the process on an unhandled one).
+   * A connected node-redis (v5) client: `createClient()`, `createCluster()` or `createSentinel()`. The store
+   * never closes it, and its owner must listen for its 'error' events (node-redis crashes the process on an
+   * unhandled one). Give it `disableOfflineQueue: true` (cluster: in `defaults`), so commands fail at once
+   * while Redis is unreachable.
    */
-  client?: RedisCommandClient;
-  /** Used when no client is given, e.g. `redis://localhost:6379` or `rediss://…`. */
+  client?: RedisStoreClient;
+  /**
+   * Used when no client is given (default `redis://localhost:6379`), e.g. `rediss://…`: the store creates, owns and
+   * closes its client (the `redis` package must be installed). A Redis Cluster node's URL gets a cluster client,
+   * which discovers the other nodes.
+   */
   url?: string;
-  /** Prefix of every key the store writes. Default `netauth:`. */
+  /** Prefix of every key the store writes. Default `netauth:`. No `{` or `}`: keys carry their own hash tags. */
   prefix?: string;
   /**
    * Milliseconds an operation may take before it rejects with StoreUnavailableError; also the connect
@@ -31,195 +30,210 @@ export interface RedisStoreOptions {
   timeout?: number;
   /** Called with connection errors of a client the store creates (they surface as rejections anyway). */
   onError?: (err: unknown) => void;
+  /**
+   * Called when a Redis shard comes back without the store's data (docs/redis-store.md#persistence-what-consent-records-need).
+   * Default: a process warning (`process.emitWarning`), printed on stderr.
+   */
+  onDataLoss?: (error: StoreDataLossError) => void;
+  /**
+   * After each write, wait (`WAIT`, at most 100 ms, no extra round trip) until this many replicas have it, so a write the gateway
+   * has answered survives a failover. Default: 1 when every shard has a replica when the store connects, else 0.
+   */
+  waitForReplicas?: number;
 }
 
-type OwnedClient = ReturnType<typeof Redis.createClient>;
+/** A key the script of a grant (or write) must update, grouped by hash tag. */
+type Groups = Map<string, string[]>;
 
-// Error replies that describe a passing server state rather than a bad command.
-const TRANSIENT_REPLIES = /^(LOADING|BUSY|MASTERDOWN|READONLY|OOM|TRYAGAIN|CLUSTERDOWN|NOREPLICAS)\b/;
+function addTo(groups: Groups, tag: string, key: string): void {
+  const keys = groups.get(tag);
+  if (keys) keys.push(key);
+  else groups.set(tag, [key]);
+}
 
-/** A Redis error reply (a command the server answered with an error), by name so any copy of node-redis fits. */
-function isErrorReply(err: unknown): err is Error {
-  let proto: unknown = err !== null && typeof err === 'object' ? Object.getPrototypeOf(err) : null;
-  while (proto && proto !== Error.prototype) {
-    if ((proto as { constructor?: { name?: string } }).constructor?.name === 'ErrorReply') return true;
-    proto = Object.getPrototypeOf(proto);
-  }
-  return false;
+function checkTtl(options: PutOptions): number {
+  const ttl = Math.ceil(options.ttl * 1000);
+  if (!(options.ttl > 0) || !Number.isSafeInteger(ttl)) throw new RangeError('ttl must be a positive, finite number of seconds');
+  return ttl;
+}
+
+/** One record write, ready for the scripts. */
+interface PreparedWrite {
+  record: PlacedKey;
+  ttl: number;
+  encoded: string;
+  member: string;
+  /** Indexes of the record's grants, by hash tag. */
+  indexes: Groups;
 }
 
 /**
  * The shared store for several gateway instances: records live in Redis with Redis TTLs, and every
  * multi-key or read-then-write operation is one Lua script (lib/stores/redis-scripts.ts), so single use
- * holds across instances. Connection failures reject promptly with StoreUnavailableError (commands are
- * not queued while offline, and every operation has a deadline); a client the store creates reconnects
- * by itself with capped backoff, so the store recovers when Redis is back.
+ * holds across instances. Works on one Redis, behind Sentinel, and on Redis Cluster, where the records of
+ * one grant share a hash tag (lib/stores/redis-keys.ts) and grants spread over all shards. Connection
+ * failures reject promptly with StoreUnavailableError; a client the store creates reconnects by itself,
+ * and a cluster finds a promoted replica by itself, so the store recovers without a restart.
  */
 export class RedisStore implements Store {
-  private readonly client: RedisCommandClient;
-  private readonly owned: OwnedClient | undefined;
   /** Prefix of every key the store writes. */
   readonly prefix: string;
-  private readonly timeout: number;
-  /** Settles on the created client's first connection attempt; until then operations wait for it. */
-  private firstAttempt: Promise<void> | undefined;
-  private closed = false;
+  private readonly connection: RedisConnection;
+  private readonly watch: DataLossWatch;
+  private readonly replicaOption: number | undefined;
+  /** Replicas to wait for after a write, once known. */
+  private replicas = 0;
+  private ready: Promise<void> | undefined;
 
   constructor(options: RedisStoreOptions = {}) {
     this.prefix = options.prefix ?? 'netauth:';
-    this.timeout = options.timeout ?? 2000;
-    if (!(this.timeout > 0)) throw new RangeError('timeout must be a positive number of milliseconds');
-    if (options.client) {
-      this.client = options.client;
-      return;
+    if (/[{}]/.test(this.prefix)) {
+      throw new TypeError(`RedisStore prefix "${this.prefix}" contains a brace: keys carry their own hash tags now, so remove the { } (docs/redis-store.md#migrating-from-01)`);
     }
-    const onError = options.onError ?? (() => {});
-    // redis is an optional peer dependency, loaded only by a store that creates its own client.
-    const { createClient } = requirePeer<typeof Redis>('redis', 'new RedisStore({ url })');
-    const client = createClient({
-      ...(options.url !== undefined ? { url: options.url } : {}),
-      // Fail fast while disconnected instead of queueing: the caller answers 503 and the client retries.
-      disableOfflineQueue: true,
-      socket: {
-        connectTimeout: this.timeout,
-        // Never give up; back off up to 2 s, with jitter so many instances do not reconnect in step.
-        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 2000) + Math.floor(Math.random() * 100),
-      },
-    });
-    client.on('error', onError);
-    this.owned = client;
-    this.client = client as unknown as RedisCommandClient;
+    const timeout = options.timeout ?? 2000;
+    if (!(timeout > 0)) throw new RangeError('timeout must be a positive number of milliseconds');
+    const waitFor = options.waitForReplicas;
+    if (waitFor !== undefined && !(Number.isInteger(waitFor) && waitFor >= 0)) throw new RangeError('waitForReplicas must be a whole number >= 0');
+    this.replicaOption = waitFor;
+    this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...(options.client ? { client: options.client } : { url: options.url ?? 'redis://localhost:6379' }) });
+    const onDataLoss = options.onDataLoss ?? ((error: StoreDataLossError) => process.emitWarning(error.message, { code: 'NETAUTH_REDIS_DATA_LOSS' }));
+    this.watch = new DataLossWatch(this.connection, this.prefix, onDataLoss, 10_000);
+  }
+
+  /**
+   * Connects (a created client), checks Redis answers as a writable master, and places the data-loss markers.
+   * Rejects with StoreUnavailableError naming where Redis was expected: call it at start-up, so a wrong URL or
+   * a Redis that is down stops the start instead of answering every request with 503. Operations do the same
+   * on first use, without failing the start.
+   */
+  async open(): Promise<void> {
+    await this.connection.open();
+    this.ready = undefined;
+    await this.prepare();
   }
 
   async put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void> {
-    await this.eval(PUT, [this.key(kind, id)], this.writeArgs(value, options));
+    await this.write(this.prepareWrite({ kind, id, value, options }), false);
   }
 
   async add(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<boolean> {
-    return (await this.eval(ADD, [this.key(kind, id)], this.writeArgs(value, options))) === 1;
-  }
-
-  /** ARGV of PUT and ADD. */
-  private writeArgs(value: JsonObject, options: PutOptions): string[] {
-    const ttl = Math.ceil(options.ttl * 1000);
-    if (!(options.ttl > 0) || !Number.isSafeInteger(ttl)) {
-      throw new RangeError('ttl must be a positive, finite number of seconds');
-    }
-    const grants = [...new Set(options.grants ?? [])].map(String);
-    return [this.grantPrefix(), String(ttl), JSON.stringify(value), JSON.stringify(grants), ...grants];
+    return (await this.write(this.prepareWrite({ kind, id, value, options }), true)) === 1;
   }
 
   async get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined> {
-    const reply = (await this.command(['HMGET', this.key(kind, id), 'v', 'c'])) as [string | null, string | null];
-    const [value, consumed] = reply;
-    if (value === null || value === undefined) return undefined;
-    return { value: JSON.parse(value) as T, consumed: consumed === '1' };
+    await this.prepared();
+    const { key } = recordKey(this.prefix, kind, id);
+    const stored = await this.connection.run(key, ['GET', key]);
+    if (typeof stored !== 'string') return undefined;
+    return decodeRecord(stored) as StoredRecord<T>;
   }
 
-  async consume(kind: RecordKind, id: string): Promise<boolean> {
-    return (await this.eval(CONSUME, [this.key(kind, id)], [])) === 1;
+  async consume(kind: RecordKind, id: string, writes: readonly RecordWrite[] = []): Promise<boolean> {
+    const prepared = writes.map((w) => this.prepareWrite(w));
+    await this.prepared();
+    const record = recordKey(this.prefix, kind, id);
+    // On a cluster the whole step runs on one shard: the records written must be on the consumed one's.
+    const elsewhere = prepared.find((w) => this.connection.cluster && w.record.tag !== record.tag);
+    if (elsewhere) throw new Error(`consume: on Redis Cluster an attached write must carry the placement tag of the consumed id (${kind} -> ${elsewhere.record.key})`);
+    const keys = [record.key];
+    const args = [String(prepared.length)];
+    for (const w of prepared) {
+      // Grant indexes on other shards first: an index naming a record that was never written is harmless.
+      await this.writeForeignIndexes(w, record.tag);
+      const local = this.localIndexes(w, record.tag);
+      keys.push(w.record.key, ...local);
+      args.push(String(local.length), String(w.ttl), w.encoded, w.member);
+    }
+    return (await this.connection.script(CONSUME, keys, args, this.replicas)) === 1;
   }
 
   async delete(kind: RecordKind, id: string): Promise<void> {
-    await this.eval(DELETE, [this.key(kind, id)], [this.grantPrefix()]);
+    await this.prepared();
+    // Indexes that still name the record are harmless: REVOKE deletes only records that list the grant.
+    const { key } = recordKey(this.prefix, kind, id);
+    await this.connection.write(key, ['DEL', key], this.replicas);
   }
 
+  /**
+   * Deletes the records of the grant: reads its index, then, per shard, deletes those that still list the
+   * grant (every key declared to the script). Goes round again while records were added meanwhile.
+   */
   async revokeGrant(grantId: string): Promise<void> {
-    await this.eval(REVOKE, [this.grantPrefix() + grantId], [this.grantPrefix(), grantId]);
+    await this.prepared();
+    const index = grantKey(this.prefix, grantId);
+    for (let round = 0; round < 10; round++) {
+      const members = (await this.connection.run(index.key, ['ZRANGE', index.key, '0', '-1'])) as string[];
+      if (members.length === 0) return;
+      const groups: Groups = new Map();
+      for (const member of members) addTo(groups, this.connection.cluster ? tagOfMember(member) : index.tag, this.prefix + member);
+      for (const [tag, keys] of groups) {
+        if (tag !== index.tag) await this.connection.script(REVOKE, keys, [grantId, '0'], this.replicas);
+      }
+      const local = groups.get(index.tag) ?? [];
+      const left = await this.connection.script(REVOKE, [index.key, ...local], [grantId, '1', ...members], this.replicas);
+      if (left === 0) return;
+    }
   }
 
   /**
    * The node-redis client behind the store, for companions that speak node-redis commands (the gateway's
-   * rate-limit counters share the store's connection): the client the store created, or the injected one
-   * when it is node-redis. Undefined for an injected client that only offers `sendCommand`.
+   * rate-limit counters share the store's connection). Undefined for an injected client without them.
    */
-  nodeRedisClient(): OwnedClient | undefined {
-    if (this.owned) return this.owned;
-    const client = this.client as Partial<Record<'eval' | 'multi' | 'del', unknown>>;
-    return typeof client.eval === 'function' && typeof client.multi === 'function' && typeof client.del === 'function'
-      ? (this.client as unknown as OwnedClient)
-      : undefined;
+  nodeRedisClient(): NodeRedisCommands | undefined {
+    return this.connection.nodeRedisClient();
   }
 
-  /** Opens the client the store created, as its first operation would, and waits for that first attempt's outcome. */
-  async open(): Promise<void> {
-    if (!this.closed) await this.connected();
-  }
-
-  /** Quits the client the store created; an injected client stays open (its owner closes it). */
+  /** Stops the data-loss checks and quits the client the store created; an injected client stays open (its owner closes it). */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    const client = this.owned;
-    if (!client?.isOpen) return;
-    if (!client.isReady) {
-      // Reconnecting: nothing to flush, and close() would wait for a reply that is not coming.
-      client.destroy();
-      return;
-    }
-    await client.close();
+    this.watch.stop();
+    await this.connection.close();
   }
 
-  private key(kind: RecordKind, id: string): string {
-    return `${this.prefix}rec:${kind}:${id}`;
-  }
-
-  private grantPrefix(): string {
-    return `${this.prefix}grant:`;
-  }
-
-  /** EVALSHA, loading the script with EVAL when the server does not know it (new or restarted server). */
-  private async eval(script: Script, keys: string[], args: string[]): Promise<unknown> {
-    const tail = [String(keys.length), ...keys, ...args];
-    try {
-      return await this.command(['EVALSHA', script.sha, ...tail]);
-    } catch (err) {
-      if (!(err instanceof Error && err.message.startsWith('NOSCRIPT'))) throw err;
-      return this.command(['EVAL', script.source, ...tail]);
-    }
-  }
-
-  /** Runs one command within the deadline; connection trouble becomes StoreUnavailableError. */
-  private async command(args: string[]): Promise<unknown> {
-    if (this.closed) throw new StoreUnavailableError('Redis store is closed');
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${this.timeout} ms`)), this.timeout);
+  /** Once per connection: the markers, and how many replicas to wait for. Retried after a failure. */
+  private prepared(): Promise<void> {
+    this.ready ??= this.prepare().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
     });
-    try {
-      await Promise.race([this.connected(), deadline]);
-      // node-redis' own timeout drops a command still waiting to be written (offline queue of an injected
-      // client); the race bounds one already written to a server that does not answer.
-      return await Promise.race([this.client.sendCommand(args, { timeout: this.timeout }), deadline]);
-    } catch (err) {
-      if (err instanceof StoreUnavailableError) throw err;
-      if (isErrorReply(err) && !TRANSIENT_REPLIES.test(err.message)) throw err;
-      throw new StoreUnavailableError('Redis is unavailable', { cause: err });
-    } finally {
-      clearTimeout(timer);
+    return this.ready;
+  }
+
+  private async prepare(): Promise<void> {
+    await this.watch.start();
+    this.replicas = this.replicaOption ?? Math.min(await this.connection.fewestReplicas(), 1);
+  }
+
+  private prepareWrite(write: RecordWrite): PreparedWrite {
+    const ttl = checkTtl(write.options);
+    const grants = [...new Set(write.options.grants ?? [])].map(String);
+    const record = recordKey(this.prefix, write.kind, write.id);
+    const indexes: Groups = new Map();
+    for (const grant of grants) {
+      const index = grantKey(this.prefix, grant);
+      addTo(indexes, index.tag, index.key);
+    }
+    return { record, ttl, encoded: encodeRecord(write.value, grants), member: memberOf(this.prefix, record.key), indexes };
+  }
+
+  /** Index keys one script may touch together with a record tagged `tag`: all of them, except on a cluster. */
+  private localIndexes(write: PreparedWrite, tag: string): string[] {
+    if (!this.connection.cluster) return [...write.indexes.values()].flat();
+    return write.indexes.get(tag) ?? [];
+  }
+
+  /** Cluster only: grant indexes on other shards than the record, one call per hash tag, before the record. */
+  private async writeForeignIndexes(write: PreparedWrite, tag: string): Promise<void> {
+    if (!this.connection.cluster) return;
+    for (const [other, keys] of write.indexes) {
+      if (other !== tag) await this.connection.script(INDEX, keys, [String(write.ttl), write.member], this.replicas);
     }
   }
 
-  /**
-   * Opens the created client on first use and waits for the outcome of that first attempt only: later,
-   * while reconnecting, commands fail fast instead of waiting (disableOfflineQueue).
-   */
-  private connected(): Promise<void> | undefined {
-    const client = this.owned;
-    if (!client) return undefined;
-    if (!this.firstAttempt) {
-      this.firstAttempt = new Promise<void>((resolve) => {
-        const settle = () => {
-          client.off('ready', settle);
-          client.off('error', settle);
-          resolve();
-        };
-        client.on('ready', settle);
-        client.on('error', settle);
-      });
-      // Failures are retried by the reconnect strategy and reported through 'error'.
-      client.connect().catch(() => {});
-    }
-    return this.firstAttempt;
+  private async write(write: PreparedWrite, onlyIfAbsent: boolean): Promise<unknown> {
+    await this.prepared();
+    await this.writeForeignIndexes(write, write.record.tag);
+    const keys = [write.record.key, ...this.localIndexes(write, write.record.tag)];
+    const args = [String(write.ttl), write.encoded, write.member, onlyIfAbsent ? '1' : '0'];
+    return this.connection.script(PUT, keys, args, this.replicas);
   }
 }

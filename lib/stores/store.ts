@@ -8,11 +8,19 @@
  * - `put` writes a whole record with a TTL; the store forgets it after the TTL.
  * - `consume` is the single-use primitive: atomically marks the record consumed and reports whether
  *   THIS call did it. Of any number of concurrent calls, exactly one gets `true`. The record stays
- *   readable (with `consumed: true`) until it expires, so a replay can be recognised.
+ *   readable (with `consumed: true`) until it expires, so a replay can be recognised. Records attached to
+ *   the call (the token a code or an auth_req_id is exchanged for) are written in the same atomic step,
+ *   so no failure can leave the record consumed without them.
  * - `add` is the replay-detection primitive: it writes only when no live record has the id, and reports
  *   whether THIS call wrote it (a `jti` seen once is refused afterwards, also under concurrency).
  * - `revokeGrant` deletes every record written with that grant id (RFC 6749 §4.1.2: a replayed code
  *   revokes the tokens issued from it; revoking consent revokes the tokens issued under it).
+ *
+ * Placement: an id may carry a tag, `<tag>.<rest>` (see `placementTag`). Records whose ids carry the same tag,
+ * and the grants whose ids carry it, belong together: a store that spreads records over shards (Redis Cluster)
+ * keeps them on one, so it can update them in one atomic step. The gateway gives every record of one grant
+ * (its code or auth_req_id, their poll state, the tokens issued from them, the grant itself) one random tag,
+ * and all consent records of one client and subscriber another.
  */
 
 /** The kinds of record the package keeps. A store may use them as key prefixes. */
@@ -38,6 +46,25 @@ export interface PutOptions {
   grants?: readonly string[];
 }
 
+/** A record to write, as `put` takes it: for `consume`, which writes it only when it consumes. */
+export interface RecordWrite {
+  kind: RecordKind;
+  id: string;
+  value: JsonObject;
+  options: PutOptions;
+}
+
+/** Longest placement tag: short, as every key of a sharded store repeats it. */
+const PLACEMENT_TAG = /^([A-Za-z0-9_-]{1,16})\./;
+
+/**
+ * The placement tag an id carries: the text before its first `.` when that is 1 to 16 characters of
+ * `[A-Za-z0-9_-]`, else undefined (the id is placed by itself). `Ab3dEf_1.kJ8…` carries `Ab3dEf_1`.
+ */
+export function placementTag(id: string): string | undefined {
+  return PLACEMENT_TAG.exec(id)?.[1];
+}
+
 export interface StoredRecord<T extends JsonObject = JsonObject> {
   value: T;
   /** True once `consume` has succeeded for this record. */
@@ -53,8 +80,12 @@ export interface Store {
    * of concurrent calls with the same id exactly one gets `true`.
    */
   add(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<boolean>;
-  /** Atomically marks the record consumed. True only for the one call that did it. */
-  consume(kind: RecordKind, id: string): Promise<boolean>;
+  /**
+   * Atomically marks the record consumed. True only for the one call that did it, and only that call writes
+   * `writes`, in the same atomic step: after it they exist exactly when the record was consumed by this call.
+   * Their ids should carry the consumed id's placement tag (a sharded store needs them on the same shard).
+   */
+  consume(kind: RecordKind, id: string, writes?: readonly RecordWrite[]): Promise<boolean>;
   delete(kind: RecordKind, id: string): Promise<void>;
   /** Deletes every record written with this grant id. */
   revokeGrant(grantId: string): Promise<void>;

@@ -40,15 +40,16 @@ describe.skipIf(skip)('demo with REDIS_URL', () => {
     await redis.connect();
     try {
       expect((await redis.keys('netauth-demo:sess:*')).length).toBeGreaterThan(0);
-      expect((await redis.keys('netauth-demo:rec:consent:*')).length).toBe(1);
+      // One consent record (kind letter k, under the client's and subscriber's placement tag).
+      expect((await redis.keys('netauth-demo:k.*')).length).toBe(1);
     } finally {
       await redis.close();
     }
   });
 
-  it('an unreachable Redis is one clear start-up error', async () => {
-    const error = await startDemo(config(), { redisUrl: 'redis://127.0.0.1:1' }).catch((e: unknown) => e);
+  it('an unreachable Redis is one clear start-up error, naming the host and not the password', async () => {
+    const error = await startDemo(config(), { redisUrl: 'redis://demo:s3cret@127.0.0.1:1' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DemoStartError);
-    expect((error as Error).message).toMatch(/^cannot connect to REDIS_URL \(/);
+    expect((error as Error).message).toBe('REDIS_URL: cannot connect to Redis at 127.0.0.1:1 (ECONNREFUSED)');
   });
 });

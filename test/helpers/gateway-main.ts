@@ -4,18 +4,24 @@
  *
  * The fixture's clients, subscribers, policy and mobile ranges (test/helpers/gateway.ts), the fixture's
  * issuer, a RedisStore and a real clock. Configuration from the environment:
- *   REDIS_URL              the shared Redis (without it: a MemoryStore, one instance)
+ *   REDIS_URL              the shared Redis (a server, or any node of a Redis Cluster); without it and the two
+ *                          below: a MemoryStore, one instance
+ *   REDIS_CLUSTER          node URLs, comma-separated: a node-redis createCluster() client instead
+ *   REDIS_SENTINEL         `<master name>@<host>:<port>,…`: a node-redis createSentinel() client instead
  *   NETAUTH_PREFIX         key prefix (default `netauth:`)
  *   NETAUTH_COOKIE_SECRET  consentPage.cookieSecret, the same on every instance (required with Redis)
  *   NETAUTH_INSTANCE       a name, sent back in an `X-Netauth-Instance` header on every response
  *   NETAUTH_CLIENTS        JSON list of clients instead of the fixture's
+ *   NETAUTH_RATE_LIMITS    `off`: no rate limits (load tests run many flows of one subscriber)
  *   NETAUTH_LOOPBACK       `1`: the issuer is this process's own http://127.0.0.1:<port>/apigateway and
  *                          loopback is Alice's mobile line (for a real browser-like client on this machine)
- * Listens on 127.0.0.1:0 and writes one line `{"port":N}` to stdout once it accepts connections.
- * SIGTERM closes the server and the store, then exits.
+ * Opens the store first (a Redis that cannot be reached stops the start), listens on 127.0.0.1:0 and writes
+ * one line `{"port":N}` to stdout once it accepts connections; later, a line `{"dataLoss":"<shard>"}` for each
+ * loss of the store's data the store reports. SIGTERM closes the server and the store, then exits.
  */
 import express from 'express';
-import { createNetAuth, MemoryStore, RedisStore, StoreUnavailableError, isOAuthError, type RegisteredClient } from '../../lib/index.js';
+import { createCluster, createSentinel } from 'redis';
+import { createNetAuth, MemoryStore, RedisStore, StoreUnavailableError, isOAuthError, type RegisteredClient, type RedisStoreClient } from '../../lib/index.js';
 import { CLIENTS, ISSUER, MOBILE_RANGES, POLICY, PORT_HEADER, SUBSCRIBERS } from './gateway.js';
 
 function required(name: string): string {
@@ -27,11 +33,46 @@ function required(name: string): string {
   return value;
 }
 
+/** A node-redis cluster or sentinel client from the environment, connected; undefined without one. */
+async function injectedClient(): Promise<(RedisStoreClient & { destroy(): unknown }) | undefined> {
+  const ignore = () => {};
+  const socket = { connectTimeout: 1000, reconnectStrategy: () => 100 };
+  if (process.env.REDIS_CLUSTER) {
+    const cluster = createCluster({
+      rootNodes: process.env.REDIS_CLUSTER.split(',').map((url) => ({ url })),
+      defaults: { disableOfflineQueue: true, socket },
+    });
+    cluster.on('error', ignore).on('node-error', ignore);
+    return cluster.connect();
+  }
+  if (process.env.REDIS_SENTINEL) {
+    const [name, nodes] = process.env.REDIS_SENTINEL.split('@') as [string, string];
+    const sentinel = createSentinel({
+      name,
+      sentinelRootNodes: nodes.split(',').map((node) => ({ host: node.split(':')[0]!, port: Number(node.split(':')[1]) })),
+      nodeClientOptions: { disableOfflineQueue: true, socket },
+    });
+    sentinel.on('error', ignore);
+    return sentinel.connect();
+  }
+  return undefined;
+}
+
 const instance = process.env.NETAUTH_INSTANCE ?? String(process.pid);
-const redis = Boolean(process.env.REDIS_URL);
-const store = redis
-  ? new RedisStore({ url: required('REDIS_URL'), prefix: process.env.NETAUTH_PREFIX ?? 'netauth:', timeout: 1000 })
-  : new MemoryStore();
+const injected = await injectedClient();
+const redis = injected !== undefined || Boolean(process.env.REDIS_URL);
+const storeOptions = {
+  prefix: process.env.NETAUTH_PREFIX ?? 'netauth:',
+  timeout: 1000,
+  onDataLoss: (error: { shard: string }) => process.stdout.write(`${JSON.stringify({ dataLoss: error.shard })}\n`),
+};
+const store = injected
+  ? new RedisStore({ client: injected, ...storeOptions })
+  : redis
+    ? new RedisStore({ url: required('REDIS_URL'), ...storeOptions })
+    : new MemoryStore();
+// The start-up check: a Redis that cannot be reached is a clear error now, not 503s later.
+if (store instanceof RedisStore) await store.open();
 const loopback = process.env.NETAUTH_LOOPBACK === '1';
 const clients = process.env.NETAUTH_CLIENTS ? (JSON.parse(process.env.NETAUTH_CLIENTS) as RegisteredClient[]) : CLIENTS;
 
@@ -52,6 +93,7 @@ const netauth = createNetAuth({
   pairwiseSalt: 'gateway-main-pairwise-salt',
   // Whole seconds are the smallest interval; one keeps openid-client's polling short.
   lifetimes: { pollInterval: 1 },
+  ...(process.env.NETAUTH_RATE_LIMITS === 'off' ? { rateLimits: false } : {}),
 });
 
 // The tests play the operator's edge from loopback: X-Forwarded-For carries the device address.
@@ -81,10 +123,21 @@ app.post('/test-admin/consent', express.json(), (req, res) => {
   );
 });
 
+app.post('/test-admin/consent/revoke', express.json(), (req, res) => {
+  const body = req.body as { clientId: string; login_hint: string; scope: string };
+  netauth.consent.revoke({ clientId: body.clientId, login_hint: body.login_hint, scope: body.scope }).then(
+    (revoked) => res.json({ revoked }),
+    (error: unknown) => res.status(error instanceof StoreUnavailableError ? 503 : 500).json({ error: error instanceof Error ? error.name : 'error' }),
+  );
+});
+
 process.stdout.write(`${JSON.stringify({ port })}\n`);
 
 process.once('SIGTERM', () => {
   server.closeAllConnections();
   server.close();
-  void store.close().finally(() => process.exit(0));
+  void store
+    .close()
+    .then(() => injected?.destroy())
+    .finally(() => process.exit(0));
 });

@@ -31,6 +31,8 @@ export interface GatewayProcess {
   readonly alive: boolean;
   /** Everything the process wrote to stderr. */
   readonly stderr: string;
+  /** The JSON lines the process wrote to stdout after its port (e.g. `{"dataLoss":…}`). */
+  readonly reports: Array<Record<string, unknown>>;
   /** SIGTERM, then SIGKILL if it has not exited within 2 s. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -63,7 +65,7 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
   stoppers.add(stop);
   try {
     const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`gateway ${name} did not report a port within 20 s`)), 20_000);
+      const timer = setTimeout(() => reject(new Error(`gateway ${name} did not report a port within 20 s:\n${stderr}`)), 20_000);
       child.stdout!.on('data', (chunk: Buffer) => {
         stdout += chunk.toString();
         const line = stdout.split('\n').find((l) => l.startsWith('{'));
@@ -89,6 +91,17 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
       },
       get stderr() {
         return stderr;
+      },
+      get reports() {
+        // JSON lines only (a library may print other things on stdout), the port line excepted.
+        return stdout.split('\n').flatMap((line) => {
+          try {
+            const report = JSON.parse(line) as unknown;
+            return report !== null && typeof report === 'object' && !('port' in report) ? [report as Record<string, unknown>] : [];
+          } catch {
+            return [];
+          }
+        });
       },
       stop,
     };

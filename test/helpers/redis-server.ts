@@ -3,7 +3,7 @@
  * temp dir, and able to stop and start again on the same port (to test "Redis went away").
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,20 +74,32 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
+export interface RedisServerOptions {
+  /** Arguments after the defaults (a later option wins), e.g. `['--cluster-enabled', 'yes']`. */
+  args?: (server: RedisServer) => string[];
+  /**
+   * Lines of a config file written to the server's dir once and given first: a Sentinel needs a file it can
+   * rewrite (`{ config: …, args: () => ['--sentinel'] }`), and a restart must find what it wrote.
+   */
+  config?: (server: RedisServer) => string[];
+}
+
 export class RedisServer {
   private child: ChildProcess | undefined;
   private output = '';
 
   private constructor(
     readonly port: number,
-    private readonly dir: string,
+    /** The server's own temp dir (data and config files). */
+    readonly dir: string,
+    private readonly options: RedisServerOptions,
   ) {}
 
   /** Starts a server on a free port; retries on another port if the chosen one was taken meanwhile. */
-  static async start(): Promise<RedisServer> {
+  static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
     let lastError: unknown;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'netauth-redis-')));
+      const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'netauth-redis-')), options);
       try {
         await server.restart();
         return server;
@@ -103,6 +115,16 @@ export class RedisServer {
     return `redis://127.0.0.1:${this.port}`;
   }
 
+  /** `127.0.0.1:<port>`, as Redis names its nodes. */
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Everything the server printed since it was last started. */
+  get log(): string {
+    return this.output;
+  }
+
   get running(): boolean {
     return this.child !== undefined;
   }
@@ -116,9 +138,12 @@ export class RedisServer {
   async restart(): Promise<void> {
     if (this.child) return;
     this.output = '';
+    const config = join(this.dir, 'redis.conf');
+    if (this.options.config && !existsSync(config)) writeFileSync(config, `${this.options.config(this).join('\n')}\n`);
     const child = spawn(
       BINARY,
       [
+        ...(this.options.config ? [config] : []),
         '--port', String(this.port),
         '--bind', '127.0.0.1',
         '--save', '',
@@ -126,6 +151,7 @@ export class RedisServer {
         '--dir', this.dir,
         '--daemonize', 'no',
         '--loglevel', 'warning',
+        ...(this.options.args?.(this) ?? []),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

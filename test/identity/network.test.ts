@@ -162,7 +162,7 @@ describe('trust proxy decides which address counts', () => {
       const res = await fetch(`http://127.0.0.1:${port}/apigateway/authorize?${authorizeQuery()}`, { redirect: 'manual' });
       expect(res.status).toBe(302);
       const url = new URL(res.headers.get('location')!);
-      expect(url.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+      expect(url.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
     });
 
     it('an address outside the configured ranges is refused', async () => {

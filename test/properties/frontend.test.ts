@@ -165,7 +165,7 @@ function expectAuthorizeAnswer(method: string, pairs: readonly [string, string][
   const query = new URLSearchParams(location.slice(location.indexOf('?') + 1));
   expect(query.getAll('iss')).toEqual([ISSUER]);
   const error = query.get('error');
-  if (error === null) expect(query.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  if (error === null) expect(query.get('code')).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
   else {
     expect(AUTHORIZE_ERRORS).toContain(error);
     expect(query.get('code')).toBeNull();
@@ -304,7 +304,7 @@ describe('the frontend flow under generated requests', () => {
         expect(`${back.origin}${back.pathname}`).toBe(CALLBACK);
         expect(back.searchParams.get('iss')).toBe(ISSUER);
         expect(back.searchParams.getAll('state')).toEqual(state === undefined ? [] : [state]);
-        if (decision === 'allow') expect(back.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+        if (decision === 'allow') expect(back.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
         else expect(back.searchParams.get('error')).toBe('access_denied');
         const records = await gw.netauth.consent.lookup(subject);
         expect(records.map((r) => r.status)).toEqual([decision === 'allow' ? 'granted' : 'denied']);

@@ -142,7 +142,7 @@ function successShape(path: string): (body: Record<string, unknown>) => void {
       expect(b.interval).toBe(2);
     } else {
       expect(b).toMatchObject({ token_type: 'Bearer', expires_in: 3600 });
-      expect(b.access_token).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+      expect(b.access_token).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
       expect(typeof b.scope).toBe('string');
     }
   };

@@ -81,7 +81,7 @@ describe('redirect_uri exact matching', () => {
         const query2 = new URLSearchParams(location.slice(location.indexOf('?') + 1));
         // app-2 is registered for CIBA only: its exact URI gets the error; the others get a code.
         if (registered.clientId === 'app-2') expect(query2.get('error')).toBe('unauthorized_client');
-        else expect(query2.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+        else expect(query2.get('code')).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
         expect(query2.get('iss')).toBe(ISSUER);
         expect(query2.getAll('state')).toEqual(state === undefined || state === '' ? [] : [state]);
         if (candidate.includes('?tenant=7')) expect(query2.get('tenant')).toBe('7');

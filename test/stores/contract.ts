@@ -86,6 +86,52 @@ export function describeStoreContract(name: string, create: () => Promise<StoreH
       expect(results.filter(Boolean)).toHaveLength(1);
     });
 
+    it('consume writes the attached records only for the call that consumed, in the same step', async () => {
+      await h.store.put('code', 'T1.code', { v: 1 }, { ttl: 60, grants: ['T1.grant'] });
+      const token = (id: string, n: number) => ({ kind: 'access_token' as const, id, value: { n }, options: { ttl: 60, grants: ['T1.grant', 'C9.consent'] } });
+      expect(await h.store.consume('code', 'T1.code', [token('T1.first', 1), { kind: 'poll', id: 'T1.code', value: { p: 1 }, options: { ttl: 30 } }])).toBe(true);
+      expect(await h.store.get('access_token', 'T1.first')).toEqual({ value: { n: 1 }, consumed: false });
+      expect((await h.store.get('poll', 'T1.code'))?.value).toEqual({ p: 1 });
+      expect(await h.store.consume('code', 'T1.code', [token('T1.second', 2)])).toBe(false);
+      expect(await h.store.get('access_token', 'T1.second')).toBeUndefined();
+      // Unknown and expired records consume nothing and write nothing.
+      expect(await h.store.consume('code', 'T1.unknown', [token('T1.third', 3)])).toBe(false);
+      expect(await h.store.get('access_token', 'T1.third')).toBeUndefined();
+      // The written record belongs to its grants, also one with another placement tag.
+      await h.store.revokeGrant('C9.consent');
+      expect(await h.store.get('access_token', 'T1.first')).toBeUndefined();
+      expect(await h.store.get('code', 'T1.code')).toEqual({ value: { v: 1 }, consumed: true });
+      await h.store.revokeGrant('T1.grant');
+      expect(await h.store.get('code', 'T1.code')).toBeUndefined();
+    });
+
+    it('of 50 concurrent consumes with attached records exactly one record lands', async () => {
+      await h.store.put('backchannel', 'Rc.race', { v: 1 }, { ttl: 60 });
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          h.store.consume('backchannel', 'Rc.race', [{ kind: 'access_token', id: `Rc.token-${i}`, value: { i }, options: { ttl: 60, grants: ['Rc.g'] } }]),
+        ),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const landed = await Promise.all(results.map((_, i) => h.store.get('access_token', `Rc.token-${i}`)));
+      expect(landed.map((r) => r !== undefined)).toEqual(results);
+    });
+
+    it('consume refuses an attached record with a bad TTL before consuming anything', async () => {
+      await h.store.put('code', 'Bt.code', { v: 1 }, { ttl: 60 });
+      await expect(h.store.consume('code', 'Bt.code', [{ kind: 'access_token', id: 'Bt.t', value: {}, options: { ttl: 0 } }])).rejects.toThrow(RangeError);
+      expect(await h.store.get('code', 'Bt.code')).toEqual({ value: { v: 1 }, consumed: false });
+    });
+
+    it('keeps ids apart that differ only in how they look like placement tags', async () => {
+      const ids = ['ab.cd', 'ab}cd', 'ab}.cd', '{ab}cd', 'ab.cd}', 'ab}cd}', 'ab.c.d', 'ab', '', '.ab', 'a-very-long-tag-x.cd'];
+      for (const [i, id] of ids.entries()) await h.store.put('jti', id, { i }, { ttl: 60, grants: [id] });
+      for (const [i, id] of ids.entries()) expect((await h.store.get('jti', id))?.value).toEqual({ i });
+      await h.store.revokeGrant('ab.cd');
+      expect(await h.store.get('jti', 'ab.cd')).toBeUndefined();
+      expect((await h.store.get('jti', 'ab}cd'))?.value).toEqual({ i: 1 });
+    });
+
     it('add writes only when no live record has the id, and says whether it wrote', async () => {
       expect(await h.store.add('jti', 'seen', { v: 1 }, { ttl: 60 })).toBe(true);
       expect(await h.store.add('jti', 'seen', { v: 2 }, { ttl: 60 })).toBe(false);

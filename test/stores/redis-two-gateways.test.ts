@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import * as client from 'openid-client';
-import { APP1, CIBA, ISSUER, SECRET, SIM_SWAP } from '../helpers/gateway.js';
-import { ALICE_IP, CALLBACK, LOCATION, consentForm } from '../helpers/frontend.js';
+import { APP1, CIBA, ISSUER, SIM_SWAP } from '../helpers/gateway.js';
+import { CALLBACK, LOCATION, consentForm } from '../helpers/frontend.js';
 import { RedisServer, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../helpers/gateway-process.js';
+import { browser, callApi, codeFrom, consentAdmin, form, on, redeem, relyingParty, sessionCookie, throughConsentPage } from '../helpers/fleet.js';
 
 /**
  * Issue 6, "done when": two gateway processes (test/helpers/gateway-main.ts) sharing one real Redis, as two
@@ -13,70 +14,6 @@ import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '
  */
 
 const skip = skipRedisTests('the two-gateway Redis test');
-
-/** The same path and query on one instance: what a load balancer does with a URL under the issuer. */
-function on(instance: GatewayProcess, url: string | URL): string {
-  const u = new URL(url);
-  if (!u.href.startsWith(`${ISSUER}/`)) throw new Error(`${u.href} is not under the issuer`);
-  return `${instance.url}${u.pathname}${u.search}`;
-}
-
-/** The subscriber's phone browser: the operator's edge reports the device address; redirects are looked at, not followed. */
-function browser(url: string, init: RequestInit = {}): Promise<Response> {
-  const headers = new Headers(init.headers);
-  headers.set('X-Forwarded-For', ALICE_IP);
-  return fetch(url, { ...init, headers, redirect: 'manual' });
-}
-
-function sessionCookie(res: Response): string {
-  return res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
-}
-
-function form(fields: Record<string, string>): { method: 'POST'; headers: Record<string, string>; body: URLSearchParams } {
-  return { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) };
-}
-
-/** A relying party whose front channel goes to `front` (authorize, bc-authorize) and whose token requests go to `back`. */
-function relyingParty(front: GatewayProcess, back: GatewayProcess): client.Configuration {
-  const config = new client.Configuration(
-    {
-      issuer: ISSUER,
-      authorization_endpoint: `${front.url}/apigateway/authorize`,
-      backchannel_authentication_endpoint: `${front.url}/apigateway/bc-authorize`,
-      token_endpoint: `${back.url}/apigateway/token`,
-      authorization_response_iss_parameter_supported: true,
-    },
-    'app-1',
-    undefined,
-    client.ClientSecretBasic(SECRET),
-  );
-  client.allowInsecureRequests(config);
-  return config;
-}
-
-/** GET /authorize for sim-swap (no consent needed) on one instance: the code. */
-async function codeFrom(instance: GatewayProcess): Promise<string> {
-  const res = await browser(
-    `${instance.url}/apigateway/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'app-1', redirect_uri: CALLBACK, scope: SIM_SWAP })}`,
-  );
-  const code = new URL(res.headers.get('location') ?? 'x:').searchParams.get('code');
-  if (res.status !== 302 || code === null) throw new Error(`authorize on ${instance.name}: ${res.status} ${res.headers.get('location')}`);
-  return code;
-}
-
-function redeem(instance: GatewayProcess, code: string): Promise<Response> {
-  return fetch(`${instance.url}/apigateway/token`, {
-    ...form({ grant_type: 'authorization_code', code, redirect_uri: CALLBACK }),
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: APP1 },
-  });
-}
-
-function callApi(instance: GatewayProcess, token: string): Promise<Response> {
-  return fetch(`${instance.url}/sim-swap/check`, { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
-}
 
 describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
   let redis: RedisServer;
@@ -110,17 +47,10 @@ describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
     const start = await browser(url.href);
     expect(start.status).toBe(302);
     expect(start.headers.get('x-netauth-instance')).toBe('A');
-    const cookie = sessionCookie(start);
-    const pageUrl = start.headers.get('location')!;
     // The session A wrote is read by B: same Redis, same cookie secret.
-    const page = await browser(on(b, pageUrl), { headers: { Cookie: cookie } });
+    const { page, answer } = await throughConsentPage(start, b, a);
     expect(page.status).toBe(200);
     expect(page.headers.get('x-netauth-instance')).toBe('B');
-    const fields = consentForm(await page.text());
-    const answer = await browser(on(a, new URL(fields.action, pageUrl)), {
-      ...form({ interaction: fields.interaction, csrf: fields.csrf, decision: 'allow' }),
-      headers: { Cookie: cookie, 'Content-Type': 'application/x-www-form-urlencoded' },
-    });
     expect(answer.status).toBe(303);
     expect(answer.headers.get('x-netauth-instance')).toBe('A');
 
@@ -145,11 +75,7 @@ describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
     expect(pending.status).toBe(400);
     expect(await pending.json()).toEqual({ error: 'authorization_pending', error_description: expect.any(String) });
 
-    const granted = await fetch(`${a.url}/test-admin/consent`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ clientId: 'app-1', login_hint: 'tel:+34600000002', scope: LOCATION }),
-    });
+    const granted = await consentAdmin(a, 'grant', { clientId: 'app-1', login_hint: 'tel:+34600000002', scope: LOCATION });
     expect(granted.status).toBe(200);
 
     // openid-client waits `interval` (1 s) before each poll, so B sees no slow_down.
@@ -234,7 +160,11 @@ describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
     for (const instance of [a, b]) {
       await vi.waitFor(async () => expect((await redeem(instance, 'unknown')).status).toBe(400), { timeout: 15_000, interval: 200 });
     }
-    // Redis came back empty (the test server keeps nothing); new flows work across both instances again.
+    // Redis came back empty (the test server keeps nothing): both instances say so, and new flows work across
+    // both again.
+    for (const instance of [a, b]) {
+      await vi.waitFor(() => expect(instance.reports).toEqual([{ dataLoss: redis.address }]), { timeout: 15_000, interval: 100 });
+    }
     const config = relyingParty(b, a);
     const started = await client.initiateBackchannelAuthentication(config, { login_hint: 'tel:+34600000001', scope: SIM_SWAP });
     const polled = await client.pollBackchannelAuthenticationGrant(config, started);

@@ -3,7 +3,7 @@ import { OAuthError } from '../../errors.js';
 import type { CodeRecord } from '../requests/authorization-codes.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { issueAccessToken, tokenKey } from '../tokens/access-tokens.js';
+import { issueAccessToken } from '../tokens/access-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import { overLimit } from '../../ops/rate-limits.js';
 
@@ -58,18 +58,11 @@ export const authorizationCodeGrant: Grant = {
       }
     }
 
-    // The token is written BEFORE the code is consumed: a replay that revokes the grant at any later moment
-    // therefore always finds it. Of concurrent redemptions exactly one wins the consume.
-    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants);
-    let won: boolean;
-    try {
-      won = await ctx.store.consume('code', code);
-    } catch (error) {
-      await ctx.store.delete('access_token', tokenKey(tokens.access_token)).catch(ctx.onError);
-      throw error;
-    }
-    // The loser's own token goes with the grant the replay revokes.
-    if (!won) throw await replayed(ctx, record);
+    // Consuming the code and storing the token are one atomic step: a replay that finds the code consumed and
+    // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent
+    // redemptions exactly one wins; the others are replays.
+    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, { kind: 'code', id: code });
+    if (!tokens) throw await replayed(ctx, record);
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = await issueIdToken(ctx, {
         clientId: record.clientId,

@@ -49,7 +49,8 @@ async function pendingAnswer(ctx: GatewayContext, authReqId: string, record: Bac
   const tooSoon = previous !== undefined && now - previous.last < interval * 1000;
   const next: PollRecord = { last: now, interval: tooSoon ? interval + 5 : interval };
   const ttl = Math.max(1, Math.ceil((record.expiresAt - now) / 1000) + ctx.lifetimes.expiredRetention);
-  await ctx.store.put('poll', authReqId, next, { ttl, grants: [record.grantId] });
+  // Not in the grant's index (see createBackchannelRequest): poll state outlives nothing it could let through.
+  await ctx.store.put('poll', authReqId, next, { ttl });
   if (tooSoon) ctx.events.emit('ciba.slow_down', { clientId: record.clientId, subscriberId: record.subscriberId, reason: 'interval' });
   return tooSoon
     ? new OAuthError('slow_down', `poll at most every ${next.interval} seconds`)
@@ -82,9 +83,10 @@ export const cibaGrant: Grant = {
     }
     if (result.kind === 'pending') throw await pendingAnswer(ctx, authReqId, record);
 
-    // Single use: of concurrent polls for an approved request exactly one wins the token.
-    if (!(await ctx.store.consume('backchannel', authReqId))) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
-    const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants);
+    // Single use: of concurrent polls for an approved request exactly one wins the token. Consuming the request
+    // and storing its token are one atomic step: a failure (503) leaves the request approved, to poll again.
+    const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, { kind: 'backchannel', id: authReqId });
+    if (!tokens) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = await issueIdToken(ctx, {
         clientId: record.clientId,

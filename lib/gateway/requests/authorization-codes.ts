@@ -1,4 +1,4 @@
-import { randomId } from '../../crypto.js';
+import { randomTag, taggedId } from '../../crypto.js';
 import type { GatewayContext } from '../context.js';
 import { authorizationOf, type StoredAuthorization } from './authorization.js';
 
@@ -30,16 +30,20 @@ export interface CodeRequest extends StoredAuthorization {
 /** BASE64URL(SHA256(verifier)): always 43 characters. */
 export const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
-/** Issues a single-use code: 256 random bits, base64url. */
+/**
+ * Issues a single-use code: 256 random bits, base64url, after a placement tag it shares with its grant (so a
+ * sharded store keeps the code and the tokens issued from it together).
+ */
 export async function createAuthorizationCode(ctx: GatewayContext, request: CodeRequest): Promise<string> {
-  const code = randomId(32);
+  const tag = randomTag();
+  const code = taggedId(tag, 32);
   const issuedAt = ctx.now();
   const record: CodeRecord = {
     ...authorizationOf(request),
     redirectUri: request.redirectUri,
     codeChallenge: request.codeChallenge,
     nonce: request.nonce,
-    grantId: randomId(16),
+    grantId: taggedId(tag, 16),
     consentGrants: request.consentGrants,
     issuedAt,
     expiresAt: issuedAt + ctx.lifetimes.code * 1000,

@@ -1,4 +1,4 @@
-import { randomId } from '../../crypto.js';
+import { randomTag, taggedId } from '../../crypto.js';
 import type { GatewayContext } from '../context.js';
 import type { BackchannelRequest } from '../options.js';
 import { storedAuthorization, subscriberOf, type ScopeDecision, type StoredAuthorization } from './authorization.js';
@@ -51,8 +51,10 @@ export async function createBackchannelRequest(
   subscriber: Subscriber,
   decision: ScopeDecision,
 ): Promise<{ authReqId: string; record: BackchannelRecord }> {
-  // 256 random bits, base64url: opaque and unguessable (CIBA §7.3 asks for at least 128).
-  const authReqId = randomId(32);
+  // 256 random bits, base64url: opaque and unguessable (CIBA §7.3 asks for at least 128). The id and its grant
+  // carry one placement tag, so a sharded store keeps the request, its poll state and its token together.
+  const tag = randomTag();
+  const authReqId = taggedId(tag, 32);
   const createdAt = ctx.now();
   const record: BackchannelRecord = {
     ...storedAuthorization(client.clientId, subscriber, decision.requested),
@@ -61,9 +63,11 @@ export async function createBackchannelRequest(
     createdAt,
     approvedAt: ctx.backchannel.authorize ? null : createdAt,
     expiresAt: createdAt + ctx.lifetimes.authReqId * 1000,
-    grantId: randomId(16),
+    grantId: taggedId(tag, 16),
   };
-  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record), grants: [record.grantId] });
+  // Not written into its grant's index: nothing revokes a request by its grant (consent is checked at every
+  // poll, and the grant is only the tokens'), and a pending request then costs one Redis key, not two.
+  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record) });
   return { authReqId, record };
 }
 
@@ -75,6 +79,6 @@ export async function decideBackchannelRequest(ctx: GatewayContext, authReqId: s
   const stored = await ctx.store.get<BackchannelRecord>('backchannel', authReqId);
   if (!stored || stored.consumed || stored.value.status !== 'pending' || stored.value.expiresAt <= ctx.now()) return false;
   const record: BackchannelRecord = { ...stored.value, status: decision, approvedAt: decision === 'approved' ? ctx.now() : null };
-  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record), grants: [record.grantId] });
+  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record) });
   return true;
 }

@@ -1,8 +1,9 @@
 import { OAuthError } from '../../errors.js';
-import { randomId, sha256 } from '../../crypto.js';
+import { randomTag, sha256, taggedId } from '../../crypto.js';
+import { placementTag, type RecordKind } from '../../stores/store.js';
 import type { GatewayContext } from '../context.js';
 import { authorizationOf, type StoredAuthorization } from '../requests/authorization.js';
-import { signAccessToken } from './jwt-access-tokens.js';
+import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
 
 /** What the store keeps for an access token, under the SHA-256 of the token (never the token itself). */
 export interface AccessTokenRecord extends StoredAuthorization {
@@ -25,15 +26,29 @@ export interface TokenResponse {
   id_token?: string;
 }
 
-/** Store key of a token: a leaked store reveals no usable token. */
+/**
+ * Store key of a token: its SHA-256, so a leaked store reveals no usable token, after the token's placement tag
+ * (an opaque token's own, a JWT's `jti`'s), so the record lands where its grant's records are.
+ */
 export function tokenKey(token: string): string {
-  return sha256(token);
+  const tag = placementTag(looksLikeJwt(token) ? jtiOf(token) : token);
+  const hash = sha256(token);
+  return tag === undefined ? hash : `${tag}.${hash}`;
+}
+
+/** The code or auth_req_id a token is exchanged for: consumed in the same atomic step as the token is stored. */
+export interface ExchangedRecord {
+  kind: RecordKind;
+  id: string;
 }
 
 /**
- * Issues an access token in the configured format: opaque (256 random bits) or an RFC 9068 JWT. Either way
- * the store keeps a record under the SHA-256 of the token, written with its grants: the authorization's own
- * grant and the consents it rests on, so revoking either revokes the token.
+ * Issues an access token in the configured format: opaque (256 random bits) or an RFC 9068 JWT, carrying the
+ * placement tag of the authorization's own grant. Either way the store keeps a record under `tokenKey`, written
+ * with its grants: the authorization's own grant and the consents it rests on, so revoking either revokes the
+ * token. The record is written by the store's `consume` of what the token is exchanged for (`exchanged`), in
+ * the same atomic step: a failure leaves both or neither, so it never burns an approved request, and a replay
+ * that finds the code used always finds its token. Undefined when `exchanged` was already used.
  *
  * Consent withdrawn while the token is issued (the grant read the consent as live, then `consent.revoke()`
  * ran before this write) must not leave a token behind: the revocation deleted the grant's records before
@@ -42,23 +57,29 @@ export function tokenKey(token: string): string {
  * (the record is deleted and the grant refused with invalid_grant: no token is handed out), or the revocation
  * had not begun when the record was written and its `revokeGrant` deletes it. The guard and introspection then
  * agree on every instance without the guard reading the list on each call; only tokens resting on consent pay
- * the one extra read, at issue.
+ * the extra reads, at issue. They are read once before too: a revocation list that cannot be read (its Redis
+ * shard failing over) is then a 503 that uses nothing up, and the rare failure of the second read alone costs
+ * the request (its token deleted, never handed out).
  */
 export async function issueAccessToken(
   ctx: GatewayContext,
   authorization: StoredAuthorization,
   grantId: string,
   consentGrants: readonly string[],
-): Promise<TokenResponse> {
+  exchanged: ExchangedRecord,
+): Promise<TokenResponse | undefined> {
   const grants = [grantId, ...consentGrants];
+  const withdrawn = () => new OAuthError('invalid_grant', 'the consent this grant rests on was withdrawn');
+  if (consentGrants.length > 0 && (await ctx.revocations.isAnyGrantRevoked(consentGrants))) throw withdrawn();
   const lifetime = ctx.lifetimes.accessToken;
+  const tag = placementTag(grantId) ?? randomTag();
   let issuedAt = ctx.now();
   let token: string;
   let jti: string | null = null;
   if (ctx.accessTokenFormat === 'jwt') {
     // Whole seconds, so the record and the JWT's iat/exp agree.
     issuedAt = Math.floor(issuedAt / 1000) * 1000;
-    jti = randomId(16);
+    jti = taggedId(tag, 16);
     token = await signAccessToken(ctx, {
       clientId: authorization.clientId,
       subscriberId: authorization.subscriberId,
@@ -70,7 +91,7 @@ export async function issueAccessToken(
       exp: issuedAt / 1000 + lifetime,
     });
   } else {
-    token = randomId(32);
+    token = taggedId(tag, 32);
   }
   const record: AccessTokenRecord = {
     ...authorizationOf(authorization),
@@ -81,19 +102,21 @@ export async function issueAccessToken(
     grants,
   };
   const key = tokenKey(token);
-  await ctx.store.put('access_token', key, record, { ttl: lifetime, grants });
+  if (!(await ctx.store.consume(exchanged.kind, exchanged.id, [{ kind: 'access_token', id: key, value: record, options: { ttl: lifetime, grants } }]))) {
+    return undefined;
+  }
   if (consentGrants.length > 0) {
-    let withdrawn: boolean;
+    let revoked: boolean;
     try {
-      withdrawn = await ctx.revocations.isAnyGrantRevoked(consentGrants);
+      revoked = await ctx.revocations.isAnyGrantRevoked(consentGrants);
     } catch (error) {
       // Not known to be live: the token is not handed out, and its record goes.
       await ctx.store.delete('access_token', key).catch(ctx.onError);
       throw error;
     }
-    if (withdrawn) {
+    if (revoked) {
       await ctx.store.delete('access_token', key);
-      throw new OAuthError('invalid_grant', 'the consent this grant rests on was withdrawn');
+      throw withdrawn();
     }
   }
   return { access_token: token, token_type: 'Bearer', expires_in: lifetime, scope: authorization.scope };

@@ -1,4 +1,4 @@
-import { SignJWT, jwtVerify, type JWTPayload } from 'jose';
+import { SignJWT, decodeJwt, jwtVerify, type JWTPayload } from 'jose';
 import { parseScope } from '../../identity/scope.js';
 import type { GatewayContext } from '../context.js';
 
@@ -53,9 +53,19 @@ export async function signAccessToken(ctx: GatewayContext, input: JwtAccessToken
   return new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }).sign(key.privateKey);
 }
 
-/** A compact JWS: three base64url parts. Opaque tokens (base64url, no dots) never look like one. */
+/** A compact JWS: three base64url parts. Opaque tokens (`<tag>.<base64url>`, one dot) never look like one. */
 export function looksLikeJwt(token: string): boolean {
   return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
+}
+
+/** The `jti` claim of a JWT as written, unverified ('' when there is none): only to find where its record is kept. */
+export function jtiOf(token: string): string {
+  try {
+    const { jti } = decodeJwt(token);
+    return typeof jti === 'string' ? jti : '';
+  } catch {
+    return '';
+  }
 }
 
 /** What a verified JWT access token grants. */

@@ -190,7 +190,7 @@ describe('error descriptions that quote the request', () => {
 });
 
 describe('step 6: success', () => {
-  it('302 to redirect_uri?code&state&iss; the code has at least 128 random bits, base64url', async () => {
+  it('302 to redirect_uri?code&state&iss; the code is a placement tag and 256 random bits, base64url', async () => {
     const gw = createTestGateway();
     const res = await authorize(gw.app);
     expect(res.status).toBe(302);
@@ -198,7 +198,7 @@ describe('step 6: success', () => {
     expect(`${url.origin}${url.pathname}`).toBe(CALLBACK);
     expect([...url.searchParams.keys()]).toEqual(['code', 'state', 'iss']);
     const q = callback(res);
-    expect(q.code).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+    expect(q.code).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
     expect(q.state).toBe('state-123');
     expect(q.iss).toBe(ISSUER);
     expectSecurityHeaders(res);

@@ -111,7 +111,7 @@ describe('allow and deny, driven as a browser would', () => {
     const url = location(answer);
     expect(`${url.origin}${url.pathname}`).toBe(CALLBACK);
     const q = callback(answer);
-    expect(q.code).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+    expect(q.code).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
     expect(q.state).toBe('tab 1 ☎');
     expect(q.iss).toBe(ISSUER);
     expect(answer.headers['referrer-policy']).toBe('no-referrer');

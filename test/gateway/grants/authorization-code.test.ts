@@ -23,7 +23,7 @@ describe('authorization_code grant', () => {
     expect(res.status).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.headers.pragma).toBe('no-cache');
-    expect(res.body).toEqual({ access_token: expect.stringMatching(/^[A-Za-z0-9_-]{43,}$/), token_type: 'Bearer', expires_in: 3600, scope: SIM_SWAP });
+    expect(res.body).toEqual({ access_token: expect.stringMatching(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/), token_type: 'Bearer', expires_in: 3600, scope: SIM_SWAP });
     const api = await callApi(gw.app, res.body.access_token as string);
     expect(api.status).toBe(200);
     expect(api.body).toMatchObject({ subscriber: 'sub-alice', clientId: 'app-1', purpose: 'FraudPreventionAndDetection' });

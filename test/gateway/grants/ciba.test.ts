@@ -18,7 +18,7 @@ describe('token endpoint, CIBA grant', () => {
     expect(res.body.expires_in).toBe(3600);
     expect(res.body.scope).toBe(SIM_SWAP);
     // 256 random bits in base64url.
-    expect(res.body.access_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(res.body.access_token).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
   });
 
   it('consent needed: authorization_pending until consent is granted out-of-band, then a token', async () => {

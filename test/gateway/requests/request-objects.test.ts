@@ -49,7 +49,7 @@ describe('GET /authorize with a request object (RFC 9101, CAMARA profile)', () =
     const res = await authorize(gw.app, { ...PLAIN, state: 'plain-state', request: await sign({ state: 'signed-state', nonce: 'n-1' }) });
     expect(res.status).toBe(302);
     const q = callback(res);
-    expect(q.code).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(q.code).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
     expect(q.state).toBe('signed-state');
     expect(q.iss).toBe(ISSUER);
     const token = await request(gw.app)

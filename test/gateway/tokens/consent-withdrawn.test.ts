@@ -4,7 +4,7 @@ import { APP1, LOCATION, createTestGateway, type TestGateway } from '../../helpe
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { KEY_A } from '../../helpers/keys.js';
 import { CALLBACK, authorize, callback, redeem } from '../../helpers/frontend.js';
-import { MemoryStore, type JsonObject, type NetAuthOptions, type PutOptions, type RecordKind } from '../../../lib/index.js';
+import { MemoryStore, type JsonObject, type NetAuthOptions, type PutOptions, type RecordKind, type RecordWrite } from '../../../lib/index.js';
 
 /**
  * Consent withdrawn while a token is being issued: a CIBA poll (or a code redemption) read the consent as
@@ -16,15 +16,27 @@ import { MemoryStore, type JsonObject, type NetAuthOptions, type PutOptions, typ
 const ALICE = 'tel:+34600000001';
 const CONSENT = { clientId: 'app-1', login_hint: ALICE, scope: LOCATION };
 
-/** A real memory store that runs `beforeTokenWrite` once, just before the next access-token record is written. */
+/**
+ * A real memory store that runs `beforeTokenWrite` once, just before the next access-token record is written
+ * (by `put`, or by the `consume` that exchanges a code or auth_req_id for the token in the same step).
+ */
 class RacingStore extends MemoryStore {
   beforeTokenWrite: (() => Promise<void>) | undefined;
 
-  override async put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void> {
-    const hook = kind === 'access_token' ? this.beforeTokenWrite : undefined;
-    this.beforeTokenWrite = undefined;
+  private async race(writesToken: boolean): Promise<void> {
+    const hook = writesToken ? this.beforeTokenWrite : undefined;
+    if (hook) this.beforeTokenWrite = undefined;
     if (hook) await hook();
+  }
+
+  override async put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void> {
+    await this.race(kind === 'access_token');
     return super.put(kind, id, value, options);
+  }
+
+  override async consume(kind: RecordKind, id: string, writes: readonly RecordWrite[] = []): Promise<boolean> {
+    await this.race(writes.some((w) => w.kind === 'access_token'));
+    return super.consume(kind, id, writes);
   }
 }
 

@@ -43,12 +43,14 @@ describe('JWT access tokens (RFC 9068)', () => {
       aud: ISSUER,
       exp: now + 3600,
       iat: now,
-      jti: expect.stringMatching(/^[A-Za-z0-9_-]{22,}$/),
+      jti: expect.stringMatching(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{22}$/),
       client_id: 'app-1',
       scope: SIM_SWAP,
       purpose: 'FraudPreventionAndDetection',
-      grant_ids: [expect.stringMatching(/^[A-Za-z0-9_-]{22}$/)],
+      grant_ids: [expect.stringMatching(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{22}$/)],
     });
+    // The jti carries its grant's placement tag, so a sharded store keeps the token's record with the grant.
+    expect((claims.jti as string).split('.')[0]).toBe((claims.grant_ids as string[])[0]!.split('.')[0]);
     expect(token).not.toContain('34600000001');
     expect(JSON.stringify(claims)).not.toContain('34600000001');
   });

@@ -1,0 +1,186 @@
+/**
+ * `npx tsx bench/failover.ts`: how long a Redis failover costs the gateway (issue 17; docs/redis-store.md records
+ * the numbers). Two gateway processes (test/helpers/gateway-main.ts) run CIBA flows in a closed loop, 8 at a
+ * time, crossing instances; the master of one shard is killed (SIGKILL) and every answer is timed. Printed per
+ * set-up: when the 503s started and ended after the kill, how many there were, how many flows succeeded
+ * meanwhile, and how flows ended: "answer lost" is a poll answered 503 whose request Redis had consumed and
+ * whose token it had stored (the retry gets invalid_grant; nothing was burnt or issued twice), "failed" anything
+ * else without a token (none expected).
+ *
+ * Set-ups: a Redis Cluster of 3 masters with a replica each (cluster-node-timeout 1000 and 2000 ms, with
+ * cluster-require-full-coverage yes, the default, and no), and Sentinel (one master, one replica, one Sentinel,
+ * down-after-milliseconds 1000 and 500). `--only cluster` or `--only sentinel` runs one kind.
+ */
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RedisCluster, ask } from '../test/helpers/redis-cluster.js';
+import { RedisSentinelSet, SENTINEL_MASTER_NAME } from '../test/helpers/redis-sentinel.js';
+import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../test/helpers/gateway-process.js';
+import { bcAuthorizeOn, pollOn } from '../test/helpers/fleet.js';
+import { SIM_SWAP } from '../test/helpers/gateway.js';
+import { fmt, table } from './report.js';
+
+const { values: args } = parseArgs({ options: { only: { type: 'string' } } });
+
+interface Answer {
+  at: number;
+  status: number;
+}
+
+interface Outcome {
+  setup: string;
+  firstError: number | undefined;
+  lastError: number | undefined;
+  errors: number;
+  okDuring: number;
+  flows: number;
+  /** Flows whose poll was answered 503 and then invalid_grant: consumed with its token stored, the answer lost. */
+  answerLost: number;
+  /** Flows that ended with anything else but a token. */
+  failed: number;
+}
+
+/** CIBA flows in a closed loop on `workers` connections, every answer timed, until `stop()`. */
+function load(a: GatewayProcess, b: GatewayProcess, workers = 8) {
+  const answers: Answer[] = [];
+  let flows = 0;
+  let answerLost = 0;
+  let failed = 0;
+  let running = true;
+  const record = (res: Response) => answers.push({ at: performance.now(), status: res.status });
+  const loops = Array.from({ length: workers }, async (_, i) => {
+    const [front, back] = i % 2 === 0 ? [a, b] : [b, a];
+    while (running) {
+      let id: string | undefined;
+      while (running && id === undefined) {
+        const res = await bcAuthorizeOn(front, 'tel:+34600000001', SIM_SWAP);
+        record(res);
+        if (res.status === 200) id = ((await res.json()) as { auth_req_id: string }).auth_req_id;
+        else await sleep(20);
+      }
+      let unanswered = false;
+      while (id !== undefined) {
+        const res = await pollOn(back, id);
+        record(res);
+        if (res.status === 503) {
+          unanswered = true;
+          await sleep(20);
+          continue;
+        }
+        const body = (await res.json()) as { access_token?: string; error?: string };
+        flows++;
+        if (body.access_token === undefined) {
+          if (unanswered && body.error === 'invalid_grant') answerLost++;
+          else failed++;
+        }
+        id = undefined;
+      }
+    }
+  });
+  return {
+    answers,
+    counts: () => ({ flows, answerLost, failed }),
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+async function measure(setup: string, env: { a: Record<string, string>; b: Record<string, string> }, kill: () => Promise<void>, healed: () => Promise<void>): Promise<Outcome> {
+  const common = { NETAUTH_COOKIE_SECRET: randomBytes(24).toString('base64url'), NETAUTH_RATE_LIMITS: 'off' };
+  const [a, b] = await Promise.all([startGatewayProcess('A', { ...common, ...env.a }), startGatewayProcess('B', { ...common, ...env.b })]);
+  try {
+    const running = load(a, b);
+    await sleep(2000);
+    const killedAt = performance.now();
+    await kill();
+    await healed();
+    // A few more seconds of load after the set-up reports healthy: the gateways may need longer than Redis.
+    await sleep(3000);
+    await running.stop();
+    const after = running.answers.filter((x) => x.at >= killedAt);
+    const errors = after.filter((x) => x.status >= 500);
+    const firstError = errors[0]?.at;
+    const lastError = errors.at(-1)?.at;
+    const okDuring = firstError === undefined ? 0 : after.filter((x) => x.status === 200 && x.at >= firstError && x.at <= lastError!).length;
+    return {
+      setup,
+      firstError: firstError === undefined ? undefined : firstError - killedAt,
+      lastError: lastError === undefined ? undefined : lastError - killedAt,
+      errors: errors.length,
+      okDuring,
+      ...running.counts(),
+    };
+  } finally {
+    await stopGatewayProcesses();
+  }
+}
+
+async function cluster(nodeTimeout: number, fullCoverage: boolean): Promise<Outcome> {
+  const set = await RedisCluster.start({ masters: 3, replicas: 1, nodeTimeout });
+  try {
+    if (!fullCoverage) for (const node of set.nodes) await ask(node, ['CONFIG', 'SET', 'cluster-require-full-coverage', 'no']);
+    const doomed = (await set.masterServers())[0]!;
+    return await measure(
+      `cluster 3+3, node-timeout ${nodeTimeout} ms, full coverage ${fullCoverage ? 'yes' : 'no'}`,
+      { a: { REDIS_URL: set.nodes[0] === doomed ? set.nodes[1]!.url : set.nodes[0]!.url }, b: { REDIS_CLUSTER: set.nodes.map((n) => n.url).join(',') } },
+      () => doomed.stop(),
+      () => set.waitUntilHealthy(30_000),
+    );
+  } finally {
+    await set.destroy();
+  }
+}
+
+async function sentinel(downAfter: number): Promise<Outcome> {
+  const set = await RedisSentinelSet.start({ downAfter });
+  try {
+    const env = { REDIS_SENTINEL: `${SENTINEL_MASTER_NAME}@127.0.0.1:${set.sentinel.port}` };
+    let old: Awaited<ReturnType<typeof set.killMaster>> | undefined;
+    return await measure(
+      `sentinel, down-after-milliseconds ${downAfter}`,
+      { a: env, b: env },
+      async () => {
+        old = await set.killMaster();
+      },
+      async () => {
+        await set.waitForFailover(old!);
+      },
+    );
+  } finally {
+    await set.destroy();
+  }
+}
+
+const outcomes: Outcome[] = [];
+if (args.only !== 'sentinel') {
+  for (const [timeout, coverage] of [
+    [1000, true],
+    [1000, false],
+    [2000, true],
+  ] as const) {
+    outcomes.push(await cluster(timeout, coverage));
+    process.stderr.write(`[failover] ${outcomes.at(-1)!.setup} done\n`);
+  }
+}
+if (args.only !== 'cluster') for (const downAfter of [1000, 500]) outcomes.push(await sentinel(downAfter));
+
+const ms = (value: number | undefined) => (value === undefined ? '-' : fmt(value));
+process.stdout.write(
+  `${table(
+    ['set-up', 'first 5xx after kill (ms)', 'last 5xx (ms)', '5xx window (ms)', '5xx answers', '200s inside window', 'flows', 'answer lost', 'failed'],
+    outcomes.map((o) => [
+      o.setup,
+      ms(o.firstError),
+      ms(o.lastError),
+      o.firstError === undefined ? '-' : fmt(o.lastError! - o.firstError),
+      fmt(o.errors),
+      fmt(o.okDuring),
+      fmt(o.flows),
+      fmt(o.answerLost),
+      fmt(o.failed),
+    ]),
+  )}\n`,
+);

@@ -1,0 +1,454 @@
+/**
+ * The one place that knows which kind of node-redis (v5) client RedisStore talks through, so the store itself
+ * only says "run this command for this key":
+ *
+ * - a URL: the store creates its own client (node-redis, an optional peer dependency, is loaded only then). A URL that
+ *   names a Redis Cluster node is detected (`INFO cluster`) and gets a cluster client, with the rest of the
+ *   cluster discovered from that node;
+ * - an injected `createClient()`, `createCluster()` or `createSentinel()` client, typed structurally below so
+ *   the package does not depend on node-redis' types (test/stores/redis-clients.test.ts checks the real ones fit).
+ *
+ * Every command has a deadline; connection trouble, and replies that describe a passing server state, become
+ * StoreUnavailableError (the gateway answers 503). A cluster client keeps its slot map until a MOVED reply, and
+ * a dead master sends none: on connection errors the map is refreshed (at most every 250 ms) until the replica
+ * that took over is found, so a failover heals without a restart.
+ */
+import { StoreUnavailableError } from './store.js';
+import type { Script } from './redis-scripts.js';
+import { requirePeer } from '../optional-peer.js';
+
+/** What RedisStore needs of a `createClient()` client. */
+export interface RedisCommandClient {
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+  sendCommand(args: ReadonlyArray<string>, options?: { timeout?: number }): Promise<unknown>;
+}
+
+/** What RedisStore needs of a `createCluster()` client. */
+export interface RedisClusterCommandClient {
+  readonly isOpen: boolean;
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[], options?: { timeout?: number }): Promise<unknown>;
+  /** The slot map: each slot's shard and its master's `host:port`. */
+  readonly slots: ReadonlyArray<{ readonly master: { readonly address: string } } | undefined>;
+  readonly masters: ReadonlyArray<{ readonly address: string; readonly host: string; readonly port: number; readonly client?: unknown }>;
+}
+
+/** What RedisStore needs of a `createSentinel()` client. */
+export interface RedisSentinelCommandClient {
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+  sendCommand(isReadonly: boolean | undefined, args: string[], options?: { timeout?: number }): Promise<unknown>;
+  getMasterNode(): { host: string; port: number } | undefined;
+}
+
+/** Any client RedisStore accepts. */
+export type RedisStoreClient = RedisCommandClient | RedisClusterCommandClient | RedisSentinelCommandClient;
+
+/** The commands rate-limiter-flexible's RateLimiterRedis calls on a node-redis client (lib/ops/rate-limits.ts). */
+export interface NodeRedisCommands {
+  readonly isReady: boolean;
+  eval(...args: never[]): unknown;
+  multi(): unknown;
+  del(...args: never[]): unknown;
+}
+
+type Route =
+  | { kind: 'single'; client: RedisCommandClient }
+  | { kind: 'cluster'; client: RedisClusterCommandClient }
+  | { kind: 'sentinel'; client: RedisSentinelCommandClient };
+
+/** A listener node-redis clients accept (all three are EventEmitters). */
+interface Emitter {
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+  off(event: string, listener: (...args: unknown[]) => void): unknown;
+}
+
+type NodeRedis = typeof import('redis');
+type OwnedClient = ReturnType<NodeRedis['createClient']> | ReturnType<NodeRedis['createCluster']>;
+
+/** The longest a write waits for its replicas (ms). */
+const REPLICA_WAIT = 100;
+
+// Error replies that describe a passing server state (or topology) rather than a bad command.
+const TRANSIENT_REPLIES = /^(LOADING|BUSY|MASTERDOWN|READONLY|OOM|TRYAGAIN|CLUSTERDOWN|NOREPLICAS|MOVED|ASK)\b/;
+
+/** A Redis error reply (a command the server answered with an error), by name so any copy of node-redis fits. */
+function isErrorReply(err: unknown): err is Error {
+  let proto: unknown = err !== null && typeof err === 'object' ? Object.getPrototypeOf(err) : null;
+  while (proto && proto !== Error.prototype) {
+    if ((proto as { constructor?: { name?: string } }).constructor?.name === 'ErrorReply') return true;
+    proto = Object.getPrototypeOf(proto);
+  }
+  return false;
+}
+
+function routeOf(client: RedisStoreClient): Route {
+  if ('masters' in client && 'slots' in client) return { kind: 'cluster', client };
+  if ('getMasterNode' in client) return { kind: 'sentinel', client };
+  return { kind: 'single', client };
+}
+
+/** Never give up; back off up to 2 s, with jitter so many instances do not reconnect in step. */
+function reconnectStrategy(retries: number): number {
+  return Math.min(50 * 2 ** retries, 2000) + Math.floor(Math.random() * 100);
+}
+
+/** Redis Cluster's key hash (CRC16-CCITT/XMODEM of the hash tag, mod 16384), for keys `…{tag}` only. */
+function slotOfTag(tag: string): number {
+  let crc = 0;
+  for (const byte of Buffer.from(tag)) {
+    crc ^= byte << 8;
+    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
+}
+
+/** A URL's `host:port`, never its credentials. */
+function hostOf(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return parsed.port ? `${parsed.hostname}:${parsed.port}` : parsed.hostname;
+  } catch {
+    return 'an unparsable url';
+  }
+}
+
+function reason(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : error.message;
+}
+
+export interface RedisConnectionOptions {
+  client?: RedisStoreClient;
+  url?: string;
+  /** Deadline of every command, and connect timeout of a created client (ms). */
+  timeout: number;
+  onError: (error: unknown) => void;
+}
+
+export class RedisConnection {
+  private route: Route | undefined;
+  private readonly url: string | undefined;
+  /** node-redis, for a connection that creates its client (loaded then: it is an optional peer dependency). */
+  private readonly redis: NodeRedis | undefined;
+  /** The client the connection created (closed with it), once created. */
+  private owned: OwnedClient | undefined;
+  /** Settles after the created client's first connection attempt (and cluster detection); commands wait for it. */
+  private firstAttempt: Promise<void> | undefined;
+  /** Why the first attempt failed, for open(). */
+  private failure: unknown;
+  private closed = false;
+  private lastRefresh = 0;
+  /** Which master the next topology refresh asks first (turn by turn, so a dead one is not asked every time). */
+  private refreshes = 0;
+  private readonly timeout: number;
+  private readonly onError: (error: unknown) => void;
+
+  constructor(options: RedisConnectionOptions) {
+    this.timeout = options.timeout;
+    this.onError = options.onError;
+    this.url = options.url;
+    if (options.url !== undefined) this.redis = requirePeer<NodeRedis>('redis', 'new RedisStore({ url })');
+    if (options.client) this.route = routeOf(options.client);
+  }
+
+  /** Whether keys are spread over shards, so one call may only touch keys of one hash tag. */
+  get cluster(): boolean {
+    return this.route?.kind === 'cluster';
+  }
+
+  /** Where Redis is, for messages: hosts and ports, never credentials. */
+  describe(): string {
+    const route = this.route;
+    if (route?.kind === 'cluster') {
+      return `${route.client.masters.map((m) => m.address).join(', ') || (this.url ? hostOf(this.url) : 'the given nodes')} (cluster)`;
+    }
+    if (route?.kind === 'sentinel') {
+      const master = route.client.getMasterNode();
+      return master ? `${master.host}:${master.port} (Sentinel's master)` : "the Sentinel's master";
+    }
+    if (this.url !== undefined) return hostOf(this.url);
+    const socket = (route?.client as { options?: { url?: string; socket?: { host?: string; port?: number } } } | undefined)?.options;
+    if (socket?.url) return hostOf(socket.url);
+    return socket?.socket?.host ? `${socket.socket.host}:${socket.socket.port ?? 6379}` : 'the given client';
+  }
+
+  /**
+   * Connects a created client and checks Redis answers as a writable master, rejecting with a message that
+   * names where Redis was expected. An injected client must already be connected (its owner connects it).
+   */
+  async open(): Promise<void> {
+    if (this.closed) throw new StoreUnavailableError('Redis store is closed');
+    if (this.url === undefined && !this.route!.client.isOpen) {
+      throw new StoreUnavailableError(`the Redis client given to RedisStore (${this.describe()}) is not connected: await client.connect() first`);
+    }
+    let role: unknown;
+    try {
+      role = await this.run(undefined, ['ROLE']);
+    } catch (error) {
+      const cause = this.failure ?? (error as { cause?: unknown }).cause ?? error;
+      throw new StoreUnavailableError(`cannot connect to Redis at ${this.describe()} (${reason(cause)})`, { cause });
+    }
+    if (Array.isArray(role) && role[0] !== 'master') {
+      throw new StoreUnavailableError(`Redis at ${this.describe()} is a ${String(role[0])}, not a master: give the master's url, or a Sentinel or Cluster client`);
+    }
+  }
+
+  /** Closes a created client; an injected one stays open (its owner closes it). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const client = this.owned;
+    if (!client?.isOpen) return;
+    // Reconnecting (or a cluster): nothing to flush that matters, and close() could wait for a reply that is not coming.
+    if (!('isReady' in client) || !client.isReady) client.destroy();
+    else await client.close();
+  }
+
+  /** Runs one command within the deadline, on the master of `key`'s slot (or any node without a key). */
+  async run(key: string | undefined, args: string[]): Promise<unknown> {
+    if (this.closed) throw new StoreUnavailableError('Redis store is closed');
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${this.timeout} ms`)), this.timeout);
+    });
+    try {
+      await Promise.race([this.started(), deadline]);
+      // node-redis' own timeout drops a command still waiting to be written (offline queue of an injected
+      // client); the race bounds one already written to a server that does not answer.
+      return await Promise.race([this.send(key, args), deadline]);
+    } catch (err) {
+      if (isErrorReply(err) && !TRANSIENT_REPLIES.test(err.message)) throw err;
+      this.refreshTopology();
+      if (err instanceof StoreUnavailableError) throw err;
+      throw new StoreUnavailableError('Redis is unavailable', { cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * EVALSHA, loading the script with EVAL when the node does not know it (new, restarted or promoted). With
+   * `replicas` > 0, the write is followed by WAIT (see `write`).
+   */
+  async script(script: Script, keys: string[], args: string[], replicas = 0): Promise<unknown> {
+    const tail = [String(keys.length), ...keys, ...args];
+    try {
+      return await this.write(keys[0], ['EVALSHA', script.sha, ...tail], replicas);
+    } catch (err) {
+      if (!(err instanceof Error && err.message.startsWith('NOSCRIPT'))) throw err;
+      return this.write(keys[0], ['EVAL', script.source, ...tail], replicas);
+    }
+  }
+
+  /**
+   * A write whose result comes once `replicas` replicas have it, or after REPLICA_WAIT ms (a replica behind or
+   * gone must not stop the service): WAIT is sent right behind the write, on the same connection, so it costs
+   * no extra round trip and counts exactly the writes sent before it. If the connection fails before WAIT
+   * answers, the write may be lost in the failover that follows: the caller gets StoreUnavailableError (503)
+   * rather than a success that may not survive (a token the client holds and Redis forgot).
+   */
+  async write(key: string | undefined, args: string[], replicas = 0): Promise<unknown> {
+    if (replicas === 0) return this.run(key, args);
+    // Both settle before either counts, so a failing WAIT behind a failed write is never left unhandled.
+    const [written, acked] = await Promise.allSettled([this.run(key, args), this.run(key, ['WAIT', String(replicas), String(REPLICA_WAIT)])]);
+    if (written.status === 'rejected') throw written.reason;
+    if (acked.status === 'rejected') throw acked.reason;
+    return written.value;
+  }
+
+  /**
+   * One hash tag per shard (Redis Cluster: per master, by the slot map; otherwise one), with the shard's
+   * address: where to keep one marker key per shard.
+   */
+  shardTags(): Array<{ tag: string; address: string }> {
+    const route = this.route;
+    if (route?.kind !== 'cluster') return [{ tag: '0', address: this.describe() }];
+    const wanted = new Set(route.client.masters.map((m) => m.address));
+    const found: Array<{ tag: string; address: string }> = [];
+    for (let i = 0; wanted.size > 0 && i < 10_000; i++) {
+      const address = route.client.slots[slotOfTag(String(i))]?.master.address;
+      if (address !== undefined && wanted.delete(address)) found.push({ tag: String(i), address });
+    }
+    return found;
+  }
+
+  /** Calls `listener` whenever the client (re)connects to a node or learns a new master. Returns the unsubscribe. */
+  onReconnect(listener: () => void): () => void {
+    const route = this.route;
+    const emitter = route?.client as Partial<Emitter> | undefined;
+    if (!emitter || typeof emitter.on !== 'function' || typeof emitter.off !== 'function') return () => {};
+    const event = route!.kind === 'cluster' ? 'node-ready' : route!.kind === 'sentinel' ? 'topology-change' : 'ready';
+    emitter.on(event, listener);
+    return () => emitter.off!(event, listener);
+  }
+
+  /** Replicas of the shard with the fewest (0 without replicas, or when Redis does not say). */
+  async fewestReplicas(): Promise<number> {
+    try {
+      return await this.countReplicas();
+    } catch {
+      // An ACL without INFO or CLUSTER NODES: no waiting unless asked for (waitForReplicas).
+      return 0;
+    }
+  }
+
+  private async countReplicas(): Promise<number> {
+    const route = this.route;
+    if (route?.kind === 'cluster') {
+      const nodes = String(await this.run(undefined, ['CLUSTER', 'NODES']))
+        .trim()
+        .split('\n')
+        .map((line) => line.split(' '));
+      const masters = nodes.filter((n) => n[2]!.includes('master') && !n[2]!.includes('fail') && n.length > 8);
+      const replicas = (id: string) => nodes.filter((n) => n[3] === id && !n[2]!.includes('fail')).length;
+      return masters.length === 0 ? 0 : Math.min(...masters.map((m) => replicas(m[0]!)));
+    }
+    const info = String(await this.run(undefined, ['INFO', 'replication']));
+    return Number(/connected_slaves:(\d+)/.exec(info)?.[1] ?? 0);
+  }
+
+  /**
+   * The node-redis client behind the connection, for companions that speak node-redis commands (the
+   * gateway's rate-limit counters share the store's connection). It forwards to the client the store created
+   * (once created) or to the injected one; undefined for an injected client without those commands.
+   */
+  nodeRedisClient(): NodeRedisCommands | undefined {
+    const injected = this.owned === undefined && this.route?.client;
+    if (injected) {
+      const commands = injected as unknown as Partial<Record<'eval' | 'multi' | 'del', unknown>>;
+      if (typeof commands.eval !== 'function' || typeof commands.multi !== 'function' || typeof commands.del !== 'function') return undefined;
+    } else if (this.url === undefined) {
+      return undefined;
+    }
+    const target = (): NodeRedisCommands => {
+      const client = this.route?.client;
+      if (!client) throw new StoreUnavailableError('Redis is not connected yet');
+      return client as unknown as NodeRedisCommands;
+    };
+    return {
+      get isReady() {
+        const client = target() as unknown as { isReady?: boolean; isOpen: boolean };
+        return client.isReady ?? client.isOpen;
+      },
+      eval: (...args) => target().eval(...args),
+      multi: () => target().multi(),
+      del: (...args) => target().del(...args),
+    };
+  }
+
+  private send(key: string | undefined, args: string[]): Promise<unknown> {
+    const route = this.route!;
+    const options = { timeout: this.timeout };
+    switch (route.kind) {
+      case 'cluster':
+        return route.client.sendCommand(key, false, args, options);
+      case 'sentinel':
+        return route.client.sendCommand(false, args, options);
+      default:
+        return route.client.sendCommand(args, options);
+    }
+  }
+
+  /**
+   * A cluster client learns a new slot map only from a MOVED reply, which a dead master never sends: after a
+   * connection error, ask the cluster again (node-redis' own rediscovery, starting from a master that is up).
+   */
+  private refreshTopology(): void {
+    const route = this.route;
+    if (route?.kind !== 'cluster' || this.closed) return;
+    const now = Date.now();
+    if (now - this.lastRefresh < 250) return;
+    this.lastRefresh = now;
+    const slots = (route.client as unknown as { _slots?: { rediscover?: (startWith: unknown) => Promise<void> } })._slots;
+    const masters = route.client.masters;
+    if (typeof slots?.rediscover !== 'function' || masters.length === 0) return;
+    // A master whose connection is up, else each in turn (a client made with minimizeConnections has none yet).
+    // rediscover() reads only `options` of what it is given, and falls back to the root nodes.
+    const up = masters.find((m) => (m.client as { isReady?: boolean } | undefined)?.isReady);
+    const ask = up ?? masters[this.refreshes++ % masters.length]!;
+    slots.rediscover({ options: { socket: { host: ask.host, port: ask.port } } }).catch(this.onError);
+  }
+
+  /** For a created client: its first connection attempt, started once (on open() or the first command). */
+  private started(): Promise<void> | undefined {
+    if (this.url === undefined) return undefined;
+    this.firstAttempt ??= this.connectOwned().catch((error: unknown) => {
+      this.failure ??= error;
+    });
+    return this.firstAttempt;
+  }
+
+  private async connectOwned(): Promise<void> {
+    const redis = this.redis!;
+    const client = redis.createClient({
+      url: this.url!,
+      // Fail fast while disconnected instead of queueing: the caller answers 503 and the client retries.
+      disableOfflineQueue: true,
+      socket: { connectTimeout: this.timeout, reconnectStrategy },
+    });
+    client.on('error', (error: unknown) => {
+      this.failure = error;
+      this.onError(error);
+    });
+    this.owned = client;
+    this.route = { kind: 'single', client: client as unknown as RedisCommandClient };
+    client.on('ready', () => {
+      this.failure = undefined;
+      // A server that was down at start-up may turn out to be a cluster node once it answers.
+      if (this.owned === client) this.detectCluster(redis, client).catch(this.onError);
+    });
+    await new Promise<void>((resolve, reject) => {
+      const settle = (error?: unknown) => {
+        client.off('ready', settle);
+        client.off('error', settle);
+        if (error === undefined) resolve();
+        else reject(error instanceof Error ? error : new Error(String(error)));
+      };
+      client.on('ready', settle);
+      client.on('error', settle);
+      // Failures are retried by the reconnect strategy and reported through 'error'.
+      client.connect().catch(() => {});
+    });
+    await this.detectCluster(redis, client);
+  }
+
+  private detecting: Promise<void> | undefined;
+
+  /** A URL that names a Redis Cluster node: replace the plain client by a cluster client started from it. */
+  private detectCluster(redis: NodeRedis, client: ReturnType<NodeRedis['createClient']>): Promise<void> {
+    this.detecting ??= (async () => {
+      const info = String(await client.sendCommand(['INFO', 'cluster']));
+      if (!/cluster_enabled:1/.test(info)) return;
+      const url = new URL(this.url!);
+      const cluster = redis.createCluster({
+        rootNodes: [{ url: this.url! }],
+        // connect() only discovers the slot map; each master is connected on first use, so a master that is
+        // down at start-up costs 503s for its slots only, not a connect() that never returns.
+        minimizeConnections: true,
+        defaults: {
+          ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+          ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+          disableOfflineQueue: true,
+          socket: url.protocol === 'rediss:' ? { tls: true, connectTimeout: this.timeout, reconnectStrategy } : { connectTimeout: this.timeout, reconnectStrategy },
+        },
+      });
+      cluster.on('error', this.onError);
+      cluster.on('node-error', this.onError);
+      await cluster.connect();
+      if (this.closed) {
+        cluster.destroy();
+        return;
+      }
+      this.owned = cluster;
+      this.route = { kind: 'cluster', client: cluster as unknown as RedisClusterCommandClient };
+      client.destroy();
+    })().catch((error: unknown) => {
+      // Tried again on the next 'ready'.
+      this.detecting = undefined;
+      throw error;
+    });
+    return this.detecting;
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * Noticing that Redis lost the store's data. A Redis restarted without persistence (or flushed, or failed over
+ * to a replica that never had the data) comes back empty, and then every token, code, consent and revocation
+ * is silently gone: clients see `invalid_token`, and revoked JWT access tokens pass a store-backed guard again.
+ *
+ * Every store on the same Redis and prefix shares one marker key per shard, holding a random value, written
+ * without expiry by the first store to find it missing. Each store remembers the value it saw, and checks it
+ * whenever its client reconnects to a node or learns a new master, and every `interval` ms: another value (or
+ * none) means the shard lost its data since (another instance may have written a new marker first). That is
+ * reported, once per loss and per store, and the new value remembered, so the next loss is noticed too.
+ */
+import { randomId } from '../crypto.js';
+import type { RedisConnection } from './redis-connection.js';
+import { markerKey } from './redis-keys.js';
+import { MARK } from './redis-scripts.js';
+
+/** Reported (RedisStore's `onDataLoss`) when a Redis shard came back without the store's data. */
+export class StoreDataLossError extends Error {
+  constructor(
+    /** `host:port` of the shard, or a description of the set-up. */
+    readonly shard: string,
+  ) {
+    super(
+      `Redis at ${shard} lost the store's data (restarted without persistence, flushed, or failed over to a replica without it): ` +
+        'tokens, codes, consents and revocations written before are gone. See docs/redis-store.md#persistence-what-consent-records-need',
+    );
+    this.name = 'StoreDataLossError';
+  }
+}
+
+export class DataLossWatch {
+  /** The value of each marker key when last seen. */
+  private readonly seen = new Map<string, string>();
+  private timer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private checking: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly prefix: string,
+    private readonly report: (error: StoreDataLossError) => void,
+    private readonly interval: number,
+  ) {}
+
+  /**
+   * Places the markers and watches them from now on. Called again after a failed start: the client behind the
+   * connection may have changed meanwhile (a URL found to name a cluster node), so the listener moves to it.
+   */
+  start(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (!this.timer) {
+      this.timer = setInterval(() => void this.check().catch(() => {}), this.interval);
+      this.timer.unref();
+    }
+    this.unsubscribe?.();
+    this.unsubscribe = this.connection.onReconnect(() => void this.check().catch(() => {}));
+    return this.check();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.unsubscribe?.();
+  }
+
+  /** One check at a time; an error (Redis down) leaves the markers as they were known. */
+  check(): Promise<void> {
+    this.checking ??= this.checkShards().finally(() => {
+      this.checking = undefined;
+    });
+    return this.checking;
+  }
+
+  private async checkShards(): Promise<void> {
+    await Promise.all(
+      this.connection.shardTags().map(async ({ tag, address }) => {
+        const key = markerKey(this.prefix, tag);
+        const value = String(await this.connection.script(MARK, [key], [randomId(12)]));
+        const before = this.seen.get(key);
+        this.seen.set(key, value);
+        if (before !== undefined && before !== value && !this.stopped) this.report(new StoreDataLossError(address));
+      }),
+    );
+  }
+}

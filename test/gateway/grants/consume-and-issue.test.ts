@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { createTestGateway, LOCATION, SIM_SWAP } from '../../helpers/gateway.js';
+import { pollToken, startBackchannel } from '../../helpers/requests.js';
+import { CALLBACK, callApi, codeFor, redeem } from '../../helpers/frontend.js';
+import { MemoryStore, StoreUnavailableError, type JsonObject, type PutOptions, type RecordKind, type RecordWrite, type StoredRecord } from '../../../lib/index.js';
+
+/**
+ * Consuming an approved auth_req_id (or a code) and storing the token issued for it are one atomic step (the
+ * store's `consume` with the token's record attached): a store failure there answers 503 and uses nothing up,
+ * so the same request gets its token on the next try. Before, the request was consumed first and a failure
+ * writing the token burnt it (`invalid_grant` ever after).
+ */
+
+const ALICE = 'tel:+34600000001';
+
+/**
+ * A real memory store whose next write of an access-token record (by whichever operation makes it), or next
+ * read of the revocation list, fails as an unreachable Redis would: the operation does nothing and rejects.
+ */
+class FlakyStore extends MemoryStore {
+  failNext: 'token write' | 'revocation read' | undefined;
+
+  private fail(what: NonNullable<FlakyStore['failNext']>, when: boolean): void {
+    if (!when || this.failNext !== what) return;
+    this.failNext = undefined;
+    throw new StoreUnavailableError('Redis is unavailable');
+  }
+
+  override async put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void> {
+    this.fail('token write', kind === 'access_token');
+    return super.put(kind, id, value, options);
+  }
+
+  override async consume(kind: RecordKind, id: string, writes: readonly RecordWrite[] = []): Promise<boolean> {
+    this.fail('token write', writes.some((w) => w.kind === 'access_token'));
+    return super.consume(kind, id, writes);
+  }
+
+  override async get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined> {
+    this.fail('revocation read', kind === 'revoked');
+    return super.get<T>(kind, id);
+  }
+}
+
+function gateway() {
+  const store = new FlakyStore();
+  return { ...createTestGateway({ store }), store };
+}
+
+describe('consuming a request and storing its token are one step', () => {
+  it('CIBA: a failure storing the token is a 503 that leaves the approved request to poll again', async () => {
+    const { app, store } = gateway();
+    const id = await startBackchannel(app, ALICE, SIM_SWAP);
+    store.failNext = 'token write';
+    const failed = await pollToken(app, id);
+    expect(failed.status).toBe(503);
+    expect(failed.body.error).toBe('temporarily_unavailable');
+    const retried = await pollToken(app, id);
+    expect(retried.status).toBe(200);
+    expect((await callApi(app, retried.body.access_token as string)).status).toBe(200);
+    expect((await pollToken(app, id)).body.error).toBe('invalid_grant');
+  });
+
+  it('CIBA under consent: a revocation list that cannot be read is a 503 that uses nothing up', async () => {
+    const { app, netauth, store } = gateway();
+    await netauth.consent.grant({ clientId: 'app-1', login_hint: ALICE, scope: LOCATION });
+    const id = await startBackchannel(app, ALICE, LOCATION);
+    store.failNext = 'revocation read';
+    expect((await pollToken(app, id)).status).toBe(503);
+    const retried = await pollToken(app, id);
+    expect(retried.status).toBe(200);
+    expect((await request(app).get('/location').set('Authorization', `Bearer ${retried.body.access_token as string}`)).status).toBe(200);
+  });
+
+  it('code: a failure storing the token is a 503 that leaves the code redeemable, once', async () => {
+    const gw = gateway();
+    const code = await codeFor(gw);
+    gw.store.failNext = 'token write';
+    expect((await redeem(gw.app, { code, redirect_uri: CALLBACK })).status).toBe(503);
+    const retried = await redeem(gw.app, { code, redirect_uri: CALLBACK });
+    expect(retried.status).toBe(200);
+    expect((await callApi(gw.app, retried.body.access_token as string)).status).toBe(200);
+    // Used now: a replay is invalid_grant and revokes the token issued from it.
+    expect((await redeem(gw.app, { code, redirect_uri: CALLBACK })).body.error).toBe('invalid_grant');
+    expect((await callApi(gw.app, retried.body.access_token as string)).status).toBe(401);
+  });
+});

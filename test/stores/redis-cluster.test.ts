@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { RedisStore } from '../../lib/stores/redis.js';
+import { StoreUnavailableError } from '../../lib/stores/store.js';
+import { randomTag, taggedId } from '../../lib/crypto.js';
+import { requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { RedisCluster, ask } from '../helpers/redis-cluster.js';
+import { SIM_SWAP, createTestGateway } from '../helpers/gateway.js';
+import { callApi } from '../helpers/frontend.js';
+import { pollToken, startBackchannel } from '../helpers/requests.js';
+import { describeStoreContract } from './contract.js';
+
+/**
+ * RedisStore on a real Redis Cluster (test/helpers/redis-cluster.ts): the shared contract through a node-redis
+ * createCluster() client, a URL naming one node (the store finds the cluster), keys spread over every master,
+ * and a master killed under a 3+3 cluster: the store heals by itself and keeps what it wrote.
+ */
+
+const skip = skipRedisTests('the Redis Cluster tests');
+const freshPrefix = () => `netauth-test:${randomUUID()}:`;
+
+type Cluster = ReturnType<RedisCluster['client']>;
+
+/** Keys per master: how many of `keys` live on each of the cluster's masters. */
+async function keysPerMaster(cluster: RedisCluster, prefix: string): Promise<number[]> {
+  const masters = await cluster.masterServers();
+  return Promise.all(masters.map(async (m) => ((await ask(m, ['KEYS', `${prefix}*`])) as string[]).length));
+}
+
+describe.skipIf(skip)('redis store on a Redis Cluster (3 masters)', () => {
+  let cluster: RedisCluster;
+  let client: Cluster;
+
+  beforeAll(async () => {
+    requireRedisServer();
+    cluster = await RedisCluster.start({ masters: 3 });
+    client = cluster.client();
+    await client.connect();
+  }, 30_000);
+
+  afterAll(async () => {
+    client?.destroy();
+    await cluster?.destroy();
+  });
+
+  describeStoreContract('redis cluster client', async () => {
+    const store = new RedisStore({ client, prefix: freshPrefix() });
+    await store.open();
+    return { store, elapse: (seconds) => sleep(seconds * 1000), close: () => store.close() };
+  });
+
+  describeStoreContract('redis cluster from one url', async () => {
+    const store = new RedisStore({ url: cluster.nodes[1]!.url, prefix: freshPrefix() });
+    await store.open();
+    return { store, elapse: (seconds) => sleep(seconds * 1000), close: () => store.close() };
+  });
+
+  it("counts a gateway's rate limits on the cluster, through the store's client", async () => {
+    const prefix = freshPrefix();
+    const store = new RedisStore({ url: cluster.nodes[2]!.url, prefix });
+    const gw = createTestGateway({ store });
+    try {
+      await store.open();
+      const token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body.access_token as string;
+      expect((await callApi(gw.app, token)).status).toBe(200);
+      const counters = await Promise.all((await cluster.masterServers()).map(async (m) => (await ask(m, ['KEYS', `${prefix}rl:*`])) as string[]));
+      expect(counters.flat().length).toBeGreaterThan(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('spreads grants over every master, each grant on one', async () => {
+    const prefix = freshPrefix();
+    const store = new RedisStore({ client, prefix });
+    try {
+      for (let i = 0; i < 30; i++) {
+        const tag = randomTag();
+        const grant = taggedId(tag, 16);
+        const code = taggedId(tag, 32);
+        await store.put('code', code, { i }, { ttl: 60, grants: [grant] });
+        await store.consume('code', code, [{ kind: 'access_token', id: taggedId(tag, 32), value: { i }, options: { ttl: 60, grants: [grant] } }]);
+      }
+      const counts = await keysPerMaster(cluster, prefix);
+      expect(counts).toHaveLength(3);
+      for (const count of counts) expect(count).toBeGreaterThan(0);
+      // One master holds each grant's code, token and index.
+      for (const master of await cluster.masterServers()) {
+        const keys = (await ask(master, ['KEYS', `${prefix}*`])) as string[];
+        const tags = (kind: string) => new Set(keys.filter((k) => k.startsWith(`${prefix}${kind}.`)).map((k) => k.slice(k.indexOf('{'), k.indexOf('}'))));
+        expect(tags('t')).toEqual(tags('c'));
+        expect(tags('g')).toEqual(tags('c'));
+      }
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe.skipIf(skip)('redis store on a Redis Cluster with replicas (3+3) when a master dies', () => {
+  let cluster: RedisCluster;
+
+  beforeAll(async () => {
+    requireRedisServer();
+    cluster = await RedisCluster.start({ masters: 3, replicas: 1 });
+  }, 30_000);
+
+  afterAll(async () => {
+    await cluster?.destroy();
+  });
+
+  it('waits for a replica after each write, answers 503 while the master is gone, then heals by itself with everything it wrote', { timeout: 60_000 }, async () => {
+    const client = cluster.client();
+    await client.connect();
+    const tag = randomTag();
+    const master = await cluster.masterOf(`{${tag}}`);
+    const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 1000 });
+    // Given only the URL of the master about to die: it must find the others by itself.
+    const fromUrl = new RedisStore({ url: master.url, prefix: store.prefix, timeout: 1000 });
+    try {
+      await store.open();
+      await fromUrl.open();
+      const grant = taggedId(tag, 16);
+      const ids = Array.from({ length: 20 }, () => taggedId(tag, 32));
+      for (const id of ids) await store.put('backchannel', id, { id }, { ttl: 120, grants: [grant] });
+      expect(await store.consume('backchannel', ids[0]!, [{ kind: 'access_token', id: taggedId(tag, 32), value: {}, options: { ttl: 120, grants: [grant] } }])).toBe(true);
+
+      await master.stop();
+      await expect(store.get('backchannel', ids[1]!)).rejects.toBeInstanceOf(StoreUnavailableError);
+
+      // Neither store is restarted: both find the promoted replica once the cluster has failed over.
+      for (const s of [store, fromUrl]) {
+        await vi.waitFor(() => s.get('backchannel', ids[1]!), { timeout: 30_000, interval: 100 });
+      }
+      expect(await cluster.masterOf(`{${tag}}`)).not.toBe(master);
+      // Everything written before the failure survived it: the replica had it before the write was answered.
+      for (const id of ids) expect((await fromUrl.get('backchannel', id))?.value).toEqual({ id });
+      expect(await store.consume('backchannel', ids[0]!)).toBe(false);
+      expect(await store.consume('backchannel', ids[1]!)).toBe(true);
+    } finally {
+      await store.close();
+      await fromUrl.close();
+      client.destroy();
+    }
+  });
+});
