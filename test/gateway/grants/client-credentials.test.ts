@@ -134,16 +134,22 @@ describe('start-up checks of the new rule fields and grant registrations', () =>
     ['accessTokenLifetime longer than lifetimes.accessToken', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', accessTokenLifetime: 7200 }], /accessTokenLifetime .* it can only shorten tokens/],
     ['accessTokenLifetime not whole', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', accessTokenLifetime: 1.5 }], /accessTokenLifetime/],
     ['singleUseAccessToken not a boolean', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', singleUseAccessToken: 1 }], /singleUseAccessToken must be true or false/],
+    ['a misspelt field', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', personaldata: false }], /personalData/],
   ])('a policy rule with %s', (_name, policy, message) => {
     expect(start(CLIENTS, policy)).toThrow(message);
   });
 
   it.each([
-    ['an unknown grant type', { ...SERVICE_CLIENT, grantTypes: ['password'] }, /grant type "password" is not one of/],
+    ['an unknown grant type', { ...SERVICE_CLIENT, grantTypes: ['password'] }, /grantTypes: "password" is not a grant type of this gateway; use authorization_code or .* or urn:ietf:params:oauth:grant-type:jwt-bearer/],
     ['refresh_token without a grant to come from', { ...SERVICE_CLIENT, grantTypes: ['client_credentials', 'refresh_token'] }, /refresh tokens come only from the authorization_code and CIBA grants/],
     ['the JWT bearer grant without keys', { ...SERVICE_CLIENT, grantTypes: ['urn:ietf:params:oauth:grant-type:jwt-bearer'] }, /JWT bearer grant verifies assertions with the client's public keys: give jwks or jwksUri/],
   ])('a client with %s', (_name, registration, message) => {
     expect(start([registration])).toThrow(message);
+  });
+
+  it('lifetimes.refreshToken is a known option, checked like the others', () => {
+    expect(start([SERVICE_CLIENT], GRANTS_POLICY, { refreshToken: 600 })).not.toThrow();
+    expect(start([SERVICE_CLIENT], GRANTS_POLICY, { refreshToken: 0 })).toThrow(/lifetimes.refreshToken/);
   });
 
   it('discovery lists the grant types the registered clients use, no more', () => {

@@ -10,6 +10,7 @@ import { listen } from '../../helpers/listen.js';
 import { recordEvents } from '../../helpers/events.js';
 import {
   GRANTS_CLIENTS,
+  GRANTS_POLICY,
   OFFLINE_AUTH,
   OFFLINE_CLIENT,
   callService,
@@ -141,7 +142,7 @@ describe.each(['opaque', 'jwt'] as const)('refresh_token grant (%s access tokens
 
   it('consent checked on every refresh: a consent that lapsed (its lifetime) is invalid_grant', async () => {
     const gw = gateway({
-      consentPolicy: [{ purpose: 'FraudPreventionAndDetection', scope: 'device-location', basis: 'consent', consentLifetime: 600 }],
+      consentPolicy: GRANTS_POLICY.map((rule) => (rule.scope === 'device-location' && rule.basis === 'consent' ? { ...rule, consentLifetime: 600 } : rule)),
     });
     await gw.netauth.consent.grant({ clientId: 'offline-app', login_hint: ALICE, scope: LOCATION });
     const tokens = await viaCiba(gw, `${LOCATION} offline_access`);
