@@ -60,7 +60,7 @@ function subjectOf(claims: JWTPayload): LoginHint {
 }
 
 /** The subscriber the assertion names, where the gateway may serve them (the sandbox's allow-list). */
-async function subscriberOf(ctx: GatewayContext, hint: LoginHint) {
+async function assertedSubscriber(ctx: GatewayContext, hint: LoginHint) {
   if (ctx.sandboxLines && !(hint.type === 'tel' && ctx.sandboxLines.has(hint.phoneNumber))) throw invalidGrant('the line is not on the sandbox allow-list');
   const subscriber = await findByLoginHint(ctx.subscribers, hint);
   if (!subscriber) throw invalidGrant('no subscriber is known by the assertion\'s sub');
@@ -106,7 +106,7 @@ export const jwtBearerGrant: Grant = {
     if (typeof claims.scope !== 'string' || claims.scope.trim() === '') throw invalidGrant('the assertion has no scope claim (purpose and API scopes)');
     const decision = decideScope(ctx, client, claims.scope);
     if (decision.basis === 'forbidden') throw invalidGrant('the policy forbids this purpose and scope');
-    const subscriber = await subscriberOf(ctx, hint);
+    const subscriber = await assertedSubscriber(ctx, hint);
     if (ctx.limits) {
       const hit = await ctx.limits.subscriber('token', client.clientId, subscriber.id);
       if (hit !== undefined) throw overLimit(ctx.events, { endpoint: 'token', limit: hit.limit, clientId: client.clientId, subscriberId: subscriber.id, retryAfter: hit.retryAfter });
