@@ -137,7 +137,7 @@ function part(id: string): string {
 }
 
 /** Points of a client's limit an instance takes at once with shared counters: 1 % of the limit, 1 to 100. */
-export function pointsAhead(points: number): number {
+function pointsAhead(points: number): number {
   return Math.min(100, Math.max(1, Math.floor(points / 100)));
 }
 
