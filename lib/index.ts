@@ -34,6 +34,7 @@ export type {
   TokenRevokedEvent,
   ClientAuthenticationFailedEvent,
   RateLimitedEvent,
+  RateFallbackEvent,
   RequestCompletedEvent,
 } from './ops/events.js';
 export { RATE_LIMIT_DEFAULTS } from './ops/rate-limits.js';

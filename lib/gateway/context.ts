@@ -107,7 +107,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   };
   const events = new EventHub(onError);
   if (logger) attachLogger(logger, events);
-  const limits = options.rateLimits === false ? undefined : new RateLimits(options.rateLimits ?? {}, store, onError);
+  const limits = options.rateLimits === false ? undefined : new RateLimits(options.rateLimits ?? {}, store, onError, events);
   const consent = new ConsentRecords(store, policy, now, async (grantId, record) => {
     await revocations.revokeGrants([grantId]);
     if (record.status === 'granted') events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'consent_withdrawn' });

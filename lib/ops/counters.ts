@@ -12,11 +12,14 @@
  *   call share a Redis Cluster hash tag, so it runs on one shard.
  *
  * When Redis fails (an outage, a timeout, an ACL that refuses the scripts), the same operation runs on this
- * process's memory counters and the failure is reported (`RateLimitFallbackError` to `onError`): the limits
- * keep holding, per instance, and an operator learns that they are no longer shared.
+ * process's memory counters and the failure is reported, never hidden: the `rate.fallback` event (logged as a
+ * warning, counted by the metrics) and, when Redis refused the scripts rather than being unavailable,
+ * `RateLimitFallbackError` to `onError`. The limits keep holding, per instance.
  */
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RedisConnection } from '../stores/redis-connection.js';
+import { StoreUnavailableError } from '../stores/store.js';
+import type { EventHub, RateFallbackEvent } from './events.js';
 import { CHAIN, RELEASE, RESERVE, SPEND, TAKE } from './counter-scripts.js';
 
 /** Where a counter is: its limit's name, the hash tag every counter of one call shares, then the rest of its key. */
@@ -129,21 +132,12 @@ export class MemoryCounters implements Counters {
 }
 
 /**
- * Redis could not count: a Redis error or timeout. The operation was counted by this process alone, so until
- * Redis answers again each instance enforces the limits on its own traffic only. Reported through `onError`
- * when it starts and then at most once a minute while it lasts; `fallbacks` counts the operations since the
- * last report.
+ * Redis refused the counters' scripts (an ACL without `evalsha`, a script error): not an outage but a
+ * configuration to fix. The operation was counted by this process alone, so until then each instance enforces
+ * the limits on its own traffic only. Told to `onError` when it starts and then at most once a minute.
  */
 export class RateLimitFallbackError extends Error {
   override readonly name = 'RateLimitFallbackError';
-
-  constructor(
-    message: string,
-    readonly fallbacks: number,
-    options: { cause: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** How often a Redis failure that goes on is reported again, and how soon one after a short recovery is. */
@@ -166,9 +160,11 @@ function integers(reply: unknown, length: number): number[] {
 /** Shared counters in Redis, with this process's memory counters answering whenever Redis does not. */
 export class RedisCounters implements Counters {
   readonly shared = true;
-  /** Operations counted in memory since the last report, and when that report went out (0: Redis answers). */
-  private fallbacks = 0;
-  private failingSince = 0;
+  /** Whether the last operation failed, whether that was told, and operations counted in memory since the last event. */
+  private failing = false;
+  private told = false;
+  private cause: RateFallbackEvent['cause'] = 'unavailable';
+  private operations = 0;
   private lastReport = 0;
   private closing = false;
 
@@ -177,6 +173,7 @@ export class RedisCounters implements Counters {
     private readonly prefix: string,
     private readonly timeoutMs: number,
     private readonly local: MemoryCounters,
+    private readonly events: EventHub,
     private readonly onError: (error: unknown) => void,
   ) {}
 
@@ -197,15 +194,10 @@ export class RedisCounters implements Counters {
   }
 
   async reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Promise<ReserveAnswer> {
-    let shared = true;
-    const answer = await this.run(RESERVE, [this.key(attempts, key), this.key(failures, key)], [String(attempts.points), String(attempts.duration)], (reply): ReserveAnswer => {
+    return this.run(RESERVE, [this.key(attempts, key), this.key(failures, key)], [String(attempts.points), String(attempts.duration)], (reply): ReserveAnswer => {
       const [taken, count, ms] = integers(reply, 3) as [number, number, number];
       return taken === 1 ? { taken: true, attempts: count, msBeforeNext: ms, shared: true } : { taken: false, failures: count, msBeforeNext: Math.max(ms, 0) };
-    }, () => {
-      shared = false;
-      return this.local.reserve(attempts, failures, key);
-    });
-    return answer.taken ? { ...answer, shared } : answer;
+    }, () => this.local.reserve(attempts, failures, key));
   }
 
   async release(attempts: CounterLimit, key: CounterKey, shared: boolean): Promise<void> {
@@ -233,10 +225,10 @@ export class RedisCounters implements Counters {
     let timer: NodeJS.Timeout | undefined;
     try {
       const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`Redis did not answer within ${this.timeoutMs} ms (rateLimits.timeout)`)), this.timeoutMs);
+        timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms (rateLimits.timeout)`)), this.timeoutMs);
       });
       const answer = parse(await Promise.race([this.connection.script(script, keys, args), deadline]));
-      this.failingSince = 0;
+      this.answered();
       return answer;
     } catch (error) {
       this.fellBack(error);
@@ -246,26 +238,40 @@ export class RedisCounters implements Counters {
     }
   }
 
+  private answered(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    // Only a failure that was told is told to be over (a short one's operations go with the next event).
+    if (!this.told || this.closing) return;
+    this.told = false;
+    this.emit('recovered');
+  }
+
   private fellBack(error: unknown): void {
     if (this.closing) return;
-    this.fallbacks++;
-    const now = Date.now();
+    this.operations++;
+    this.cause = error instanceof StoreUnavailableError ? 'unavailable' : 'error';
+    const starting = !this.failing;
+    this.failing = true;
     // A new failure is told at once (unless a Redis that flaps was just reported), one that lasts once a minute.
-    if (now - this.lastReport < (this.failingSince === 0 ? REPORT_AGAIN_MS : REPORT_EVERY_MS)) {
-      this.failingSince ||= now;
-      return;
-    }
-    this.failingSince ||= now;
+    const now = Date.now();
+    if (now - this.lastReport < (starting ? REPORT_AGAIN_MS : REPORT_EVERY_MS)) return;
     this.lastReport = now;
-    const fallbacks = this.fallbacks;
-    this.fallbacks = 0;
-    const since = now - this.failingSince < 1000 ? '' : ` (failing since ${new Date(this.failingSince).toISOString()}; ${fallbacks} operations counted in memory since the last report)`;
-    this.onError(
-      new RateLimitFallbackError(
-        `rate limits: the Redis counters at ${this.connection.describe()} failed (${reason(error)}): each instance counts for itself until Redis answers again${since}`,
-        fallbacks,
-        { cause: error },
-      ),
-    );
+    this.told = true;
+    this.emit('failing');
+    if (this.cause === 'error') {
+      this.onError(
+        new RateLimitFallbackError(
+          `rate limits: Redis at ${this.connection.describe()} refused the counters' script (${reason(error)}): each instance counts for itself until that is fixed`,
+          { cause: error },
+        ),
+      );
+    }
+  }
+
+  private emit(state: RateFallbackEvent['state']): void {
+    const operations = this.operations;
+    this.operations = 0;
+    this.events.emit('rate.fallback', { state, cause: this.cause, operations });
   }
 }

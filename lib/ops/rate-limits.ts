@@ -45,7 +45,7 @@ export interface RateLimitOptions {
   /**
    * Where the counters live. `redis`: shared by every instance, on `redis` or, by default, on the RedisStore's
    * own connection; if Redis fails or is slower than `timeout`, each instance counts for itself meanwhile and
-   * `onError` is told (`RateLimitFallbackError`). `memory`: per process, no I/O. Default: `redis` when the
+   * says so (the `rate.fallback` event). `memory`: per process, no I/O. Default: `redis` when the
    * store is a RedisStore (or `redis` is given), else `memory`.
    */
   backend?: 'memory' | 'redis';
@@ -184,10 +184,11 @@ export class RateLimits {
     options: RateLimitOptions,
     store: Store,
     private readonly onError: (error: unknown) => void,
+    events: EventHub,
   ) {
     const o = options;
     const D = RATE_LIMIT_DEFAULTS;
-    this.counters = countersFor(options, store, onError);
+    this.counters = countersFor(options, store, onError, events);
     const limit = (name: string, rule: RateLimitRule): CounterLimit => ({ name, points: rule.points, duration: rule.duration });
 
     const perAddress = resolveRule('authorize.perAddress', o.authorize?.perAddress, D.authorize.perAddress);
@@ -315,7 +316,7 @@ export class RateLimits {
 }
 
 /** Memory counters, or Redis counters (on the store's connection or a client given) with memory ones as their stand-in. */
-function countersFor(options: RateLimitOptions, store: Store, onError: (error: unknown) => void): Counters {
+function countersFor(options: RateLimitOptions, store: Store, onError: (error: unknown) => void, events: EventHub): Counters {
   const redisStore = store instanceof RedisStore ? store : undefined;
   const backend = options.backend ?? (options.redis !== undefined || redisStore !== undefined ? 'redis' : 'memory');
   if (backend !== 'memory' && backend !== 'redis') throw new TypeError("rateLimits.backend must be 'memory' or 'redis'");
@@ -333,7 +334,7 @@ function countersFor(options: RateLimitOptions, store: Store, onError: (error: u
   if (!(timeoutMs > 0)) throw new TypeError('rateLimits.timeout must be a positive number of milliseconds');
   // The store's own connection by default: one connection, and the store's handling of clusters and failovers.
   const connection = given !== undefined ? new RedisConnection({ client: given, timeout: timeoutMs, onError }) : connectionOf(redisStore!);
-  return new RedisCounters(connection, prefix, timeoutMs, local, onError);
+  return new RedisCounters(connection, prefix, timeoutMs, local, events, onError);
 }
 
 /** Reports a limit reached and makes its 429. */

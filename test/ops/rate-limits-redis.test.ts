@@ -8,7 +8,7 @@ import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js
 import { CALLBACK, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
 import { only } from '../helpers/rate-limits.js';
-import { MemoryStore, RateLimitFallbackError, RedisStore, StoreUnavailableError, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
+import { MemoryStore, RateLimitFallbackError, RedisStore, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
 import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 
 /**
@@ -164,7 +164,7 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     expect(await raw.keys(`${prefix}rl:*`)).toEqual([]);
   });
 
-  it('Redis unreachable: each instance counts for itself meanwhile, says so through onError, and counts in Redis again once it is back', async () => {
+  it('Redis unreachable: each instance counts for itself meanwhile and says so (rate.fallback), then counts in Redis again once it is back', async () => {
     const own = await RedisServer.start();
     const client = createClient({ url: own.url, disableOfflineQueue: true, socket: { reconnectStrategy: () => 100 } });
     client.on('error', () => {});
@@ -178,29 +178,34 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
         rateLimits: { ...only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } }), redis: client, keyPrefix, timeout: 200 },
         onError: (error) => reported.push(error),
       });
+      const events = recordEvents(gw.netauth);
       await own.stop();
+      const started = Date.now();
       expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
       expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
       expectTooMany(await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP }));
-      // Told once, not once per request: what failed, where, and what the limits do meanwhile.
-      expect(reported).toHaveLength(1);
-      const report = reported[0] as RateLimitFallbackError;
-      expect(report).toBeInstanceOf(RateLimitFallbackError);
-      expect(report.message).toMatch(new RegExp(`^rate limits: the Redis counters at ${own.address} failed \\(Redis is unavailable: .+\\): each instance counts for itself until Redis answers again$`));
-      expect(report.cause).toBeInstanceOf(StoreUnavailableError);
+      // Nothing waits for the Redis that is gone.
+      expect(Date.now() - started).toBeLessThan(2000);
+      // Told once, not once per request; an outage is not an internal error.
+      expect(events.of('rate.fallback')).toEqual([{ state: 'failing', cause: 'unavailable', operations: 1 }]);
+      expect(reported).toEqual([]);
 
       await own.restart();
       await vi.waitFor(() => expect(client.isReady).toBe(true), { timeout: 10_000 });
-      // Shared again: APP2's requests count in Redis.
+      // Shared again: APP2's request counts in Redis, and the two requests counted in memory meanwhile are told.
       expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
       expect(await client.get(`${keyPrefix}bc-authorize:client:{app-2}`)).toBe('1');
+      expect(events.of('rate.fallback')).toEqual([
+        { state: 'failing', cause: 'unavailable', operations: 1 },
+        { state: 'recovered', cause: 'unavailable', operations: 2 },
+      ]);
       await gw.netauth.close();
     } finally {
       await own.destroy();
     }
   });
 
-  it('an ACL that refuses the scripts is reported, not hidden (the limits then hold per instance)', async () => {
+  it('an ACL that refuses the scripts is reported to onError too, not hidden (the limits then hold per instance)', async () => {
     const user = `rl-noperm-${randomUUID().slice(0, 8)}`;
     expect(await raw.sendCommand(['ACL', 'SETUSER', user, 'on', '>pw', 'resetkeys', '~*', '-@all', '+@connection', '+get', '+set'])).toBe('OK');
     const client = createClient({ url: `redis://${user}:pw@127.0.0.1:${server.port}`, disableOfflineQueue: true });
@@ -213,10 +218,15 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
       rateLimits: { ...only({ bcAuthorize: { perClient: { points: 1, duration: 60 } } }), redis: client },
       onError: (error) => reported.push(error),
     });
+    const events = recordEvents(gw.netauth);
     expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
     expectTooMany(await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP }));
+    expect(events.of('rate.fallback')).toEqual([{ state: 'failing', cause: 'error', operations: 1 }]);
     expect(reported).toHaveLength(1);
-    expect((reported[0] as Error).message).toMatch(/^rate limits: the Redis counters at .+ failed \(NOPERM .*evalsha.*\): each instance counts for itself until Redis answers again$/i);
+    expect(reported[0]).toBeInstanceOf(RateLimitFallbackError);
+    expect((reported[0] as Error).message).toMatch(
+      new RegExp(`^rate limits: Redis at 127\\.0\\.0\\.1:${server.port} refused the counters' script \\(NOPERM .*evalsha.*\\): each instance counts for itself until that is fixed$`, 'i'),
+    );
     await gw.netauth.close();
   });
 

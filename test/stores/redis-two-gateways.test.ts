@@ -173,14 +173,10 @@ describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
     expect(redeemed.status).toBe(200);
   });
 
-  it('neither process crashed, restarted or printed a stack trace; each said that its rate limits counted per process while Redis was down', () => {
+  it('neither process crashed, restarted or printed a stack trace', () => {
     for (const instance of [a, b]) {
       expect(instance.alive).toBe(true);
-      const lines = instance.stderr.split('\n').filter((line) => line !== '');
-      expect(lines.length).toBeGreaterThan(0);
-      for (const line of lines) {
-        expect(line).toMatch(/^express-netauth: internal error: RateLimitFallbackError: rate limits: the Redis counters at 127\.0\.0\.1:\d+ failed \(.+\): each instance counts for itself until Redis answers again/);
-      }
+      expect(instance.stderr).toBe('');
     }
   });
 });
