@@ -24,7 +24,8 @@ export interface CounterBackend {
 /**
  * Runs `suite` once per backend of the rate limits, so both are held to the same tests: the memory counters,
  * and the Redis counters (each gateway on a RedisStore of its own prefix, on a redis-server started for the
- * suite). On Redis every test also checks that nothing was reported: no count fell back to memory unseen.
+ * suite). On Redis every test also checks that nothing was reported (`onError`, `rate.fallback`): no count fell
+ * back to this process's memory.
  */
 export function describeEachBackend(title: string, suite: (backend: CounterBackend) => void): void {
   describe(`${title} [memory]`, () => suite({ name: 'memory', gateway: createTestGateway }));
@@ -52,7 +53,9 @@ export function describeEachBackend(title: string, suite: (backend: CounterBacke
       gateway(overrides = {}, setup) {
         const store = new RedisStore({ url: server.url, prefix: `netauth-rl:${randomUUID()}:` });
         stores.push(store);
-        return createTestGateway({ store, onError: (error) => reported.push(error), ...overrides }, setup);
+        const gw = createTestGateway({ store, onError: (error) => reported.push(error), ...overrides }, setup);
+        gw.netauth.events.on('rate.fallback', (event) => void reported.push(event));
+        return gw;
       },
     });
   });
