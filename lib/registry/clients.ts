@@ -54,6 +54,11 @@ export interface RegisteredClient {
   requireSignedRequestObject?: boolean;
   /** Require PKCE (S256) on the frontend flow. */
   requirePkce?: boolean;
+  /**
+   * RFC 9449 §5.2 `dpop_bound_access_tokens`: every token request of this client must carry a DPoP proof (else 400
+   * `invalid_dpop_proof`), so its access tokens are always sender-constrained. Any client's valid proof binds its token.
+   */
+  dpopBoundAccessTokens?: boolean;
 }
 
 /** Where the router looks up clients: your developer portal's database, or a static list. */
@@ -148,6 +153,9 @@ function checkCredentials(client: RegisteredClient): void {
     }
   } else if ((client.clientSecret === undefined) === (client.clientSecretHash === undefined)) {
     throw new TypeError(`client ${client.clientId}: give exactly one of clientSecret and clientSecretHash (or use tokenEndpointAuthMethod 'private_key_jwt' with keys)`);
+  }
+  if (client.dpopBoundAccessTokens !== undefined && typeof client.dpopBoundAccessTokens !== 'boolean') {
+    throw new TypeError(`client ${client.clientId}: dpopBoundAccessTokens must be true or false`);
   }
   if (client.requireSignedRequestObject && client.jwks === undefined && client.jwksUri === undefined) {
     throw new TypeError(`client ${client.clientId}: requireSignedRequestObject needs the client's public keys to verify requests: give jwks or jwksUri`);
