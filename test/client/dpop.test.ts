@@ -116,6 +116,7 @@ describe('dpop option: a gateway that requires DPoP, and a service API in the CA
   it('a client registered with dpopBoundAccessTokens: without a proof the poll is refused, with the option it works', async () => {
     const refused = await rejection(client(false).backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP }));
     expect(refused.error).toBe('invalid_dpop_proof');
+    expect(refused.kind).toBe('misconfigured');
     const netauth = client(true);
     const token = await netauth.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
     const api = await netauth.fetch(token, `${url}/sim-swap/check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ maxAge: 120 }) });
