@@ -102,7 +102,7 @@ describe('discovery and the guard under generated requests', () => {
           expect(answer.text).toBe('');
           return;
         }
-        const token = B64TOKEN.exec(seen)?.[1];
+        const token = B64TOKEN.exec(seen!)?.[1];
         const [status, error] =
           token === undefined
             ? [400, 'invalid_request']
