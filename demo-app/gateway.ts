@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
 import { createNetAuth, type BackchannelRequest, type NetAuth, type Store } from '../lib/index.js';
-import type { DemoConfig, DemoSubscriber } from './config.js';
+import { APP_JWKS_PATH, type DemoConfig, type DemoSubscriber } from './config.js';
 import { cookies, createCsrf, setCookie } from './csrf.js';
 import { DEVICE_COOKIE, findDevice, operatorEdge, simulatedDevices } from './network.js';
 import { duration, html, logoSvg, purposeWords, sendPage, spacedNumber, type Brand, type Html } from './pages.js';
@@ -82,19 +82,28 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
 
   const netauth = createNetAuth({
     issuer,
-    // The sample app's callback depends on its port, so it is registered here rather than in the config.
-    clients: config.clients.map((c) => ({
-      ...c,
-      redirectUris: [...(c.redirectUris ?? []), ...(c.clientId === config.app.clientId ? [`${appUrl}/callback`] : [])],
-    })),
+    // The sample app's callback and key URL depend on its port, so they are registered here, not in the config.
+    clients: config.clients.map((c) => {
+      const isApp = c.clientId === config.app.clientId;
+      return {
+        ...c,
+        redirectUris: [...(c.redirectUris ?? []), ...(isApp ? [`${appUrl}/callback`] : [])],
+        // CAMARA profile: the app's public keys, fetched from the app itself, and signed requests only.
+        ...(c.tokenEndpointAuthMethod === 'private_key_jwt' ? { jwksUri: `${appUrl}${APP_JWKS_PATH}`, requireSignedRequestObject: true } : {}),
+      };
+    }),
     subscribers: config.subscribers.map((s) => ({ id: s.id, phoneNumber: s.phoneNumber, addresses: s.addresses ?? [] })),
     consentPolicy: config.consentPolicy,
     ...(options.store ? { store: options.store } : {}),
     lifetimes: config.lifetimes,
     backchannel: { onConsentRequired: (request) => inbox.add(request) },
-    ...(config.sandbox ? { sandbox: config.sandbox } : {}),
-    network: { mobileRanges: config.network.mobileRanges },
+    // Sandbox mode identifies by the allow-listed login_hint, never by the network.
+    ...(config.sandbox ? { sandbox: config.sandbox } : { network: { mobileRanges: config.network.mobileRanges } }),
+    // One gateway process on a laptop: fresh secrets per start are all it needs (production gives every
+    // instance the same ones; without them createNetAuth warns at start-up).
+    pairwiseSalt: randomBytes(32).toString('base64url'),
     consentPage: {
+      cookieSecret: randomBytes(32).toString('base64url'),
       operatorName: operator.name,
       primaryColor: colour,
       primaryTextColor: textColour,
