@@ -3,12 +3,16 @@
  * - "Verify my number": the frontend flow (start → operator → callback), then number verification.
  * - "Check for a SIM swap": the backend flow (CIBA poll mode) in the background, with a self-refreshing
  *   status page while the subscriber answers on their phone.
+ * Registered with `private_key_jwt` (the default), it is a CAMARA-profile client: it generates its key pair at
+ * start, publishes the public key at `/jwks.json` (the gateway's registration points there), authenticates
+ * with signed client assertions and sends its authorization requests signed.
  */
 import { randomBytes } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
 import session from 'express-session';
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import { createNetAuthClient, NetAuthClientError, type NetAuthClientErrorKind } from '../lib/client/index.js';
-import type { DemoConfig } from './config.js';
+import { APP_JWKS_PATH, type DemoConfig } from './config.js';
 import { cookies, createCsrf, setCookie } from './csrf.js';
 import { findDevice, simulatedDevices } from './network.js';
 import { html, logoSvg, maskToken, sendPage, spacedNumber, type Brand, type Html } from './pages.js';
@@ -24,6 +28,17 @@ export interface ApplicationOptions {
 export interface Application {
   app: express.Express;
   close(): void;
+}
+
+/**
+ * The application's key pair (ES256): the private half signs its client assertions and request objects and
+ * never leaves the app; the public half is its JWK Set. A new one each start, as nothing outlives the demo.
+ */
+async function generateSigningKey(): Promise<{ privateJwk: JWK; jwks: { keys: JWK[] } }> {
+  const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
+  const publicJwk = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(publicJwk);
+  return { privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'ES256' }, jwks: { keys: [{ ...publicJwk, kid, alg: 'ES256', use: 'sig' }] } };
 }
 
 const E164 = /^\+[1-9][0-9]{4,14}$/;
@@ -103,17 +118,22 @@ async function apiJson(res: globalThis.Response): Promise<Record<string, unknown
   return body;
 }
 
-export function createApplication(config: DemoConfig, options: ApplicationOptions): Application {
+export async function createApplication(config: DemoConfig, options: ApplicationOptions): Promise<Application> {
   const { appUrl, gatewayUrl } = options;
   const registration = config.clients.find((c) => c.clientId === config.app.clientId)!;
   const appName = registration.name ?? registration.clientId;
   const scopes = config.app.scopes;
+  const camara = registration.tokenEndpointAuthMethod === 'private_key_jwt';
+  const key = camara ? await generateSigningKey() : undefined;
   const client = createNetAuthClient({
     gateway: options.issuer,
     clientId: registration.clientId,
-    clientSecret: registration.clientSecret,
+    // CAMARA profile: private_key_jwt at every endpoint, and signed requests (JAR, signed bc-authorize).
+    ...(key ? { privateKey: key.privateJwk, signedRequests: true } : { clientSecret: registration.clientSecret! }),
     redirectUri: `${appUrl}/callback`,
     allowInsecureRequests: true, // the demo runs on http://localhost
+    // Sender-constrained tokens (RFC 9449): every token is bound to this process's key, and every API call proves it.
+    dpop: true,
   });
   const brand: Brand = { name: appName, role: 'Sample application · demo', color: '#0f5e5a', textColor: '#ffffff' };
   const gatewayOrigin = new URL(gatewayUrl).origin;
@@ -126,6 +146,12 @@ export function createApplication(config: DemoConfig, options: ApplicationOption
 
   const app = express();
   app.disable('x-powered-by');
+  if (key) {
+    // Before the session: the gateway fetches it with no cookie, and it is public.
+    app.get(APP_JWKS_PATH, (_req, res) => {
+      res.type('application/jwk-set+json').set('Cache-Control', 'public, max-age=300').send(JSON.stringify(key.jwks));
+    });
+  }
   app.use(
     session({
       name: 'demo.app.sid',
@@ -184,7 +210,8 @@ ${failure.code ? html`<p class="muted">Error code: <code>${failure.code}</code><
       'Home',
       html`<h1>${appName}</h1>
 <p class="lead">A sample application using ${config.operator.name}'s network APIs through express-netauth.</p>
-<div class="cards">
+${camara ? html`<p class="muted">It connects as the CAMARA profile asks: <code>private_key_jwt</code> client authentication and signed requests, with a key pair generated at start (public key: <a href="${APP_JWKS_PATH}">${APP_JWKS_PATH}</a>).</p>
+` : ''}<div class="cards">
 <section class="card" aria-labelledby="h-verify"><span class="step">Frontend flow</span>
 <h2 id="h-verify">Verify my number</h2>
 <p>The operator confirms, from this phone's mobile connection, that the number is its own: no SMS code to type.</p>
@@ -263,14 +290,8 @@ ${failure.code ? html`<p class="muted">Error code: <code>${failure.code}</code><
   async function run(job: Job): Promise<void> {
     try {
       const token = await client.backchannel({ login_hint: `tel:${job.phoneNumber}`, scope: scopes.simSwap, signal: job.abort.signal });
-      const result = await apiJson(
-        await fetch(`${gatewayUrl}/sim-swap/v1/check`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ phoneNumber: job.phoneNumber }),
-          signal: job.abort.signal,
-        }),
-      );
+      // The token names the line (CAMARA: no phoneNumber in the body beside a three-legged token).
+      const result = await apiJson(await client.fetch(token, `${gatewayUrl}/sim-swap/v1/check`, { method: 'POST', signal: job.abort.signal }));
       job.swapped = result.swapped === true;
       job.token = { masked: maskToken(token.access_token), scope: token.scope, expiresAt: token.expires_at };
       job.status = 'done';

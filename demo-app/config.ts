@@ -13,6 +13,9 @@ const CIBA = 'urn:openid:params:grant-type:ciba';
 const COLOUR = /^(?:#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})|[a-z]{3,30}|(?:rgba?|hsla?)\([0-9a-z.,%\s/+-]{1,60}\))$/i;
 const SCOPE = /^dpv:[A-Za-z][A-Za-z0-9]*#[A-Za-z0-9][A-Za-z0-9:._/-]*$/;
 
+/** Where the sample app publishes its public keys (a private_key_jwt app client): its registered jwksUri's path. */
+export const APP_JWKS_PATH = '/jwks.json';
+
 /** Thrown by the loader: `message` is the whole, user-facing line. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -42,7 +45,9 @@ const colour = z.string().regex(COLOUR, { error: 'must be a CSS colour: #rrggbb,
 const clientSchema = z.strictObject({
   clientId: z.string().regex(/^[\x21-\x7e]{1,128}$/, { error: 'must be 1-128 printable characters, no spaces' }),
   name: z.string().min(1).max(80).optional(),
-  clientSecret: z.string().min(8, { error: 'must be at least 8 characters' }),
+  /** `private_key_jwt`: the CAMARA profile (the sample app's client only: the app generates its key at start). */
+  tokenEndpointAuthMethod: z.enum(['client_secret_basic', 'private_key_jwt'], { error: 'must be "client_secret_basic" or "private_key_jwt"' }).optional(),
+  clientSecret: z.string().min(8, { error: 'must be at least 8 characters' }).optional(),
   redirectUris: z.array(z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })).optional(),
   grantTypes: z
     .array(z.enum(['authorization_code', CIBA], { error: `must be "authorization_code" or "${CIBA}"` }))
@@ -113,10 +118,25 @@ const schema = z
   .superRefine((c, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
     const seen = new Map<string, number>();
+    // With no client named by app.clientId, that is the problem reported, not what follows from it.
+    const appExists = c.clients.some((client) => client.clientId === c.app.clientId);
     c.clients.forEach((client, i) => {
       if (seen.has(client.clientId)) issue(['clients', i, 'clientId'], `"${client.clientId}" is already used by clients[${seen.get(client.clientId)}]`);
       seen.set(client.clientId, i);
+      const isApp = client.clientId === c.app.clientId;
+      if (client.tokenEndpointAuthMethod === 'private_key_jwt') {
+        if (!isApp && appExists) issue(['clients', i, 'tokenEndpointAuthMethod'], 'private_key_jwt is for the sample app\'s client (app.clientId): the app generates its key at start');
+        if (client.clientSecret !== undefined) issue(['clients', i, 'clientSecret'], 'a private_key_jwt client has no secret (it authenticates with its key): remove it');
+      } else if (client.clientSecret === undefined) {
+        issue(['clients', i, 'clientSecret'], 'is required (or "tokenEndpointAuthMethod": "private_key_jwt" for the sample app\'s client)');
+      }
+      // The app's callback is registered for it; any other frontend client needs its own.
+      if (!isApp && appExists && client.grantTypes.includes('authorization_code') && !client.redirectUris?.length) {
+        issue(['clients', i, 'redirectUris'], 'needs at least one URI for the grant type authorization_code');
+      }
     });
+    const authReqId = c.lifetimes.authReqId ?? 120;
+    if ((c.lifetimes.pollInterval ?? 2) >= authReqId) issue(['lifetimes', 'pollInterval'], `must be shorter than lifetimes.authReqId (${authReqId})`);
     const ids = new Map<string, string>();
     const phones = new Map<string, number>();
     const addresses = new Map<string, number>();
@@ -172,7 +192,8 @@ export const DEFAULT_CONFIG: DemoConfig = {
     {
       clientId: 'demo-app',
       name: 'Demo Shop',
-      clientSecret: 'demo-app-secret-change-me',
+      // The CAMARA profile: a key generated at start, published at the app's /jwks.json, and signed requests.
+      tokenEndpointAuthMethod: 'private_key_jwt',
       grantTypes: ['authorization_code', CIBA],
       scopes: [NUMBER_VERIFICATION, SIM_SWAP],
     },

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
 import { createNetAuth, type BackchannelRequest, type NetAuth, type Store } from '../lib/index.js';
-import type { DemoConfig, DemoSubscriber } from './config.js';
+import { APP_JWKS_PATH, type DemoConfig, type DemoSubscriber } from './config.js';
 import { cookies, createCsrf, setCookie } from './csrf.js';
 import { DEVICE_COOKIE, findDevice, operatorEdge, simulatedDevices } from './network.js';
 import { duration, html, logoSvg, purposeWords, sendPage, spacedNumber, type Brand, type Html } from './pages.js';
@@ -82,19 +82,28 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
 
   const netauth = createNetAuth({
     issuer,
-    // The sample app's callback depends on its port, so it is registered here rather than in the config.
-    clients: config.clients.map((c) => ({
-      ...c,
-      redirectUris: [...(c.redirectUris ?? []), ...(c.clientId === config.app.clientId ? [`${appUrl}/callback`] : [])],
-    })),
+    // The sample app's callback and key URL depend on its port, so they are registered here, not in the config.
+    clients: config.clients.map((c) => {
+      const isApp = c.clientId === config.app.clientId;
+      return {
+        ...c,
+        redirectUris: [...(c.redirectUris ?? []), ...(isApp ? [`${appUrl}/callback`] : [])],
+        // CAMARA profile: the app's public keys, fetched from the app itself, and signed requests only.
+        ...(c.tokenEndpointAuthMethod === 'private_key_jwt' ? { jwksUri: `${appUrl}${APP_JWKS_PATH}`, requireSignedRequestObject: true } : {}),
+      };
+    }),
     subscribers: config.subscribers.map((s) => ({ id: s.id, phoneNumber: s.phoneNumber, addresses: s.addresses ?? [] })),
     consentPolicy: config.consentPolicy,
     ...(options.store ? { store: options.store } : {}),
     lifetimes: config.lifetimes,
     backchannel: { onConsentRequired: (request) => inbox.add(request) },
-    ...(config.sandbox ? { sandbox: config.sandbox } : {}),
-    network: { mobileRanges: config.network.mobileRanges },
+    // Sandbox mode identifies by the allow-listed login_hint, never by the network.
+    ...(config.sandbox ? { sandbox: config.sandbox } : { network: { mobileRanges: config.network.mobileRanges } }),
+    // One gateway process on a laptop: fresh secrets per start are all it needs (production gives every
+    // instance the same ones; without them createNetAuth warns at start-up).
+    pairwiseSalt: randomBytes(32).toString('base64url'),
     consentPage: {
+      cookieSecret: randomBytes(32).toString('base64url'),
       operatorName: operator.name,
       primaryColor: colour,
       primaryTextColor: textColour,
@@ -129,34 +138,23 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
   app.use(config.issuerPath, netauth.router);
 
   // ---- Sample network APIs, guarded by the gateway's access tokens -------------------------------------
+  // The guard applies the CAMARA conventions: Commonalities error bodies, the x-correlator echo, and which
+  // device a call is about (the three-legged token's; an identifier in the body beside it is refused).
   const json: RequestHandler = express.json({ limit: '4kb' });
-  const subscriberOf = (req: Request) => {
-    const grant = req.netauth!;
-    return { grant, subscriber: subscriberById.get(grant.subscriber.id) };
-  };
-  /** CAMARA: a phoneNumber in the body must be the token's subscriber (3-legged token). */
-  const sameLine = (req: Request, phone: string | undefined): boolean => phone === undefined || phone === req.netauth!.subscriber.phoneNumber;
+  const E164 = /^\+[1-9][0-9]{4,14}$/;
 
-  app.post('/sim-swap/v1/check', netauth.guard({ scope: 'sim-swap' }), json, (req, res) => {
-    const body = (req.body ?? {}) as { phoneNumber?: unknown };
-    if (body.phoneNumber !== undefined && (typeof body.phoneNumber !== 'string' || !/^\+[1-9][0-9]{4,14}$/.test(body.phoneNumber))) {
-      res.status(400).json(apiError(400, 'INVALID_ARGUMENT', 'phoneNumber must be +<E.164>'));
-      return;
-    }
-    if (!sameLine(req, body.phoneNumber as string | undefined)) {
-      res.status(403).json(apiError(403, 'INVALID_TOKEN_CONTEXT', 'phoneNumber is not the line the token was issued for'));
-      return;
-    }
-    res.json({ swapped: subscriberOf(req).subscriber?.simSwapped ?? false });
+  app.post('/sim-swap/v1/check', netauth.guard({ scope: 'sim-swap', errorFormat: 'camara', device: { identifier: 'phoneNumber' } }), (req, res) => {
+    res.json({ swapped: subscriberById.get(req.netauth!.device!.subscriber.id)?.simSwapped ?? false });
   });
 
-  app.post('/number-verification/v1/verify', netauth.guard({ scope: 'number-verification' }), json, (req, res) => {
+  // Number Verification's body holds the number to check, not an identifier: only the token names the device.
+  app.post('/number-verification/v1/verify', netauth.guard({ scope: 'number-verification', errorFormat: 'camara', device: { identifier: 'none' } }), json, (req, res) => {
     const body = (req.body ?? {}) as { phoneNumber?: unknown };
-    if (typeof body.phoneNumber !== 'string' || !/^\+[1-9][0-9]{4,14}$/.test(body.phoneNumber)) {
+    if (typeof body.phoneNumber !== 'string' || !E164.test(body.phoneNumber)) {
       res.status(400).json(apiError(400, 'INVALID_ARGUMENT', 'phoneNumber must be +<E.164>'));
       return;
     }
-    res.json({ devicePhoneNumberVerified: body.phoneNumber === req.netauth!.subscriber.phoneNumber });
+    res.json({ devicePhoneNumberVerified: body.phoneNumber === req.netauth!.device!.subscriber.phoneNumber });
   });
 
   // ---- Demo pages ---------------------------------------------------------------------------------------

@@ -123,7 +123,7 @@ export async function startDemo(config: DemoConfig, options: StartOptions = {}):
     }
 
     const gateway = createGateway(config, { gatewayUrl, appUrl, ...(store ? { store } : {}), ...(options.log ? { log: options.log } : {}) });
-    const application = createApplication(config, { appUrl, gatewayUrl, issuer: gateway.issuer, ...(sessionStore ? { sessionStore } : {}) });
+    const application = await createApplication(config, { appUrl, gatewayUrl, issuer: gateway.issuer, ...(sessionStore ? { sessionStore } : {}) });
     gatewayServer.on('request', gateway.app);
     appServer.on('request', application.app);
     // Stop the background checks before the servers, the gateway (its store's timer) after them.

@@ -12,6 +12,8 @@ export type {
   ConsentPageTexts,
 } from './gateway/options.js';
 export type { GuardOptions, NetAuthGrant } from './guard/guard.js';
+export type { GuardErrorFormat, CamaraErrorInfo } from './guard/responses.js';
+export type { DeviceOptions, DeviceIdentifier, NetAuthDevice } from './guard/device.js';
 export { EVENT_NAMES } from './ops/events.js';
 export type {
   NetAuthEvents,

@@ -8,6 +8,7 @@ import { createContext, type GatewayContext } from './gateway/context.js';
 import type { NetAuthOptions } from './gateway/options.js';
 import { createRouter, createWellKnownRouter } from './gateway/router.js';
 import { createGuard, type GuardOptions } from './guard/guard.js';
+import { checkGuardOptions } from './guard/guard-options.js';
 import { metadata, type AuthorizationServerMetadata } from './gateway/endpoints/discovery.js';
 import { decideBackchannelRequest } from './gateway/requests/backchannel-requests.js';
 import type { NetAuthEventEmitter } from './ops/events.js';
@@ -94,7 +95,10 @@ export function createNetAuth(options: NetAuthOptions): NetAuth {
   return {
     router,
     wellKnown: createWellKnownRouter(ctx),
-    guard: (guardOptions) => createGuard(ctx, guardOptions),
+    guard: (guardOptions) => {
+      checkGuardOptions(guardOptions, ctx.policy);
+      return createGuard(ctx, guardOptions);
+    },
     consent: {
       grant: async (input) => {
         const who = await subject(ctx, input);

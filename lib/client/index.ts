@@ -7,7 +7,7 @@ import { callbackMiddleware } from './callback.js';
 import { requireTokenMiddleware } from './require-token.js';
 import { logoutMiddleware, revokeToken } from './logout.js';
 import { getToken, type TokenState } from './session.js';
-import { serviceFetch } from './service-fetch.js';
+import { serviceFetch, type ServiceToken } from './service-fetch.js';
 import {
   pollBackchannel,
   resumeBackchannel,
@@ -33,8 +33,12 @@ export interface NetAuthClient {
   logout(options?: LogoutOptions): RequestHandler;
   /** The session's token and whether it expired, or undefined. */
   token(req: Request): TokenState | undefined;
-  /** fetch() with the session's bearer token; rejects with `no_token` / `token_expired`. */
-  fetch(req: Request, input: string | URL, init?: RequestInit): Promise<Response>;
+  /**
+   * fetch() to a service API with the session's token (`from` is the request; rejects with `no_token` /
+   * `token_expired`) or with a token given (the backend flow's): as Bearer, or with a DPoP proof when the token is
+   * DPoP-bound (the `dpop` option).
+   */
+  fetch(from: Request | ServiceToken, input: string | URL, init?: RequestInit): Promise<Response>;
   /** Revokes a token (e.g. a backend-flow token) at the gateway's revocation endpoint (RFC 7009). */
   revoke(token: string, hint?: 'access_token' | 'refresh_token'): Promise<void>;
   /** Runs the backend flow (CIBA poll mode) and resolves with the token; `onProgress` reports each step. */
@@ -61,7 +65,7 @@ export function createNetAuthClient(options: NetAuthClientOptions): NetAuthClien
     requireToken: (required) => requireTokenMiddleware(ctx, required),
     logout: (logout = {}) => logoutMiddleware(ctx, logout),
     token: (req) => getToken(req, ctx.now()),
-    fetch: (req, input, init) => serviceFetch(req, ctx.now(), input, init),
+    fetch: (from, input, init) => serviceFetch(ctx, from, input, init),
     revoke: (token, hint) => revokeToken(ctx, token, hint),
     backchannel: (params) => runBackchannel(ctx, params),
     startBackchannel: (params) => startBackchannel(ctx, params),
@@ -83,4 +87,5 @@ export type {
   ClientPrivateKey,
 } from './options.js';
 export type { SessionToken, TokenState } from './session.js';
+export type { ServiceToken } from './service-fetch.js';
 export type { BackchannelParams, BackchannelPoll, BackchannelProgress, BackchannelToken, PendingBackchannel } from './backchannel.js';

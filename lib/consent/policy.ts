@@ -1,4 +1,6 @@
 import { OAuthError } from '../errors.js';
+import { API_SCOPE, PURPOSE } from '../identity/scope.js';
+import { checkNames, checkString, describe, isPlainObject, optionNames } from '../option-checks.js';
 
 /**
  * The legal basis for processing a (purpose, scope) pair:
@@ -28,11 +30,44 @@ export interface ConsentPolicy {
 
 export const DEFAULT_CONSENT_LIFETIME = 365 * 24 * 3600;
 
+const RULE_FIELDS = optionNames<ConsentRule>({ purpose: true, scope: true, basis: true, consentLifetime: true, description: true });
+const BASES: readonly LegalBasis[] = ['consent', 'legitimate-interest', 'forbidden'];
+
+/** One rule as requests will be matched against it: a rule that no request could name is an error now. */
+function checkRule(rule: ConsentRule, where: string): void {
+  if (!isPlainObject(rule)) throw new TypeError(`${where} must be an object ({ purpose, scope, basis }), not ${describe(rule)}`);
+  checkNames(rule as unknown as Record<string, unknown>, RULE_FIELDS, `${where}.`, 'field');
+  if (typeof rule.purpose !== 'string' || !PURPOSE.test(rule.purpose)) {
+    throw new TypeError(`${where}.purpose must be a DPV purpose name without the dpv: prefix (e.g. FraudPreventionAndDetection)`);
+  }
+  if (typeof rule.scope !== 'string' || !API_SCOPE.test(rule.scope)) {
+    throw new TypeError(`${where}.scope must be an API scope (e.g. sim-swap), without the purpose`);
+  }
+  if (!BASES.includes(rule.basis)) throw new TypeError(`${where}.basis must be one of ${BASES.map((b) => `'${b}'`).join(', ')}`);
+  const lifetime = rule.consentLifetime;
+  if (lifetime !== undefined && !(Number.isInteger(lifetime) && lifetime > 0)) {
+    throw new TypeError(`${where}.consentLifetime must be a positive whole number of seconds`);
+  }
+  checkString(rule.description, `${where}.description`, 'plain words for the consent page');
+}
+
+/** A policy from a list of rules, each checked at start-up. */
 export class StaticConsentPolicy implements ConsentPolicy {
   private readonly byPair = new Map<string, ConsentRule>();
 
   constructor(rules: readonly ConsentRule[]) {
-    for (const rule of rules) this.byPair.set(`${rule.purpose}#${rule.scope}`, rule);
+    if (!Array.isArray(rules)) throw new TypeError('consentPolicy must be a list of rules or a ConsentPolicy');
+    if (rules.length === 0) {
+      throw new TypeError('consentPolicy has no rules, so every request would be invalid_scope; add { purpose, scope, basis } for each API');
+    }
+    rules.forEach((rule, i) => {
+      const where = `consentPolicy[${i}]`;
+      checkRule(rule, where);
+      const pair = `${rule.purpose}#${rule.scope}`;
+      // Two rules for one pair: which one applies would depend on the order; say which.
+      if (this.byPair.has(pair)) throw new TypeError(`${where}: a second rule for dpv:${pair}; keep one rule per purpose and scope`);
+      this.byPair.set(pair, rule);
+    });
   }
 
   rule(purpose: string, scope: string): ConsentRule | undefined {

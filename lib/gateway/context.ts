@@ -12,7 +12,8 @@ import { Revocations } from './tokens/revocations.js';
 import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
 import { EventHub } from '../ops/events.js';
 import { RateLimits } from '../ops/rate-limits.js';
-import { attachLogger, logInternalError } from '../ops/logging.js';
+import { attachLogger, logInternalError, reportWarning } from '../ops/logging.js';
+import { checkConsistency, checkOptions } from './options-check.js';
 import { ClientKeys } from './client-auth/client-keys.js';
 import { ClientJwts } from './client-auth/client-jwt.js';
 
@@ -68,17 +69,17 @@ function defaultOnError(error: unknown): void {
   process.stderr.write(`express-netauth: internal error: ${text}\n`);
 }
 
+/**
+ * Resolves the options once. Every check that can run before a request runs here (options-check.ts and the
+ * modules that own each option): a configuration that cannot work throws; warnings are reported at the end,
+ * once everything is known to start.
+ */
 export function createContext(options: NetAuthOptions): GatewayContext {
-  let issuerUrl: URL;
-  try {
-    issuerUrl = new URL(options.issuer);
-  } catch {
-    throw new TypeError('issuer must be an absolute URL');
-  }
+  checkOptions(options);
+  const issuerUrl = new URL(options.issuer);
   if (issuerUrl.search || issuerUrl.hash) throw new TypeError('issuer must not have a query or fragment');
   const issuer = options.issuer.replace(/\/+$/, '');
   const now = options.now ?? Date.now;
-  const store = options.store ?? new MemoryStore({ now });
   const policy = isList(options.consentPolicy) ? new StaticConsentPolicy(options.consentPolicy) : options.consentPolicy;
   const l = options.lifetimes ?? {};
   const lifetimes = {
@@ -89,11 +90,20 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     expiredRetention: seconds('expiredRetention', l.expiredRetention, 600),
     interaction: seconds('interaction', l.interaction, 600),
   };
+  const clients = isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients;
+  const subscribers = isList(options.subscribers) ? new StaticSubscriberDirectory(options.subscribers) : options.subscribers;
+  const network = options.network ? new NetworkIdentifier(options.network) : undefined;
+  const consentPage = resolveConsentPage(options.consentPage, issuerUrl);
   const accessTokenFormat = options.accessTokenFormat ?? 'opaque';
   if (accessTokenFormat !== 'opaque' && accessTokenFormat !== 'jwt') throw new TypeError("accessTokenFormat must be 'opaque' or 'jwt'");
   const idTokens = options.idTokens ?? false;
   const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
-  const revocations = new Revocations(store, now, lifetimes.accessToken);
+  const pairwiseSubject = createPairwiseSubject(options.pairwiseSalt);
+  const clientKeys = new ClientKeys(options.clientJwks ?? {}, now);
+  const warnings = checkConsistency({ options, clients, policy, lifetimes, generatedKey: keys?.generated ?? false });
+
+  // Everything checked: now what holds state (the default store's timer, the counters).
+  const store = options.store ?? new MemoryStore({ now });
   const logger = options.logger;
   const reportError = options.onError ?? (logger ? undefined : defaultOnError);
   const onError = (error: unknown): void => {
@@ -107,16 +117,24 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   };
   const events = new EventHub(onError);
   if (logger) attachLogger(logger, events);
-  const limits = options.rateLimits === false ? undefined : new RateLimits(options.rateLimits ?? {}, store, onError, events);
+  let limits: RateLimits | undefined;
+  try {
+    limits = options.rateLimits === false ? undefined : new RateLimits(options.rateLimits ?? {}, store, onError, events);
+  } catch (error) {
+    if (options.store === undefined) void store.close?.();
+    throw error;
+  }
+  const revocations = new Revocations(store, now, lifetimes.accessToken);
   const consent = new ConsentRecords(store, policy, now, async (grantId, record) => {
     await revocations.revokeGrants([grantId]);
     if (record.status === 'granted') events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'consent_withdrawn' });
   });
+  for (const warning of warnings) reportWarning(logger, warning);
   return {
     issuer,
     realm: options.realm ?? issuer,
-    clients: isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients,
-    subscribers: isList(options.subscribers) ? new StaticSubscriberDirectory(options.subscribers) : options.subscribers,
+    clients,
+    subscribers,
     policy,
     consent,
     store,
@@ -126,19 +144,19 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     sandboxLines: options.sandbox
       ? new Set(options.sandbox.allowList.map((line) => (line.startsWith('tel:') ? line.slice(4) : line)))
       : undefined,
-    network: options.network ? new NetworkIdentifier(options.network) : undefined,
-    consentPage: resolveConsentPage(options.consentPage, issuerUrl),
+    network,
+    consentPage,
     keys,
     idTokens,
     accessTokenFormat,
     accessTokenAudience: options.accessTokenAudience ?? issuer,
-    pairwiseSubject: createPairwiseSubject(options.pairwiseSalt),
+    pairwiseSubject,
     revocations,
     bodyLimit: options.bodyLimit ?? '16kb',
     onError,
     now,
     events,
     limits,
-    clientJwts: new ClientJwts(store, new ClientKeys(options.clientJwks ?? {}, now), now),
+    clientJwts: new ClientJwts(store, clientKeys, now),
   };
 }

@@ -5,7 +5,12 @@ import type { GatewayContext } from '../gateway/context.js';
 import { findAccessToken } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
 import { looksLikeJwt, verifyAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
-import { sendBearerError, sendJsonError, toOAuthError } from '../gateway/http/render-error.js';
+import { DPOP_ALGORITHMS } from '../gateway/tokens/dpop.js';
+import { toOAuthError } from '../gateway/http/render-error.js';
+import { GuardResponses, camaraError, type AuthScheme, type GuardErrorFormat } from './responses.js';
+import { echoCorrelator } from './correlator.js';
+import { checkSenderConstraint } from './dpop.js';
+import { deviceIdentification, type DeviceOptions, type NetAuthDevice } from './device.js';
 
 /** What the guard hands a service-API route, at `req.netauth`. */
 export interface NetAuthGrant {
@@ -18,6 +23,8 @@ export interface NetAuthGrant {
   scope: string;
   /** Epoch ms. */
   expiresAt: number;
+  /** With the guard's `device` option: the device the request is about (CAMARA device identification). */
+  device?: NetAuthDevice;
 }
 
 declare global {
@@ -44,17 +51,41 @@ export interface GuardOptions {
    * per grant id on every request; use it when several instances share a store.
    */
   revocation?: 'local' | 'store';
+  /**
+   * Error bodies: `oauth` (default), RFC 6750's `{error, error_description}`; `camara`, the Commonalities'
+   * `{status, code, message}` (401 `UNAUTHENTICATED`, 403 `PERMISSION_DENIED`, 503 `UNAVAILABLE`, and 400
+   * `INVALID_ARGUMENT` for an `x-correlator` that fails its pattern). The `WWW-Authenticate` challenges are the same.
+   */
+  errorFormat?: GuardErrorFormat;
+  /**
+   * CAMARA device identification (Commonalities Appendix A): the device comes from a three-legged token or from
+   * the request body, never both, and the route gets it at `req.netauth.device`. `true` reads the body's `device`
+   * object. The body is parsed as JSON by the guard unless a parser ran before it. Needs `errorFormat: 'camara'`.
+   */
+  device?: true | DeviceOptions;
+  /**
+   * The service API's public origin (`https://api.operator.example`), for the `htu` of DPoP proofs: the URL a
+   * proof must name is this origin and the request's path. Default: the issuer's origin. Never read from the
+   * request's Host or X-Forwarded-* headers.
+   */
+  publicOrigin?: string;
 }
 
-/** The grant an access token carries, or undefined when it is invalid, expired or revoked. */
-async function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Promise<NetAuthGrant | undefined> {
+/** A live access token: the grant it carries, and the DPoP key it is bound to (RFC 9449 `cnf.jkt`). */
+interface FoundToken {
+  grant: NetAuthGrant;
+  jkt: string | undefined;
+}
+
+/** The token's grant, or undefined when it is invalid, expired or revoked. */
+async function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Promise<FoundToken | undefined> {
   if (ctx.keys && looksLikeJwt(token)) {
     // Verified offline: the token record is never read.
     const verified = await verifyAccessToken(ctx, token);
     if (!verified) return undefined;
     if (ctx.revocations.isRevokedLocally(verified.jti, verified.grantIds)) return undefined;
     if (revocation === 'store' && (await ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds))) return undefined;
-    return {
+    const grant: NetAuthGrant = {
       // A JWT carries the opaque subscriber id only: the phone number never travels in a token.
       subscriber: { id: verified.subscriberId },
       clientId: verified.clientId,
@@ -63,10 +94,11 @@ async function authorize(ctx: GatewayContext, token: string, revocation: 'local'
       scope: verified.scope,
       expiresAt: verified.expiresAt,
     };
+    return { grant, jkt: verified.jkt };
   }
   const record = await findAccessToken(ctx, token);
   if (!record) return undefined;
-  return {
+  const grant: NetAuthGrant = {
     subscriber: subscriberOf(record),
     clientId: record.clientId,
     purpose: record.purpose,
@@ -74,50 +106,108 @@ async function authorize(ctx: GatewayContext, token: string, revocation: 'local'
     scope: record.scope,
     expiresAt: record.expiresAt,
   };
+  return { grant, jkt: record.jkt ?? undefined };
 }
 
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+/** RFC 6750 §2.1 and RFC 9449 §7.1: the scheme, then a token68. */
+const CREDENTIALS = /^(Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*) *$/i;
+const SCHEME = /^(Bearer|DPoP)(\s|$)/i;
+
+type Presented = { scheme: AuthScheme; token: string } | { scheme: AuthScheme; token: undefined } | undefined;
+
+/** The token of the Authorization header (undefined token: malformed), or undefined for none of these schemes. */
+function presentedToken(header: string | undefined): Presented {
+  const scheme = header === undefined ? undefined : SCHEME.exec(header)?.[1];
+  if (scheme === undefined) return undefined;
+  const name: AuthScheme = scheme.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer';
+  return { scheme: name, token: CREDENTIALS.exec(header!)?.[2] };
+}
 
 function list(value: string | readonly string[] | undefined): readonly string[] {
   return value === undefined ? [] : typeof value === 'string' ? [value] : value;
 }
 
-/** RFC 6750 protection for a service API: a bearer access token issued by this gateway, with the needed scope. */
+function originOf(value: string): string {
+  if (!URL.canParse(value)) throw new TypeError('guard publicOrigin must be an absolute URL, e.g. https://api.operator.example');
+  const url = new URL(value);
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.pathname !== '/' || url.search || url.hash) {
+    throw new TypeError('guard publicOrigin must be an http(s) origin without path, query or fragment, e.g. https://api.operator.example');
+  }
+  return url.origin;
+}
+
+/**
+ * Protection for a service API: an access token issued by this gateway (RFC 6750 Bearer, or RFC 9449 DPoP with
+ * its proof when the token is bound), with the needed scope; optionally the CAMARA conventions (error bodies,
+ * device identification). A valid `x-correlator` is echoed on every answer.
+ */
 export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): RequestHandler {
   const scopes = list(options.scope);
   const purposes = list(options.purpose);
-  const realm = options.realm ?? ctx.realm;
-  const needed = scopes.join(' ') || undefined;
   const revocation = options.revocation ?? 'local';
   if (revocation !== 'local' && revocation !== 'store') throw new TypeError("guard revocation must be 'local' or 'store'");
+  const format = options.errorFormat ?? 'oauth';
+  if (format !== 'oauth' && format !== 'camara') throw new TypeError("guard errorFormat must be 'oauth' or 'camara'");
+  if (options.device !== undefined && format !== 'camara') {
+    throw new TypeError("guard device identification answers with the CAMARA error codes: set errorFormat: 'camara' beside device");
+  }
+  const identify = options.device === undefined ? undefined : deviceIdentification(ctx.subscribers, options.device === true ? {} : options.device, ctx.bodyLimit);
+  const origin = options.publicOrigin === undefined ? new URL(ctx.issuer).origin : originOf(options.publicOrigin);
+  const responses = new GuardResponses(format, { realm: options.realm ?? ctx.realm, scope: scopes.join(' ') || undefined, algs: DPOP_ALGORITHMS });
+
+  /** True when the request may go on to the route. */
+  async function admit(req: Request, res: Response): Promise<boolean> {
+    const presented = presentedToken(req.headers.authorization);
+    if (presented === undefined) {
+      responses.refuse(res, undefined, undefined);
+      return false;
+    }
+    if (presented.token === undefined) {
+      responses.refuse(res, new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }), presented.scheme);
+      return false;
+    }
+    const found = await authorize(ctx, presented.token, revocation);
+    if (!found) {
+      responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), presented.scheme);
+      return false;
+    }
+    try {
+      await checkSenderConstraint(ctx, req, { scheme: presented.scheme, token: presented.token }, found.jkt, origin);
+    } catch (error) {
+      if (!(error instanceof OAuthError)) throw error;
+      responses.refuse(res, error, presented.scheme);
+      return false;
+    }
+    const { grant } = found;
+    const missing = scopes.some((s) => !grant.scopes.includes(s));
+    if (missing || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
+      responses.refuse(res, new OAuthError('insufficient_scope', 'the access token does not cover this API'), presented.scheme);
+      return false;
+    }
+    if (identify) {
+      // Typed to take no subscriber too: a token issued with none (two-legged) must name the device in the body.
+      const device = await identify(req, res, grant.subscriber as Subscriber | undefined);
+      if ('code' in device) {
+        responses.fail(res, device);
+        return false;
+      }
+      grant.device = device;
+    }
+    req.netauth = grant;
+    return true;
+  }
+
   return (req: Request, res: Response, next: NextFunction) => {
-    const header = req.headers.authorization;
-    if (header === undefined || !/^Bearer(\s|$)/i.test(header)) {
-      sendBearerError(res, realm, undefined, needed);
+    if (echoCorrelator(req, res) === 'invalid' && format === 'camara') {
+      // Commonalities §5.8.5: a value that fails the pattern is 400 INVALID_ARGUMENT (and is not echoed).
+      responses.fail(res, camaraError(400, 'INVALID_ARGUMENT', 'x-correlator does not match its pattern.'));
       return;
     }
-    const token = BEARER.exec(header)?.[1];
-    if (token === undefined) {
-      sendBearerError(res, realm, new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }), needed);
-      return;
-    }
-    authorize(ctx, token, revocation).then(
-      (grant) => {
-        if (!grant) {
-          sendBearerError(res, realm, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), needed);
-          return;
-        }
-        const missing = scopes.some((s) => !grant.scopes.includes(s));
-        if (missing || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
-          sendBearerError(res, realm, new OAuthError('insufficient_scope', 'the access token does not cover this API'), needed);
-          return;
-        }
-        req.netauth = grant;
-        next();
+    admit(req, res).then(
+      (admitted) => {
+        if (admitted) next();
       },
-      (error: unknown) => {
-        sendJsonError(res, toOAuthError(error, ctx.onError));
-      },
+      (error: unknown) => responses.refuse(res, toOAuthError(error, ctx.onError), undefined),
     );
   };
 }

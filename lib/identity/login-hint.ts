@@ -14,7 +14,8 @@ export type LoginHint =
   /** A GSMA TS.43 token (format not specified there), resolved by the directory's optional `findByOperatorToken`. */
   | { type: 'operatortoken'; token: string };
 
-const E164 = /^\+[1-9][0-9]{4,14}$/;
+/** A phone number as `tel:` hints and the directory carry it: E.164 with its `+`. */
+export const E164 = /^\+[1-9][0-9]{4,14}$/;
 const PORT = /^[0-9]{1,5}$/;
 const SERVED_TYPES = new Set(['tel', 'ipport', 'operatortoken']);
 const TYPE = /^[a-z][a-z0-9+.-]*$/i;

@@ -15,8 +15,10 @@ export interface RequestedScope {
 
 // RFC 6749 §3.3 scope-token characters, minus '#' and ':' handled explicitly below.
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
-const PURPOSE = /^[A-Za-z][A-Za-z0-9]*$/;
-const API_SCOPE = /^[A-Za-z0-9][A-Za-z0-9:._/-]*$/;
+/** A DPV purpose name, e.g. `FraudPreventionAndDetection`. */
+export const PURPOSE = /^[A-Za-z][A-Za-z0-9]*$/;
+/** An API scope, e.g. `sim-swap` or `sim-swap:check`. */
+export const API_SCOPE = /^[A-Za-z0-9][A-Za-z0-9:._/-]*$/;
 
 function invalid(description: string): OAuthError {
   return new OAuthError('invalid_scope', description);

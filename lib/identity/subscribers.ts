@@ -1,4 +1,5 @@
-import { normaliseIp, type LoginHint, type NetworkAddress } from './login-hint.js';
+import { E164, normaliseIp, type LoginHint, type NetworkAddress } from './login-hint.js';
+import { checkNames, describe, isPlainObject, optionNames } from '../option-checks.js';
 
 /** A mobile subscriber. `id` is the operator's stable, opaque identifier; never a phone number in logs. */
 export interface Subscriber {
@@ -17,6 +18,12 @@ export interface SubscriberDirectory {
   findByNetworkAddress(address: NetworkAddress): Promise<Subscriber | undefined>;
   /** Optional: the subscriber behind a GSMA TS.43 token (`login_hint=operatortoken:<token>`). Without it such hints are `unknown_user_id`. */
   findByOperatorToken?(token: string): Promise<Subscriber | undefined>;
+  /**
+   * Optional: the subscriber with this opaque id. The guard's device identification asks it for the phone number of
+   * a JWT access token's subscriber (a JWT carries only the id, never the number). Without it, such a subscriber
+   * is handed to the route without `phoneNumber`.
+   */
+  findById?(id: string): Promise<Subscriber | undefined>;
 }
 
 export interface StaticSubscriber extends Subscriber {
@@ -57,26 +64,57 @@ function parseAddressRule(text: string, subscriber: Subscriber): AddressRule {
   return { ip, from, to, subscriber };
 }
 
+const SUBSCRIBER_FIELDS = optionNames<StaticSubscriber>({ id: true, phoneNumber: true, addresses: true });
+
+/** One entry of the table: a subscriber no request could find (a number without `+`, say) is an error now. */
+function checkEntry(entry: StaticSubscriber, i: number): void {
+  const where = `subscribers[${i}]`;
+  if (!isPlainObject(entry)) throw new TypeError(`${where} must be an object ({ id, phoneNumber?, addresses? }), not ${describe(entry)}`);
+  if (typeof entry.id !== 'string' || entry.id === '') throw new TypeError(`${where}.id must be the subscriber's non-empty, opaque id`);
+  checkNames(entry as unknown as Record<string, unknown>, SUBSCRIBER_FIELDS, `subscriber ${entry.id}: `, 'field');
+  if (entry.phoneNumber !== undefined && (typeof entry.phoneNumber !== 'string' || !E164.test(entry.phoneNumber))) {
+    // Only the field is named: a phone number never goes into a message.
+    throw new TypeError(`subscriber ${entry.id}: phoneNumber must be E.164 with a leading "+" (e.g. +34600000001), as tel: login hints are`);
+  }
+  if (entry.addresses !== undefined && !(Array.isArray(entry.addresses) && entry.addresses.every((a) => typeof a === 'string'))) {
+    throw new TypeError(`subscriber ${entry.id}: addresses must be a list of strings ("10.0.0.7", "100.64.0.1:1024-2047")`);
+  }
+}
+
 /** A directory from a fixed table: the embedded default, for the demo, tests and sandboxes. */
 export class StaticSubscriberDirectory implements SubscriberDirectory {
   private readonly byPhone = new Map<string, Subscriber>();
+  private readonly byId = new Map<string, Subscriber>();
   private readonly byIp = new Map<string, AddressRule[]>();
 
   constructor(subscribers: readonly StaticSubscriber[]) {
-    for (const entry of subscribers) {
+    if (!Array.isArray(subscribers)) throw new TypeError('subscribers must be a list of subscribers or a SubscriberDirectory');
+    const ids = new Set<string>();
+    subscribers.forEach((entry, i) => {
+      checkEntry(entry, i);
+      if (ids.has(entry.id)) throw new TypeError(`subscribers[${i}]: the id ${entry.id} is used twice; give each subscriber its own id`);
+      ids.add(entry.id);
+      if (entry.phoneNumber !== undefined && this.byPhone.has(entry.phoneNumber)) {
+        throw new TypeError(`subscriber ${entry.id}: its phoneNumber is already another subscriber's; a line belongs to one subscriber`);
+      }
       const subscriber: Subscriber = entry.phoneNumber === undefined ? { id: entry.id } : { id: entry.id, phoneNumber: entry.phoneNumber };
       if (entry.phoneNumber !== undefined) this.byPhone.set(entry.phoneNumber, subscriber);
+      this.byId.set(entry.id, subscriber);
       for (const text of entry.addresses ?? []) {
         const rule = parseAddressRule(text, subscriber);
         const rules = this.byIp.get(rule.ip) ?? [];
         rules.push(rule);
         this.byIp.set(rule.ip, rules);
       }
-    }
+    });
   }
 
   async findByPhoneNumber(phoneNumber: string): Promise<Subscriber | undefined> {
     return this.byPhone.get(phoneNumber);
+  }
+
+  async findById(id: string): Promise<Subscriber | undefined> {
+    return this.byId.get(id);
   }
 
   async findByNetworkAddress(address: NetworkAddress): Promise<Subscriber | undefined> {

@@ -89,3 +89,27 @@ export function logInternalError(logger: NetAuthLogger, error: unknown): void {
   const details = error instanceof Error ? { type: error.name, message: error.message } : { type: typeof error };
   child(logger).error({ error: details }, 'internal error');
 }
+
+/** A configuration that works, but not as a production deployment needs: said once, at start-up. */
+export interface StartupWarning {
+  /** The option it concerns, e.g. `pairwiseSalt`. */
+  option: string;
+  message: string;
+}
+
+/** Warnings already printed to stderr: each once per process, however many gateways it creates (tests, workers). */
+const printed = new Set<string>();
+
+/**
+ * The one place start-up warnings go: the logger when one is given (every time: each gateway has its logger),
+ * else one line on stderr, once per process.
+ */
+export function reportWarning(logger: NetAuthLogger | undefined, warning: StartupWarning): void {
+  if (logger) {
+    child(logger).warn({ option: warning.option }, warning.message);
+    return;
+  }
+  if (printed.has(warning.message)) return;
+  printed.add(warning.message);
+  process.stderr.write(`express-netauth: WARNING: ${warning.message}\n`);
+}

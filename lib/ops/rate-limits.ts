@@ -324,9 +324,6 @@ function countersFor(options: RateLimitOptions, store: Store, onError: (error: u
   if (backend === 'memory') return local;
 
   const given = options.redis;
-  if (given !== undefined && typeof (given as { sendCommand?: unknown } | null)?.sendCommand !== 'function') {
-    throw new TypeError('rateLimits.redis must be a node-redis client: createClient(), createCluster() or createSentinel()');
-  }
   if (given === undefined && redisStore === undefined) throw new TypeError("rateLimits.backend 'redis' needs rateLimits.redis, or a RedisStore");
   const prefix = options.keyPrefix ?? `${redisStore?.prefix ?? 'netauth:'}rl:`;
   if (/[{}]/.test(prefix)) throw new TypeError(`rateLimits.keyPrefix "${prefix}" contains a brace: the counters' keys carry their own hash tags`);

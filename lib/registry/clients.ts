@@ -3,6 +3,8 @@ import type { JWK } from 'jose';
 import { sha256Bytes } from '../crypto.js';
 import { promisify } from 'node:util';
 import { checkClientKeys, LOOPBACK_HOSTS, type ClientSigningAlgorithm } from './client-jwks.js';
+import { checkBoolean, checkNames, checkString, describe, isPlainObject, optionNames } from '../option-checks.js';
+import { API_SCOPE, PURPOSE } from '../identity/scope.js';
 
 export { CLIENT_SIGNING_ALGORITHMS, type ClientSigningAlgorithm } from './client-jwks.js';
 
@@ -11,6 +13,8 @@ const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, key
 export type GrantType = 'authorization_code' | 'urn:openid:params:grant-type:ciba';
 export const CIBA_GRANT: GrantType = 'urn:openid:params:grant-type:ciba';
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
+/** Every grant type a client may be registered for; `true` where the grant needs `redirectUris`. */
+const GRANT_TYPES: Record<GrantType, boolean> = { authorization_code: true, 'urn:openid:params:grant-type:ciba': false };
 /** Every client-authentication method, in the order discovery lists them. */
 export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
 
@@ -54,6 +58,11 @@ export interface RegisteredClient {
   requireSignedRequestObject?: boolean;
   /** Require PKCE (S256) on the frontend flow. */
   requirePkce?: boolean;
+  /**
+   * RFC 9449 §5.2 `dpop_bound_access_tokens`: every token request of this client must carry a DPoP proof (else 400
+   * `invalid_dpop_proof`), so its access tokens are always sender-constrained. Any client's valid proof binds its token.
+   */
+  dpopBoundAccessTokens?: boolean;
 }
 
 /** Where the router looks up clients: your developer portal's database, or a static list. */
@@ -134,6 +143,90 @@ export function checkRedirectUri(clientId: string, uri: string): void {
   }
 }
 
+const CLIENT_FIELDS = optionNames<RegisteredClient>({
+  clientId: true,
+  name: true,
+  clientSecret: true,
+  clientSecretHash: true,
+  redirectUris: true,
+  grantTypes: true,
+  scopes: true,
+  tokenEndpointAuthMethod: true,
+  jwks: true,
+  jwksUri: true,
+  signingAlgorithms: true,
+  requireSignedRequestObject: true,
+  requirePkce: true,
+  dpopBoundAccessTokens: true,
+});
+
+/** What `hashClientSecret()` makes: a SHA-256 digest (32 bytes), or an scrypt salt and hash. */
+const SECRET_HASH = /^(?:sha256:[A-Za-z0-9_-]{43}|scrypt:[A-Za-z0-9_-]{16,}:[A-Za-z0-9_-]{22,})$/;
+/** A registered scope, exactly as requests are matched against it: `dpv:<Purpose>#<scope>`. */
+const REGISTERED_SCOPE = new RegExp(`^dpv:(${PURPOSE.source.slice(1, -1)})#(${API_SCOPE.source.slice(1, -1)})$`);
+
+/** A registered scope's purpose and API scope; undefined when it is not of the `dpv:<Purpose>#<scope>` form. */
+export function registeredScope(scope: string): { purpose: string; scope: string } | undefined {
+  const match = REGISTERED_SCOPE.exec(scope);
+  return match ? { purpose: match[1]!, scope: match[2]! } : undefined;
+}
+
+function list(client: RegisteredClient, field: 'redirectUris' | 'grantTypes' | 'scopes'): readonly unknown[] {
+  const value: unknown = client[field];
+  if (value === undefined && field === 'redirectUris') return [];
+  if (!Array.isArray(value)) throw new TypeError(`client ${client.clientId}: ${field} must be a list, not ${describe(value)}`);
+  if (value.length === 0 && field !== 'redirectUris') {
+    throw new TypeError(`client ${client.clientId}: ${field} is empty, so the client can do nothing; list at least one`);
+  }
+  return value;
+}
+
+/**
+ * The registration's own fields, before its credentials and keys: known names and types, grant types the
+ * gateway has, redirect URIs where a grant needs them, scopes of the form requests are matched against.
+ * Each is a client that would start silently and then fail on every request.
+ */
+function checkFields(client: RegisteredClient): void {
+  if (!isPlainObject(client)) throw new TypeError(`clients: each registration must be an object ({ clientId, grantTypes, scopes, ... }), not ${describe(client)}`);
+  if (typeof client.clientId !== 'string' || client.clientId === '') {
+    throw new TypeError(`clients: a registration has clientId ${describe(client.clientId)}; give each client its non-empty string id`);
+  }
+  const id = client.clientId;
+  checkNames(client as unknown as Record<string, unknown>, CLIENT_FIELDS, `client ${id}: `, 'field');
+  checkString(client.name, `client ${id}: name`, 'shown on the consent page');
+  checkString(client.clientSecret, `client ${id}: clientSecret`, 'the secret itself');
+  if (client.clientSecretHash !== undefined && (typeof client.clientSecretHash !== 'string' || !SECRET_HASH.test(client.clientSecretHash))) {
+    throw new TypeError(
+      `client ${id}: clientSecretHash is not a hash from hashClientSecret() ("sha256:<43 base64url characters>" or ` +
+        `"scrypt:<salt>:<hash>"), so no secret would ever match; register await hashClientSecret(secret) (or the secret as clientSecret)`,
+    );
+  }
+  for (const grant of list(client, 'grantTypes')) {
+    if (typeof grant !== 'string' || !Object.hasOwn(GRANT_TYPES, grant)) {
+      throw new TypeError(`client ${id}: grantTypes: ${JSON.stringify(grant)} is not a grant type of this gateway; use ${Object.keys(GRANT_TYPES).join(' or ')}`);
+    }
+  }
+  const redirectUris = list(client, 'redirectUris');
+  for (const uri of redirectUris) {
+    if (typeof uri !== 'string') throw new TypeError(`client ${id}: redirectUris must hold strings (exact URIs), not ${describe(uri)}`);
+  }
+  const needing = client.grantTypes.find((g) => GRANT_TYPES[g]);
+  if (needing !== undefined && redirectUris.length === 0) {
+    throw new TypeError(`client ${id}: grant type ${needing} needs redirectUris (the exact callback URIs); add them, or remove the grant type`);
+  }
+  for (const scope of list(client, 'scopes')) {
+    if (typeof scope !== 'string' || registeredScope(scope) === undefined) {
+      throw new TypeError(
+        `client ${id}: scopes: ${JSON.stringify(scope)} is not of the form dpv:<Purpose>#<scope> (e.g. dpv:FraudPreventionAndDetection#sim-swap), ` +
+          'the form requests are matched against; write it so',
+      );
+    }
+  }
+  checkBoolean(client.requirePkce, `client ${id}: requirePkce`);
+  checkBoolean(client.requireSignedRequestObject, `client ${id}: requireSignedRequestObject`);
+  checkBoolean(client.dpopBoundAccessTokens, `client ${id}: dpopBoundAccessTokens`);
+}
+
 /** How the client authenticates: a secret (exactly one form of it), or keys and no secret. */
 function checkCredentials(client: RegisteredClient): void {
   const method = client.tokenEndpointAuthMethod ?? 'client_secret_basic';
@@ -160,7 +253,9 @@ export class StaticClientRegistry implements ClientRegistry {
   readonly authMethods: readonly ClientAuthMethod[];
 
   constructor(clients: readonly RegisteredClient[]) {
+    if (!Array.isArray(clients)) throw new TypeError('clients must be a list of registrations or a ClientRegistry');
     for (const client of clients) {
+      checkFields(client);
       checkCredentials(client);
       checkClientKeys(client.clientId, client);
       if (this.clients.has(client.clientId)) throw new TypeError(`client ${client.clientId} is registered twice`);

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from '../../demo-app/config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'netauth-demo-cli-'));
 const children = new Set<ChildProcess>();
@@ -60,10 +61,19 @@ async function urls(output: () => { stdout: string; stderr: string }, exit: Prom
 }
 
 const freePorts = { ports: { gateway: 0, app: 0 } };
+/** Beside the sample app's CAMARA client, a backend client with a secret, for requests sent by hand. */
+const FRAUD_CHECKER = {
+  clientId: 'fraud-checker',
+  clientSecret: 'fraud-checker-secret',
+  grantTypes: ['urn:openid:params:grant-type:ciba'],
+  scopes: ['dpv:FraudPreventionAndDetection#sim-swap'],
+};
+const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
 
 describe('demo command line', () => {
   it('npm run demo serves the sample application and the operator gateway', async () => {
-    const { output, exit, child } = run('npm', ['run', '--silent', 'demo', '--', '--config', configFile('ports.json', freePorts)]);
+    const config = { ...freePorts, clients: [...DEFAULT_CONFIG.clients, FRAUD_CHECKER] };
+    const { output, exit, child } = run('npm', ['run', '--silent', 'demo', '--', '--config', configFile('ports.json', config)]);
     const { app, gateway } = await urls(output, exit);
     const home = await fetch(`${app}/`);
     expect(home.status).toBe(200);
@@ -74,17 +84,22 @@ describe('demo command line', () => {
     const operator = await fetch(`${gateway}/`);
     expect(operator.status).toBe(200);
     expect(await operator.text()).toContain('network API gateway');
-    const discovery = (await (await fetch(`${gateway}/apigateway/.well-known/openid-configuration`)).json()) as { issuer: string };
+    const discovery = (await (await fetch(`${gateway}/apigateway/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
     expect(discovery.issuer).toBe(`${gateway}/apigateway`);
+    // The sample app is a CAMARA-profile client: private_key_jwt, its public key served by the app itself.
+    expect(discovery.token_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'private_key_jwt']);
+    const jwks = (await (await fetch(`${app}/jwks.json`)).json()) as { keys: Array<Record<string, unknown>> };
+    expect(jwks.keys).toEqual([expect.objectContaining({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig', kid: expect.any(String) })]);
+    expect(jwks.keys[0]).not.toHaveProperty('d');
 
     // While you click, the gateway's events appear as one readable line each.
-    const bcAuthorize = await fetch(`${gateway}/apigateway/bc-authorize`, {
-      method: 'POST',
-      headers: { authorization: `Basic ${Buffer.from('demo-app:demo-app-secret-change-me').toString('base64')}` },
-      body: new URLSearchParams({ login_hint: 'tel:+34600000001', scope: 'dpv:FraudPreventionAndDetection sim-swap' }),
-    });
+    const body = () => new URLSearchParams({ login_hint: 'tel:+34600000001', scope: 'dpv:FraudPreventionAndDetection sim-swap' });
+    const bcAuthorize = await fetch(`${gateway}/apigateway/bc-authorize`, { method: 'POST', headers: { authorization: basic('fraud-checker', 'fraud-checker-secret') }, body: body() });
     expect(bcAuthorize.status).toBe(200);
-    const line = /^ {2}gateway {2}\d\d:\d\d:\d\d {2}ciba\.requested +client=demo-app subscriber=sub-0001 purpose=FraudPreventionAndDetection scopes=sim-swap$/m;
+    // The app's client has no secret: whatever is sent as one fails.
+    const withSecret = await fetch(`${gateway}/apigateway/bc-authorize`, { method: 'POST', headers: { authorization: basic('demo-app', 'demo-app-secret-change-me') }, body: body() });
+    expect(withSecret.status).toBe(401);
+    const line = /^ {2}gateway {2}\d\d:\d\d:\d\d {2}ciba\.requested +client=fraud-checker subscriber=sub-0001 purpose=FraudPreventionAndDetection scopes=sim-swap$/m;
     for (let i = 0; i < 50 && !line.test(output().stdout); i++) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(output().stdout).toMatch(line);
     expect(output().stdout).toMatch(/^ {2}gateway {2}\S+ {2}request\.completed +endpoint=bc-authorize method=POST status=200 outcome=ok ms=[\d.]+$/m);

@@ -22,6 +22,8 @@ function load(content: unknown): string {
 
 const alice = DEFAULT_CONFIG.subscribers[0]!;
 const client = DEFAULT_CONFIG.clients[0]!;
+/** A second, backend-only client with a secret. */
+const other = { clientId: 'fraud-checker', clientSecret: 'fraud-checker-secret', grantTypes: ['urn:openid:params:grant-type:ciba'], scopes: client.scopes };
 
 describe('demo config', () => {
   it('the embedded defaults and the shipped example are valid', () => {
@@ -58,6 +60,11 @@ describe('demo config', () => {
     [{ clients: [{ ...client, grantTypes: ['implicit'] }] }, 'clients[0].grantTypes[0]: must be "authorization_code" or "urn:openid:params:grant-type:ciba"'],
     [{ clients: [{ ...client, grantTypes: ['authorization_code'] }] }, 'app.clientId: client "demo-app" needs the grant type urn:openid:params:grant-type:ciba (the app runs both flows)'],
     [{ app: { clientId: 'nobody' } }, 'app.clientId: no client "nobody" in clients'],
+    [{ clients: [{ ...client, clientSecret: 'a-secret-123' }] }, 'clients[0].clientSecret: a private_key_jwt client has no secret (it authenticates with its key): remove it'],
+    [{ clients: [client, { ...other, clientSecret: undefined }] }, `clients[1].clientSecret: is required (or "tokenEndpointAuthMethod": "private_key_jwt" for the sample app's client)`],
+    [{ clients: [client, { ...other, clientSecret: undefined, tokenEndpointAuthMethod: 'private_key_jwt' }] }, "clients[1].tokenEndpointAuthMethod: private_key_jwt is for the sample app's client (app.clientId): the app generates its key at start"],
+    [{ clients: [client, { ...other, grantTypes: ['authorization_code'] }] }, 'clients[1].redirectUris: needs at least one URI for the grant type authorization_code'],
+    [{ lifetimes: { authReqId: 2 } }, 'lifetimes.pollInterval: must be shorter than lifetimes.authReqId (2)'],
     [{ sandbox: { allowList: ['+1'] } }, 'sandbox.allowList[0]: must be +<E.164> or tel:+<E.164>'],
     [{ lifetimes: { pollInterval: 0.5 } }, 'lifetimes.pollInterval: must be a whole number of seconds'],
     [{ host: '0.0.0.0' }, 'host: must be "localhost" or a 127.x.y.z address (the demo serves loopback only)'],

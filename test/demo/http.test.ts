@@ -4,15 +4,11 @@
  * their CSRF token, and the sample APIs need the gateway's tokens.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../demo-app/config.js';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { DEFAULT_CONFIG, resolveConfig } from '../../demo-app/config.js';
 import { startDemo, type RunningDemo } from '../../demo-app/start.js';
 import { Browser } from '../helpers/browser.js';
-
-function hidden(page: string, name: string): string {
-  const value = new RegExp(`name="${name}" value="([^"]*)"`).exec(page)?.[1];
-  if (value === undefined) throw new Error(`no ${name} field on the page`);
-  return value.replace(/&#38;/g, '&').replace(/&#61;/g, '=');
-}
+import { appAuthorizeUrl, hidden, verifyNumber } from '../helpers/demo.js';
 
 /** Starts a SIM swap check in the app and follows its status page until it is no longer waiting. */
 async function waitForCheck(demo: RunningDemo, browser: Browser, phoneNumber: string): Promise<string> {
@@ -36,7 +32,8 @@ describe('demo gateway over HTTP', () => {
   });
   afterAll(() => demo?.close());
 
-  function authorize(): string {
+  /** An authorization request built by hand: unsigned. */
+  function unsignedAuthorize(): string {
     const url = new URL(`${demo.issuer}/authorize`);
     url.search = new URLSearchParams({
       response_type: 'code',
@@ -57,13 +54,25 @@ describe('demo gateway over HTTP', () => {
     }
   });
 
+  it('the sample app is a CAMARA-profile client: its requests are signed by its key, an unsigned one is refused', async () => {
+    const signed = await appAuthorizeUrl(demo);
+    const request = signed.searchParams.get('request')!;
+    const jwks = (await (await fetch(`${demo.appUrl}/jwks.json`)).json()) as { keys: Array<{ kid: string }> };
+    expect(decodeProtectedHeader(request)).toMatchObject({ alg: 'ES256', kid: jwks.keys[0]!.kid });
+    expect(decodeJwt(request)).toMatchObject({ iss: 'demo-app', aud: demo.issuer, client_id: 'demo-app', redirect_uri: `${demo.appUrl}/callback` });
+    const unsigned = await fetch(unsignedAuthorize(), { redirect: 'manual' });
+    const back = new URL(unsigned.headers.get('location')!);
+    expect(back.origin + back.pathname).toBe(`${demo.appUrl}/callback`);
+    expect(back.searchParams.get('error')).toBe('invalid_request');
+  });
+
   it('the edge overwrites X-Forwarded-For: a client cannot claim a line, nor hide its simulated WiFi', async () => {
     // No device cookie: the first line. A forged WiFi address in the header changes nothing.
-    const asLine = await fetch(authorize(), { redirect: 'manual', headers: { 'X-Forwarded-For': '192.0.2.99' } });
+    const asLine = await fetch(await appAuthorizeUrl(demo), { redirect: 'manual', headers: { 'X-Forwarded-For': '192.0.2.99' } });
     expect(asLine.status).toBe(302);
     expect(new URL(asLine.headers.get('location')!).pathname).toBe('/apigateway/consent');
     // WiFi chosen: claiming the first line's address in the header changes nothing either.
-    const onWifi = await fetch(authorize(), { redirect: 'manual', headers: { Cookie: 'demo_device=wifi', 'X-Forwarded-For': '127.0.0.1' } });
+    const onWifi = await fetch(await appAuthorizeUrl(demo), { redirect: 'manual', headers: { Cookie: 'demo_device=wifi', 'X-Forwarded-For': '127.0.0.1' } });
     const back = new URL(onWifi.headers.get('location')!);
     expect(back.origin + back.pathname).toBe(`${demo.appUrl}/callback`);
     expect(back.searchParams.get('error')).toBe('access_denied');
@@ -109,11 +118,13 @@ describe('demo gateway over HTTP', () => {
     expect(stale.status).toBe(400);
   });
 
-  it('the sample APIs need a token of the right scope', async () => {
+  it('the sample APIs need a token of the right scope, and answer as CAMARA APIs (Commonalities body, x-correlator)', async () => {
     for (const path of ['/sim-swap/v1/check', '/number-verification/v1/verify']) {
-      const res = await fetch(`${demo.gatewayUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const res = await fetch(`${demo.gatewayUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-correlator': 'demo-1' }, body: '{}' });
       expect(res.status).toBe(401);
-      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm=.*, DPoP realm=/);
+      expect(res.headers.get('x-correlator')).toBe('demo-1');
+      expect(await res.json()).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
     }
   });
 
@@ -155,7 +166,8 @@ describe('demo in sandbox mode, with short lifetimes', () => {
     const home = await (await browser.request(`${demo.appUrl}/`, { headers: { Cookie: 'demo_device=wifi' } })).text();
     const start = await browser.request(`${demo.appUrl}/verify`, { form: { phoneNumber: '+34 600 000 002', _csrf: hidden(home, '_csrf') } });
     const authorize = new URL(start.headers.get('location')!);
-    expect(authorize.searchParams.get('login_hint')).toBe('tel:+34600000002');
+    // Inside the signed request (the CAMARA profile: only signed parameters count).
+    expect(decodeJwt(authorize.searchParams.get('request')!).login_hint).toBe('tel:+34600000002');
     const consent = await fetch(authorize, { redirect: 'manual', headers: { Cookie: 'demo_device=wifi' } });
     expect(new URL(consent.headers.get('location')!).pathname).toBe('/apigateway/consent');
   });
@@ -169,5 +181,24 @@ describe('demo in sandbox mode, with short lifetimes', () => {
     const page = await waitForCheck(demo, new Browser(), '+34600000003');
     expect(page).toContain('Consent was not given');
     expect(page).toContain('access_denied');
+  });
+});
+
+describe('demo with the app registered with a client secret', () => {
+  let demo: RunningDemo;
+
+  beforeAll(async () => {
+    const { tokenEndpointAuthMethod: _camara, ...app } = DEFAULT_CONFIG.clients[0]!;
+    demo = await startDemo(resolveConfig({ host: '127.0.0.1', ports: { gateway: 0, app: 0 }, clients: [{ ...app, clientSecret: 'demo-app-secret' }] }, 'test'));
+  });
+  afterAll(() => demo?.close());
+
+  it('runs the frontend flow with client_secret_basic and plain requests, and publishes no keys', async () => {
+    const done = await verifyNumber(demo);
+    expect(done.authorizeUrl.searchParams.has('request')).toBe(false);
+    expect(done.authorizeUrl.searchParams.get('scope')).toBe('dpv:RequestedServiceProvision#number-verification');
+    expect(done.finalUrl.pathname).toBe('/verified');
+    expect(done.page).toContain('Number verified');
+    expect((await fetch(`${demo.appUrl}/jwks.json`)).status).toBe(404);
   });
 });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from 'redis';
 import { resolveConfig } from '../../demo-app/config.js';
 import { DemoStartError, startDemo, type RunningDemo } from '../../demo-app/start.js';
-import { Browser, consentFormOf } from '../helpers/browser.js';
+import { verifyNumber } from '../helpers/demo.js';
 import { RedisServer, redisServerMissing } from '../helpers/redis-server.js';
 
 const missing = redisServerMissing();
@@ -32,17 +32,9 @@ describe.skipIf(skip)('demo with REDIS_URL', () => {
 
   it('runs the frontend flow with both sides on Redis', async () => {
     expect(demo.stores).toBe('redis');
-    const browser = new Browser();
-    const home = await (await browser.request(`${demo.appUrl}/`)).text();
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(home)![1]!;
-    const start = await browser.request(`${demo.appUrl}/verify`, { form: { phoneNumber: '+34600000001', _csrf: csrf } });
-    expect(start.status).toBe(302);
-    const consent = await browser.navigate(start.headers.get('location')!);
-    const form = consentFormOf(await consent.res.text());
-    const answer = await browser.request(new URL(form.action, consent.url), { form: { ...form.fields, decision: 'allow' } });
-    const done = await browser.navigate(new URL(answer.headers.get('location')!, consent.url));
-    expect(done.url.pathname).toBe('/verified');
-    expect(await done.res.text()).toContain('Number verified');
+    const done = await verifyNumber(demo);
+    expect(done.finalUrl.pathname).toBe('/verified');
+    expect(done.page).toContain('Number verified');
 
     const redis = createClient({ url: server.url });
     await redis.connect();

@@ -89,6 +89,8 @@ const netauth = createNetAuth({
   network: { mobileRanges: loopback ? [...MOBILE_RANGES, '127.0.0.0/8'] : MOBILE_RANGES, portHeader: PORT_HEADER },
   store,
   ...(redis ? { consentPage: { cookieSecret: required('NETAUTH_COOKIE_SECRET') } } : {}),
+  // The same on every instance, as production has it (and without it the gateway warns at start-up).
+  pairwiseSalt: 'gateway-main-pairwise-salt',
   // Whole seconds are the smallest interval; one keeps openid-client's polling short.
   lifetimes: { pollInterval: 1 },
   ...(process.env.NETAUTH_RATE_LIMITS === 'off' ? { rateLimits: false } : {}),

@@ -85,6 +85,8 @@ export function createTestGateway(overrides: Partial<NetAuthOptions> = {}, setup
     subscribers: SUBSCRIBERS,
     consentPolicy: POLICY,
     network: { mobileRanges: MOBILE_RANGES, portHeader: PORT_HEADER },
+    // As production has one (without it the gateway warns at start-up); a test about the default passes undefined.
+    pairwiseSalt: 'test-gateway-salt',
     now: () => clock.now,
     ...overrides,
   });

@@ -215,7 +215,7 @@ describe('rateLimits option', () => {
   it('rateLimits.redis must be a Redis client, and keyPrefix carries no hash tag', () => {
     const base = { issuer: ISSUER, clients: CLIENTS, subscribers: SUBSCRIBERS, consentPolicy: POLICY };
     const notAClient = { redis: { eval: () => null } } as unknown as RateLimitOptions;
-    expect(() => createNetAuth({ ...base, rateLimits: notAClient })).toThrow('rateLimits.redis must be a node-redis client: createClient(), createCluster() or createSentinel()');
+    expect(() => createNetAuth({ ...base, rateLimits: notAClient })).toThrow('rateLimits.redis must be a node-redis client: createClient(), createCluster() or createSentinel() (missing: sendCommand)');
     const store = new RedisStore({ client: { isOpen: true, isReady: true, sendCommand: async () => null } });
     expect(() => createNetAuth({ ...base, store, rateLimits: { keyPrefix: 'rl:{x}:' } })).toThrow(/keyPrefix "rl:\{x\}:" contains a brace/);
     // Any client the store accepts carries the counters (RedisStore talks to it through sendCommand only).

@@ -9,7 +9,8 @@ export interface IntrospectionResponse {
   active: true;
   scope: string;
   client_id: string;
-  token_type: 'Bearer';
+  /** `DPoP` for a token bound to a DPoP key (RFC 9449 §6.2), else `Bearer`. */
+  token_type: 'Bearer' | 'DPoP';
   exp: number;
   iat: number;
   /** Pairwise for the asking client, as in its ID tokens: never the phone number or the operator's id. */
@@ -17,6 +18,8 @@ export interface IntrospectionResponse {
   iss: string;
   /** The DPV purpose the token was granted for. */
   purpose: string;
+  /** RFC 9449 §6.2: the thumbprint of the DPoP key a bound token is bound to. */
+  cnf?: { jkt: string };
 }
 
 /**
@@ -41,12 +44,13 @@ export function introspectionEndpoint(ctx: GatewayContext, auth: ClientAuthentic
       active: true,
       scope: record.scope,
       client_id: record.clientId,
-      token_type: 'Bearer',
+      token_type: record.jkt ? 'DPoP' : 'Bearer',
       exp: Math.floor(record.expiresAt / 1000),
       iat: Math.floor(record.issuedAt / 1000),
       sub: ctx.pairwiseSubject(record.clientId, record.subscriberId),
       iss: ctx.issuer,
       purpose: record.purpose,
+      ...(record.jkt ? { cnf: { jkt: record.jkt } } : {}),
     };
     res.status(200).json(body);
   };

@@ -8,8 +8,12 @@ import type { Grant } from '../grants/grant.js';
 import { cibaSlowDown } from '../grants/ciba.js';
 import { overLimit } from '../../ops/rate-limits.js';
 import { sendJson } from '../http/headers.js';
+import { tokenRequestBinding } from '../tokens/dpop.js';
 
-/** POST /token: authenticates the client, then dispatches on grant_type to one grant module. */
+/**
+ * POST /token: authenticates the client, checks a DPoP proof if one was sent (every grant alike: a valid one binds
+ * whatever token the grant issues), then dispatches on grant_type to one grant module.
+ */
 export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, grants: readonly Grant[]) {
   const byType = new Map(grants.map((g) => [g.type as string, g]));
   return async (req: Request, res: Response): Promise<void> => {
@@ -27,6 +31,7 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
       // A CIBA poll over the limit is told to poll slower (CIBA Core §11), which pollers follow; a 429 would end its polling.
       throw grant.type === CIBA_GRANT ? cibaSlowDown(ctx, event) : overLimit(ctx.events, event);
     }
-    sendJson(res, 200, await grant.exchange(ctx, client, params, req));
+    const dpopJkt = await tokenRequestBinding(ctx, req, client);
+    sendJson(res, 200, await grant.exchange(ctx, client, params, req, { dpopJkt }));
   };
 }

@@ -36,7 +36,7 @@ async function replayed(ctx: GatewayContext, record: CodeRecord): Promise<OAuthE
 
 export const authorizationCodeGrant: Grant = {
   type: 'authorization_code',
-  async exchange(ctx, client, params) {
+  async exchange(ctx, client, params, _req, options) {
     const code = params.require('code');
     const redirectUri = params.require('redirect_uri');
     const verifier = params.get('code_verifier');
@@ -61,7 +61,7 @@ export const authorizationCodeGrant: Grant = {
     // Consuming the code and storing the token are one atomic step: a replay that finds the code consumed and
     // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent
     // redemptions exactly one wins; the others are replays.
-    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, { kind: 'code', id: code });
+    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, { kind: 'code', id: code }, options);
     if (!tokens) throw await replayed(ctx, record);
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = await issueIdToken(ctx, {

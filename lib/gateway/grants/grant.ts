@@ -2,7 +2,13 @@ import type { Request } from 'express';
 import type { RegisteredClient, GrantType } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
 import type { FormParams } from '../http/form.js';
-import type { TokenResponse } from '../tokens/access-tokens.js';
+import type { IssueOptions, TokenResponse } from '../tokens/access-tokens.js';
+
+/**
+ * What the token endpoint settled for this request before handing over, the same for every grant (the DPoP key
+ * the token is bound to): a grant passes it to `issueAccessToken` untouched.
+ */
+export type ExchangeOptions = IssueOptions;
 
 /**
  * One grant type of the token endpoint, as a small pluggable module (after oauth2orize's exchanges):
@@ -10,5 +16,5 @@ import type { TokenResponse } from '../tokens/access-tokens.js';
  */
 export interface Grant {
   type: GrantType;
-  exchange(ctx: GatewayContext, client: RegisteredClient, params: FormParams, req: Request): Promise<TokenResponse>;
+  exchange(ctx: GatewayContext, client: RegisteredClient, params: FormParams, req: Request, options: ExchangeOptions): Promise<TokenResponse>;
 }

@@ -15,12 +15,15 @@ export interface AccessTokenRecord extends StoredAuthorization {
   jti: string | null;
   /** Grant ids the token was issued under (also the store's grant index of this record). */
   grants: string[];
+  /** RFC 9449 `cnf.jkt`: the thumbprint of the DPoP key the token is bound to; null when unbound (absent in older records). */
+  jkt: string | null;
   [key: string]: string | number | null | string[];
 }
 
 export interface TokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  /** `DPoP` when the token is bound to a DPoP key (RFC 9449 §5). */
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   scope: string;
   id_token?: string;
@@ -40,6 +43,12 @@ export function tokenKey(token: string): string {
 export interface ExchangedRecord {
   kind: RecordKind;
   id: string;
+}
+
+/** What the token endpoint settled for the request, the same whichever grant runs (`Grant.exchange` passes it on). */
+export interface IssueOptions {
+  /** RFC 9449: the JWK SHA-256 thumbprint of the DPoP proof's key; the token is bound to it (`cnf.jkt`). */
+  dpopJkt?: string | undefined;
 }
 
 /**
@@ -67,7 +76,9 @@ export async function issueAccessToken(
   grantId: string,
   consentGrants: readonly string[],
   exchanged: ExchangedRecord,
+  options: IssueOptions = {},
 ): Promise<TokenResponse | undefined> {
+  const jkt = options.dpopJkt ?? null;
   const grants = [grantId, ...consentGrants];
   const withdrawn = () => new OAuthError('invalid_grant', 'the consent this grant rests on was withdrawn');
   if (consentGrants.length > 0 && (await ctx.revocations.isAnyGrantRevoked(consentGrants))) throw withdrawn();
@@ -89,6 +100,7 @@ export async function issueAccessToken(
       jti,
       iat: issuedAt / 1000,
       exp: issuedAt / 1000 + lifetime,
+      ...(jkt === null ? {} : { jkt }),
     });
   } else {
     token = taggedId(tag, 32);
@@ -100,6 +112,7 @@ export async function issueAccessToken(
     format: ctx.accessTokenFormat,
     jti,
     grants,
+    jkt,
   };
   const key = tokenKey(token);
   if (!(await ctx.store.consume(exchanged.kind, exchanged.id, [{ kind: 'access_token', id: key, value: record, options: { ttl: lifetime, grants } }]))) {
@@ -119,7 +132,7 @@ export async function issueAccessToken(
       throw withdrawn();
     }
   }
-  return { access_token: token, token_type: 'Bearer', expires_in: lifetime, scope: authorization.scope };
+  return { access_token: token, token_type: jkt === null ? 'Bearer' : 'DPoP', expires_in: lifetime, scope: authorization.scope };
 }
 
 /**

@@ -9,6 +9,7 @@ import type { GatewayContext } from '../context.js';
  * - `grant_ids`: the random, opaque ids of the grants the token was issued under (its authorization and the
  *   consents it rests on), so revoking a grant reaches a token that is verified with no store lookup.
  * `sub` is the operator's opaque subscriber id (never the phone number): the service APIs need the subscriber.
+ * A token bound to a DPoP key carries `cnf.jkt` (RFC 9449 §6.1).
  */
 export interface AccessTokenClaims extends JWTPayload {
   iss: string;
@@ -21,6 +22,7 @@ export interface AccessTokenClaims extends JWTPayload {
   scope: string;
   purpose: string;
   grant_ids: string[];
+  cnf?: { jkt: string };
 }
 
 export interface JwtAccessTokenInput {
@@ -33,6 +35,8 @@ export interface JwtAccessTokenInput {
   /** Epoch seconds. */
   iat: number;
   exp: number;
+  /** The DPoP key's thumbprint, when the token is bound to one. */
+  jkt?: string;
 }
 
 export async function signAccessToken(ctx: GatewayContext, input: JwtAccessTokenInput): Promise<string> {
@@ -49,6 +53,7 @@ export async function signAccessToken(ctx: GatewayContext, input: JwtAccessToken
     scope: input.scope,
     purpose: input.purpose,
     grant_ids: [...input.grants],
+    ...(input.jkt === undefined ? {} : { cnf: { jkt: input.jkt } }),
   };
   return new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }).sign(key.privateKey);
 }
@@ -80,6 +85,15 @@ export interface VerifiedAccessToken {
   /** Epoch ms. */
   issuedAt: number;
   expiresAt: number;
+  /** `cnf.jkt`: the DPoP key the token is bound to; undefined when unbound. */
+  jkt: string | undefined;
+}
+
+/** `cnf` as RFC 9449 §6.1 has it: absent, or an object whose `jkt` is a string; anything else fails the token. */
+function confirmationOf(cnf: unknown): { jkt: string | undefined } | undefined {
+  if (cnf === undefined) return { jkt: undefined };
+  if (cnf === null || typeof cnf !== 'object' || typeof (cnf as { jkt?: unknown }).jkt !== 'string') return undefined;
+  return { jkt: (cnf as { jkt: string }).jkt };
 }
 
 /**
@@ -104,6 +118,8 @@ export async function verifyAccessToken(ctx: GatewayContext, token: string): Pro
     return undefined;
   }
   const { client_id: clientId, scope, purpose, grant_ids: grantIds, sub, jti, iat, exp } = payload;
+  const confirmation = confirmationOf(payload.cnf);
+  if (!confirmation) return undefined;
   if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof purpose !== 'string') return undefined;
   if (!Array.isArray(grantIds) || !grantIds.every((g): g is string => typeof g === 'string')) return undefined;
   if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return undefined;
@@ -115,5 +131,5 @@ export async function verifyAccessToken(ctx: GatewayContext, token: string): Pro
   } catch {
     return undefined;
   }
-  return { jti, clientId, subscriberId: sub, purpose, scopes, scope, grantIds, issuedAt: iat * 1000, expiresAt: exp * 1000 };
+  return { jti, clientId, subscriberId: sub, purpose, scopes, scope, grantIds, issuedAt: iat * 1000, expiresAt: exp * 1000, jkt: confirmation.jkt };
 }

@@ -70,29 +70,9 @@ function resolveKey(jwk: JWK, where: string): SigningKey {
   return { kid, alg, privateKey, publicJwk: { ...exported, kid, alg, use: 'sig' } };
 }
 
-let warnedDevelopmentKey = false;
-
-function warnDevelopmentKey(): void {
-  if (warnedDevelopmentKey) return;
-  warnedDevelopmentKey = true;
-  process.stderr.write(
-    [
-      '',
-      '********************************************************************************',
-      '* express-netauth: WARNING: no signingKeys configured.                         *',
-      '* A temporary RS256 key was generated for DEVELOPMENT. Tokens signed with it   *',
-      '* stop verifying when this process restarts, and other instances cannot verify *',
-      '* them. Configure `signingKeys` (private JWKs) in production.                  *',
-      '********************************************************************************',
-      '',
-      '',
-    ].join('\n'),
-  );
-}
-
 /**
  * Resolves `signingKeys`. Without keys: none when nothing needs signing, else a generated RS256 key (the
- * default ID token algorithm of OpenID Connect and openid-client) with a loud one-time warning.
+ * default ID token algorithm of OpenID Connect and openid-client), marked `generated` (the start-up checks warn).
  */
 export function resolveKeySet(signingKeys: readonly JWK[] | undefined, needed: boolean): KeySet | undefined {
   let keys: SigningKey[];
@@ -105,7 +85,6 @@ export function resolveKeySet(signingKeys: readonly JWK[] | undefined, needed: b
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     keys = [resolveKey({ ...(privateKey.export({ format: 'jwk' }) as JWK), alg: 'RS256' }, 'generated key')];
     generated = true;
-    warnDevelopmentKey();
   } else {
     return undefined;
   }

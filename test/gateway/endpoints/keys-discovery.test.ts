@@ -44,9 +44,11 @@ describe('signing keys', () => {
     expect((await request(app).get('/apigateway/jwks')).status).toBe(404);
   });
 
-  it('without pairwiseSalt: a random salt and a one-time warning at first use', async () => {
-    const { app } = createTestGateway({ idTokens: true, signingKeys: [KEY_A] });
-    expect(stderr.join('')).not.toContain('pairwiseSalt');
+  it('without pairwiseSalt: a random salt, stable within the process, and one warning at start-up', async () => {
+    const { app } = createTestGateway({ idTokens: true, signingKeys: [KEY_A], pairwiseSalt: undefined });
+    createTestGateway({ pairwiseSalt: undefined });
+    // Said when the gateway is created, before any token or introspection, and once per process.
+    expect(stderr.filter((line) => line.includes('no pairwiseSalt configured'))).toHaveLength(1);
     const sub = async () =>
       decodeJwt((await pollToken(app, await startBackchannel(app, 'tel:+34600000001', `openid ${SIM_SWAP}`))).body.id_token as string).sub;
     const first = await sub();

@@ -1,0 +1,326 @@
+import type { ConsentPolicy } from '../consent/policy.js';
+import { E164 } from '../identity/login-hint.js';
+import { CLIENT_AUTH_METHODS, registeredScope, StaticClientRegistry, type ClientRegistry } from '../registry/clients.js';
+import type { ClientJwksOptions } from './client-auth/client-keys.js';
+import type { FailureLimitRule, RateLimitOptions, RateLimitRule, SubscriberLimitRules } from '../ops/rate-limits.js';
+import type { StartupWarning } from '../ops/logging.js';
+import { MemoryStore } from '../stores/memory.js';
+import {
+  checkBoolean,
+  checkFunction,
+  checkImplements,
+  checkNames,
+  checkOptionObject,
+  checkString,
+  describe,
+  isPlainObject,
+  optionNames,
+} from '../option-checks.js';
+import type {
+  BackchannelOptions,
+  ConsentPageOptions,
+  ConsentPageTexts,
+  Lifetimes,
+  NetAuthOptions,
+  NetworkOptions,
+  SandboxOptions,
+} from './options.js';
+
+/**
+ * Start-up validation of `createNetAuth`'s options: everything that can be checked before the first request
+ * is checked here or by the module that owns the option (the client registry, the consent policy, the
+ * subscriber table, the network ranges, the consent page, the keys, the rate limits), so a configuration
+ * that cannot work fails at start-up with a TypeError naming the option and the fix, and one that works but
+ * not as production needs is a warning then rather than hours later.
+ */
+
+const OPTIONS = optionNames<NetAuthOptions>({
+  issuer: true,
+  clients: true,
+  subscribers: true,
+  consentPolicy: true,
+  store: true,
+  lifetimes: true,
+  backchannel: true,
+  sandbox: true,
+  network: true,
+  consentPage: true,
+  signingKeys: true,
+  idTokens: true,
+  accessTokenFormat: true,
+  accessTokenAudience: true,
+  pairwiseSalt: true,
+  realm: true,
+  bodyLimit: true,
+  clientJwks: true,
+  rateLimits: true,
+  logger: true,
+  onError: true,
+  now: true,
+});
+const LIFETIMES = optionNames<Lifetimes>({ code: true, authReqId: true, pollInterval: true, accessToken: true, expiredRetention: true, interaction: true });
+const BACKCHANNEL = optionNames<BackchannelOptions>({ authorize: true, onConsentRequired: true });
+const SANDBOX = optionNames<SandboxOptions>({ allowList: true });
+const NETWORK = optionNames<NetworkOptions>({ mobileRanges: true, portHeader: true });
+const CONSENT_PAGE = optionNames<ConsentPageOptions>({
+  operatorName: true,
+  primaryColor: true,
+  primaryTextColor: true,
+  backgroundColor: true,
+  textColor: true,
+  logoUrl: true,
+  language: true,
+  privacyPolicyUrl: true,
+  texts: true,
+  cookieName: true,
+  cookiePath: true,
+  cookieSecret: true,
+});
+const TEXTS = optionNames<ConsentPageTexts>({
+  title: true,
+  intro: true,
+  purposeLabel: true,
+  scopeLabel: true,
+  allow: true,
+  deny: true,
+  footer: true,
+  errorTitle: true,
+  answeredAllow: true,
+  answeredDeny: true,
+  returnLink: true,
+});
+const CLIENT_JWKS = optionNames<ClientJwksOptions>({ fetchTimeout: true, maxBytes: true, cacheMaxAge: true });
+const RATE_LIMITS = optionNames<RateLimitOptions>({
+  backend: true,
+  redis: true,
+  keyPrefix: true,
+  timeout: true,
+  authorize: true,
+  bcAuthorize: true,
+  token: true,
+  clientAuthentication: true,
+});
+const AUTHORIZE_LIMITS = optionNames<NonNullable<RateLimitOptions['authorize']>>({ perAddress: true });
+const CLIENT_AUTHENTICATION_LIMITS = optionNames<NonNullable<RateLimitOptions['clientAuthentication']>>({ perClientAndAddress: true, perAddress: true });
+const SUBSCRIBER_LIMITS = optionNames<SubscriberLimitRules>({ perClient: true, perClientAndSubscriber: true, perSubscriber: true });
+const RATE_RULE = optionNames<RateLimitRule>({ points: true, duration: true });
+const FAILURE_RULE = optionNames<FailureLimitRule>({ failures: true, duration: true });
+
+/** Former option names, and what replaced them. */
+const GONE_CLIENT_AUTHENTICATION = {
+  perClient: 'failures now count per client id and address; use perClientAndAddress',
+};
+
+/** What `bytes` (body-parser's size parser) reads: a whole number of bytes, or a number with a unit. */
+const BYTE_SIZE = /^(?:\d+|\d+(?:\.\d+)? *(?:b|kb|mb|gb|tb|pb))$/i;
+/** What a `WWW-Authenticate` header can carry: printable ASCII (a control character would fail every 401). */
+const HEADER_TEXT = /^[\x20-\x7e]+$/;
+
+const STORE_METHODS = ['put', 'get', 'add', 'consume', 'delete', 'revokeGrant'];
+const LOGGER_METHODS = ['child', 'isLevelEnabled', 'debug', 'info', 'warn', 'error'];
+
+function checkIssuer(value: unknown): void {
+  if (typeof value !== 'string') throw new TypeError(`issuer must be the absolute URL where the router is mounted (e.g. https://gw.example.com/apigateway), not ${describe(value)}`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new TypeError('issuer must be an absolute URL (e.g. https://gw.example.com/apigateway)');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`issuer must be an https: URL (http: for development), not ${url.protocol}`);
+  if (url.username !== '' || url.password !== '') throw new TypeError('issuer must not carry credentials');
+}
+
+/** A realm for `WWW-Authenticate` (`realm`, and the guard's). */
+export function checkRealm(value: unknown, path: string): void {
+  if (value !== undefined && (typeof value !== 'string' || !HEADER_TEXT.test(value))) {
+    throw new TypeError(`${path} must be a non-empty string of printable ASCII: it is sent in WWW-Authenticate`);
+  }
+}
+
+function checkBodyLimit(value: unknown): void {
+  if (value === undefined) return;
+  const ok = typeof value === 'number' ? Number.isInteger(value) && value > 0 : typeof value === 'string' && BYTE_SIZE.test(value.trim()) && parseFloat(value) > 0;
+  // body-parser reads an unparsable size as "no limit": refused here rather than silently unlimited.
+  if (!ok) throw new TypeError(`bodyLimit must be a positive number of bytes or a size such as '16kb', not ${JSON.stringify(value)}`);
+}
+
+function checkSandbox(sandbox: SandboxOptions | undefined): void {
+  checkOptionObject(sandbox, 'sandbox', SANDBOX);
+  if (sandbox === undefined) return;
+  if (!Array.isArray(sandbox.allowList)) throw new TypeError('sandbox.allowList must be a list of lines (+<E.164> or tel:+<E.164>)');
+  if (sandbox.allowList.length === 0) throw new TypeError('sandbox.allowList is empty, so no line could be used; list the sandbox lines');
+  sandbox.allowList.forEach((line, i) => {
+    const number = typeof line === 'string' && line.startsWith('tel:') ? line.slice(4) : line;
+    if (typeof number !== 'string' || !E164.test(number)) {
+      throw new TypeError(`sandbox.allowList[${i}] must be +<E.164> or tel:+<E.164> (e.g. +34600000001)`);
+    }
+  });
+}
+
+function checkConsentPage(page: ConsentPageOptions | undefined): void {
+  checkOptionObject(page, 'consentPage', CONSENT_PAGE);
+  if (page === undefined) return;
+  checkString(page.operatorName, 'consentPage.operatorName', 'shown on the page');
+  checkOptionObject(page.texts, 'consentPage.texts', TEXTS);
+  if (page.texts === undefined) return;
+  for (const [name, text] of Object.entries(page.texts)) {
+    if (typeof text !== 'string') throw new TypeError(`consentPage.texts.${name} must be a string, not ${describe(text)}`);
+  }
+}
+
+function checkRule(value: unknown, path: string, names: ReadonlySet<string>): void {
+  if (value !== false) checkOptionObject(value, path, names);
+}
+
+function checkRateLimits(limits: NetAuthOptions['rateLimits']): void {
+  if (limits === false || limits === undefined) return;
+  checkOptionObject(limits, 'rateLimits', RATE_LIMITS);
+  checkString(limits.keyPrefix, 'rateLimits.keyPrefix', 'a Redis key prefix');
+  if (limits.redis !== undefined) {
+    checkImplements(limits.redis, 'rateLimits.redis', ['sendCommand'], 'be a node-redis client: createClient(), createCluster() or createSentinel()');
+  }
+  checkOptionObject(limits.authorize, 'rateLimits.authorize', AUTHORIZE_LIMITS);
+  checkRule(limits.authorize?.perAddress, 'rateLimits.authorize.perAddress', RATE_RULE);
+  for (const group of ['bcAuthorize', 'token'] as const) {
+    const rules = limits[group];
+    checkOptionObject(rules, `rateLimits.${group}`, SUBSCRIBER_LIMITS);
+    if (rules === undefined) continue;
+    for (const name of SUBSCRIBER_LIMITS) checkRule(rules[name as keyof SubscriberLimitRules], `rateLimits.${group}.${name}`, RATE_RULE);
+  }
+  const auth = limits.clientAuthentication;
+  checkOptionObject(auth, 'rateLimits.clientAuthentication', CLIENT_AUTHENTICATION_LIMITS, GONE_CLIENT_AUTHENTICATION);
+  checkRule(auth?.perClientAndAddress, 'rateLimits.clientAuthentication.perClientAndAddress', FAILURE_RULE);
+  checkRule(auth?.perAddress, 'rateLimits.clientAuthentication.perAddress', FAILURE_RULE);
+}
+
+function checkClients(clients: unknown): void {
+  if (Array.isArray(clients)) return; // each registration: StaticClientRegistry
+  checkImplements(clients, 'clients', ['find'], 'be a list of registrations or a ClientRegistry with find(clientId)');
+  const methods = (clients as ClientRegistry).authMethods;
+  if (methods !== undefined && !(Array.isArray(methods) && methods.every((m) => CLIENT_AUTH_METHODS.includes(m)))) {
+    throw new TypeError(`clients.authMethods must list the methods your clients use, from ${CLIENT_AUTH_METHODS.join(', ')}`);
+  }
+}
+
+/**
+ * The options' shapes: every name known, every value of its type, every hook a function, every interface
+ * implemented. Runs before anything is built. Values the owning module checks (colours, CIDR ranges, keys,
+ * rule numbers) are left to it.
+ */
+export function checkOptions(options: NetAuthOptions): void {
+  if (!isPlainObject(options)) throw new TypeError('createNetAuth needs an object of options ({ issuer, clients, subscribers, consentPolicy, ... })');
+  checkNames(options, OPTIONS, '');
+  checkIssuer(options.issuer);
+  checkClients(options.clients);
+  if (!Array.isArray(options.subscribers)) {
+    checkImplements(options.subscribers, 'subscribers', ['findByPhoneNumber', 'findByNetworkAddress'], 'be a list of subscribers or a SubscriberDirectory');
+    checkFunction((options.subscribers as { findByOperatorToken?: unknown }).findByOperatorToken, 'subscribers.findByOperatorToken', '(token) => Promise<Subscriber | undefined>');
+  }
+  if (!Array.isArray(options.consentPolicy)) {
+    checkImplements(options.consentPolicy, 'consentPolicy', ['rule', 'rules'], 'be a list of rules or a ConsentPolicy with rule(purpose, scope) and rules()');
+  }
+  if (options.store !== undefined) {
+    checkImplements(options.store, 'store', STORE_METHODS, `implement the Store contract (${STORE_METHODS.join(', ')}), as MemoryStore and RedisStore do`);
+  }
+  checkOptionObject(options.lifetimes, 'lifetimes', LIFETIMES);
+  checkOptionObject(options.backchannel, 'backchannel', BACKCHANNEL);
+  checkFunction(options.backchannel?.authorize, 'backchannel.authorize', "(request) => Promise<'approve' | 'deny'>");
+  checkFunction(options.backchannel?.onConsentRequired, 'backchannel.onConsentRequired', '(request) => void | Promise<void>');
+  checkSandbox(options.sandbox);
+  checkOptionObject(options.network, 'network', NETWORK);
+  checkConsentPage(options.consentPage);
+  if (options.signingKeys !== undefined && !Array.isArray(options.signingKeys)) throw new TypeError('signingKeys must be a list of private JWKs');
+  checkBoolean(options.idTokens, 'idTokens');
+  checkString(options.accessTokenAudience, 'accessTokenAudience', 'the aud of JWT access tokens');
+  checkString(options.pairwiseSalt, 'pairwiseSalt', 'a secret, the same on every instance');
+  checkRealm(options.realm, 'realm');
+  checkBodyLimit(options.bodyLimit);
+  checkOptionObject(options.clientJwks, 'clientJwks', CLIENT_JWKS);
+  if (options.rateLimits !== false && options.rateLimits !== undefined && !isPlainObject(options.rateLimits)) {
+    throw new TypeError('rateLimits must be false (no limits) or an object of limits; leave it out for the defaults');
+  }
+  checkRateLimits(options.rateLimits);
+  if (options.logger !== undefined) checkImplements(options.logger, 'logger', LOGGER_METHODS, 'be a pino logger (or one with its child, isLevelEnabled and level methods)');
+  checkFunction(options.onError, 'onError', '(error) => void');
+  checkFunction(options.now, 'now', '() => milliseconds, like Date.now');
+  if (options.now !== undefined && !Number.isFinite(options.now())) throw new TypeError('now must return milliseconds since the epoch, like Date.now');
+}
+
+/** What the consistency checks read: the options, resolved. */
+export interface ResolvedOptions {
+  options: NetAuthOptions;
+  clients: ClientRegistry;
+  policy: ConsentPolicy;
+  lifetimes: Required<Lifetimes>;
+  /** True when a development signing key was generated. */
+  generatedKey: boolean;
+}
+
+/**
+ * Checks across options, once each is resolved: errors for what cannot work (a client registered for a scope
+ * no policy rule knows, polls slower than the request lives), warnings for what works only in development.
+ */
+export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
+  const { options, clients, policy, lifetimes } = resolved;
+  if (lifetimes.pollInterval >= lifetimes.authReqId) {
+    throw new TypeError(
+      `lifetimes.pollInterval (${lifetimes.pollInterval} s) must be shorter than lifetimes.authReqId (${lifetimes.authReqId} s): ` +
+        'no poll could come before the request expires',
+    );
+  }
+  if (!Array.isArray(policy.rules())) throw new TypeError('consentPolicy.rules() must return the list of rules (discovery publishes their scopes)');
+  const registrations = clients instanceof StaticClientRegistry ? clients.list() : [];
+  for (const client of registrations) {
+    for (const scope of client.scopes) {
+      const { purpose, scope: api } = registeredScope(scope)!;
+      if (policy.rule(purpose, api) === undefined) {
+        throw new TypeError(
+          `client ${client.clientId}: scope ${scope} has no consentPolicy rule, so every request for it would be invalid_scope; ` +
+            `add { purpose: '${purpose}', scope: '${api}', basis } to consentPolicy, or remove the scope`,
+        );
+      }
+    }
+  }
+
+  const warnings: StartupWarning[] = [];
+  const warn = (option: string, message: string) => warnings.push({ option, message });
+  if (options.pairwiseSalt === undefined) {
+    warn(
+      'pairwiseSalt',
+      'no pairwiseSalt configured; a random one is used, so the pairwise `sub` of ID tokens and introspection changes when ' +
+        'this process restarts and differs between instances. Configure `pairwiseSalt` (a secret, the same on every instance).',
+    );
+  }
+  if (resolved.generatedKey) {
+    warn(
+      'signingKeys',
+      'no signingKeys configured; a temporary RS256 key was generated for DEVELOPMENT. Tokens signed with it stop verifying ' +
+        'when this process restarts, and other instances cannot verify them. Configure `signingKeys` (private JWKs).',
+    );
+  }
+  if (options.sandbox !== undefined && options.network !== undefined) {
+    warn('sandbox', 'sandbox mode is on: the network option is ignored and only sandbox.allowList lines can be used. Remove `sandbox` in production.');
+  }
+  if (options.sandbox === undefined) {
+    if (options.network !== undefined && options.network.mobileRanges.length === 0) {
+      warn('network.mobileRanges', 'network.mobileRanges is empty: the frontend flow identifies no device. List the operator\'s mobile ranges.');
+    }
+    const frontend = registrations.find((c) => c.grantTypes.includes('authorization_code'));
+    if (options.network === undefined && frontend !== undefined) {
+      warn(
+        'network',
+        `client ${frontend.clientId} uses authorization_code, but without the network option (or sandbox) the frontend flow ` +
+          'identifies no one and every request ends in access_denied. Configure network.mobileRanges.',
+      );
+    }
+  }
+  if (options.consentPage?.cookieSecret === undefined && options.store !== undefined && !(options.store instanceof MemoryStore)) {
+    warn(
+      'consentPage.cookieSecret',
+      'no consentPage.cookieSecret configured with a shared store: each instance signs the consent page cookie with its own ' +
+        'random secret, so a subscriber whose requests reach another instance loses the page. Configure the same secret on every instance.',
+    );
+  }
+  return warnings;
+}
