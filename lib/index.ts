@@ -36,9 +36,11 @@ export type {
   TokenRevokedEvent,
   ClientAuthenticationFailedEvent,
   RateLimitedEvent,
+  RateFallbackEvent,
   RequestCompletedEvent,
 } from './ops/events.js';
 export { RATE_LIMIT_DEFAULTS } from './ops/rate-limits.js';
+export { RateLimitFallbackError } from './ops/counters.js';
 export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient, SubscriberLimitRules } from './ops/rate-limits.js';
 export type { MetricsOptions, MetricsRegistry } from './ops/metrics.js';
 export { REDACT_PATHS } from './ops/logging.js';
@@ -73,5 +75,4 @@ export type {
   RedisCommandClient,
   RedisClusterCommandClient,
   RedisSentinelCommandClient,
-  NodeRedisCommands,
 } from './stores/redis.js';
