@@ -132,6 +132,8 @@ export async function createApplication(config: DemoConfig, options: Application
     ...(key ? { privateKey: key.privateJwk, signedRequests: true } : { clientSecret: registration.clientSecret! }),
     redirectUri: `${appUrl}/callback`,
     allowInsecureRequests: true, // the demo runs on http://localhost
+    // Sender-constrained tokens (RFC 9449): every token is bound to this process's key, and every API call proves it.
+    dpop: true,
   });
   const brand: Brand = { name: appName, role: 'Sample application · demo', color: '#0f5e5a', textColor: '#ffffff' };
   const gatewayOrigin = new URL(gatewayUrl).origin;
@@ -288,14 +290,8 @@ ${camara ? html`<p class="muted">It connects as the CAMARA profile asks: <code>p
   async function run(job: Job): Promise<void> {
     try {
       const token = await client.backchannel({ login_hint: `tel:${job.phoneNumber}`, scope: scopes.simSwap, signal: job.abort.signal });
-      const result = await apiJson(
-        await fetch(`${gatewayUrl}/sim-swap/v1/check`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ phoneNumber: job.phoneNumber }),
-          signal: job.abort.signal,
-        }),
-      );
+      // The token names the line (CAMARA: no phoneNumber in the body beside a three-legged token).
+      const result = await apiJson(await client.fetch(token, `${gatewayUrl}/sim-swap/v1/check`, { method: 'POST', signal: job.abort.signal }));
       job.swapped = result.swapped === true;
       job.token = { masked: maskToken(token.access_token), scope: token.scope, expiresAt: token.expires_at };
       job.status = 'done';

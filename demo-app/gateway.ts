@@ -138,34 +138,23 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
   app.use(config.issuerPath, netauth.router);
 
   // ---- Sample network APIs, guarded by the gateway's access tokens -------------------------------------
+  // The guard applies the CAMARA conventions: Commonalities error bodies, the x-correlator echo, and which
+  // device a call is about (the three-legged token's; an identifier in the body beside it is refused).
   const json: RequestHandler = express.json({ limit: '4kb' });
-  const subscriberOf = (req: Request) => {
-    const grant = req.netauth!;
-    return { grant, subscriber: subscriberById.get(grant.subscriber.id) };
-  };
-  /** CAMARA: a phoneNumber in the body must be the token's subscriber (3-legged token). */
-  const sameLine = (req: Request, phone: string | undefined): boolean => phone === undefined || phone === req.netauth!.subscriber.phoneNumber;
+  const E164 = /^\+[1-9][0-9]{4,14}$/;
 
-  app.post('/sim-swap/v1/check', netauth.guard({ scope: 'sim-swap' }), json, (req, res) => {
-    const body = (req.body ?? {}) as { phoneNumber?: unknown };
-    if (body.phoneNumber !== undefined && (typeof body.phoneNumber !== 'string' || !/^\+[1-9][0-9]{4,14}$/.test(body.phoneNumber))) {
-      res.status(400).json(apiError(400, 'INVALID_ARGUMENT', 'phoneNumber must be +<E.164>'));
-      return;
-    }
-    if (!sameLine(req, body.phoneNumber as string | undefined)) {
-      res.status(403).json(apiError(403, 'INVALID_TOKEN_CONTEXT', 'phoneNumber is not the line the token was issued for'));
-      return;
-    }
-    res.json({ swapped: subscriberOf(req).subscriber?.simSwapped ?? false });
+  app.post('/sim-swap/v1/check', netauth.guard({ scope: 'sim-swap', errorFormat: 'camara', device: { identifier: 'phoneNumber' } }), (req, res) => {
+    res.json({ swapped: subscriberById.get(req.netauth!.device!.subscriber.id)?.simSwapped ?? false });
   });
 
-  app.post('/number-verification/v1/verify', netauth.guard({ scope: 'number-verification' }), json, (req, res) => {
+  // Number Verification's body holds the number to check, not an identifier: only the token names the device.
+  app.post('/number-verification/v1/verify', netauth.guard({ scope: 'number-verification', errorFormat: 'camara', device: { identifier: 'none' } }), json, (req, res) => {
     const body = (req.body ?? {}) as { phoneNumber?: unknown };
-    if (typeof body.phoneNumber !== 'string' || !/^\+[1-9][0-9]{4,14}$/.test(body.phoneNumber)) {
+    if (typeof body.phoneNumber !== 'string' || !E164.test(body.phoneNumber)) {
       res.status(400).json(apiError(400, 'INVALID_ARGUMENT', 'phoneNumber must be +<E.164>'));
       return;
     }
-    res.json({ devicePhoneNumberVerified: body.phoneNumber === req.netauth!.subscriber.phoneNumber });
+    res.json({ devicePhoneNumberVerified: body.phoneNumber === req.netauth!.device!.subscriber.phoneNumber });
   });
 
   // ---- Demo pages ---------------------------------------------------------------------------------------

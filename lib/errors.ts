@@ -22,6 +22,8 @@ export type OAuthErrorCode =
   | 'expired_token'
   | 'invalid_token'
   | 'insufficient_scope'
+  /** RFC 9449 §5, §7.1: a DPoP proof is missing where one is required, or invalid. */
+  | 'invalid_dpop_proof'
   | 'server_error'
   | 'temporarily_unavailable';
 
@@ -46,6 +48,8 @@ const DEFAULT_STATUS: Record<OAuthErrorCode, number> = {
   expired_token: 400,
   invalid_token: 401,
   insufficient_scope: 403,
+  // 400 at the token endpoint (RFC 9449 §5); the guard answers 401 with a DPoP challenge (§7.1).
+  invalid_dpop_proof: 400,
   server_error: 500,
   temporarily_unavailable: 503,
 };

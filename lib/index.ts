@@ -12,6 +12,8 @@ export type {
   ConsentPageTexts,
 } from './gateway/options.js';
 export type { GuardOptions, NetAuthGrant, NetAuthTwoLeggedGrant, NetAuthAnyGrant, NetAuthLocals, NetAuthOptionalSubscriberGuard } from './guard/guard.js';
+export type { GuardErrorFormat, CamaraErrorInfo } from './guard/responses.js';
+export type { DeviceOptions, DeviceIdentifier, NetAuthDevice } from './guard/device.js';
 export { EVENT_NAMES } from './ops/events.js';
 export type {
   NetAuthEvents,
@@ -34,9 +36,11 @@ export type {
   TokenRevokedEvent,
   ClientAuthenticationFailedEvent,
   RateLimitedEvent,
+  RateFallbackEvent,
   RequestCompletedEvent,
 } from './ops/events.js';
 export { RATE_LIMIT_DEFAULTS } from './ops/rate-limits.js';
+export { RateLimitFallbackError } from './ops/counters.js';
 export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient, SubscriberLimitRules } from './ops/rate-limits.js';
 export type { MetricsOptions, MetricsRegistry } from './ops/metrics.js';
 export { REDACT_PATHS } from './ops/logging.js';
@@ -71,5 +75,4 @@ export type {
   RedisCommandClient,
   RedisClusterCommandClient,
   RedisSentinelCommandClient,
-  NodeRedisCommands,
 } from './stores/redis.js';

@@ -71,7 +71,10 @@ export interface NetAuth {
    * `adminApp.use('/metrics', netauth.metricsRouter())`. Counting starts when it is created.
    */
   metricsRouter(options?: MetricsOptions): Router & { registry: MetricsRegistry };
-  /** Releases the default store's timer. A store you passed in is yours to close. */
+  /**
+   * Gives back the client-authentication slots this instance holds in Redis (call it before closing a store you
+   * passed in) and releases the default store's timer. A store you passed in is yours to close.
+   */
   close(): Promise<void>;
 }
 
@@ -130,6 +133,8 @@ export function createNetAuth(options: NetAuthOptions): NetAuth {
     events: ctx.events,
     metricsRouter: (metricsOptions) => createMetricsRouter(ctx.events, metricsOptions),
     close: async () => {
+      // The lock-out slots this instance holds go back to the shared counters before the store's connection closes.
+      await ctx.limits?.close();
       if (ctx.ownsStore) await ctx.store.close?.();
     },
   };

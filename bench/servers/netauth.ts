@@ -50,7 +50,11 @@ const store = await createStore();
 const unreachable = { points: 1_000_000_000, duration: 60 };
 const rateLimits =
   process.env.BENCH_RATE_LIMITS === 'on'
-    ? { authorize: { perAddress: unreachable }, bcAuthorize: { perClient: unreachable, perSubscriber: unreachable }, token: { perClient: unreachable, perSubscriber: unreachable } }
+    ? {
+        authorize: { perAddress: unreachable },
+        bcAuthorize: { perClient: unreachable, perClientAndSubscriber: unreachable, perSubscriber: unreachable },
+        token: { perClient: unreachable, perClientAndSubscriber: unreachable, perSubscriber: unreachable },
+      }
     : false;
 // BENCH_ID_TOKENS: an RS256 key made at start-up (as node-oidc-provider's default keystore) signs an ID token per flow.
 const idTokens = process.env.BENCH_ID_TOKENS === '1';

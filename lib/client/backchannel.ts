@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SignJWT } from 'jose';
 import * as oidc from 'openid-client';
-import type { ClientContext, ClientSigner } from './configuration.js';
+import { dpopOption, type ClientContext, type ClientSigner } from './configuration.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
 
 const CIBA_GRANT = 'urn:openid:params:grant-type:ciba';
@@ -130,8 +130,8 @@ function retryAfter(response: Response | undefined, now: number): number | undef
 export async function pollBackchannel(ctx: ClientContext, request: PendingBackchannel): Promise<BackchannelPoll> {
   if (ctx.now() >= request.expires_at) throw new NetAuthClientError('expired', 'the authorization request expired before it was approved');
   try {
-    const { config } = await ctx.load();
-    const tokens = await oidc.genericGrantRequest(config, CIBA_GRANT, { auth_req_id: request.auth_req_id });
+    const { config, dpop } = await ctx.load();
+    const tokens = await oidc.genericGrantRequest(config, CIBA_GRANT, { auth_req_id: request.auth_req_id }, dpopOption(dpop));
     return { status: 'approved', token: backchannelToken(ctx, tokens, request.scope) };
   } catch (cause) {
     const error = cause instanceof oidc.ResponseBodyError ? cause.error : undefined;

@@ -1,7 +1,7 @@
 import type { Request, RequestHandler } from 'express';
 import * as oidc from 'openid-client';
 import type { CallbackOptions } from './options.js';
-import { sent, type ClientContext } from './configuration.js';
+import { dpopOption, sent, type ClientContext } from './configuration.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
 import { covers, promisify, sessionOf, type SessionToken } from './session.js';
 import { middleware } from './middleware.js';
@@ -31,8 +31,8 @@ function invalidCallback(message: string, cause?: unknown): NetAuthClientError {
 async function exchange(ctx: ClientContext, url: URL, checks: oidc.AuthorizationCodeGrantChecks): Promise<oidc.TokenEndpointResponse> {
   const probe = { sent: false };
   try {
-    const { config } = await ctx.load();
-    return await sent.run(probe, () => oidc.authorizationCodeGrant(config, url, checks));
+    const { config, dpop } = await ctx.load();
+    return await sent.run(probe, () => oidc.authorizationCodeGrant(config, url, checks, undefined, dpopOption(dpop)));
   } catch (cause) {
     if (cause instanceof NetAuthClientError || cause instanceof oidc.AuthorizationResponseError) throw fromOpenIdClientError(cause);
     if (!probe.sent) throw invalidCallback('the authorization response is not a valid answer of this gateway (RFC 9207 iss, or its shape)', cause);

@@ -14,12 +14,27 @@ export interface ClientSigner {
   signRequests: boolean;
 }
 
+/** What the client loads once: the gateway's configuration, the signing key, and the DPoP handle when `dpop` is on. */
+export interface LoadedClient {
+  config: oidc.Configuration;
+  signer: ClientSigner | undefined;
+  dpop: oidc.DPoPHandle | undefined;
+}
+
 /** What every part of the client works with: the options, the clock, and the lazily loaded gateway configuration. */
 export interface ClientContext {
   options: NetAuthClientOptions;
   now: () => number;
-  load(): Promise<{ config: oidc.Configuration; signer: ClientSigner | undefined }>;
+  load(): Promise<LoadedClient>;
 }
+
+/** The `DPoP` option of openid-client's grant calls: the handle when the client proves possession, else none. */
+export function dpopOption(dpop: oidc.DPoPHandle | undefined): oidc.DPoPOptions {
+  return dpop ? { DPoP: dpop } : {};
+}
+
+/** The caller's AbortSignal for the request made inside `withSignal.run(signal, …)` (a service-API call through openid-client). */
+export const withSignal = new AsyncLocalStorage<AbortSignal>();
 
 /**
  * Whether the gateway was sent a request inside `sent.run(probe, …)`: a failure before any request lies in
@@ -61,6 +76,41 @@ function isJwk(key: ClientPrivateKey): key is JWK {
   return typeof (key as JWK).kty === 'string';
 }
 
+/** A private JWK option, checked: it must hold the private key (`d`), have a JWS algorithm, and import. */
+function checkPrivateJwk(name: string, key: JWK): void {
+  if (key.d === undefined) throw new TypeError(`createNetAuthClient: ${name} must be a PRIVATE JWK (it has no "d"); the gateway is given the public part`);
+  jwkAlgorithm(key);
+  try {
+    createPrivateKey({ key: key as JsonWebKey, format: 'jwk' });
+  } catch (cause) {
+    throw new TypeError(`createNetAuthClient: ${name} is not a usable private JWK`, { cause: new Error((cause as Error).message) });
+  }
+}
+
+/** JWK members of the private part, dropped to publish the public key. */
+const PRIVATE_PARTS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k', 'priv', 'key_ops', 'use', 'alg']);
+
+/**
+ * The DPoP handle: openid-client's (`getDPoPHandle`), on the configured key or a fresh ES256 one. openid-client
+ * names an Ed25519 proof's alg `Ed25519`; the gateways (docs/protocol.md, jose) accept it as `EdDSA`.
+ */
+async function dpopHandle(config: oidc.Configuration, option: NetAuthClientOptions['dpop']): Promise<oidc.DPoPHandle | undefined> {
+  if (!option) return undefined;
+  let keyPair: oidc.CryptoKeyPair;
+  if (option === true) {
+    keyPair = await oidc.randomDPoPKeyPair('ES256');
+  } else {
+    const alg = jwkAlgorithm(option.privateKey);
+    const publicJwk = Object.fromEntries(Object.entries(option.privateKey).filter(([member]) => !PRIVATE_PARTS.has(member))) as JWK;
+    keyPair = {
+      privateKey: (await importJWK(option.privateKey, alg)) as oidc.CryptoKey,
+      publicKey: (await importJWK(publicJwk, alg, { extractable: true })) as oidc.CryptoKey,
+    };
+  }
+  const isEd25519 = keyPair.privateKey.algorithm.name === 'Ed25519' || keyPair.privateKey.algorithm.name === 'EdDSA';
+  return oidc.getDPoPHandle(config, keyPair, isEd25519 ? { [oidc.modifyAssertion]: (header) => void (header.alg = 'EdDSA') } : {});
+}
+
 /** Checks the options at construction, so a configuration that cannot work fails at start-up, naming the fix. */
 export function checkOptions(options: NetAuthClientOptions): void {
   if (typeof options.clientId !== 'string' || options.clientId === '') throw new TypeError('createNetAuthClient: clientId is required');
@@ -76,16 +126,15 @@ export function checkOptions(options: NetAuthClientOptions): void {
   }
   const key = options.privateKey;
   if (key !== undefined && isJwk(key)) {
-    if (key.d === undefined) throw new TypeError('createNetAuthClient: privateKey must be a PRIVATE JWK (it has no "d"); the gateway is given the public part');
-    jwkAlgorithm(key);
-    try {
-      createPrivateKey({ key: key as JsonWebKey, format: 'jwk' });
-    } catch (cause) {
-      throw new TypeError('createNetAuthClient: privateKey is not a usable private JWK', { cause: new Error((cause as Error).message) });
-    }
+    checkPrivateJwk('privateKey', key);
   } else if (key !== undefined) {
     if (key.key?.type !== 'private') throw new TypeError('createNetAuthClient: privateKey.key must be a private CryptoKey');
     cryptoKeyAlgorithm(key.key);
+  }
+  const dpop = options.dpop;
+  if (dpop !== undefined && typeof dpop !== 'boolean') {
+    if (dpop === null || typeof dpop !== 'object' || !isJwk(dpop.privateKey)) throw new TypeError('createNetAuthClient: dpop must be true, false or { privateKey: <private JWK> }');
+    checkPrivateJwk('dpop.privateKey', dpop.privateKey);
   }
   for (const [name, value] of [['redirectUri', options.redirectUri], ['discoveryUrl', options.discoveryUrl], ['gateway', typeof options.gateway === 'string' ? options.gateway : options.gateway.issuer]] as const) {
     if (value !== undefined && !URL.canParse(value)) throw new TypeError(`createNetAuthClient: ${name} must be an absolute URL`);
@@ -128,7 +177,9 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
   const gatewayFetch: oidc.CustomFetch = (url, init) => {
     const probe = sent.getStore();
     if (probe) probe.sent = true;
-    return fetch(redirected && url === redirected.from ? redirected.to : url, init as RequestInit);
+    const caller = withSignal.getStore();
+    const signal = caller && init.signal ? AbortSignal.any([caller, init.signal]) : (caller ?? init.signal);
+    return fetch(redirected && url === redirected.from ? redirected.to : url, { ...(init as RequestInit), ...(signal ? { signal } : {}) });
   };
   const build = async () => {
     const signer = options.privateKey === undefined ? undefined : await importSigner(options.privateKey, options.signedRequests === true);
@@ -152,7 +203,7 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
       config[oidc.customFetch] = gatewayFetch;
       if (options.allowInsecureRequests) oidc.allowInsecureRequests(config);
     }
-    return { config, signer };
+    return { config, signer, dpop: await dpopHandle(config, options.dpop) };
   };
   let pending: ReturnType<typeof build> | undefined;
   return {

@@ -114,7 +114,8 @@ export function sanitized(error: unknown, depth = 0): Error | undefined {
 const NOT_ON_MOBILE_NETWORK = /not identified by the mobile network/i;
 
 /** Errors that say this client's credentials or registration are wrong, not the request. */
-const CLIENT_CONFIGURATION = new Set(['invalid_client', 'unauthorized_client', 'unsupported_grant_type', 'unsupported_response_type', 'request_uri_not_supported', 'request_not_supported']);
+// invalid_dpop_proof: the gateway wants DPoP proofs of this client (dpop_bound_access_tokens) and the `dpop` option is off.
+const CLIENT_CONFIGURATION = new Set(['invalid_client', 'unauthorized_client', 'unsupported_grant_type', 'unsupported_response_type', 'request_uri_not_supported', 'request_not_supported', 'invalid_dpop_proof']);
 /** Errors that say the request as sent was refused. */
 const BAD_REQUEST = new Set(['invalid_request', 'invalid_scope', 'invalid_grant', 'invalid_request_object', 'invalid_binding_message', 'invalid_target', 'invalid_authorization_details']);
 

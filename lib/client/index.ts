@@ -7,7 +7,7 @@ import { callbackMiddleware } from './callback.js';
 import { requireTokenMiddleware } from './require-token.js';
 import { logoutMiddleware, revokeToken } from './logout.js';
 import { getToken, type TokenState } from './session.js';
-import { refreshBackchannelToken, serviceFetch } from './refresh.js';
+import { refreshBackchannelToken, serviceFetch, type ServiceToken } from './refresh.js';
 import {
   pollBackchannel,
   resumeBackchannel,
@@ -34,10 +34,11 @@ export interface NetAuthClient {
   /** The session's token and whether it expired, or undefined. */
   token(req: Request): TokenState | undefined;
   /**
-   * fetch() with the session's bearer token, refreshed first when it is about to expire and the session holds a
-   * refresh token; rejects with `no_token` / `token_expired`.
+   * fetch() to a service API with the session's token (`from` is the request: refreshed first when it is about
+   * to expire and the session holds a refresh token; rejects with `no_token` / `token_expired`) or with a token
+   * given (the backend flow's): as Bearer, or with a DPoP proof when the token is DPoP-bound (the `dpop` option).
    */
-  fetch(req: Request, input: string | URL, init?: RequestInit): Promise<Response>;
+  fetch(from: Request | ServiceToken, input: string | URL, init?: RequestInit): Promise<Response>;
   /**
    * The next token of a backend-flow token that has a `refresh_token` (RFC 6749 §6), with the rotated refresh
    * token: keep it in place of the old one. `token_expired` when the gateway refuses: start a new flow.
@@ -69,7 +70,7 @@ export function createNetAuthClient(options: NetAuthClientOptions): NetAuthClien
     requireToken: (required) => requireTokenMiddleware(ctx, required),
     logout: (logout = {}) => logoutMiddleware(ctx, logout),
     token: (req) => getToken(req, ctx.now()),
-    fetch: (req, input, init) => serviceFetch(ctx, req, input, init),
+    fetch: (from, input, init) => serviceFetch(ctx, from, input, init),
     refresh: (token) => refreshBackchannelToken(ctx, token),
     revoke: (token, hint) => revokeToken(ctx, token, hint),
     backchannel: (params) => runBackchannel(ctx, params),
@@ -92,4 +93,5 @@ export type {
   ClientPrivateKey,
 } from './options.js';
 export type { SessionToken, TokenState } from './session.js';
+export type { ServiceToken } from './refresh.js';
 export type { BackchannelParams, BackchannelPoll, BackchannelProgress, BackchannelToken, PendingBackchannel } from './backchannel.js';

@@ -46,6 +46,14 @@ export interface NetAuthClientOptions {
    * request's Host or protocol, so it works behind TLS-terminating proxies.
    */
   redirectUri?: string;
+  /**
+   * DPoP (RFC 9449): hold a key and prove possession of it on every token request (the gateway then binds the
+   * tokens to it: `token_type` DPoP) and on every service-API call through `fetch`. `true`: a fresh ES256 key per
+   * process (tokens kept in a shared session store then work only on the instance that obtained them, and not
+   * after a restart); `{ privateKey }`: a private JWK of your own (EC P-256 / P-384, RSA, Ed25519), the same on
+   * every instance. Default false.
+   */
+  dpop?: boolean | { privateKey: JWK };
   /** Allow `http:` gateways (development only). */
   allowInsecureRequests?: boolean;
   /** Where the callback sends the browser after storing the token, unless `start` named a `returnTo`. Default: `next()`. */

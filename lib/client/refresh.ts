@@ -1,11 +1,14 @@
 import type { Request } from 'express';
 import * as oidc from 'openid-client';
-import type { ClientContext } from './configuration.js';
+import { dpopOption, withSignal, type ClientContext } from './configuration.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
 import { getToken, liveToken, promisify, sessionOf, type TokenState } from './session.js';
 import { backchannelToken, type BackchannelToken } from './backchannel.js';
 
 /**
+ * Tokens at the time of use: `fetch()` to a service API, with the session's token refreshed first when it is
+ * about to expire, and the refresh itself.
+ *
  * Refresh tokens (RFC 6749 §6; the CAMARA profile's `offline_access`), used before the access token expires:
  * the session's token in `requireToken()` and `fetch()`, a backend-flow token with `refresh()`. The gateway
  * rotates the refresh token at every use and revokes the whole grant when a rotated-out one comes back (RFC 9700
@@ -64,8 +67,9 @@ function refreshTokens(ctx: ClientContext, refreshToken: string): Promise<oidc.T
     until: Infinity,
     promise: (async () => {
       try {
-        const { config } = await ctx.load();
-        return await oidc.refreshTokenGrant(config, refreshToken);
+        // With the client's DPoP key, if it has one: a DPoP-bound grant's next token is bound too (RFC 9449 §5).
+        const { config, dpop } = await ctx.load();
+        return await oidc.refreshTokenGrant(config, refreshToken, undefined, dpopOption(dpop));
       } catch (cause) {
         throw cause instanceof oidc.ResponseBodyError && cause.error === 'invalid_grant' ? refused(cause) : fromOpenIdClientError(cause);
       }
@@ -125,17 +129,52 @@ export async function sessionToken(ctx: ClientContext, req: Request): Promise<To
   return getToken(req, now);
 }
 
+/** A token to call a service API with: the backend flow's, or any other the application holds. */
+export interface ServiceToken {
+  access_token: string;
+  /** `Bearer`, or `DPoP` for a token bound to the client's DPoP key (compared without case: openid-client lower-cases it). */
+  token_type: string;
+}
+
+function isServiceToken(from: Request | ServiceToken): from is ServiceToken {
+  return typeof (from as Partial<ServiceToken>).access_token === 'string';
+}
+
 /**
- * `fetch` for service-API calls on behalf of the session: adds `Authorization: Bearer` with the session's token
- * (refreshed first when due), and fails with a typed `no_token` / `token_expired` error instead of sending a
- * request that can only be refused.
+ * `fetch` for service-API calls: with the session's token (`from` is the request: refreshed first when due, and
+ * a typed `no_token` / `token_expired` error instead of sending a request that can only be refused) or with a
+ * token given (the backend flow's). A Bearer token goes in `Authorization: Bearer`. A DPoP-bound one goes through
+ * openid-client's `fetchProtectedResource`, which adds `Authorization: DPoP` and a fresh proof for this method
+ * and URL; the service API's answer is returned as it came, a 401 with its challenge included (redirects are not
+ * followed: a proof names one URL).
  */
-export async function serviceFetch(ctx: ClientContext, req: Request, input: string | URL, init: RequestInit = {}): Promise<Response> {
-  await sessionToken(ctx, req);
-  const token = liveToken(req, ctx.now());
-  const headers = new Headers(init.headers);
-  headers.set('Authorization', `Bearer ${token.access_token}`);
-  return fetch(input, { ...init, headers });
+export async function serviceFetch(ctx: ClientContext, from: Request | ServiceToken, input: string | URL, init: RequestInit = {}): Promise<Response> {
+  let token: ServiceToken;
+  if (isServiceToken(from)) {
+    token = from;
+  } else {
+    await sessionToken(ctx, from);
+    token = liveToken(from, ctx.now());
+  }
+  if (token.token_type.toLowerCase() !== 'dpop') {
+    const headers = new Headers(init.headers);
+    headers.set('Authorization', `Bearer ${token.access_token}`);
+    return fetch(input, { ...init, headers });
+  }
+  const { config, dpop } = await ctx.load();
+  if (!dpop) throw new NetAuthClientError('misconfigured', 'the token is DPoP-bound but this client holds no DPoP key: set the client option dpop');
+  // The method, headers (a content-type for a FormData or URLSearchParams body) and body bytes as fetch would send them.
+  const request = new Request(input, init);
+  const body = request.body === null ? undefined : await request.arrayBuffer();
+  const call = () => oidc.fetchProtectedResource(config, token.access_token, new URL(request.url), request.method, body, request.headers, { DPoP: dpop });
+  try {
+    return await (init.signal ? withSignal.run(init.signal, call) : call());
+  } catch (cause) {
+    // A 401 or 403 with a challenge is the service API's answer, for the application to read.
+    if (cause instanceof oidc.WWWAuthenticateChallengeError) return cause.response;
+    if (init.signal?.aborted) throw new NetAuthClientError('aborted', 'the service-API call was aborted', { cause });
+    throw fromOpenIdClientError(cause);
+  }
 }
 
 /**

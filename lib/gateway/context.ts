@@ -116,16 +116,16 @@ export function createContext(options: NetAuthOptions): GatewayContext {
       /* nothing left to tell */
     }
   };
+  const events = new EventHub(onError);
+  if (logger) attachLogger(logger, events);
   let limits: RateLimits | undefined;
   try {
-    limits = options.rateLimits === false ? undefined : new RateLimits(options.rateLimits ?? {}, store, onError);
+    limits = options.rateLimits === false ? undefined : new RateLimits(options.rateLimits ?? {}, store, onError, events);
   } catch (error) {
     if (options.store === undefined) void store.close?.();
     throw error;
   }
   const revocations = new Revocations(store, now, lifetimes.accessToken);
-  const events = new EventHub(onError);
-  if (logger) attachLogger(logger, events);
   const consent = new ConsentRecords(store, policy, now, async (grantId, record) => {
     await revocations.revokeGrants([grantId]);
     if (record.status === 'granted') events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'consent_withdrawn' });

@@ -177,7 +177,9 @@ function checkRateLimits(limits: NetAuthOptions['rateLimits']): void {
   if (limits === false || limits === undefined) return;
   checkOptionObject(limits, 'rateLimits', RATE_LIMITS);
   checkString(limits.keyPrefix, 'rateLimits.keyPrefix', 'a Redis key prefix');
-  if (limits.redis !== undefined) checkImplements(limits.redis, 'rateLimits.redis', ['eval', 'multi', 'del'], 'be a node-redis client (createClient())');
+  if (limits.redis !== undefined) {
+    checkImplements(limits.redis, 'rateLimits.redis', ['sendCommand'], 'be a node-redis client: createClient(), createCluster() or createSentinel()');
+  }
   checkOptionObject(limits.authorize, 'rateLimits.authorize', AUTHORIZE_LIMITS);
   checkRule(limits.authorize?.perAddress, 'rateLimits.authorize.perAddress', RATE_RULE);
   for (const group of ['bcAuthorize', 'token'] as const) {

@@ -5,7 +5,12 @@ import type { GatewayContext } from '../gateway/context.js';
 import { consumeSingleUseToken, findAccessToken } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
 import { looksLikeJwt, verifyAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
-import { sendBearerError, sendJsonError, toOAuthError } from '../gateway/http/render-error.js';
+import { DPOP_ALGORITHMS } from '../gateway/tokens/dpop.js';
+import { toOAuthError } from '../gateway/http/render-error.js';
+import { GuardResponses, camaraError, type AuthScheme, type GuardErrorFormat } from './responses.js';
+import { echoCorrelator } from './correlator.js';
+import { checkSenderConstraint } from './dpop.js';
+import { deviceIdentification, type DeviceOptions, type NetAuthDevice } from './device.js';
 
 /** What the guard hands a service-API route, at `req.netauth`: a token issued for a subscriber (three-legged). */
 export interface NetAuthGrant {
@@ -18,6 +23,8 @@ export interface NetAuthGrant {
   scope: string;
   /** Epoch ms. */
   expiresAt: number;
+  /** With the guard's `device` option: the device the request is about (CAMARA device identification). */
+  device?: NetAuthDevice;
 }
 
 /** The grant of a two-legged token (client credentials): no subscriber. Only routes with `subscriber: 'optional'` see one. */
@@ -64,6 +71,24 @@ export interface GuardOptions {
    */
   revocation?: 'local' | 'store';
   /**
+   * Error bodies: `oauth` (default), RFC 6750's `{error, error_description}`; `camara`, the Commonalities'
+   * `{status, code, message}` (401 `UNAUTHENTICATED`, 403 `PERMISSION_DENIED`, 503 `UNAVAILABLE`, and 400
+   * `INVALID_ARGUMENT` for an `x-correlator` that fails its pattern). The `WWW-Authenticate` challenges are the same.
+   */
+  errorFormat?: GuardErrorFormat;
+  /**
+   * CAMARA device identification (Commonalities Appendix A): the device comes from a three-legged token or from
+   * the request body, never both, and the route gets it at `req.netauth.device`. `true` reads the body's `device`
+   * object. The body is parsed as JSON by the guard unless a parser ran before it. Needs `errorFormat: 'camara'`.
+   */
+  device?: true | DeviceOptions;
+  /**
+   * The service API's public origin (`https://api.operator.example`), for the `htu` of DPoP proofs: the URL a
+   * proof must name is this origin and the request's path. Default: the issuer's origin. Never read from the
+   * request's Host or X-Forwarded-* headers.
+   */
+  publicOrigin?: string;
+  /**
    * `required` (default): only tokens issued for a subscriber pass; a two-legged token (client credentials) is
    * answered 403 `insufficient_scope`. `optional`: two-legged tokens pass too, for APIs that process no personal
    * data; the grant is then at `res.locals.netauth` (`NetAuthAnyGrant`), and `req.netauth` is set only when it
@@ -72,29 +97,47 @@ export interface GuardOptions {
   subscriber?: 'required' | 'optional';
 }
 
-/** A token's grant, and whether it is good for one call only (the guard then spends it). */
-interface Authorized {
+/**
+ * A live access token: the grant it carries, the DPoP key it is bound to (RFC 9449 `cnf.jkt`), and whether it
+ * is good for one call only (the guard then spends it).
+ */
+interface FoundToken {
   grant: NetAuthAnyGrant;
+  jkt: string | undefined;
   singleUse: boolean;
 }
 
-/** The grant an access token carries, or undefined when it is invalid, expired, revoked or used up. */
-async function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Promise<Authorized | undefined> {
+/** The token's grant, or undefined when it is invalid, expired, revoked or used up. */
+async function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Promise<FoundToken | undefined> {
   if (ctx.keys && looksLikeJwt(token)) {
     // Verified offline: the token record is never read (but for a single-use token, which the guard spends).
     const verified = await verifyAccessToken(ctx, token);
     if (!verified) return undefined;
     if (ctx.revocations.isRevokedLocally(verified.jti, verified.grantIds)) return undefined;
     if (revocation === 'store' && (await ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds))) return undefined;
-    // A JWT carries the opaque subscriber id only: the phone number never travels in a token.
-    const grant = { subscriber: verified.subscriberId === undefined ? undefined : { id: verified.subscriberId }, clientId: verified.clientId, purpose: verified.purpose, scopes: verified.scopes, scope: verified.scope, expiresAt: verified.expiresAt };
-    return { grant: grant as NetAuthAnyGrant, singleUse: verified.singleUse };
+    const grant = {
+      // A JWT carries the opaque subscriber id only: the phone number never travels in a token.
+      subscriber: verified.subscriberId === undefined ? undefined : { id: verified.subscriberId },
+      clientId: verified.clientId,
+      purpose: verified.purpose,
+      scopes: verified.scopes,
+      scope: verified.scope,
+      expiresAt: verified.expiresAt,
+    };
+    return { grant: grant as NetAuthAnyGrant, jkt: verified.jkt, singleUse: verified.singleUse };
   }
   const record = await findAccessToken(ctx, token);
   if (!record) return undefined;
   const { subscriberId, phoneNumber } = record;
-  const grant = { subscriber: subscriberId === null ? undefined : subscriberOf({ subscriberId, phoneNumber }), clientId: record.clientId, purpose: record.purpose, scopes: record.scopes, scope: record.scope, expiresAt: record.expiresAt };
-  return { grant: grant as NetAuthAnyGrant, singleUse: record.singleUse === true };
+  const grant = {
+    subscriber: subscriberId === null ? undefined : subscriberOf({ subscriberId, phoneNumber }),
+    clientId: record.clientId,
+    purpose: record.purpose,
+    scopes: record.scopes,
+    scope: record.scope,
+    expiresAt: record.expiresAt,
+  };
+  return { grant: grant as NetAuthAnyGrant, jkt: record.jkt ?? undefined, singleUse: record.singleUse === true };
 }
 
 /**
@@ -102,8 +145,8 @@ async function authorize(ctx: GatewayContext, token: string, revocation: 'local'
  * valid, but lacks what the resource needs (a subscriber behind it); 401 invalid_token would make the client
  * fetch another token of the same kind, in vain.
  */
-function missingSubscriber(authorized: Authorized, option: 'required' | 'optional'): OAuthError | undefined {
-  if (option === 'optional' || authorized.grant.subscriber !== undefined) return undefined;
+function missingSubscriber(found: FoundToken, option: 'required' | 'optional'): OAuthError | undefined {
+  if (option === 'optional' || found.grant.subscriber !== undefined) return undefined;
   return new OAuthError('insufficient_scope', 'this API needs a token issued for a subscriber; a client credentials token has none');
 }
 
@@ -112,65 +155,125 @@ function missingSubscriber(authorized: Authorized, option: 'required' | 'optiona
  * of concurrent calls with it exactly one gets through (the store's atomic `consume`), on every store, for both
  * token formats; the others, and every later call, are 401 invalid_token.
  */
-async function spend(ctx: GatewayContext, token: string, authorized: Authorized): Promise<OAuthError | undefined> {
-  if (!authorized.singleUse || (await consumeSingleUseToken(ctx, token))) return undefined;
+async function spend(ctx: GatewayContext, token: string, found: FoundToken): Promise<OAuthError | undefined> {
+  if (!found.singleUse || (await consumeSingleUseToken(ctx, token))) return undefined;
   return new OAuthError('invalid_token', 'the single-use access token was already used');
 }
 
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+/** RFC 6750 §2.1 and RFC 9449 §7.1: the scheme, then a token68. */
+const CREDENTIALS = /^(Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*) *$/i;
+const SCHEME = /^(Bearer|DPoP)(\s|$)/i;
+
+type Presented = { scheme: AuthScheme; token: string } | { scheme: AuthScheme; token: undefined } | undefined;
+
+/** The token of the Authorization header (undefined token: malformed), or undefined for none of these schemes. */
+function presentedToken(header: string | undefined): Presented {
+  const scheme = header === undefined ? undefined : SCHEME.exec(header)?.[1];
+  if (scheme === undefined) return undefined;
+  const name: AuthScheme = scheme.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer';
+  return { scheme: name, token: CREDENTIALS.exec(header!)?.[2] };
+}
 
 function list(value: string | readonly string[] | undefined): readonly string[] {
   return value === undefined ? [] : typeof value === 'string' ? [value] : value;
 }
 
-/** RFC 6750 protection for a service API: a bearer access token issued by this gateway, with the needed scope. */
+function originOf(value: string): string {
+  if (!URL.canParse(value)) throw new TypeError('guard publicOrigin must be an absolute URL, e.g. https://api.operator.example');
+  const url = new URL(value);
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.pathname !== '/' || url.search || url.hash) {
+    throw new TypeError('guard publicOrigin must be an http(s) origin without path, query or fragment, e.g. https://api.operator.example');
+  }
+  return url.origin;
+}
+
+/**
+ * Protection for a service API: an access token issued by this gateway (RFC 6750 Bearer, or RFC 9449 DPoP with
+ * its proof when the token is bound), with the needed scope; optionally the CAMARA conventions (error bodies,
+ * device identification). A valid `x-correlator` is echoed on every answer.
+ */
 export function createGuard(ctx: GatewayContext, options: GuardOptions & { subscriber: 'optional' }): NetAuthOptionalSubscriberGuard;
 export function createGuard(ctx: GatewayContext, options?: GuardOptions): RequestHandler;
 export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): RequestHandler {
   const scopes = list(options.scope);
   const purposes = list(options.purpose);
-  const realm = options.realm ?? ctx.realm;
-  const needed = scopes.join(' ') || undefined;
   const revocation = options.revocation ?? 'local';
   if (revocation !== 'local' && revocation !== 'store') throw new TypeError("guard revocation must be 'local' or 'store'");
   const subscriber = options.subscriber ?? 'required';
   if (subscriber !== 'required' && subscriber !== 'optional') throw new TypeError("guard subscriber must be 'required' or 'optional'");
+  const format = options.errorFormat ?? 'oauth';
+  if (format !== 'oauth' && format !== 'camara') throw new TypeError("guard errorFormat must be 'oauth' or 'camara'");
+  if (options.device !== undefined && format !== 'camara') {
+    throw new TypeError("guard device identification answers with the CAMARA error codes: set errorFormat: 'camara' beside device");
+  }
+  const identify = options.device === undefined ? undefined : deviceIdentification(ctx.subscribers, options.device === true ? {} : options.device, ctx.bodyLimit);
+  const origin = options.publicOrigin === undefined ? new URL(ctx.issuer).origin : originOf(options.publicOrigin);
+  const responses = new GuardResponses(format, { realm: options.realm ?? ctx.realm, scope: scopes.join(' ') || undefined, algs: DPOP_ALGORITHMS });
 
-  /** The grant the token gives this route, or the error to answer. */
-  const check = async (token: string): Promise<NetAuthAnyGrant | OAuthError> => {
-    const authorized = await authorize(ctx, token, revocation);
-    if (!authorized) return new OAuthError('invalid_token', 'the access token is invalid, expired or revoked');
-    const { grant } = authorized;
-    if (scopes.some((s) => !grant.scopes.includes(s)) || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
-      return new OAuthError('insufficient_scope', 'the access token does not cover this API');
+  /** True when the request may go on to the route. */
+  async function admit(req: Request, res: Response): Promise<boolean> {
+    const presented = presentedToken(req.headers.authorization);
+    if (presented === undefined) {
+      responses.refuse(res, undefined, undefined);
+      return false;
     }
-    return missingSubscriber(authorized, subscriber) ?? (await spend(ctx, token, authorized)) ?? grant;
-  };
+    if (presented.token === undefined) {
+      responses.refuse(res, new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }), presented.scheme);
+      return false;
+    }
+    const found = await authorize(ctx, presented.token, revocation);
+    if (!found) {
+      responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), presented.scheme);
+      return false;
+    }
+    try {
+      await checkSenderConstraint(ctx, req, { scheme: presented.scheme, token: presented.token }, found.jkt, origin);
+    } catch (error) {
+      if (!(error instanceof OAuthError)) throw error;
+      responses.refuse(res, error, presented.scheme);
+      return false;
+    }
+    const { grant } = found;
+    const missing = scopes.some((s) => !grant.scopes.includes(s));
+    if (missing || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
+      responses.refuse(res, new OAuthError('insufficient_scope', 'the access token does not cover this API'), presented.scheme);
+      return false;
+    }
+    const noSubscriber = missingSubscriber(found, subscriber);
+    if (noSubscriber) {
+      responses.refuse(res, noSubscriber, presented.scheme);
+      return false;
+    }
+    if (identify) {
+      // Typed to take no subscriber too: a token issued with none (two-legged) must name the device in the body.
+      const device = await identify(req, res, grant.subscriber as Subscriber | undefined);
+      if ('code' in device) {
+        responses.fail(res, device);
+        return false;
+      }
+      grant.device = device;
+    }
+    const spent = await spend(ctx, presented.token, found);
+    if (spent) {
+      responses.refuse(res, spent, presented.scheme);
+      return false;
+    }
+    if (grant.subscriber !== undefined) req.netauth = grant;
+    if (subscriber === 'optional') (res.locals as Partial<NetAuthLocals>).netauth = grant;
+    return true;
+  }
 
   return (req: Request, res: Response, next: NextFunction) => {
-    const header = req.headers.authorization;
-    if (header === undefined || !/^Bearer(\s|$)/i.test(header)) {
-      sendBearerError(res, realm, undefined, needed);
+    if (echoCorrelator(req, res) === 'invalid' && format === 'camara') {
+      // Commonalities §5.8.5: a value that fails the pattern is 400 INVALID_ARGUMENT (and is not echoed).
+      responses.fail(res, camaraError(400, 'INVALID_ARGUMENT', 'x-correlator does not match its pattern.'));
       return;
     }
-    const token = BEARER.exec(header)?.[1];
-    if (token === undefined) {
-      sendBearerError(res, realm, new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }), needed);
-      return;
-    }
-    check(token).then(
-      (result) => {
-        if (result instanceof OAuthError) {
-          sendBearerError(res, realm, result, needed);
-          return;
-        }
-        if (result.subscriber !== undefined) req.netauth = result;
-        if (subscriber === 'optional') (res.locals as Partial<NetAuthLocals>).netauth = result;
-        next();
+    admit(req, res).then(
+      (admitted) => {
+        if (admitted) next();
       },
-      (error: unknown) => {
-        sendJsonError(res, toOAuthError(error, ctx.onError));
-      },
+      (error: unknown) => responses.refuse(res, toOAuthError(error, ctx.onError), undefined),
     );
   };
 }

@@ -18,6 +18,12 @@ export interface SubscriberDirectory {
   findByNetworkAddress(address: NetworkAddress): Promise<Subscriber | undefined>;
   /** Optional: the subscriber behind a GSMA TS.43 token (`login_hint=operatortoken:<token>`). Without it such hints are `unknown_user_id`. */
   findByOperatorToken?(token: string): Promise<Subscriber | undefined>;
+  /**
+   * Optional: the subscriber with this opaque id. The guard's device identification asks it for the phone number of
+   * a JWT access token's subscriber (a JWT carries only the id, never the number). Without it, such a subscriber
+   * is handed to the route without `phoneNumber`.
+   */
+  findById?(id: string): Promise<Subscriber | undefined>;
 }
 
 export interface StaticSubscriber extends Subscriber {
@@ -78,6 +84,7 @@ function checkEntry(entry: StaticSubscriber, i: number): void {
 /** A directory from a fixed table: the embedded default, for the demo, tests and sandboxes. */
 export class StaticSubscriberDirectory implements SubscriberDirectory {
   private readonly byPhone = new Map<string, Subscriber>();
+  private readonly byId = new Map<string, Subscriber>();
   private readonly byIp = new Map<string, AddressRule[]>();
 
   constructor(subscribers: readonly StaticSubscriber[]) {
@@ -92,6 +99,7 @@ export class StaticSubscriberDirectory implements SubscriberDirectory {
       }
       const subscriber: Subscriber = entry.phoneNumber === undefined ? { id: entry.id } : { id: entry.id, phoneNumber: entry.phoneNumber };
       if (entry.phoneNumber !== undefined) this.byPhone.set(entry.phoneNumber, subscriber);
+      this.byId.set(entry.id, subscriber);
       for (const text of entry.addresses ?? []) {
         const rule = parseAddressRule(text, subscriber);
         const rules = this.byIp.get(rule.ip) ?? [];
@@ -103,6 +111,10 @@ export class StaticSubscriberDirectory implements SubscriberDirectory {
 
   async findByPhoneNumber(phoneNumber: string): Promise<Subscriber | undefined> {
     return this.byPhone.get(phoneNumber);
+  }
+
+  async findById(id: string): Promise<Subscriber | undefined> {
+    return this.byId.get(id);
   }
 
   async findByNetworkAddress(address: NetworkAddress): Promise<Subscriber | undefined> {

@@ -124,6 +124,23 @@ export interface RateLimitedEvent {
   retryAfter: number;
 }
 
+/**
+ * The shared (Redis) rate-limit counters failed and this instance counts for itself, with the same rules, until
+ * they answer again: the limits then hold per instance. Emitted when it starts, at most once a minute while it
+ * lasts, and when Redis counts again.
+ */
+export interface RateFallbackEvent {
+  /** `failing`: counted in memory since the previous event, Redis still failing; `recovered`: Redis answers again. */
+  state: 'failing' | 'recovered';
+  /**
+   * `unavailable`: Redis down, restarting, failing over or slower than `rateLimits.timeout`; `error`: Redis
+   * refused the counters' scripts (an ACL without `evalsha`, say), which `onError` is told too.
+   */
+  cause: 'unavailable' | 'error';
+  /** Counter operations this instance answered alone since the previous event. */
+  operations: number;
+}
+
 /** Every answer of the router (not of the guard), for latency and outcome metrics. */
 export interface RequestCompletedEvent {
   endpoint: Endpoint;
@@ -155,6 +172,7 @@ export interface NetAuthEvents {
   'token.revoked': TokenRevokedEvent;
   'client.authentication_failed': ClientAuthenticationFailedEvent;
   'rate.limited': RateLimitedEvent;
+  'rate.fallback': RateFallbackEvent;
   'request.completed': RequestCompletedEvent;
 }
 
@@ -180,6 +198,7 @@ export const EVENT_NAMES: readonly NetAuthEventName[] = [
   'token.revoked',
   'client.authentication_failed',
   'rate.limited',
+  'rate.fallback',
   'request.completed',
 ];
 

@@ -1,10 +1,10 @@
-import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { keyText, type CounterKey, type CounterLimit, type Counters } from './counters.js';
 
 /**
  * A failure slot held while one set of client credentials is checked. Exactly one of the two is called.
  */
 export interface AttemptSlot {
-  /** The credentials held (or the check could not run): the slot goes back, successes never count. */
+  /** The credentials held (or the check could not run): the slot goes back (or is kept for the next check), successes never count. */
   release(): void;
   /** The credentials were refused: the slot stays spent for the window. */
   spend(): Promise<void>;
@@ -13,7 +13,7 @@ export interface AttemptSlot {
 /** A slot to check the credentials with, or the seconds to wait before asking again (answered 429). */
 export type Reservation = { slot: AttemptSlot } | { retryAfter: number };
 
-/** A failure budget's counters need the backend open and never fail a request: a broken counter lets it through. */
+/** A failure budget's counters never fail a request: a broken counter is reported and lets it through. */
 export type Guarded = <T>(operation: () => Promise<T>) => Promise<T | undefined>;
 
 /** Seconds to wait, whole and at least 1. */
@@ -50,7 +50,31 @@ interface InFlight {
   waiters: Array<() => void>;
 }
 
+/**
+ * Where a slot came from: Redis (`shared`) or this process; whether it may be held after a success (taken while
+ * the attempts were at most half the budget); and when the window it is counted in ends (ms).
+ */
+interface SlotOrigin {
+  shared: boolean;
+  holdable: boolean;
+  windowEnd: number;
+}
+
+/** A slot this instance keeps after a success, for the next check of the same key. */
+interface HeldSlot {
+  counterKey: CounterKey;
+  windowEnd: number;
+  timer: NodeJS.Timeout;
+}
+
 const NO_SLOT: AttemptSlot = { release: () => {}, spend: async () => {} };
+
+/** How long a slot is held after a success for the next check of the key, at most. */
+export const HOLD_MS = 10_000;
+/** A held slot (or points taken ahead) is used, or given back, only this long before its window ends: Redis' clock and ours, and the trip there, may differ. */
+export const WINDOW_MARGIN_MS = 1_000;
+/** Keys with a held slot, at most (past this, slots go straight back). */
+const MAX_HELD = 10_000;
 
 /**
  * The brute-force budget of one kind of key (a registered client id at one address, or one address naming
@@ -66,55 +90,103 @@ const NO_SLOT: AttemptSlot = { release: () => {}, spend: async () => {} };
  * A reservation refused while this process has checks in flight on the key waits for one to end (a client's
  * burst of correct requests is served, `budget` at a time); refused with none here, it answers 429: with the
  * window's remainder when the key is locked, else (checks in flight on other instances) `Retry-After: 1`.
+ *
+ * With shared (Redis) counters a success does not give its slot back at once: this instance holds it, still
+ * counted as a check in flight, for the next check of the same key (up to HOLD_MS, never past the slot's
+ * window), and gives it back after that. So a client that has not failed pays no round trip for the lock-out:
+ * its checks reuse the slot. Every comparison still holds a slot counted in Redis, so the budget bounds them
+ * across instances as before. Only a slot taken while the attempts were at most half the budget is held, so
+ * held slots (one per instance and key) never take more than half of it: the other half stays for checks in
+ * flight on instances without one.
  */
 export class FailureBudget {
   private readonly inFlight = new Map<string, InFlight>();
   private readonly locks = new LocalLocks();
+  private readonly held = new Map<string, HeldSlot>();
 
   constructor(
-    private readonly attempts: RateLimiterAbstract,
-    private readonly failures: RateLimiterAbstract,
-    readonly budget: number,
+    private readonly counters: Counters,
+    private readonly attempts: CounterLimit,
+    private readonly failures: CounterLimit,
     private readonly guarded: Guarded,
+    /** How long a shared slot is held after a success (0: given back at once). */
+    private readonly holdMs = counters.shared ? HOLD_MS : 0,
   ) {}
 
-  async reserve(key: string): Promise<Reservation> {
+  get budget(): number {
+    return this.attempts.points;
+  }
+
+  async reserve(counterKey: CounterKey): Promise<Reservation> {
+    const key = keyText(counterKey);
     for (;;) {
-      const locked = this.locks.lockedFor(key, Date.now());
+      const now = Date.now();
+      const locked = this.locks.lockedFor(key, now);
       if (locked !== undefined) return { retryAfter: seconds(locked) };
+      const kept = this.takeHeld(key, now);
+      if (kept) return { slot: this.slot(key, counterKey, kept) };
       // A check of this key ending while the reservation is refused may free a slot: looking again misses no wake-up.
       const watched = this.inFlight.get(key);
       const settledBefore = watched?.settled;
-      const taken = await this.guarded(() =>
-        this.attempts.consume(key).then(
-          () => true,
-          (rejection: unknown) => {
-            if (rejection instanceof RateLimiterRes) return false;
-            throw rejection;
-          },
-        ),
-      );
+      const answer = await this.guarded(() => this.counters.reserve(this.attempts, this.failures, counterKey));
       // A counter that failed lets the check run, uncounted (reported through `guarded`).
-      if (taken === undefined) return { slot: NO_SLOT };
-      if (taken) return { slot: this.slot(key) };
-      // Over the budget: this request compares nothing, so its point goes back.
-      await this.guarded(() => this.attempts.reward(key));
+      if (answer === undefined) return { slot: NO_SLOT };
+      if (answer.taken) {
+        const holdable = answer.shared && this.holdMs > 0 && 2 * answer.attempts <= this.budget;
+        return { slot: this.slot(key, counterKey, { shared: answer.shared, holdable, windowEnd: Date.now() + answer.msBeforeNext }) };
+      }
       if (watched !== undefined && watched.settled !== settledBefore) continue;
       const local = this.inFlight.get(key);
       if (local !== undefined) {
         await new Promise<void>((resolve) => local.waiters.push(resolve));
         continue;
       }
-      const spent = await this.guarded(() => this.failures.get(key));
-      if (spent && spent.consumedPoints >= this.budget) {
-        this.locks.lock(key, Date.now() + spent.msBeforeNext);
-        return { retryAfter: seconds(spent.msBeforeNext) };
+      if (answer.failures >= this.budget) {
+        this.locks.lock(key, Date.now() + answer.msBeforeNext);
+        return { retryAfter: seconds(answer.msBeforeNext) };
       }
       return { retryAfter: 1 };
     }
   }
 
-  private slot(key: string): AttemptSlot {
+  /** Gives back every held slot (the gateway closes). */
+  async close(): Promise<void> {
+    const held = [...this.held.values()];
+    this.held.clear();
+    for (const slot of held) clearTimeout(slot.timer);
+    const now = Date.now();
+    await Promise.all(
+      held.filter((slot) => now < slot.windowEnd - WINDOW_MARGIN_MS).map((slot) => this.guarded(() => this.counters.release(this.attempts, slot.counterKey, true))),
+    );
+  }
+
+  /** The slot held for `key`, if one is and its window has time left. */
+  private takeHeld(key: string, now: number): SlotOrigin | undefined {
+    const held = this.held.get(key);
+    if (held === undefined) return undefined;
+    this.held.delete(key);
+    clearTimeout(held.timer);
+    // Too close to the end of its window: Redis is about to drop it (and this check may start the next window).
+    return now < held.windowEnd - WINDOW_MARGIN_MS ? { shared: true, holdable: true, windowEnd: held.windowEnd } : undefined;
+  }
+
+  /** Keeps a shared slot for the next check of `key`, when it is worth it. */
+  private hold(key: string, counterKey: CounterKey, origin: SlotOrigin): boolean {
+    const now = Date.now();
+    const left = origin.windowEnd - WINDOW_MARGIN_MS - now;
+    if (!origin.holdable || left <= 0 || this.held.has(key) || this.held.size >= MAX_HELD) return false;
+    const timer = setTimeout(() => {
+      if (this.held.get(key)?.timer !== timer) return;
+      this.held.delete(key);
+      // Given back while its window lasts; at the window's end Redis drops it by itself.
+      if (Date.now() < origin.windowEnd - WINDOW_MARGIN_MS) void this.guarded(() => this.counters.release(this.attempts, counterKey, true));
+    }, Math.min(this.holdMs, left));
+    timer.unref();
+    this.held.set(key, { counterKey, windowEnd: origin.windowEnd, timer });
+    return true;
+  }
+
+  private slot(key: string, counterKey: CounterKey, origin: SlotOrigin): AttemptSlot {
     let local = this.inFlight.get(key);
     if (local === undefined) this.inFlight.set(key, (local = { count: 0, settled: 0, waiters: [] }));
     const entry = local;
@@ -132,18 +204,15 @@ export class FailureBudget {
       release: () => {
         if (settled) return;
         settled = true;
-        void this.guarded(() => this.attempts.reward(key)).then(() => settle(false));
+        // Held: the next check of this key (a waiter woken now, or a later request) takes it with no I/O.
+        if (this.hold(key, counterKey, origin)) settle(false);
+        else void this.guarded(() => this.counters.release(this.attempts, counterKey, origin.shared)).then(() => settle(false));
       },
       spend: async () => {
         if (settled) return;
         settled = true;
-        const spent = await this.guarded(() =>
-          this.failures.consume(key).catch((rejection: unknown) => {
-            if (rejection instanceof RateLimiterRes) return rejection;
-            throw rejection;
-          }),
-        );
-        const locked = spent !== undefined && spent.consumedPoints >= this.budget;
+        const spent = await this.guarded(() => this.counters.spend(this.failures, counterKey));
+        const locked = spent !== undefined && spent.failures >= this.budget;
         if (locked) this.locks.lock(key, Date.now() + spent.msBeforeNext);
         settle(locked);
       },

@@ -53,6 +53,7 @@ const LEVELS: Partial<Record<NetAuthEventName, Level>> = {
   'code.replayed': 'warn',
   'client.authentication_failed': 'warn',
   'rate.limited': 'warn',
+  'rate.fallback': 'warn',
   'request.completed': 'debug',
 };
 

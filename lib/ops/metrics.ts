@@ -54,6 +54,11 @@ export function createMetricsRouter(events: EventHub, options: MetricsOptions = 
   const revoked = counter('tokens_revoked_total', 'Token revocations, by reason (revocation_request, code_replay, consent_withdrawn).', labels('reason'));
   const authFailures = counter('client_authentication_failures_total', 'Failed client authentications, by endpoint and reason.', ['endpoint', 'reason']);
   const limited = counter('rate_limited_total', 'Requests refused by a rate limit or the client-authentication lock-out, by endpoint and limit.', ['endpoint', 'limit']);
+  const fallbacks = counter(
+    'rate_limit_fallback_operations_total',
+    'Rate-limit counter operations this instance answered alone because the shared (Redis) counters failed, by cause (unavailable, error).',
+    ['cause'],
+  );
   const requests = counter('requests_total', 'Router responses, by endpoint, grant type (token endpoint) and outcome (ok or the OAuth error code).', ['endpoint', 'grant_type', 'outcome']);
   const latency = new Histogram({
     name: `${p}request_duration_seconds`,
@@ -80,6 +85,7 @@ export function createMetricsRouter(events: EventHub, options: MetricsOptions = 
     .on('token.revoked', (e) => revoked.inc({ ...client(e.clientId), reason: e.reason }))
     .on('client.authentication_failed', (e) => authFailures.inc({ endpoint: e.endpoint, reason: e.reason }))
     .on('rate.limited', (e) => limited.inc({ endpoint: e.endpoint, limit: e.limit }))
+    .on('rate.fallback', (e) => fallbacks.inc({ cause: e.cause }, e.operations))
     .on('request.completed', (e) => {
       requests.inc({ endpoint: e.endpoint, grant_type: e.grantType ?? '', outcome: e.outcome });
       latency.observe({ endpoint: e.endpoint }, e.durationMs / 1000);

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { OAuthError } from '../errors.js';
 import type { Store } from '../stores/store.js';
-import { RedisStore } from '../stores/redis.js';
+import { RedisStore, connectionOf } from '../stores/redis.js';
+import { RedisConnection, type RedisStoreClient } from '../stores/redis-connection.js';
 import type { EventHub, RateLimitedEvent } from './events.js';
-import { FailureBudget, seconds, type Reservation } from './lockout.js';
+import { FailureBudget, WINDOW_MARGIN_MS, seconds, type Reservation } from './lockout.js';
+import { MemoryCounters, RedisCounters, type CounterKey, type CounterLimit, type Counters } from './counters.js';
 
 /** At most `points` requests per `duration` seconds. */
 export interface RateLimitRule {
@@ -20,16 +21,11 @@ export interface FailureLimitRule {
 }
 
 /**
- * What rate-limiter-flexible needs of a node-redis (v4/v5) client: `createClient()`'s result fits. Give a
- * client with `disableOfflineQueue: true`, so a command fails at once (and the per-process limits take over)
- * while Redis is unreachable.
+ * A Redis client for the counters: any client RedisStore accepts, a node-redis (v5) `createClient()`,
+ * `createCluster()` or `createSentinel()` client. Give it `disableOfflineQueue: true` (a cluster: in `defaults`),
+ * so a command fails at once (and the per-process counters take over) while Redis is unreachable.
  */
-export interface RateLimitRedisClient {
-  readonly isReady: boolean;
-  eval(...args: never[]): unknown;
-  multi(): unknown;
-  del(...args: never[]): unknown;
-}
+export type RateLimitRedisClient = RedisStoreClient;
 
 /** The limits of an endpoint that concerns a subscriber. */
 export interface SubscriberLimitRules {
@@ -48,14 +44,14 @@ export interface SubscriberLimitRules {
 export interface RateLimitOptions {
   /**
    * Where the counters live. `redis`: shared by every instance, on `redis` or, by default, on the RedisStore's
-   * own client (one connection); if Redis fails or is slower than `timeout`, each instance counts for itself
-   * meanwhile. `memory`: per process, no I/O. Default: `redis` when the store is a RedisStore (or `redis` is
-   * given), else `memory`.
+   * own connection; if Redis fails or is slower than `timeout`, each instance counts for itself meanwhile and
+   * says so (the `rate.fallback` event). `memory`: per process, no I/O. Default: `redis` when the
+   * store is a RedisStore (or `redis` is given), else `memory`.
    */
   backend?: 'memory' | 'redis';
-  /** A node-redis v5 client for the counters. Default: the RedisStore's. */
+  /** A node-redis v5 client for the counters: single node, cluster or sentinel. Default: the RedisStore's connection. */
   redis?: RateLimitRedisClient;
-  /** Prefix of the counters' Redis keys. Default: the RedisStore's prefix + `rl:` (else `netauth:rl:`). */
+  /** Prefix of the counters' Redis keys (no `{` or `}`: keys carry their own hash tags). Default: the RedisStore's prefix + `rl:` (else `netauth:rl:`). */
   keyPrefix?: string;
   /** Milliseconds a Redis counter may take before the per-process counter answers instead. Default 500. */
   timeout?: number;
@@ -131,14 +127,18 @@ export function addressKey(ip: string | undefined): string {
   }
 }
 
-/** Ids as counting keys: short ones as they are, long ones hashed (bounded key size). */
-function idKey(id: string): string {
-  return id.length <= 128 ? id : `#${createHash('sha256').update(id).digest('base64url')}`;
+/**
+ * An id (or address) as part of a counter's key: as it is, but for the characters that would end a Redis
+ * Cluster hash tag (`{`, `}`, and `%` so no two ids meet); longer than 128 characters, hashed (bounded key size).
+ */
+function part(id: string): string {
+  const escaped = id.replace(/[%{}]/g, (c) => encodeURIComponent(c));
+  return escaped.length <= 128 ? escaped : `#${createHash('sha256').update(id).digest('base64url')}`;
 }
 
-/** Two ids (or an id and an address) as one counting key: each part escaped, so no two pairs share a key. */
-function pairKey(a: string, b: string): string {
-  return idKey(`${encodeURIComponent(a)}:${encodeURIComponent(b)}`);
+/** Points of a client's limit an instance takes at once with shared counters: 1 % of the limit, 1 to 100. */
+function pointsAhead(points: number): number {
+  return Math.min(100, Math.max(1, Math.floor(points / 100)));
 }
 
 /** The rule in force: the option's, the default when absent, none when `false`. */
@@ -152,38 +152,47 @@ function resolveRule<R extends RateLimitRule | FailureLimitRule>(name: string, v
   return rule;
 }
 
-type Make = (name: string, points: number, duration: number) => RateLimiterAbstract;
+/** Points of one client's limit this instance took ahead, and until when they may be used. */
+interface Ahead {
+  left: number;
+  until: number;
+}
 
 /**
- * The gateway's limits over rate-limiter-flexible. Methods never reject: a limiter failure lets the request
- * through (and is reported), since a broken counter must not take the service down; with the Redis backend a
- * per-process counter answers instead first.
+ * The gateway's limits. Methods never reject: a counter failure lets the request through (and is reported),
+ * since a broken counter must not take the service down; with the Redis backend this process's memory
+ * counters answer first (lib/ops/counters.ts).
+ *
+ * Round trips with the Redis backend (docs/operations.md, "Cost"): the subscriber limits of a request are one
+ * script (the client's allowance for the subscriber and the subscriber-wide ceiling, keys tagged by the
+ * subscriber); a client's own limit takes 1 % of its points at a time and counts the rest here; the lock-out
+ * slot of a client that succeeded is held for its next check (lib/ops/lockout.ts). So a request of a client that
+ * has not failed costs one round trip for its limits when it concerns a subscriber, none otherwise.
  */
 export class RateLimits {
-  private readonly authorizePerAddress: RateLimiterAbstract | undefined;
-  private readonly perClient: Partial<Record<LimitedEndpoint, RateLimiterAbstract>> = {};
-  private readonly perClientAndSubscriber: Partial<Record<LimitedEndpoint, RateLimiterAbstract>> = {};
-  private readonly perSubscriber: Partial<Record<LimitedEndpoint, RateLimiterAbstract>> = {};
+  private readonly counters: Counters;
+  private readonly authorizePerAddress: CounterLimit | undefined;
+  private readonly perClient: Partial<Record<LimitedEndpoint, CounterLimit>> = {};
+  private readonly perClientAndSubscriber: Partial<Record<LimitedEndpoint, CounterLimit>> = {};
+  private readonly perSubscriber: Partial<Record<LimitedEndpoint, CounterLimit>> = {};
+  private readonly ahead = new Map<string, Ahead>();
   /** The lock-out: refused credentials per (registered client id, address), and per address for unknown ids. */
   private readonly failuresPerClientAndAddress: FailureBudget | undefined;
   private readonly failuresPerAddress: FailureBudget | undefined;
-  /** Opens the store's Redis client for the counters (Redis backend on the store's client); gone once done. */
-  private open: (() => Promise<void>) | undefined;
-  private opening: Promise<void> | undefined;
 
   constructor(
     options: RateLimitOptions,
     store: Store,
     private readonly onError: (error: unknown) => void,
+    events: EventHub,
   ) {
     const o = options;
     const D = RATE_LIMIT_DEFAULTS;
-    const backend = limiterFactory(options, store);
-    const make = backend.make;
-    this.open = backend.open;
+    this.counters = countersFor(options, store, onError, events);
+    const limit = (name: string, rule: RateLimitRule): CounterLimit => ({ name, points: rule.points, duration: rule.duration });
 
     const perAddress = resolveRule('authorize.perAddress', o.authorize?.perAddress, D.authorize.perAddress);
-    this.authorizePerAddress = perAddress && make('authorize:address', perAddress.points, perAddress.duration);
+    this.authorizePerAddress = perAddress && limit('authorize:address', perAddress);
     for (const [endpoint, name, group, defaults] of [
       ['bc-authorize', 'bcAuthorize', o.bcAuthorize, D.bcAuthorize],
       ['token', 'token', o.token, D.token],
@@ -191,9 +200,9 @@ export class RateLimits {
       const client = resolveRule(`${name}.perClient`, group?.perClient, defaults.perClient);
       const pair = resolveRule(`${name}.perClientAndSubscriber`, group?.perClientAndSubscriber, defaults.perClientAndSubscriber);
       const subscriber = resolveRule(`${name}.perSubscriber`, group?.perSubscriber, defaults.perSubscriber);
-      if (client) this.perClient[endpoint] = make(`${endpoint}:client`, client.points, client.duration);
-      if (pair) this.perClientAndSubscriber[endpoint] = make(`${endpoint}:client-subscriber`, pair.points, pair.duration);
-      if (subscriber) this.perSubscriber[endpoint] = make(`${endpoint}:subscriber`, subscriber.points, subscriber.duration);
+      if (client) this.perClient[endpoint] = limit(`${endpoint}:client`, client);
+      if (pair) this.perClientAndSubscriber[endpoint] = limit(`${endpoint}:client-subscriber`, pair);
+      if (subscriber) this.perSubscriber[endpoint] = limit(`${endpoint}:subscriber`, subscriber);
     }
     const ca = o.clientAuthentication;
     if (ca !== undefined && 'perClient' in ca) {
@@ -205,9 +214,9 @@ export class RateLimits {
     const failAddress = resolveRule('clientAuthentication.perAddress', ca?.perAddress, D.clientAuthentication.perAddress);
     const budget = (name: string, rule: FailureLimitRule): FailureBudget =>
       new FailureBudget(
-        make(`auth-attempts:${name}`, rule.failures, rule.duration),
-        make(`auth-failures:${name}`, rule.failures, rule.duration),
-        rule.failures,
+        this.counters,
+        { name: `auth-attempts:${name}`, points: rule.failures, duration: rule.duration },
+        { name: `auth-failures:${name}`, points: rule.failures, duration: rule.duration },
         (operation) => this.guarded(operation),
       );
     this.failuresPerClientAndAddress = failPair && budget('client-address', failPair);
@@ -215,25 +224,65 @@ export class RateLimits {
   }
 
   /** GET /authorize: one request from `ip`. Seconds to wait when over the limit, else undefined. */
-  authorize(ip: string | undefined): Promise<number | undefined> {
-    return this.consume(this.authorizePerAddress, addressKey(ip));
+  async authorize(ip: string | undefined): Promise<number | undefined> {
+    const limit = this.authorizePerAddress;
+    if (limit === undefined) return undefined;
+    const refusal = await this.guarded(() => this.counters.chain([{ limit, key: { tag: part(addressKey(ip)) } }]));
+    return refusal && seconds(refusal.msBeforeNext);
   }
 
-  /** One request of an authenticated client. */
-  client(endpoint: LimitedEndpoint, clientId: string): Promise<number | undefined> {
-    return this.consume(this.perClient[endpoint], idKey(clientId));
+  /**
+   * One request of an authenticated client. With shared counters the instance takes 1 % of the limit's points
+   * at once (pointsAhead) and counts them out here, so most requests cost no round trip; no instance ever
+   * takes more than the limit leaves, so the limit holds across instances (near it, a request may be refused
+   * while another instance still holds a few points).
+   */
+  async client(endpoint: LimitedEndpoint, clientId: string): Promise<number | undefined> {
+    const limit = this.perClient[endpoint];
+    if (limit === undefined) return undefined;
+    const id = `${endpoint} ${clientId}`;
+    const ahead = this.ahead.get(id);
+    if (ahead !== undefined) {
+      if (ahead.left > 0 && Date.now() < ahead.until) {
+        ahead.left--;
+        return undefined;
+      }
+      this.ahead.delete(id);
+    }
+    const want = this.counters.shared ? pointsAhead(limit.points) : 1;
+    const answer = await this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, want));
+    if (answer === undefined) return undefined;
+    if (answer.taken === 0) return seconds(answer.msBeforeNext);
+    if (answer.taken > 1) {
+      // Bounded: past this size what was taken ahead is forgotten (it expires with its window in Redis).
+      if (this.ahead.size >= 10_000) this.ahead.clear();
+      this.ahead.set(id, { left: answer.taken - 1, until: Date.now() + answer.msBeforeNext - WINDOW_MARGIN_MS });
+    }
+    return undefined;
   }
 
   /**
    * One request of a client concerning a subscriber (by the operator's subscriber id): the client's allowance
    * for that subscriber first, then the subscriber-wide ceiling, which counts only requests within a client's
-   * allowance, so one client's excess never uses up what other clients may ask for the same subscriber.
+   * allowance, so one client's excess never uses up what other clients may ask for the same subscriber. Both
+   * in one step (one script with Redis: their keys share the subscriber's hash tag).
    */
   async subscriber(endpoint: LimitedEndpoint, clientId: string, subscriberId: string): Promise<SubscriberLimitHit | undefined> {
-    const pair = await this.consume(this.perClientAndSubscriber[endpoint], pairKey(clientId, subscriberId));
-    if (pair !== undefined) return { limit: 'client_subscriber', retryAfter: pair };
-    const all = await this.consume(this.perSubscriber[endpoint], idKey(subscriberId));
-    return all === undefined ? undefined : { limit: 'subscriber', retryAfter: all };
+    const entries: Array<{ limit: CounterLimit; key: CounterKey }> = [];
+    const kinds: Array<SubscriberLimitHit['limit']> = [];
+    const pair = this.perClientAndSubscriber[endpoint];
+    const all = this.perSubscriber[endpoint];
+    if (pair) {
+      entries.push({ limit: pair, key: { tag: part(subscriberId), rest: part(clientId) } });
+      kinds.push('client_subscriber');
+    }
+    if (all) {
+      entries.push({ limit: all, key: { tag: part(subscriberId) } });
+      kinds.push('subscriber');
+    }
+    if (entries.length === 0) return undefined;
+    const refusal = await this.guarded(() => this.counters.chain(entries));
+    return refusal && { limit: kinds[refusal.index]!, retryAfter: seconds(refusal.msBeforeNext) };
   }
 
   /**
@@ -243,77 +292,46 @@ export class RateLimits {
    * full of checks in flight). A client's own requests from an address that has not failed always get a slot.
    */
   reserve(clientId: string | undefined, ip: string | undefined): Promise<Reservation> {
-    const address = addressKey(ip);
+    const address = part(addressKey(ip));
     const budget = clientId === undefined ? this.failuresPerAddress : this.failuresPerClientAndAddress;
     if (budget === undefined) return Promise.resolve({ slot: { release: () => {}, spend: async () => {} } });
-    return budget.reserve(clientId === undefined ? address : pairKey(clientId, address));
+    return budget.reserve(clientId === undefined ? { tag: address } : { tag: part(clientId), rest: address });
   }
 
-  /** The store's client may not be open yet: the store opens it on its first operation, the counters may come first. */
-  private opened(): Promise<void> {
-    const open = this.open;
-    if (!open) return Promise.resolve();
-    this.opening ??= open().then(() => {
-      this.open = undefined;
-    });
-    return this.opening;
+  /** Gives back the lock-out slots this instance holds (netauth.close()). */
+  async close(): Promise<void> {
+    this.counters.close();
+    await Promise.all([this.failuresPerClientAndAddress?.close(), this.failuresPerAddress?.close()]);
   }
 
-  /** Runs a counter operation once the backend is open; a failure is reported and lets the request through. */
+  /** Runs a counter operation; a failure is reported and lets the request through. */
   private async guarded<T>(operation: () => Promise<T>): Promise<T | undefined> {
     try {
-      if (this.open) await this.opened();
       return await operation();
     } catch (error) {
       this.onError(error);
       return undefined;
     }
   }
-
-  /** Counts one request: seconds to wait when it is over the limit, else undefined. */
-  private async consume(limiter: RateLimiterAbstract | undefined, key: string): Promise<number | undefined> {
-    if (limiter === undefined) return undefined;
-    return this.guarded(() =>
-      limiter.consume(key).then(
-        () => undefined,
-        (rejection: unknown) => {
-          if (rejection instanceof RateLimiterRes) return seconds(rejection.msBeforeNext);
-          throw rejection;
-        },
-      ),
-    );
-  }
 }
 
-/** Memory limiters, or Redis limiters with a per-process memory limiter as their insurance. */
-function limiterFactory(options: RateLimitOptions, store: Store): { make: Make; open?: () => Promise<void> } {
+/** Memory counters, or Redis counters (on the store's connection or a client given) with memory ones as their stand-in. */
+function countersFor(options: RateLimitOptions, store: Store, onError: (error: unknown) => void, events: EventHub): Counters {
   const redisStore = store instanceof RedisStore ? store : undefined;
-  const storeClient = redisStore?.nodeRedisClient();
-  const backend = options.backend ?? (options.redis !== undefined || storeClient !== undefined ? 'redis' : 'memory');
+  const backend = options.backend ?? (options.redis !== undefined || redisStore !== undefined ? 'redis' : 'memory');
   if (backend !== 'memory' && backend !== 'redis') throw new TypeError("rateLimits.backend must be 'memory' or 'redis'");
-  const memory: Make = (name, points, duration) => new RateLimiterMemory({ keyPrefix: name, points, duration });
-  if (backend === 'memory') return { make: memory };
+  const local = new MemoryCounters();
+  if (backend === 'memory') return local;
 
-  const client = options.redis ?? storeClient;
-  if (client === undefined) throw new TypeError("rateLimits.backend 'redis' needs rateLimits.redis, or a RedisStore with a node-redis client");
+  const given = options.redis;
+  if (given === undefined && redisStore === undefined) throw new TypeError("rateLimits.backend 'redis' needs rateLimits.redis, or a RedisStore");
   const prefix = options.keyPrefix ?? `${redisStore?.prefix ?? 'netauth:'}rl:`;
+  if (/[{}]/.test(prefix)) throw new TypeError(`rateLimits.keyPrefix "${prefix}" contains a brace: the counters' keys carry their own hash tags`);
   const timeoutMs = options.timeout ?? 500;
   if (!(timeoutMs > 0)) throw new TypeError('rateLimits.timeout must be a positive number of milliseconds');
-  const make: Make = (name, points, duration) =>
-    new RLWrapperTimeouts({
-      limiter: new RateLimiterRedis({
-        storeClient: client,
-        // node-redis v4+ (rate-limiter-flexible's README: "set useRedisPackage" for the `redis` package).
-        useRedisPackage: true,
-        keyPrefix: `${prefix}${name}`,
-        points,
-        duration,
-        insuranceLimiter: memory(name, points, duration),
-      }),
-      timeoutMs,
-    });
-  // A failed open() (Redis down at start-up) leaves the per-process counters to answer until Redis is back.
-  return options.redis === undefined && redisStore ? { make, open: () => redisStore.open().catch(() => {}) } : { make };
+  // The store's own connection by default: one connection, and the store's handling of clusters and failovers.
+  const connection = given !== undefined ? new RedisConnection({ client: given, timeout: timeoutMs, onError }) : connectionOf(redisStore!);
+  return new RedisCounters(connection, prefix, timeoutMs, local, events, onError);
 }
 
 /** Reports a limit reached and makes its 429. */

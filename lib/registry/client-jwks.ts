@@ -18,7 +18,7 @@ export interface ClientKeyRegistration {
 }
 
 /** JWK members that only a private (or symmetric) key has. */
-const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k', 'priv'] as const;
+export const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k', 'priv'] as const;
 
 /** The algorithms a public key can verify, by its type and curve. */
 function algorithmsOf(jwk: JWK): readonly ClientSigningAlgorithm[] {

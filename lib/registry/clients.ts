@@ -78,6 +78,11 @@ export interface RegisteredClient {
   requireSignedRequestObject?: boolean;
   /** Require PKCE (S256) on the frontend flow. */
   requirePkce?: boolean;
+  /**
+   * RFC 9449 §5.2 `dpop_bound_access_tokens`: every token request of this client must carry a DPoP proof (else 400
+   * `invalid_dpop_proof`), so its access tokens are always sender-constrained. Any client's valid proof binds its token.
+   */
+  dpopBoundAccessTokens?: boolean;
 }
 
 /** Where the router looks up clients: your developer portal's database, or a static list. */
@@ -177,6 +182,7 @@ const CLIENT_FIELDS = optionNames<RegisteredClient>({
   signingAlgorithms: true,
   requireSignedRequestObject: true,
   requirePkce: true,
+  dpopBoundAccessTokens: true,
 });
 
 /** What `hashClientSecret()` makes: a SHA-256 digest (32 bytes), or an scrypt salt and hash. */
@@ -243,6 +249,7 @@ function checkFields(client: RegisteredClient): void {
   }
   checkBoolean(client.requirePkce, `client ${id}: requirePkce`);
   checkBoolean(client.requireSignedRequestObject, `client ${id}: requireSignedRequestObject`);
+  checkBoolean(client.dpopBoundAccessTokens, `client ${id}: dpopBoundAccessTokens`);
 }
 
 /** How the client authenticates: a secret (exactly one form of it), or keys and no secret. */

@@ -44,14 +44,6 @@ export interface RedisSentinelCommandClient {
 /** Any client RedisStore accepts. */
 export type RedisStoreClient = RedisCommandClient | RedisClusterCommandClient | RedisSentinelCommandClient;
 
-/** The commands rate-limiter-flexible's RateLimiterRedis calls on a node-redis client (lib/ops/rate-limits.ts). */
-export interface NodeRedisCommands {
-  readonly isReady: boolean;
-  eval(...args: never[]): unknown;
-  multi(): unknown;
-  del(...args: never[]): unknown;
-}
-
 type Route =
   | { kind: 'single'; client: RedisCommandClient }
   | { kind: 'cluster'; client: RedisClusterCommandClient }
@@ -307,35 +299,6 @@ export class RedisConnection {
     }
     const info = String(await this.run(undefined, ['INFO', 'replication']));
     return Number(/connected_slaves:(\d+)/.exec(info)?.[1] ?? 0);
-  }
-
-  /**
-   * The node-redis client behind the connection, for companions that speak node-redis commands (the
-   * gateway's rate-limit counters share the store's connection). It forwards to the client the store created
-   * (once created) or to the injected one; undefined for an injected client without those commands.
-   */
-  nodeRedisClient(): NodeRedisCommands | undefined {
-    const injected = this.owned === undefined && this.route?.client;
-    if (injected) {
-      const commands = injected as unknown as Partial<Record<'eval' | 'multi' | 'del', unknown>>;
-      if (typeof commands.eval !== 'function' || typeof commands.multi !== 'function' || typeof commands.del !== 'function') return undefined;
-    } else if (this.url === undefined) {
-      return undefined;
-    }
-    const target = (): NodeRedisCommands => {
-      const client = this.route?.client;
-      if (!client) throw new StoreUnavailableError('Redis is not connected yet');
-      return client as unknown as NodeRedisCommands;
-    };
-    return {
-      get isReady() {
-        const client = target() as unknown as { isReady?: boolean; isOpen: boolean };
-        return client.isReady ?? client.isOpen;
-      },
-      eval: (...args) => target().eval(...args),
-      multi: () => target().multi(),
-      del: (...args) => target().del(...args),
-    };
   }
 
   private send(key: string | undefined, args: string[]): Promise<unknown> {

@@ -1,10 +1,10 @@
 import type { JsonObject, PutOptions, RecordKind, RecordWrite, Store, StoredRecord } from './store.js';
 import { CONSUME, INDEX, PUT, REVOKE } from './redis-scripts.js';
 import { decodeRecord, encodeRecord, grantKey, memberOf, recordKey, tagOfMember, type PlacedKey } from './redis-keys.js';
-import { RedisConnection, type NodeRedisCommands, type RedisStoreClient } from './redis-connection.js';
+import { RedisConnection, type RedisStoreClient } from './redis-connection.js';
 import { DataLossWatch, StoreDataLossError } from './redis-markers.js';
 
-export type { RedisCommandClient, RedisClusterCommandClient, RedisSentinelCommandClient, RedisStoreClient, NodeRedisCommands } from './redis-connection.js';
+export type { RedisCommandClient, RedisClusterCommandClient, RedisSentinelCommandClient, RedisStoreClient } from './redis-connection.js';
 export { StoreDataLossError } from './redis-markers.js';
 
 export interface RedisStoreOptions {
@@ -40,6 +40,17 @@ export interface RedisStoreOptions {
    * has answered survives a failover. Default: 1 when every shard has a replica when the store connects, else 0.
    */
   waitForReplicas?: number;
+}
+
+/** Each store's connection, for companions inside the package that count on the same Redis (connectionOf). */
+const connections = new WeakMap<RedisStore, RedisConnection>();
+
+/**
+ * The store's connection, for the gateway's rate-limit counters (lib/ops/counters.ts): they run their own
+ * scripts on it, with the store's handling of clusters, Sentinel and failovers. Not part of the public API.
+ */
+export function connectionOf(store: RedisStore): RedisConnection {
+  return connections.get(store)!;
 }
 
 /** A key the script of a grant (or write) must update, grouped by hash tag. */
@@ -96,6 +107,7 @@ export class RedisStore implements Store {
     if (waitFor !== undefined && !(Number.isInteger(waitFor) && waitFor >= 0)) throw new RangeError('waitForReplicas must be a whole number >= 0');
     this.replicaOption = waitFor;
     this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...(options.client ? { client: options.client } : { url: options.url ?? 'redis://localhost:6379' }) });
+    connections.set(this, this.connection);
     const onDataLoss = options.onDataLoss ?? ((error: StoreDataLossError) => process.emitWarning(error.message, { code: 'NETAUTH_REDIS_DATA_LOSS' }));
     this.watch = new DataLossWatch(this.connection, this.prefix, onDataLoss, 10_000);
   }
@@ -173,14 +185,6 @@ export class RedisStore implements Store {
       const left = await this.connection.script(REVOKE, [index.key, ...local], [grantId, '1', ...members], this.replicas);
       if (left === 0) return;
     }
-  }
-
-  /**
-   * The node-redis client behind the store, for companions that speak node-redis commands (the gateway's
-   * rate-limit counters share the store's connection). Undefined for an injected client without them.
-   */
-  nodeRedisClient(): NodeRedisCommands | undefined {
-    return this.connection.nodeRedisClient();
   }
 
   /** Stops the data-loss checks and quits the client the store created; an injected client stays open (its owner closes it). */

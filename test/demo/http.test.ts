@@ -118,11 +118,13 @@ describe('demo gateway over HTTP', () => {
     expect(stale.status).toBe(400);
   });
 
-  it('the sample APIs need a token of the right scope', async () => {
+  it('the sample APIs need a token of the right scope, and answer as CAMARA APIs (Commonalities body, x-correlator)', async () => {
     for (const path of ['/sim-swap/v1/check', '/number-verification/v1/verify']) {
-      const res = await fetch(`${demo.gatewayUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const res = await fetch(`${demo.gatewayUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-correlator': 'demo-1' }, body: '{}' });
       expect(res.status).toBe(401);
-      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm=.*, DPoP realm=/);
+      expect(res.headers.get('x-correlator')).toBe('demo-1');
+      expect(await res.json()).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
     }
   });
 

@@ -75,6 +75,7 @@ const refused: Array<[string, NetAuthOptions, RegExp]> = [
   ['grantTypes as a string', withClient({ grantTypes: 'authorization_code' }), /client app-1: grantTypes must be a list, not a string/],
   ['a redirect URI that is not a string', withClient({ redirectUris: [new URL('https://app.example/cb')] }), /client app-1: redirectUris must hold strings/],
   ['requirePkce as a string', withClient({ requirePkce: 'yes' }), /client app-1: requirePkce must be true or false, not a string/],
+  ['dpopBoundAccessTokens as a string', withClient({ dpopBoundAccessTokens: 'yes' }), /client app-1: dpopBoundAccessTokens must be true or false, not a string/],
   ['an empty clientSecret', withClient({ clientSecret: '' }), /client app-1: clientSecret must be a non-empty string/],
   ['a client without an id', withClient({ clientId: undefined }), /clients: a registration has clientId nothing; give each client its non-empty string id/],
   ['clients as neither list nor registry', withOptions({ clients: { 'app-1': APP1 } }), /clients must be a list of registrations or a ClientRegistry with find\(clientId\) \(missing: find\)/],
@@ -159,6 +160,9 @@ describe('netauth.guard() checks its options when the middleware is made', () =>
     ['a purpose no rule knows', { scope: 'sim-swap', purpose: 'Fraud' }, /guard purpose 'Fraud' is in no consentPolicy rule/],
     ['a misspelt option', { scopes: ['sim-swap'] }, /guard\.scopes: unknown option \(did you mean "scope"\?\)/],
     ['a realm with a line break', { realm: 'a\nb' }, /guard realm must be a non-empty string of printable ASCII/],
+    ['an errorFormat it does not know', { errorFormat: 'json' }, /guard errorFormat must be 'oauth' or 'camara'/],
+    ['device identification in the OAuth format', { device: true }, /set errorFormat: 'camara' beside device/],
+    ['a publicOrigin with a path', { publicOrigin: 'https://api.example/v1' }, /guard publicOrigin must be an http\(s\) origin without path/],
   ];
   const netauth = createNetAuth(BASE);
   afterAll(() => netauth.close());

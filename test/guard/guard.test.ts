@@ -20,11 +20,14 @@ describe('service-API guard', () => {
     expect((await request(app).post('/sim-swap/check').set('Authorization', `bearer ${await tokenFor(app)}`)).status).toBe(200);
   });
 
-  it('no token: 401 with a realm-only challenge', async () => {
+  it('no token: 401 with realm-only challenges, Bearer and DPoP (RFC 9449 §7.1)', async () => {
     const { app } = createTestGateway();
     const res = await request(app).post('/sim-swap/check');
     expect(res.status).toBe(401);
-    expect(res.headers['www-authenticate']).toBe('Bearer realm="http://gateway.test/apigateway", scope="sim-swap"');
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer realm="http://gateway.test/apigateway", scope="sim-swap", DPoP realm="http://gateway.test/apigateway", scope="sim-swap", algs="RS256 PS256 ES256 ES384 EdDSA"',
+    );
+    expect(res.text).toBe('');
     const basicInstead = await request(app).post('/sim-swap/check').set('Authorization', 'Basic abc');
     expect(basicInstead.status).toBe(401);
     expect(basicInstead.headers['www-authenticate']).not.toContain('error=');

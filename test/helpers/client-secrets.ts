@@ -27,7 +27,7 @@ function rememberForm(body: URLSearchParams): void {
 function rememberAuthorization(header: string | null): void {
   if (!header) return;
   const [scheme, value] = header.split(' ');
-  if (scheme?.toLowerCase() === 'bearer') remember(value);
+  if (scheme?.toLowerCase() === 'bearer' || scheme?.toLowerCase() === 'dpop') remember(value);
   if (scheme?.toLowerCase() === 'basic' && value) {
     const [, password] = Buffer.from(value, 'base64').toString().split(':');
     if (password) remember(decodeURIComponent(password.replace(/\+/g, ' ')));
@@ -49,6 +49,8 @@ export function watchSecrets(): void {
   globalThis.fetch = async (input, init) => {
     const headers = new Headers(init?.headers);
     rememberAuthorization(headers.get('authorization'));
+    // A DPoP proof is an assertion too.
+    remember(headers.get('dpop'));
     const url = new URL(input instanceof Request ? input.url : input.toString());
     rememberForm(url.searchParams);
     if (typeof init?.body === 'string') rememberForm(new URLSearchParams(init.body));

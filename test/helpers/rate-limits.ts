@@ -1,4 +1,8 @@
-import type { RateLimitOptions } from '../../lib/index.js';
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
+import { RedisStore, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
+import { createTestGateway, type TestGateway, type TestGatewaySetup } from './gateway.js';
+import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from './redis-server.js';
 
 /** Every limit off except the ones given: each rate-limit test looks at one limit. */
 export function only(limits: RateLimitOptions): RateLimitOptions {
@@ -9,4 +13,50 @@ export function only(limits: RateLimitOptions): RateLimitOptions {
     token: { perClient: false, perClientAndSubscriber: false, perSubscriber: false, ...limits.token },
     clientAuthentication: { perClientAndAddress: false, perAddress: false, ...limits.clientAuthentication },
   };
+}
+
+/** Where a suite's counters live: `gateway()` makes a test gateway counting there. */
+export interface CounterBackend {
+  name: 'memory' | 'redis';
+  gateway(overrides?: Partial<NetAuthOptions>, setup?: TestGatewaySetup): TestGateway;
+}
+
+/**
+ * Runs `suite` once per backend of the rate limits, so both are held to the same tests: the memory counters,
+ * and the Redis counters (each gateway on a RedisStore of its own prefix, on a redis-server started for the
+ * suite). On Redis every test also checks that nothing was reported (`onError`, `rate.fallback`): no count fell
+ * back to this process's memory.
+ */
+export function describeEachBackend(title: string, suite: (backend: CounterBackend) => void): void {
+  describe(`${title} [memory]`, () => suite({ name: 'memory', gateway: createTestGateway }));
+
+  const skip = skipRedisTests(`${title} on Redis`);
+  describe.skipIf(skip)(`${title} [redis]${skip ? ` (skipped: ${redisServerMissing()})` : ''}`, () => {
+    let server: RedisServer;
+    const stores: RedisStore[] = [];
+    let reported: unknown[] = [];
+    beforeAll(async () => {
+      requireRedisServer();
+      server = await RedisServer.start();
+    });
+    afterEach(() => {
+      const errors = reported;
+      reported = [];
+      expect(errors).toEqual([]);
+    });
+    afterAll(async () => {
+      for (const store of stores) await store.close();
+      await server?.destroy();
+    });
+    suite({
+      name: 'redis',
+      gateway(overrides = {}, setup) {
+        const store = new RedisStore({ url: server.url, prefix: `netauth-rl:${randomUUID()}:` });
+        stores.push(store);
+        const gw = createTestGateway({ store, onError: (error) => reported.push(error), ...overrides }, setup);
+        gw.netauth.events.on('rate.fallback', (event) => void reported.push(event));
+        return gw;
+      },
+    });
+  });
 }

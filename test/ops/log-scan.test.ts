@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import pino from 'pino';
+import { createClient } from 'redis';
 import { APP1, APP2, CIBA, LOCATION, SECRET, SIM_SWAP, basic, createTestGateway } from '../helpers/gateway.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, authorize, callback, consentForm, cookies, formTarget, localPath, location, pkcePair, redeem } from '../helpers/frontend.js';
@@ -14,7 +15,7 @@ import { attachLogger } from '../../lib/ops/logging.js';
 /**
  * Issue 9, done when: the structured logs of a full run (frontend flow with the consent page, code redemption
  * and replay, CIBA pending / slow_down / approved / denied / expired, introspection, revocation, failed client
- * authentication, rate limiting, an internal error) contain none of the secrets, tokens, codes, auth_req_ids,
+ * authentication, rate limiting (on counters whose Redis is unreachable), an internal error) contain none of the secrets, tokens, codes, auth_req_ids,
  * client secrets or phone numbers used, and do contain every event (so an empty log cannot pass).
  */
 
@@ -71,6 +72,8 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
         authorize: { perAddress: { points: 5, duration: 60 } },
         clientAuthentication: { perClientAndAddress: { failures: 3, duration: 900 } },
         token: { perClient: { points: 12, duration: 60 } },
+        // Counters on a Redis client that never connected: each one is counted in memory, and that is logged (rate.fallback).
+        redis: createClient({ url: 'redis://127.0.0.1:1', disableOfflineQueue: true }),
       },
     });
     const { app, netauth, clock } = gw;

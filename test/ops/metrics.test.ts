@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { Registry, register as globalRegistry } from 'prom-client';
+import { createClient } from 'redis';
 import { APP1, APP2, CIBA, LOCATION, SIM_SWAP, basic, createTestGateway } from '../helpers/gateway.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, answerConsent, authorize, callback, codeFor, redeem } from '../helpers/frontend.js';
@@ -137,6 +138,17 @@ describe('metrics router', () => {
     expect(value(parse((await request(gw.app).get('/metrics')).text), 'netauth_tokens_issued_total', { client_id: 'app-1', grant_type: CIBA, format: 'opaque' })).toBe(1);
     expect(value(parse(await registry.metrics()), 'gw_tokens_issued_total', { grant_type: CIBA, format: 'opaque' })).toBe(1);
     expect((await request(gw.app).post('/metrics')).status).toBe(405);
+  });
+
+  it('counts the rate-limit operations an instance answered alone because the shared counters failed', async () => {
+    // A Redis client that never connected: every count falls back to this process's memory.
+    const gw = createTestGateway({ rateLimits: { redis: createClient({ url: 'redis://127.0.0.1:1', disableOfflineQueue: true }) } });
+    gw.app.use('/metrics', gw.netauth.metricsRouter());
+    expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    const m = parse((await request(gw.app).get('/metrics')).text);
+    // Told once when it started (its first operation); the rest go with the next report (a minute later, or when Redis is back).
+    expect(value(m, 'netauth_rate_limit_fallback_operations_total', { cause: 'unavailable' })).toBe(1);
+    expect(value(m, 'netauth_rate_limit_fallback_operations_total', { cause: 'error' })).toBe(0);
   });
 
   it('costs nothing until it is created: no listener, no timing', () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import request from 'supertest';
 import type { Express } from 'express';
 import { createClient } from 'redis';
@@ -8,7 +8,7 @@ import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js
 import { CALLBACK, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
 import { only } from '../helpers/rate-limits.js';
-import { MemoryStore, RedisStore, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
+import { MemoryStore, RateLimitFallbackError, RedisStore, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
 import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 
 /**
@@ -73,7 +73,7 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     expect((await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
     // Under the store's prefix, with a TTL.
     const keys = await raw.keys(`${prefix}rl:*`);
-    expect(keys.sort()).toEqual([`${prefix}rl:bc-authorize:client:app-1`, `${prefix}rl:bc-authorize:client:app-2`]);
+    expect(keys.sort()).toEqual([`${prefix}rl:bc-authorize:client:{app-1}`, `${prefix}rl:bc-authorize:client:{app-2}`]);
     for (const key of keys) expect(Number(await raw.pTTL(key))).toBeGreaterThan(0);
   });
 
@@ -87,12 +87,12 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     expectTooMany(await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP }, APP2));
     const keys = (await raw.keys(`${prefix}rl:*`)).sort();
     expect(keys).toEqual([
-      `${prefix}rl:bc-authorize:client-subscriber:app-1:sub-alice`,
-      `${prefix}rl:bc-authorize:client-subscriber:app-2:sub-alice`,
-      `${prefix}rl:bc-authorize:subscriber:sub-alice`,
+      `${prefix}rl:bc-authorize:client-subscriber:{sub-alice}app-1`,
+      `${prefix}rl:bc-authorize:client-subscriber:{sub-alice}app-2`,
+      `${prefix}rl:bc-authorize:subscriber:{sub-alice}`,
     ]);
     // Three served and app-2's refused one; app-1's two refused requests never reached the ceiling.
-    expect(await raw.get(`${prefix}rl:bc-authorize:subscriber:sub-alice`)).toBe('4');
+    expect(await raw.get(`${prefix}rl:bc-authorize:subscriber:{sub-alice}`)).toBe('4');
   });
 
   it('the client-authentication lock-out is shared: failures for a client at an address on one instance lock that pair on the other', async () => {
@@ -111,7 +111,7 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     expect((await from(b.app, '203.0.113.22', basic('nobody-else', 'x'))).status).toBe(401);
     expectTooMany(await from(a.app, '203.0.113.22', basic('nobody', 'x')));
     const keys = (await raw.keys(`${prefix}rl:auth-failures:*`)).sort();
-    expect(keys).toEqual([`${prefix}rl:auth-failures:address:203.0.113.22`, `${prefix}rl:auth-failures:client-address:app-1:203.0.113.20`]);
+    expect(keys).toEqual([`${prefix}rl:auth-failures:address:{203.0.113.22}`, `${prefix}rl:auth-failures:client-address:{app-1}203.0.113.20`]);
   });
 
   it('concurrent guesses spread over two instances never get more comparisons than the budget', async () => {
@@ -151,7 +151,7 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     const b = createTestGateway({ store: new MemoryStore(), rateLimits });
     expect((await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
     expectTooMany(await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP }));
-    expect(await raw.keys(`${keyPrefix}*`)).toEqual([`${keyPrefix}bc-authorize:client:app-1`]);
+    expect(await raw.keys(`${keyPrefix}*`)).toEqual([`${keyPrefix}bc-authorize:client:{app-1}`]);
     await a.netauth.close();
     await b.netauth.close();
   });
@@ -164,7 +164,7 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     expect(await raw.keys(`${prefix}rl:*`)).toEqual([]);
   });
 
-  it('Redis unreachable: each instance counts for itself meanwhile (nothing fails open, nothing hangs)', async () => {
+  it('Redis unreachable: each instance counts for itself meanwhile and says so (rate.fallback), then counts in Redis again once it is back', async () => {
     const own = await RedisServer.start();
     const client = createClient({ url: own.url, disableOfflineQueue: true, socket: { reconnectStrategy: () => 100 } });
     client.on('error', () => {});
@@ -172,21 +172,108 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     clients.push(client);
     try {
       const reported: unknown[] = [];
+      const keyPrefix = `rl-down:${randomUUID()}:`;
       const gw = createTestGateway({
         store: new MemoryStore(),
-        rateLimits: { ...only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } }), redis: client, timeout: 200 },
+        rateLimits: { ...only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } }), redis: client, keyPrefix, timeout: 200 },
         onError: (error) => reported.push(error),
       });
+      const events = recordEvents(gw.netauth);
       await own.stop();
       const started = Date.now();
       expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
       expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
       expectTooMany(await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP }));
+      // Nothing waits for the Redis that is gone.
       expect(Date.now() - started).toBeLessThan(2000);
+      // Told once, not once per request; an outage is not an internal error.
+      expect(events.of('rate.fallback')).toEqual([{ state: 'failing', cause: 'unavailable', operations: 1 }]);
       expect(reported).toEqual([]);
+
+      await own.restart();
+      await vi.waitFor(() => expect(client.isReady).toBe(true), { timeout: 10_000 });
+      // Shared again: APP2's request counts in Redis, and the two requests counted in memory meanwhile are told.
+      expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+      expect(await client.get(`${keyPrefix}bc-authorize:client:{app-2}`)).toBe('1');
+      expect(events.of('rate.fallback')).toEqual([
+        { state: 'failing', cause: 'unavailable', operations: 1 },
+        { state: 'recovered', cause: 'unavailable', operations: 2 },
+      ]);
       await gw.netauth.close();
     } finally {
       await own.destroy();
     }
+  });
+
+  it('an ACL that refuses the scripts is reported to onError too, not hidden (the limits then hold per instance)', async () => {
+    const user = `rl-noperm-${randomUUID().slice(0, 8)}`;
+    expect(await raw.sendCommand(['ACL', 'SETUSER', user, 'on', '>pw', 'resetkeys', '~*', '-@all', '+@connection', '+get', '+set'])).toBe('OK');
+    const client = createClient({ url: `redis://${user}:pw@127.0.0.1:${server.port}`, disableOfflineQueue: true });
+    client.on('error', () => {});
+    await client.connect();
+    clients.push(client);
+    const reported: unknown[] = [];
+    const gw = createTestGateway({
+      store: new MemoryStore(),
+      rateLimits: { ...only({ bcAuthorize: { perClient: { points: 1, duration: 60 } } }), redis: client },
+      onError: (error) => reported.push(error),
+    });
+    const events = recordEvents(gw.netauth);
+    expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expectTooMany(await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP }));
+    expect(events.of('rate.fallback')).toEqual([{ state: 'failing', cause: 'error', operations: 1 }]);
+    expect(reported).toHaveLength(1);
+    expect(reported[0]).toBeInstanceOf(RateLimitFallbackError);
+    expect((reported[0] as Error).message).toMatch(
+      new RegExp(`^rate limits: Redis at 127\\.0\\.0\\.1:${server.port} refused the counters' script \\(NOPERM .*evalsha.*\\): each instance counts for itself until that is fixed$`, 'i'),
+    );
+    await gw.netauth.close();
+  });
+
+  it("a client that has not failed pays no round trip for the lock-out: its slot is held for the next check, and given back on close", async () => {
+    const [a, , prefix] = instances(only({ clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 } } }));
+    const attempts = `${prefix}rl:auth-attempts:client-address:{app-2}203.0.113.40`;
+    const introspect = () => request(a.app).post('/apigateway/introspect').set('X-Forwarded-For', '203.0.113.40').set('Authorization', APP2).type('form').send({ token: 'x' });
+    expect((await introspect()).status).toBe(200);
+    // The first check took a slot; it stays counted (held), so every check is still bounded by the budget.
+    expect(await raw.get(attempts)).toBe('1');
+    const monitor = raw.duplicate();
+    monitor.on('error', () => {});
+    await monitor.connect();
+    clients.push(monitor);
+    const seen: string[] = [];
+    // The gateway's scripts on the rate-limit keys (not the commands they run, nor this test's reads).
+    await monitor.monitor((line) => {
+      if (/ "EVAL(SHA)?" /.test(line) && line.includes(`${prefix}rl:`)) seen.push(line);
+    });
+    // MONITOR's last lines may still be on their way.
+    const settled = () => new Promise((resolve) => setTimeout(resolve, 100));
+    for (let i = 0; i < 10; i++) expect((await introspect()).status).toBe(200);
+    await settled();
+    expect(seen).toEqual([]);
+    expect(await raw.get(attempts)).toBe('1');
+    // A wrong secret from there uses the held slot and is counted as a failure: its one script is all MONITOR sees (EVAL too if Redis did not know it yet).
+    expect((await request(a.app).post('/apigateway/introspect').set('X-Forwarded-For', '203.0.113.40').set('Authorization', basic('app-2', 'wrong')).type('form').send({ token: 'x' })).status).toBe(401);
+    await settled();
+    expect(seen.length).toBeGreaterThan(0);
+    for (const line of seen) expect(line).toContain(`"1" "${prefix}rl:auth-failures:client-address:{app-2}203.0.113.40"`);
+    expect(await raw.get(`${prefix}rl:auth-failures:client-address:{app-2}203.0.113.40`)).toBe('1');
+    expect((await introspect()).status).toBe(200);
+    expect(await raw.get(attempts)).toBe('2');
+    await a.netauth.close();
+    expect(await raw.get(attempts)).toBe('1');
+  });
+
+  it("a client's limit: each instance takes 1 % of the points at once; across instances no more than the limit is served", async () => {
+    const [a, b, prefix] = instances(only({ token: { perClient: { points: 200, duration: 60 } } }));
+    const poll = (gw: TestGateway) => pollToken(gw.app, 'unknown-auth-req-id').then((r) => r.body.error as string);
+    const answers: string[] = [];
+    for (let i = 0; i < 260; i++) answers.push(await poll(i % 2 === 0 ? a : b));
+    const served = answers.filter((e) => e === 'invalid_grant').length;
+    expect(answers.filter((e) => e !== 'invalid_grant' && e !== 'slow_down')).toEqual([]);
+    // Two points at a time per instance: at most 2 - 1 of them left unused on each when the limit is reached.
+    expect(served).toBeLessThanOrEqual(200);
+    expect(served).toBeGreaterThanOrEqual(198);
+    expect(Number(await raw.get(`${prefix}rl:token:client:{app-1}`))).toBeGreaterThanOrEqual(200);
   });
 });

@@ -5,7 +5,7 @@ import { APP1, APP2, CIBA, ISSUER, LOCATION, SECRET, SIM_SWAP, basic, createTest
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, authorize, callback, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
-import { only } from '../helpers/rate-limits.js';
+import { describeEachBackend, only } from '../helpers/rate-limits.js';
 import { RATE_LIMIT_DEFAULTS, MemoryStore, RedisStore, createNetAuth, type RateLimitOptions } from '../../lib/index.js';
 import { CLIENTS, POLICY, SUBSCRIBERS } from '../helpers/gateway.js';
 
@@ -27,168 +27,170 @@ function expectTooMany(res: request.Response, maxWait: number): void {
 const from = (app: Express, ip: string, authorization: string, body: Record<string, string> = { login_hint: ALICE, scope: SIM_SWAP }) =>
   request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', ip).set('Authorization', authorization).type('form').send(body);
 
-describe('rate limits: bc-authorize', () => {
-  it('per client: past the limit 429 temporarily_unavailable with Retry-After; other clients unaffected', async () => {
-    const { app, netauth } = createTestGateway({ rateLimits: only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } }) });
-    const events = recordEvents(netauth);
-    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
-    expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
-    // Counted before anything else: an invalid request over the limit is 429 too.
-    expectTooMany(await bcAuthorize(app, { login_hint: BOB, scope: 'dpv:Nothing#x' }), 60);
-    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
-    expect(events.of('rate.limited')).toEqual([{ endpoint: 'bc-authorize', limit: 'client', clientId: 'app-1', retryAfter: expect.any(Number) }]);
-    expect(events.of('ciba.requested')).toHaveLength(3);
-  });
-
-  it('by default one client cannot use up another client\'s allowance for the same subscriber', async () => {
-    const { app, netauth } = createTestGateway();
-    const events = recordEvents(netauth);
-    const allowance = RATE_LIMIT_DEFAULTS.bcAuthorize.perClientAndSubscriber.points;
-    for (let i = 0; i < allowance; i++) expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
-    expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }), 600);
-    // The other client's requests for Alice, and app-1's for Bob, are served.
-    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
-    expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
-    expect(events.of('rate.limited')).toEqual([
-      { endpoint: 'bc-authorize', limit: 'client_subscriber', clientId: 'app-1', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
-    ]);
-  });
-
-  it('per client and subscriber: 429; other clients for the subscriber, and the client for others, unaffected', async () => {
-    const { app } = createTestGateway({ rateLimits: only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 } } }) });
-    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
-    expect((await bcAuthorize(app, { login_hint: 'ipport:10.20.0.1', scope: SIM_SWAP })).status).toBe(200);
-    expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }), 600);
-    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
-    expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
-  });
-
-  it('the subscriber-wide ceiling counts only requests within a client\'s allowance', async () => {
-    const { app, netauth } = createTestGateway({
-      rateLimits: only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 }, perSubscriber: { points: 3, duration: 600 } } }),
+describeEachBackend('rate limits', (backend) => {
+  describe('bc-authorize', () => {
+    it('per client: past the limit 429 temporarily_unavailable with Retry-After; other clients unaffected', async () => {
+      const { app, netauth } = backend.gateway({ rateLimits: only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } }) });
+      const events = recordEvents(netauth);
+      expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+      expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
+      // Counted before anything else: an invalid request over the limit is 429 too.
+      expectTooMany(await bcAuthorize(app, { login_hint: BOB, scope: 'dpv:Nothing#x' }), 60);
+      expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+      expect(events.of('rate.limited')).toEqual([{ endpoint: 'bc-authorize', limit: 'client', clientId: 'app-1', retryAfter: expect.any(Number) }]);
+      expect(events.of('ciba.requested')).toHaveLength(3);
     });
-    const events = recordEvents(netauth);
-    // app-1 asks five times: two served, three refused by its own allowance, none of them counted in the ceiling.
-    for (let i = 0; i < 5; i++) await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP });
-    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
-    expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2), 600);
-    expect(events.of('rate.limited').map((e) => e.limit)).toEqual(['client_subscriber', 'client_subscriber', 'client_subscriber', 'subscriber']);
+
+    it('by default one client cannot use up another client\'s allowance for the same subscriber', async () => {
+      const { app, netauth } = backend.gateway();
+      const events = recordEvents(netauth);
+      const allowance = RATE_LIMIT_DEFAULTS.bcAuthorize.perClientAndSubscriber.points;
+      for (let i = 0; i < allowance; i++) expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+      expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }), 600);
+      // The other client's requests for Alice, and app-1's for Bob, are served.
+      expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+      expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
+      expect(events.of('rate.limited')).toEqual([
+        { endpoint: 'bc-authorize', limit: 'client_subscriber', clientId: 'app-1', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
+      ]);
+    });
+
+    it('per client and subscriber: 429; other clients for the subscriber, and the client for others, unaffected', async () => {
+      const { app } = backend.gateway({ rateLimits: only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 } } }) });
+      expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+      expect((await bcAuthorize(app, { login_hint: 'ipport:10.20.0.1', scope: SIM_SWAP })).status).toBe(200);
+      expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }), 600);
+      expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+      expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
+    });
+
+    it('the subscriber-wide ceiling counts only requests within a client\'s allowance', async () => {
+      const { app, netauth } = backend.gateway({
+        rateLimits: only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 }, perSubscriber: { points: 3, duration: 600 } } }),
+      });
+      const events = recordEvents(netauth);
+      // app-1 asks five times: two served, three refused by its own allowance, none of them counted in the ceiling.
+      for (let i = 0; i < 5; i++) await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP });
+      expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+      expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2), 600);
+      expect(events.of('rate.limited').map((e) => e.limit)).toEqual(['client_subscriber', 'client_subscriber', 'client_subscriber', 'subscriber']);
+    });
+
+    it('per subscriber (the ceiling), whichever client asks: 429; other subscribers unaffected', async () => {
+      const { app, netauth } = backend.gateway({ rateLimits: only({ bcAuthorize: { perSubscriber: { points: 2, duration: 600 } } }) });
+      const events = recordEvents(netauth);
+      expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+      expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
+      expectTooMany(await bcAuthorize(app, { login_hint: 'ipport:10.20.0.1', scope: SIM_SWAP }, APP2), 600);
+      expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
+      expect(events.of('rate.limited')).toEqual([
+        { endpoint: 'bc-authorize', limit: 'subscriber', clientId: 'app-2', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
+      ]);
+    });
   });
 
-  it('per subscriber (the ceiling), whichever client asks: 429; other subscribers unaffected', async () => {
-    const { app, netauth } = createTestGateway({ rateLimits: only({ bcAuthorize: { perSubscriber: { points: 2, duration: 600 } } }) });
-    const events = recordEvents(netauth);
-    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
-    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
-    expectTooMany(await bcAuthorize(app, { login_hint: 'ipport:10.20.0.1', scope: SIM_SWAP }, APP2), 600);
-    expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
-    expect(events.of('rate.limited')).toEqual([
-      { endpoint: 'bc-authorize', limit: 'subscriber', clientId: 'app-2', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
-    ]);
-  });
-});
+  describe('token', () => {
+    it('per client, code grant: 429 with Retry-After; the code is not burnt', async () => {
+      const gw = backend.gateway({ rateLimits: only({ token: { perClient: { points: 1, duration: 1 } } }) });
+      const first = await codeFor(gw);
+      const second = await codeFor(gw);
+      expect((await redeem(gw.app, { code: first, redirect_uri: CALLBACK })).status).toBe(200);
+      expectTooMany(await redeem(gw.app, { code: second, redirect_uri: CALLBACK }), 1);
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      expect((await redeem(gw.app, { code: second, redirect_uri: CALLBACK })).status).toBe(200);
+    });
 
-describe('rate limits: token', () => {
-  it('per client, code grant: 429 with Retry-After; the code is not burnt', async () => {
-    const gw = createTestGateway({ rateLimits: only({ token: { perClient: { points: 1, duration: 1 } } }) });
-    const first = await codeFor(gw);
-    const second = await codeFor(gw);
-    expect((await redeem(gw.app, { code: first, redirect_uri: CALLBACK })).status).toBe(200);
-    expectTooMany(await redeem(gw.app, { code: second, redirect_uri: CALLBACK }), 1);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect((await redeem(gw.app, { code: second, redirect_uri: CALLBACK })).status).toBe(200);
-  });
+    it('per client, CIBA grant: slow_down (400) with Retry-After, as CIBA has a poller slow down', async () => {
+      const { app, netauth } = backend.gateway({ rateLimits: only({ token: { perClient: { points: 1, duration: 60 } } }) });
+      const events = recordEvents(netauth);
+      const id = await startBackchannel(app, ALICE, LOCATION);
+      expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
+      const res = await pollToken(app, id);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('slow_down');
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(events.of('ciba.slow_down')).toEqual([{ clientId: 'app-1', reason: 'rate_limit' }]);
+      expect(events.of('rate.limited')).toEqual([{ endpoint: 'token', limit: 'client', clientId: 'app-1', retryAfter: expect.any(Number) }]);
+    });
 
-  it('per client, CIBA grant: slow_down (400) with Retry-After, as CIBA has a poller slow down', async () => {
-    const { app, netauth } = createTestGateway({ rateLimits: only({ token: { perClient: { points: 1, duration: 60 } } }) });
-    const events = recordEvents(netauth);
-    const id = await startBackchannel(app, ALICE, LOCATION);
-    expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
-    const res = await pollToken(app, id);
-    expect(res.status).toBe(400);
-    expect(res.body.error).toBe('slow_down');
-    expect(res.headers['cache-control']).toBe('no-store');
-    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(events.of('ciba.slow_down')).toEqual([{ clientId: 'app-1', reason: 'rate_limit' }]);
-    expect(events.of('rate.limited')).toEqual([{ endpoint: 'token', limit: 'client', clientId: 'app-1', retryAfter: expect.any(Number) }]);
-  });
+    it('per subscriber, CIBA grant: slow_down; terminal answers (denied, expired) are never masked', async () => {
+      const { app, netauth, clock } = backend.gateway({ rateLimits: only({ token: { perSubscriber: { points: 2, duration: 60 } } }) });
+      const events = recordEvents(netauth);
+      const id = await startBackchannel(app, ALICE, LOCATION);
+      expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
+      clock.advance(2);
+      expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
+      clock.advance(2);
+      // Another client polling for the same subscriber is slowed down too.
+      const other = await startBackchannel(app, ALICE, SIM_SWAP, APP2);
+      const slowed = await pollToken(app, other, APP2);
+      expect(slowed.body.error).toBe('slow_down');
+      expect(events.of('ciba.slow_down')).toEqual([{ clientId: 'app-2', subscriberId: 'sub-alice', reason: 'rate_limit' }]);
+      // Bob is not limited.
+      expect((await pollToken(app, await startBackchannel(app, BOB, SIM_SWAP))).status).toBe(200);
 
-  it('per subscriber, CIBA grant: slow_down; terminal answers (denied, expired) are never masked', async () => {
-    const { app, netauth, clock } = createTestGateway({ rateLimits: only({ token: { perSubscriber: { points: 2, duration: 60 } } }) });
-    const events = recordEvents(netauth);
-    const id = await startBackchannel(app, ALICE, LOCATION);
-    expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
-    clock.advance(2);
-    expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
-    clock.advance(2);
-    // Another client polling for the same subscriber is slowed down too.
-    const other = await startBackchannel(app, ALICE, SIM_SWAP, APP2);
-    const slowed = await pollToken(app, other, APP2);
-    expect(slowed.body.error).toBe('slow_down');
-    expect(events.of('ciba.slow_down')).toEqual([{ clientId: 'app-2', subscriberId: 'sub-alice', reason: 'rate_limit' }]);
-    // Bob is not limited.
-    expect((await pollToken(app, await startBackchannel(app, BOB, SIM_SWAP))).status).toBe(200);
+      await netauth.consent.deny({ clientId: 'app-1', login_hint: ALICE, scope: LOCATION });
+      expect((await pollToken(app, id)).body.error).toBe('access_denied');
+      clock.advance(121);
+      expect((await pollToken(app, other, APP2)).body.error).toBe('expired_token');
+    });
 
-    await netauth.consent.deny({ clientId: 'app-1', login_hint: ALICE, scope: LOCATION });
-    expect((await pollToken(app, id)).body.error).toBe('access_denied');
-    clock.advance(121);
-    expect((await pollToken(app, other, APP2)).body.error).toBe('expired_token');
-  });
+    it('per client and subscriber, CIBA grant: slow_down for that client only', async () => {
+      const { app, netauth, clock } = backend.gateway({ rateLimits: only({ token: { perClientAndSubscriber: { points: 1, duration: 60 } } }) });
+      const events = recordEvents(netauth);
+      const id = await startBackchannel(app, ALICE, LOCATION);
+      const other = await startBackchannel(app, ALICE, SIM_SWAP, APP2);
+      expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
+      clock.advance(2);
+      expect((await pollToken(app, id)).body.error).toBe('slow_down');
+      expect((await pollToken(app, other, APP2)).status).toBe(200);
+      expect(events.of('rate.limited')).toEqual([
+        { endpoint: 'token', limit: 'client_subscriber', clientId: 'app-1', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
+      ]);
+    });
 
-  it('per client and subscriber, CIBA grant: slow_down for that client only', async () => {
-    const { app, netauth, clock } = createTestGateway({ rateLimits: only({ token: { perClientAndSubscriber: { points: 1, duration: 60 } } }) });
-    const events = recordEvents(netauth);
-    const id = await startBackchannel(app, ALICE, LOCATION);
-    const other = await startBackchannel(app, ALICE, SIM_SWAP, APP2);
-    expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
-    clock.advance(2);
-    expect((await pollToken(app, id)).body.error).toBe('slow_down');
-    expect((await pollToken(app, other, APP2)).status).toBe(200);
-    expect(events.of('rate.limited')).toEqual([
-      { endpoint: 'token', limit: 'client_subscriber', clientId: 'app-1', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
-    ]);
+    it('per subscriber, code grant: 429', async () => {
+      const gw = backend.gateway({ rateLimits: only({ token: { perSubscriber: { points: 1, duration: 60 } } }) });
+      const first = await codeFor(gw);
+      const second = await codeFor(gw);
+      expect((await redeem(gw.app, { code: first, redirect_uri: CALLBACK })).status).toBe(200);
+      expectTooMany(await redeem(gw.app, { code: second, redirect_uri: CALLBACK }), 60);
+    });
   });
 
-  it('per subscriber, code grant: 429', async () => {
-    const gw = createTestGateway({ rateLimits: only({ token: { perSubscriber: { points: 1, duration: 60 } } }) });
-    const first = await codeFor(gw);
-    const second = await codeFor(gw);
-    expect((await redeem(gw.app, { code: first, redirect_uri: CALLBACK })).status).toBe(200);
-    expectTooMany(await redeem(gw.app, { code: second, redirect_uri: CALLBACK }), 60);
-  });
-});
+  describe('/authorize per address', () => {
+    it('once the redirect target is validated: a redirect with temporarily_unavailable, the state and iss', async () => {
+      const gw = backend.gateway({ rateLimits: only({ authorize: { perAddress: { points: 2, duration: 60 } } }) });
+      const events = recordEvents(gw.netauth);
+      expect(callback(await authorize(gw.app)).code).toBeDefined();
+      expect(callback(await authorize(gw.app)).code).toBeDefined();
+      const res = await authorize(gw.app, { state: 'xyz' });
+      expect(res.status).toBe(302);
+      expect(callback(res)).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String), state: 'xyz', iss: ISSUER });
+      // Bob's device is another address.
+      expect(callback(await authorize(gw.app, {}, { ip: '10.20.0.2' })).code).toBeDefined();
+      expect(events.of('rate.limited')).toEqual([{ endpoint: 'authorize', limit: 'address', clientId: 'app-1', retryAfter: expect.any(Number) }]);
+    });
 
-describe('rate limits: /authorize per address', () => {
-  it('once the redirect target is validated: a redirect with temporarily_unavailable, the state and iss', async () => {
-    const gw = createTestGateway({ rateLimits: only({ authorize: { perAddress: { points: 2, duration: 60 } } }) });
-    const events = recordEvents(gw.netauth);
-    expect(callback(await authorize(gw.app)).code).toBeDefined();
-    expect(callback(await authorize(gw.app)).code).toBeDefined();
-    const res = await authorize(gw.app, { state: 'xyz' });
-    expect(res.status).toBe(302);
-    expect(callback(res)).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String), state: 'xyz', iss: ISSUER });
-    // Bob's device is another address.
-    expect(callback(await authorize(gw.app, {}, { ip: '10.20.0.2' })).code).toBeDefined();
-    expect(events.of('rate.limited')).toEqual([{ endpoint: 'authorize', limit: 'address', clientId: 'app-1', retryAfter: expect.any(Number) }]);
-  });
+    it('before the target is validated: a 429 error page with Retry-After, never a redirect', async () => {
+      const gw = backend.gateway({ rateLimits: only({ authorize: { perAddress: { points: 1, duration: 60 } } }) });
+      await authorize(gw.app);
+      const res = await authorize(gw.app, { client_id: 'nobody' });
+      expect(res.status).toBe(429);
+      expect(res.headers.location).toBeUndefined();
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(res.text).toContain('temporarily_unavailable');
+    });
 
-  it('before the target is validated: a 429 error page with Retry-After, never a redirect', async () => {
-    const gw = createTestGateway({ rateLimits: only({ authorize: { perAddress: { points: 1, duration: 60 } } }) });
-    await authorize(gw.app);
-    const res = await authorize(gw.app, { client_id: 'nobody' });
-    expect(res.status).toBe(429);
-    expect(res.headers.location).toBeUndefined();
-    expect(res.headers['content-type']).toMatch(/^text\/html/);
-    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(res.text).toContain('temporarily_unavailable');
-  });
-
-  it('an IPv6 address counts by its /64', async () => {
-    const gw = createTestGateway({ rateLimits: only({ authorize: { perAddress: { points: 2, duration: 60 } } }) });
-    expect(callback(await authorize(gw.app, {}, { ip: '2001:db8::1' })).code).toBeDefined();
-    expect(callback(await authorize(gw.app, {}, { ip: '2001:db8::1' })).code).toBeDefined();
-    expect(callback(await authorize(gw.app, {}, { ip: '2001:db8::abcd' })).error).toBe('temporarily_unavailable');
-    expect(callback(await authorize(gw.app, {}, { ip: '2001:db8:0:1::1' })).error).toBe('access_denied');
+    it('an IPv6 address counts by its /64', async () => {
+      const gw = backend.gateway({ rateLimits: only({ authorize: { perAddress: { points: 2, duration: 60 } } }) });
+      expect(callback(await authorize(gw.app, {}, { ip: '2001:db8::1' })).code).toBeDefined();
+      expect(callback(await authorize(gw.app, {}, { ip: '2001:db8::1' })).code).toBeDefined();
+      expect(callback(await authorize(gw.app, {}, { ip: '2001:db8::abcd' })).error).toBe('temporarily_unavailable');
+      expect(callback(await authorize(gw.app, {}, { ip: '2001:db8:0:1::1' })).error).toBe('access_denied');
+    });
   });
 });
 
@@ -210,12 +212,14 @@ describe('rateLimits option', () => {
     expect(() => createNetAuth({ ...base, store: new MemoryStore(), rateLimits: { backend: 'redis' } })).toThrow(/redis/);
   });
 
-  it('a RedisStore over a client that is not node-redis (sendCommand only): counters in memory, unless Redis is asked for', () => {
+  it('rateLimits.redis must be a Redis client, and keyPrefix carries no hash tag', () => {
     const base = { issuer: ISSUER, clients: CLIENTS, subscribers: SUBSCRIBERS, consentPolicy: POLICY };
+    const notAClient = { redis: { eval: () => null } } as unknown as RateLimitOptions;
+    expect(() => createNetAuth({ ...base, rateLimits: notAClient })).toThrow('rateLimits.redis must be a node-redis client: createClient(), createCluster() or createSentinel() (missing: sendCommand)');
     const store = new RedisStore({ client: { isOpen: true, isReady: true, sendCommand: async () => null } });
-    expect(store.nodeRedisClient()).toBeUndefined();
+    expect(() => createNetAuth({ ...base, store, rateLimits: { keyPrefix: 'rl:{x}:' } })).toThrow(/keyPrefix "rl:\{x\}:" contains a brace/);
+    // Any client the store accepts carries the counters (RedisStore talks to it through sendCommand only).
     expect(() => createNetAuth({ ...base, store })).not.toThrow();
-    expect(() => createNetAuth({ ...base, store, rateLimits: { backend: 'redis' } })).toThrow(/redis/);
   });
 
   it('the defaults', () => {

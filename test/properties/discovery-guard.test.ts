@@ -6,14 +6,16 @@ import { DESCRIPTION_CHARSET, METHODS, expectJsonError, expectSafe, formOf, head
 /**
  * Discovery and the service-API guard under generated requests.
  * - Discovery answers the same document to any GET/HEAD (whatever the query and headers), 405 otherwise.
- * - The guard (RFC 6750 §3) answers from the Authorization header alone, as the model says: no Bearer
- *   credentials → 401 with a bare `Bearer realm` challenge; a malformed Bearer header → 400
- *   invalid_request; a well-formed unknown token → 401 invalid_token; the right token → the API, or
- *   403 insufficient_scope where its scope does not cover the route.
+ * - The guard (RFC 6750 §3, RFC 9449 §7) answers from the Authorization header alone, as the model says: no
+ *   Bearer or DPoP credentials → 401 with bare `Bearer realm` and `DPoP realm` challenges; a malformed header →
+ *   400 invalid_request; a well-formed unknown token → 401 invalid_token; the right (unbound) token → the API,
+ *   or 403 insufficient_scope where its scope does not cover the route, and 401 invalid_token under the DPoP
+ *   scheme (it is bound to no key). The error is in the challenge of the scheme used.
  */
 
 const REALM = 'http://gateway.test/apigateway';
-const B64TOKEN = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+const B64TOKEN = /^(?:Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*) *$/i;
+const ALGS = 'algs="RS256 PS256 ES256 ES384 EdDSA"';
 
 describe('discovery and the guard under generated requests', () => {
   let gw: PropertyGateway;
@@ -66,7 +68,7 @@ describe('discovery and the guard under generated requests', () => {
       {
         weight: 3,
         arbitrary: fc
-          .tuple(fc.constantFrom('Bearer', 'bearer', 'BEARER', 'Bearer:', 'Bearerx', 'Basic'), fc.constantFrom(' ', '  ', '\t', ''), fc.constantFrom('same', 'x+', 'cut', 'upper', '=', 'space', '.'), fc.constantFrom('', ' ', '=='))
+          .tuple(fc.constantFrom('Bearer', 'bearer', 'BEARER', 'Bearer:', 'Bearerx', 'Basic', 'DPoP', 'dpop', 'DPoPx'), fc.constantFrom(' ', '  ', '\t', ''), fc.constantFrom('same', 'x+', 'cut', 'upper', '=', 'space', '.'), fc.constantFrom('', ' ', '=='))
           .map(([scheme, gap, change, tail]) => ({ scheme, gap, change, tail })),
       },
     );
@@ -86,25 +88,38 @@ describe('discovery and the guard under generated requests', () => {
         // The model. Node strips leading and trailing whitespace from header values.
         const seen = value?.replace(/^[ \t]+|[ \t]+$/g, '');
         const challenge = answer.headers['www-authenticate'] ?? '';
+        const [bearer, dpop] = challenge.split(/, (?=DPoP )/);
         if (answer.status !== 200) {
-          expect(challenge.startsWith(`Bearer realm="${REALM}"`)).toBe(true);
-          expect(challenge).toContain(`scope="${r.scope}"`);
+          expect(bearer!.startsWith(`Bearer realm="${REALM}"`)).toBe(true);
+          expect(bearer).toContain(`scope="${r.scope}"`);
+          expect(dpop!.startsWith(`DPoP realm="${REALM}"`)).toBe(true);
+          expect(dpop!.endsWith(`scope="${r.scope}", ${ALGS}`)).toBe(true);
         }
-        if (seen === undefined || !/^Bearer(\s|$)/i.test(seen)) {
+        const scheme = seen === undefined ? undefined : /^(Bearer|DPoP)(\s|$)/i.exec(seen)?.[1]?.toLowerCase();
+        if (scheme === undefined) {
           expect(answer.status).toBe(401);
           expect(challenge).not.toContain('error=');
           expect(answer.text).toBe('');
           return;
         }
-        const token = B64TOKEN.exec(seen)?.[1];
+        const token = B64TOKEN.exec(seen!)?.[1];
         const [status, error] =
-          token === undefined ? [400, 'invalid_request'] : token !== accessToken ? [401, 'invalid_token'] : r.covers ? [200, undefined] : [403, 'insufficient_scope'];
+          token === undefined
+            ? [400, 'invalid_request']
+            : token !== accessToken || scheme === 'dpop'
+              ? [401, 'invalid_token']
+              : r.covers
+                ? [200, undefined]
+                : [403, 'insufficient_scope'];
         expect(answer.status, `${JSON.stringify(value)} → ${answer.text}`).toBe(status);
         if (error === undefined) {
           expect(JSON.parse(answer.text)).toMatchObject({ subscriber: 'sub-alice', clientId: 'app-1' });
           return;
         }
-        expect(challenge).toContain(`error="${error}"`);
+        // The error goes in the challenge of the scheme the token came with, and only there.
+        const [withError, without] = scheme === 'dpop' ? [dpop!, bearer!] : [bearer!, dpop!];
+        expect(withError).toContain(`error="${error}"`);
+        expect(without).not.toContain('error=');
         const description = /error_description="([^"]*)"/.exec(challenge)?.[1];
         if (description !== undefined) expect(description).toMatch(DESCRIPTION_CHARSET);
         expect(expectJsonError(answer, [error]).error).toBe(error);

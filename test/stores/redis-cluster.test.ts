@@ -6,7 +6,10 @@ import { StoreUnavailableError } from '../../lib/stores/store.js';
 import { randomTag, taggedId } from '../../lib/crypto.js';
 import { requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { RedisCluster, ask } from '../helpers/redis-cluster.js';
-import { SIM_SWAP, createTestGateway } from '../helpers/gateway.js';
+import request from 'supertest';
+import { APP1, APP2, SIM_SWAP, basic, createTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { only } from '../helpers/rate-limits.js';
+import { MemoryStore } from '../../lib/stores/memory.js';
 import { callApi } from '../helpers/frontend.js';
 import { pollToken, startBackchannel } from '../helpers/requests.js';
 import { describeStoreContract } from './contract.js';
@@ -19,6 +22,7 @@ import { describeStoreContract } from './contract.js';
 
 const skip = skipRedisTests('the Redis Cluster tests');
 const freshPrefix = () => `netauth-test:${randomUUID()}:`;
+const ALICE = 'tel:+34600000001';
 
 type Cluster = ReturnType<RedisCluster['client']>;
 
@@ -67,6 +71,51 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters)', () => {
       const counters = await Promise.all((await cluster.masterServers()).map(async (m) => (await ask(m, ['KEYS', `${prefix}rl:*`])) as string[]));
       expect(counters.flat().length).toBeGreaterThan(0);
     } finally {
+      await store.close();
+    }
+  });
+
+  it('merged rate-limit counters on the cluster: one script per call, its keys on one shard; a cluster client given as rateLimits.redis counts the same', async () => {
+    const rules = only({
+      bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 }, perSubscriber: { points: 3, duration: 600 } },
+      clientAuthentication: { perClientAndAddress: { failures: 2, duration: 900 } },
+    });
+    const prefix = freshPrefix();
+    const store = new RedisStore({ url: cluster.nodes[0]!.url, prefix });
+    const keyPrefix = `${freshPrefix()}rl:`;
+    const errors: unknown[] = [];
+    // One instance on the store's cluster connection (from a URL), one on a createCluster() client: one set of counters.
+    const a = createTestGateway({ store, rateLimits: { ...rules, keyPrefix }, onError: (error) => errors.push(error) });
+    const b = createTestGateway({ store: new MemoryStore(), rateLimits: { ...rules, redis: client, keyPrefix }, onError: (error) => errors.push(error) });
+    for (const gw of [a, b]) gw.netauth.events.on('rate.fallback', (event) => void errors.push(event));
+    try {
+      const send = (gw: TestGateway, authorization = APP1) =>
+        request(gw.app).post('/apigateway/bc-authorize').set('X-Forwarded-For', '203.0.113.9').set('Authorization', authorization).type('form').send({ login_hint: ALICE, scope: SIM_SWAP });
+      expect((await send(a)).status).toBe(200);
+      expect((await send(b)).status).toBe(200);
+      const refused = await send(a);
+      expect([refused.status, refused.body.error]).toEqual([429, 'temporarily_unavailable']);
+      expect((await send(b, APP2)).status).toBe(200);
+      // The ceiling: three within the clients' allowances (app-1's refused one never reached it).
+      expect((await send(a, APP2)).status).toBe(429);
+      // The lock-out on the cluster too: two refused secrets lock app-1 at that address on both instances.
+      expect((await send(b, basic('app-1', 'wrong'))).status).toBe(401);
+      expect((await send(a, basic('app-1', 'wrong'))).status).toBe(401);
+      expect((await send(b)).status).toBe(429);
+
+      const placed = new Map<string, string>();
+      for (const master of await cluster.masterServers()) {
+        for (const key of (await ask(master, ['KEYS', `${keyPrefix}*`])) as string[]) placed.set(key.slice(keyPrefix.length), master.address);
+      }
+      // The subscriber's counters (app-1's and app-2's allowances, the ceiling) share its hash tag, so one shard.
+      const subscriberKeys = ['bc-authorize:client-subscriber:{sub-alice}app-1', 'bc-authorize:client-subscriber:{sub-alice}app-2', 'bc-authorize:subscriber:{sub-alice}'];
+      expect(subscriberKeys.map((k) => placed.get(k))).toEqual(Array(3).fill(placed.get('bc-authorize:subscriber:{sub-alice}')));
+      expect(placed.get('auth-failures:client-address:{app-1}203.0.113.9')).toBe(placed.get('auth-attempts:client-address:{app-1}203.0.113.9'));
+      // Nothing fell back to per-process counting (a CROSSSLOT or MOVED would have, and said so).
+      expect(errors).toEqual([]);
+    } finally {
+      await a.netauth.close();
+      await b.netauth.close();
       await store.close();
     }
   });

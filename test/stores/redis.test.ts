@@ -208,14 +208,15 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
       // The gateway's default rate limits count on the same connection, as the same user.
       const errors: unknown[] = [];
       const gw = createTestGateway({ store, onError: (error) => errors.push(error) });
+      gw.netauth.events.on('rate.fallback', (event) => void errors.push(event));
       const token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body.access_token as string;
       expect((await callApi(gw.app, token)).status).toBe(200);
       expect((await redeem(gw.app, { code: await codeFor(gw), redirect_uri: CALLBACK })).status).toBe(200);
       // A failed client authentication: the lock-out counters are written too.
       expect((await pollToken(gw.app, 'x', basic('app-1', 'wrong'))).status).toBe(401);
       expect(await raw.keys('netauth:rl:*')).not.toEqual([]);
-      // Redis logs every command the user was refused (rate-limiter-flexible falls back to per-process counters
-      // without saying so): none.
+      // Redis logs every command the user was refused (the counters would fall back to per-process ones, and say
+      // so with rate.fallback): none.
       expect(await raw.sendCommand(['ACL', 'LOG'])).toEqual([]);
       expect(errors).toEqual([]);
     } finally {

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import type { GatewayContext } from '../context.js';
 import { CIBA_GRANT, CLIENT_SIGNING_ALGORITHMS } from '../../registry/clients.js';
+import { DPOP_ALGORITHMS } from '../tokens/dpop.js';
 
 /** OpenID Connect Discovery / RFC 8414 metadata for this gateway. */
 export interface AuthorizationServerMetadata {
@@ -31,6 +32,8 @@ export interface AuthorizationServerMetadata {
   revocation_endpoint: string;
   revocation_endpoint_auth_methods_supported: string[];
   revocation_endpoint_auth_signing_alg_values_supported?: string[];
+  /** RFC 9449 §5.1: DPoP proofs are accepted (token endpoint and guard), signed with these. */
+  dpop_signing_alg_values_supported: string[];
   /** Present when signing keys exist (ID tokens, JWT access tokens, or configured keys). */
   jwks_uri?: string;
   id_token_signing_alg_values_supported?: string[];
@@ -74,6 +77,7 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
     introspection_endpoint_auth_methods_supported: authMethods,
     revocation_endpoint: url('/revoke'),
     revocation_endpoint_auth_methods_supported: authMethods,
+    dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
   };
   if (authMethods.includes('private_key_jwt')) {
     document.token_endpoint_auth_signing_alg_values_supported = algorithms;

@@ -10,8 +10,8 @@ export interface IntrospectionResponse {
   active: true;
   scope: string;
   client_id: string;
-  /** Access tokens only (RFC 7662 §2.2 takes it from RFC 6749 §5.1, which types access tokens). */
-  token_type?: 'Bearer';
+  /** Access tokens only (RFC 7662 §2.2 takes it from RFC 6749 §5.1, which types access tokens): `DPoP` for a token bound to a DPoP key (RFC 9449 §6.2), else `Bearer`. */
+  token_type?: 'Bearer' | 'DPoP';
   exp: number;
   iat: number;
   /**
@@ -22,6 +22,8 @@ export interface IntrospectionResponse {
   iss: string;
   /** The DPV purpose the token was granted for. */
   purpose: string;
+  /** RFC 9449 §6.2: the thumbprint of the DPoP key a bound token is bound to. */
+  cnf?: { jkt: string };
 }
 
 /** What introspection reads of either kind of token: who, for what, when. */
@@ -32,6 +34,8 @@ interface Introspected {
   purpose: string;
   issuedAt: number;
   expiresAt: number;
+  /** An access token's DPoP key thumbprint, if bound. */
+  jkt?: string | null;
 }
 
 /** The live access token (the guard's own lookup) or refresh token, in the order the hint suggests (§2.1). */
@@ -68,12 +72,13 @@ export function introspectionEndpoint(ctx: GatewayContext, auth: ClientAuthentic
       active: true,
       scope: record.scope,
       client_id: record.clientId,
-      ...(refresh ? {} : { token_type: 'Bearer' as const }),
+      ...(refresh ? {} : { token_type: record.jkt ? ('DPoP' as const) : ('Bearer' as const) }),
       exp: Math.floor(record.expiresAt / 1000),
       iat: Math.floor(record.issuedAt / 1000),
       ...(record.subscriberId === null ? {} : { sub: ctx.pairwiseSubject(record.clientId, record.subscriberId) }),
       iss: ctx.issuer,
       purpose: record.purpose,
+      ...(record.jkt ? { cnf: { jkt: record.jkt } } : {}),
     };
     res.status(200).json(body);
   };

@@ -4,15 +4,16 @@ import { CIBA_GRANT, type RegisteredClient } from '../../registry/clients.js';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
 import { formParams, type FormParams } from '../http/form.js';
-import type { IssueOptions } from '../tokens/access-tokens.js';
 import type { Grant } from '../grants/grant.js';
 import { cibaSlowDown } from '../grants/ciba.js';
 import { overLimit } from '../../ops/rate-limits.js';
 import { sendJson } from '../http/headers.js';
+import { tokenRequestBinding } from '../tokens/dpop.js';
 
 /**
- * POST /token: authenticates the client, then dispatches on grant_type to one grant module. A request with no
- * client credentials for a grant whose assertion authenticates the client (JWT bearer) is authenticated by it.
+ * POST /token: authenticates the client, checks a DPoP proof if one was sent (every grant alike: a valid one binds
+ * whatever token the grant issues), then dispatches on grant_type to one grant module. A request with no client
+ * credentials for a grant whose assertion authenticates the client (JWT bearer) is authenticated by it.
  */
 export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, grants: readonly Grant[]) {
   const byType = new Map(grants.map((g) => [g.type as string, g]));
@@ -35,8 +36,7 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
       // A CIBA poll over the limit is told to poll slower (CIBA Core §11), which pollers follow; a 429 would end its polling.
       throw grant.type === CIBA_GRANT ? cibaSlowDown(ctx, event) : overLimit(ctx.events, event);
     }
-    // What this request asks of every token, whatever the grant (nothing yet).
-    const issuing: IssueOptions = {};
-    sendJson(res, 200, await grant.exchange(ctx, client, params, req, issuing));
+    const dpopJkt = await tokenRequestBinding(ctx, req, client);
+    sendJson(res, 200, await grant.exchange(ctx, client, params, req, { dpopJkt }));
   };
 }

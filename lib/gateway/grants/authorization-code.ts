@@ -37,7 +37,7 @@ async function replayed(ctx: GatewayContext, record: CodeRecord): Promise<OAuthE
 
 export const authorizationCodeGrant: Grant = {
   type: 'authorization_code',
-  async exchange(ctx, client, params, _req, issuing) {
+  async exchange(ctx, client, params, _req, options) {
     const code = params.require('code');
     const redirectUri = params.require('redirect_uri');
     const verifier = params.get('code_verifier');
@@ -63,7 +63,7 @@ export const authorizationCodeGrant: Grant = {
     // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent
     // redemptions exactly one wins; the others are replays.
     const refresh = offeredRefreshToken(ctx, client, record, record.grantId, record.consentGrants);
-    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, { kind: 'code', id: code }, { ...issuing, refresh });
+    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, { kind: 'code', id: code }, { ...options, refresh });
     if (!tokens) throw await replayed(ctx, record);
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = await issueIdToken(ctx, {

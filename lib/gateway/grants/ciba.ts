@@ -60,7 +60,7 @@ async function pendingAnswer(ctx: GatewayContext, authReqId: string, record: Bac
 
 export const cibaGrant: Grant = {
   type: CIBA_GRANT,
-  async exchange(ctx, client, params, _req, issuing) {
+  async exchange(ctx, client, params, _req, options) {
     const authReqId = params.require('auth_req_id');
     const stored = await ctx.store.get<BackchannelRecord>('backchannel', authReqId);
     // Another client's id is answered exactly like an unknown one: nothing about it is revealed.
@@ -87,7 +87,7 @@ export const cibaGrant: Grant = {
     // Single use: of concurrent polls for an approved request exactly one wins the token. Consuming the request
     // and storing its token are one atomic step: a failure (503) leaves the request approved, to poll again.
     const refresh = offeredRefreshToken(ctx, client, record, record.grantId, result.consentGrants);
-    const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, { kind: 'backchannel', id: authReqId }, { ...issuing, refresh });
+    const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, { kind: 'backchannel', id: authReqId }, { ...options, refresh });
     if (!tokens) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = await issueIdToken(ctx, {

@@ -14,7 +14,7 @@ import { issueAccessToken, reportIssued, type TokenAuthorization } from '../toke
  */
 export const clientCredentialsGrant: Grant = {
   type: 'client_credentials',
-  async exchange(ctx, client, params, _req, issuing) {
+  async exchange(ctx, client, params, _req, options) {
     const decision = decideScope(ctx, client, params.require('scope'));
     const { purpose, scopes } = decision.requested;
     const personal = rulesFor(ctx.policy, purpose, scopes).filter((rule) => rule.personalData !== false || rule.basis === 'forbidden');
@@ -26,7 +26,7 @@ export const clientCredentialsGrant: Grant = {
     }
     const granted = withoutProtocolScopes(decision.requested, { openid: true, offlineAccess: true });
     const authorization: TokenAuthorization = { clientId: client.clientId, subscriberId: null, phoneNumber: null, purpose, scopes, scope: granted.value };
-    const tokens = await issueAccessToken(ctx, authorization, taggedId(randomTag(), 16), [], undefined, issuing);
+    const tokens = await issueAccessToken(ctx, authorization, taggedId(randomTag(), 16), [], undefined, options);
     reportIssued(ctx, authorization, 'client_credentials', tokens);
     return tokens;
   },

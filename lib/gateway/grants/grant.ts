@@ -5,10 +5,14 @@ import type { FormParams } from '../http/form.js';
 import type { IssueOptions, TokenResponse } from '../tokens/access-tokens.js';
 
 /**
+ * What the token endpoint settled for this request before handing over, the same for every grant (the DPoP key
+ * the token is bound to): a grant passes it to `issueAccessToken` untouched (adding its refresh token, if any).
+ */
+export type ExchangeOptions = IssueOptions;
+
+/**
  * One grant type of the token endpoint, as a small pluggable module (after oauth2orize's exchanges):
- * the endpoint authenticates the client and checks it may use the grant, then hands over. `issuing` is what the
- * request asks of every token whatever the grant (one object, so what a request adds reaches every grant): the
- * grant passes it on to `issueAccessToken`.
+ * the endpoint authenticates the client and checks it may use the grant, then hands over.
  */
 export interface Grant {
   type: GrantType;
@@ -18,5 +22,5 @@ export interface Grant {
    * no client credentials. Resolves with the client, or rejects as client authentication would.
    */
   authenticate?(ctx: GatewayContext, params: FormParams, req: Request): Promise<RegisteredClient>;
-  exchange(ctx: GatewayContext, client: RegisteredClient, params: FormParams, req: Request, issuing: IssueOptions): Promise<TokenResponse>;
+  exchange(ctx: GatewayContext, client: RegisteredClient, params: FormParams, req: Request, options: ExchangeOptions): Promise<TokenResponse>;
 }

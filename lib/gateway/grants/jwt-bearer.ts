@@ -99,7 +99,7 @@ export const jwtBearerGrant: Grant = {
     return client;
   },
 
-  async exchange(ctx, client, params, req, issuing) {
+  async exchange(ctx, client, params, req, options) {
     const assertion = assertionOf(params);
     const claims = verifiedAssertions.get(params) ?? (await verifyAssertion(ctx, client, assertion, req));
     const hint = subjectOf(claims);
@@ -120,7 +120,7 @@ export const jwtBearerGrant: Grant = {
 
     // No ID token and no refresh token here (CAMARA: this flow MUST NOT return refresh tokens): the granted scope says so.
     const authorization = storedAuthorization(client.clientId, subscriber, withoutProtocolScopes(decision.requested, { openid: true, offlineAccess: true }));
-    const tokens = await issueAccessToken(ctx, authorization, taggedId(randomTag(), 16), consentGrants, undefined, issuing);
+    const tokens = await issueAccessToken(ctx, authorization, taggedId(randomTag(), 16), consentGrants, undefined, options);
     reportIssued(ctx, authorization, JWT_BEARER_GRANT, tokens);
     return tokens;
   },

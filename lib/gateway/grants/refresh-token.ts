@@ -65,7 +65,7 @@ async function consentGrantsNow(ctx: GatewayContext, client: RegisteredClient, r
  */
 export const refreshTokenGrant: Grant = {
   type: 'refresh_token',
-  async exchange(ctx, client, params, _req, issuing) {
+  async exchange(ctx, client, params, _req, options) {
     const presented = params.require('refresh_token');
     const scope = params.get('scope');
     const stored = await findRefreshToken(ctx, presented);
@@ -85,7 +85,7 @@ export const refreshTokenGrant: Grant = {
     }
 
     const refresh = mintRefreshToken(ctx, record, record.grantId, consentGrants);
-    const tokens = await issueAccessToken(ctx, authorization, record.grantId, consentGrants, { kind: 'refresh_token', id: tokenKey(presented) }, { ...issuing, refresh });
+    const tokens = await issueAccessToken(ctx, authorization, record.grantId, consentGrants, { kind: 'refresh_token', id: tokenKey(presented) }, { ...options, refresh });
     if (!tokens) throw await reused(ctx, record);
     reportIssued(ctx, authorization, 'refresh_token', tokens);
     return tokens;

@@ -37,26 +37,40 @@ export function sendJsonError(res: Response, error: OAuthError): void {
   sendJson(res, error.status, error.toJSON());
 }
 
+/** A challenge parameter's value: quotes and backslashes dropped, so it stays one quoted-string. */
+function quoted(value: string): string {
+  return `"${value.replace(/["\\]/g, '')}"`;
+}
+
 /**
- * RFC 6750 §3: the challenge carries the error and the body repeats it as JSON. Without an error
- * (no credentials at all) the challenge names only the realm, as §3.1 asks.
+ * One `WWW-Authenticate` challenge (RFC 6750 §3, RFC 9449 §7.1): `<scheme> realm="…", error="…", …`, with the
+ * parameters given a value, in order. The error's description goes with its code.
  */
-export function sendBearerError(res: Response, realm: string, error: OAuthError | undefined, scope?: string): void {
-  const quote = (v: string): string => v.replace(/["\\]/g, '');
-  let challenge = `Bearer realm="${quote(realm)}"`;
+export function authChallenge(scheme: 'Bearer' | 'DPoP', realm: string, error: OAuthError | undefined, params: Record<string, string | undefined> = {}): string {
+  const parts = [`realm=${quoted(realm)}`];
   if (error) {
-    challenge += `, error="${error.code}"`;
-    if (error.description) challenge += `, error_description="${quote(error.description)}"`;
+    parts.push(`error="${error.code}"`);
+    if (error.description) parts.push(`error_description=${quoted(error.description)}`);
   }
-  if (scope) challenge += `, scope="${quote(scope)}"`;
-  res.set('WWW-Authenticate', challenge);
-  if (error) answeredErrors.set(res, error.code);
-  if (!error) {
-    res.status(401).end();
+  for (const [name, value] of Object.entries(params)) if (value) parts.push(`${name}=${quoted(value)}`);
+  return `${scheme} ${parts.join(', ')}`;
+}
+
+/**
+ * A refusal of the service-API guard: its challenges (one `WWW-Authenticate` line each), the error's headers, and
+ * the body in the guard's format. Without a body (a request with no credentials, RFC 6750 §3.1) the 401 is empty.
+ */
+export function sendGuardError(res: Response, status: number, challenges: readonly string[], error: OAuthError | undefined, body: object | undefined): void {
+  if (error) {
+    answeredErrors.set(res, error.code);
+    res.set(error.headers);
+  }
+  if (challenges.length > 0) res.set('WWW-Authenticate', [...challenges]);
+  if (body === undefined) {
+    res.status(status).end();
     return;
   }
-  res.set(error.headers);
-  res.status(error.status).json(error.toJSON());
+  sendJson(res, status, body);
 }
 
 /**

@@ -24,12 +24,15 @@ export interface AccessTokenRecord extends TokenAuthorization {
   grants: string[];
   /** Good for one API call (the scope's policy rule): the guard consumes this record. False in records of older versions too. */
   singleUse: boolean;
+  /** RFC 9449 `cnf.jkt`: the thumbprint of the DPoP key the token is bound to; null when unbound (absent in older records). */
+  jkt: string | null;
   [key: string]: string | number | boolean | null | string[];
 }
 
 export interface TokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  /** `DPoP` when the token is bound to a DPoP key (RFC 9449 §5). */
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   scope: string;
   id_token?: string;
@@ -43,10 +46,12 @@ export interface MintedRefreshToken {
 }
 
 /**
- * How a grant issues its tokens. The token endpoint hands every grant one such object per request (what the
- * request itself asks of every token, whatever the grant); the grant adds its own part and passes it on.
+ * How a grant issues its tokens. The token endpoint settles one such object per request, the same whichever
+ * grant runs (`Grant.exchange` passes it on); a grant that issues a refresh token adds it.
  */
 export interface IssueOptions {
+  /** RFC 9449: the JWK SHA-256 thumbprint of the DPoP proof's key; the token is bound to it (`cnf.jkt`). */
+  dpopJkt?: string | undefined;
   /** A refresh token to issue with the access token, in the same atomic step (code, CIBA and refresh grants). */
   refresh?: MintedRefreshToken | undefined;
 }
@@ -127,6 +132,7 @@ export async function issueAccessToken(
   exchanged: ExchangedRecord | undefined,
   options: IssueOptions = {},
 ): Promise<TokenResponse | undefined> {
+  const jkt = options.dpopJkt ?? null;
   const grants = [grantId, ...consentGrants];
   const withdrawn = () => new OAuthError('invalid_grant', 'the consent this grant rests on was withdrawn');
   if (consentGrants.length > 0 && (await ctx.revocations.isAnyGrantRevoked(consentGrants))) throw withdrawn();
@@ -149,6 +155,7 @@ export async function issueAccessToken(
       iat: issuedAt / 1000,
       exp: issuedAt / 1000 + lifetime,
       singleUse,
+      ...(jkt === null ? {} : { jkt }),
     });
   } else {
     token = taggedId(tag, 32);
@@ -167,6 +174,7 @@ export async function issueAccessToken(
     jti,
     grants,
     singleUse,
+    jkt,
   };
   const key = tokenKey(token);
   const writes: RecordWrite[] = [{ kind: 'access_token', id: key, value: record, options: { ttl: lifetime, grants } }];
@@ -191,7 +199,7 @@ export async function issueAccessToken(
       throw withdrawn();
     }
   }
-  const response: TokenResponse = { access_token: token, token_type: 'Bearer', expires_in: lifetime, scope: authorization.scope };
+  const response: TokenResponse = { access_token: token, token_type: jkt === null ? 'Bearer' : 'DPoP', expires_in: lifetime, scope: authorization.scope };
   if (options.refresh) response.refresh_token = options.refresh.token;
   return response;
 }

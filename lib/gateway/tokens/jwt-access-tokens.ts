@@ -12,6 +12,7 @@ import type { GatewayContext } from '../context.js';
  * - `two_legged: true` on a token with no subscriber (client credentials): its `sub` is then the client_id,
  *   as RFC 9068 §2.2 asks, and names no subscriber.
  * `sub` is otherwise the operator's opaque subscriber id (never the phone number): the service APIs need the subscriber.
+ * A token bound to a DPoP key carries `cnf.jkt` (RFC 9449 §6.1).
  */
 export interface AccessTokenClaims extends JWTPayload {
   iss: string;
@@ -26,6 +27,7 @@ export interface AccessTokenClaims extends JWTPayload {
   grant_ids: string[];
   single_use?: true;
   two_legged?: true;
+  cnf?: { jkt: string };
 }
 
 export interface JwtAccessTokenInput {
@@ -40,6 +42,8 @@ export interface JwtAccessTokenInput {
   iat: number;
   exp: number;
   singleUse: boolean;
+  /** The DPoP key's thumbprint, when the token is bound to one. */
+  jkt?: string;
 }
 
 export async function signAccessToken(ctx: GatewayContext, input: JwtAccessTokenInput): Promise<string> {
@@ -58,6 +62,7 @@ export async function signAccessToken(ctx: GatewayContext, input: JwtAccessToken
     grant_ids: [...input.grants],
     ...(input.singleUse ? { single_use: true as const } : {}),
     ...(input.subscriberId === null ? { two_legged: true as const } : {}),
+    ...(input.jkt === undefined ? {} : { cnf: { jkt: input.jkt } }),
   };
   return new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }).sign(key.privateKey);
 }
@@ -92,6 +97,15 @@ export interface VerifiedAccessToken {
   /** Epoch ms. */
   issuedAt: number;
   expiresAt: number;
+  /** `cnf.jkt`: the DPoP key the token is bound to; undefined when unbound. */
+  jkt: string | undefined;
+}
+
+/** `cnf` as RFC 9449 §6.1 has it: absent, or an object whose `jkt` is a string; anything else fails the token. */
+function confirmationOf(cnf: unknown): { jkt: string | undefined } | undefined {
+  if (cnf === undefined) return { jkt: undefined };
+  if (cnf === null || typeof cnf !== 'object' || typeof (cnf as { jkt?: unknown }).jkt !== 'string') return undefined;
+  return { jkt: (cnf as { jkt: string }).jkt };
 }
 
 /**
@@ -116,6 +130,8 @@ export async function verifyAccessToken(ctx: GatewayContext, token: string): Pro
     return undefined;
   }
   const { client_id: clientId, scope, purpose, grant_ids: grantIds, sub, jti, iat, exp, single_use: singleUse, two_legged: twoLegged } = payload;
+  const confirmation = confirmationOf(payload.cnf);
+  if (!confirmation) return undefined;
   if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof purpose !== 'string') return undefined;
   if (!Array.isArray(grantIds) || !grantIds.every((g): g is string => typeof g === 'string')) return undefined;
   if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return undefined;
@@ -138,5 +154,6 @@ export async function verifyAccessToken(ctx: GatewayContext, token: string): Pro
     grantIds,
     issuedAt: iat * 1000,
     expiresAt: exp * 1000,
+    jkt: confirmation.jkt,
   };
 }

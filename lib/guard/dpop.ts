@@ -1,0 +1,49 @@
+import type { Request } from 'express';
+import { OAuthError } from '../errors.js';
+import type { GatewayContext } from '../gateway/context.js';
+import { DpopProofRejected, dpopProofOf, verifyDpopProof } from '../gateway/tokens/dpop.js';
+import type { AuthScheme } from './responses.js';
+
+/**
+ * The URL a request was sent to, as its DPoP proof's `htu` must name it: the service API's public origin (the
+ * issuer's unless the guard is told otherwise) and the path as received. Never the Host or X-Forwarded-* headers,
+ * which the sender of the request chooses.
+ */
+export function resourceUrl(origin: string, req: Request): string {
+  const url = req.originalUrl;
+  const query = url.search(/[?#]/);
+  // Concatenated, not resolved: a path such as `//elsewhere/x` stays a path of this origin.
+  return `${origin}${query < 0 ? url : url.slice(0, query)}`;
+}
+
+function refused(description: string): OAuthError {
+  return new OAuthError('invalid_dpop_proof', description, { status: 401 });
+}
+
+/**
+ * RFC 9449 §7: a token bound to a DPoP key (`jkt`) passes only with the DPoP scheme and a proof for this request
+ * (method, URL, `ath`) made with that key, its `jti` used once. The same token presented as Bearer is refused
+ * (§7.2), and so is an unbound token presented with the DPoP scheme (§7.1: it is bound to no key the proof could
+ * match). An unbound token presented as Bearer passes whether or not a proof came with it.
+ */
+export async function checkSenderConstraint(
+  ctx: GatewayContext,
+  req: Request,
+  presented: { scheme: AuthScheme; token: string },
+  jkt: string | undefined,
+  origin: string,
+): Promise<void> {
+  if (jkt === undefined) {
+    if (presented.scheme === 'DPoP') throw new OAuthError('invalid_token', 'the access token is not DPoP-bound: present it with the Bearer scheme');
+    return;
+  }
+  if (presented.scheme === 'Bearer') throw new OAuthError('invalid_token', 'the access token is DPoP-bound: present it with the DPoP scheme and a DPoP proof');
+  try {
+    const proof = dpopProofOf(req);
+    if (proof === undefined) throw refused('a DPoP proof is required with this access token');
+    await verifyDpopProof(ctx.store, ctx.now(), proof, { method: req.method, url: resourceUrl(origin, req), accessToken: presented.token, jkt });
+  } catch (error) {
+    if (error instanceof DpopProofRejected) throw refused(`the DPoP proof was refused: ${error.reason}`);
+    throw error;
+  }
+}

@@ -1,0 +1,277 @@
+/**
+ * The counters behind the rate limits and the lock-out, on two backends with one meaning: fixed windows as
+ * rate-limiter-flexible counts them (a counter starts its window of `duration` seconds at its first point; a
+ * refused request is counted too), and every operation atomic.
+ *
+ * - memory: rate-limiter-flexible's RateLimiterMemory, per process, no I/O;
+ * - Redis: one Lua script per operation (lib/ops/counter-scripts.ts) over the store's adapter
+ *   (lib/stores/redis-connection.ts: a URL, or a node-redis client, cluster client or sentinel client), run with
+ *   EVALSHA. rate-limiter-flexible's RateLimiterRedis counts one key per call with a full EVAL; here one call
+ *   counts every counter a request needs (the per-(client, subscriber) allowance and the subscriber-wide
+ *   ceiling, or a lock-out slot with the failures that tell a locked key from a busy one). The keys of one
+ *   call share a Redis Cluster hash tag, so it runs on one shard.
+ *
+ * When Redis fails (an outage, a timeout, an ACL that refuses the scripts), the same operation runs on this
+ * process's memory counters and the failure is reported, never hidden: the `rate.fallback` event (logged as a
+ * warning, counted by the metrics) and, when Redis refused the scripts rather than being unavailable,
+ * `RateLimitFallbackError` to `onError`. The limits keep holding, per instance.
+ */
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { RedisConnection } from '../stores/redis-connection.js';
+import { StoreUnavailableError } from '../stores/store.js';
+import type { EventHub, RateFallbackEvent } from './events.js';
+import { CHAIN, RELEASE, RESERVE, SPEND, TAKE } from './counter-scripts.js';
+
+/** Where a counter is: its limit's name, the hash tag every counter of one call shares, then the rest of its key. */
+export interface CounterKey {
+  tag: string;
+  rest?: string;
+}
+
+/** A family of counters, one per key: at most `points` per window of `duration` seconds. */
+export interface CounterLimit {
+  name: string;
+  points: number;
+  duration: number;
+}
+
+/** The first counter of a chain that refused the request, and milliseconds until its window ends. */
+export interface Refusal {
+  index: number;
+  msBeforeNext: number;
+}
+
+/**
+ * A lock-out slot taken (`shared`: counted in Redis, so other instances see it; `attempts`: the count with it), or
+ * refused with the failures so far.
+ */
+export type ReserveAnswer = { taken: true; attempts: number; msBeforeNext: number; shared: boolean } | { taken: false; failures: number; msBeforeNext: number };
+
+export interface Counters {
+  /** Counters in Redis, shared by every instance: worth holding slots and taking points ahead (see lockout.ts, rate-limits.ts). */
+  readonly shared: boolean;
+  /** One request on each counter in turn, each counted only while every one before it let the request through. */
+  chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Promise<Refusal | undefined>;
+  /** Up to `want` points at once (at least one is counted, as a refused request is): how many were taken. */
+  take(limit: CounterLimit, key: CounterKey, want: number): Promise<{ taken: number; msBeforeNext: number }>;
+  /** A lock-out slot: one more on `attempts` while it is under its points; else the failures counted so far. */
+  reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Promise<ReserveAnswer>;
+  /** Gives a slot back (`shared`: where it was taken). */
+  release(attempts: CounterLimit, key: CounterKey, shared: boolean): Promise<void>;
+  /** Counts a failure: the failures so far and milliseconds until their window ends. */
+  spend(failures: CounterLimit, key: CounterKey): Promise<{ failures: number; msBeforeNext: number }>;
+  /** The gateway closes: what fails from now on is not reported. */
+  close(): void;
+}
+
+/** The key of a counter as both backends write it (the Redis one under its prefix and limit name). */
+export function keyText(key: CounterKey): string {
+  return `{${key.tag}}${key.rest ?? ''}`;
+}
+
+/** Counting one point on a rate-limiter-flexible limiter: its answer, whether it let the request through or not. */
+async function consume(limiter: RateLimiterMemory, key: string): Promise<{ allowed: boolean; consumed: number; msBeforeNext: number }> {
+  try {
+    const res = await limiter.consume(key);
+    return { allowed: true, consumed: res.consumedPoints, msBeforeNext: res.msBeforeNext };
+  } catch (rejection: unknown) {
+    if (!(rejection instanceof RateLimiterRes)) throw rejection;
+    return { allowed: false, consumed: rejection.consumedPoints, msBeforeNext: rejection.msBeforeNext };
+  }
+}
+
+/** Per-process counters (rate-limiter-flexible's RateLimiterMemory): the memory backend, and Redis's stand-in while it fails. */
+export class MemoryCounters implements Counters {
+  readonly shared = false;
+  private readonly limiters = new Map<string, RateLimiterMemory>();
+
+  private limiter(limit: CounterLimit): RateLimiterMemory {
+    let limiter = this.limiters.get(limit.name);
+    if (!limiter) this.limiters.set(limit.name, (limiter = new RateLimiterMemory({ keyPrefix: limit.name, points: limit.points, duration: limit.duration })));
+    return limiter;
+  }
+
+  async chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Promise<Refusal | undefined> {
+    for (const [index, { limit, key }] of entries.entries()) {
+      const counted = await consume(this.limiter(limit), keyText(key));
+      if (!counted.allowed) return { index, msBeforeNext: counted.msBeforeNext };
+    }
+    return undefined;
+  }
+
+  // One point at a time: in one process taking ahead saves nothing.
+  async take(limit: CounterLimit, key: CounterKey): Promise<{ taken: number; msBeforeNext: number }> {
+    const counted = await consume(this.limiter(limit), keyText(key));
+    return { taken: counted.allowed ? 1 : 0, msBeforeNext: counted.msBeforeNext };
+  }
+
+  async reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Promise<ReserveAnswer> {
+    const text = keyText(key);
+    const limiter = this.limiter(attempts);
+    // Taken atomically (one increment), then given back when over the budget: nothing is compared for it.
+    const counted = await consume(limiter, text);
+    if (counted.allowed) return { taken: true, attempts: counted.consumed, msBeforeNext: counted.msBeforeNext, shared: false };
+    await limiter.reward(text);
+    const spent = await this.limiter(failures).get(text);
+    return { taken: false, failures: spent?.consumedPoints ?? 0, msBeforeNext: spent?.msBeforeNext ?? 0 };
+  }
+
+  async release(attempts: CounterLimit, key: CounterKey): Promise<void> {
+    const text = keyText(key);
+    const limiter = this.limiter(attempts);
+    // A window that ended meanwhile took the slot with it: giving it back would free one in the next window.
+    if (((await limiter.get(text))?.consumedPoints ?? 0) > 0) await limiter.reward(text);
+  }
+
+  async spend(failures: CounterLimit, key: CounterKey): Promise<{ failures: number; msBeforeNext: number }> {
+    const counted = await consume(this.limiter(failures), keyText(key));
+    return { failures: counted.consumed, msBeforeNext: counted.msBeforeNext };
+  }
+
+  close(): void {}
+}
+
+/**
+ * Redis refused the counters' scripts (an ACL without `evalsha`, a script error): not an outage but a
+ * configuration to fix. The operation was counted by this process alone, so until then each instance enforces
+ * the limits on its own traffic only. Told to `onError` when it starts and then at most once a minute.
+ */
+export class RateLimitFallbackError extends Error {
+  override readonly name = 'RateLimitFallbackError';
+}
+
+/** How often a Redis failure that goes on is reported again, and how soon one after a short recovery is. */
+const REPORT_EVERY_MS = 60_000;
+const REPORT_AGAIN_MS = 5_000;
+
+function reason(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = (error as { cause?: unknown }).cause;
+  return cause instanceof Error ? `${error.message}: ${cause.message}` : error.message;
+}
+
+function integers(reply: unknown, length: number): number[] {
+  if (!Array.isArray(reply) || reply.length !== length || reply.some((n) => typeof n !== 'number')) {
+    throw new TypeError(`unexpected reply from a rate-limit script: ${JSON.stringify(reply)}`);
+  }
+  return reply as number[];
+}
+
+/** Shared counters in Redis, with this process's memory counters answering whenever Redis does not. */
+export class RedisCounters implements Counters {
+  readonly shared = true;
+  /** Whether the last operation failed, whether that was told, and operations counted in memory since the last event. */
+  private failing = false;
+  private told = false;
+  private cause: RateFallbackEvent['cause'] = 'unavailable';
+  private operations = 0;
+  private lastReport = 0;
+  private closing = false;
+
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly prefix: string,
+    private readonly timeoutMs: number,
+    private readonly local: MemoryCounters,
+    private readonly events: EventHub,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Promise<Refusal | undefined> {
+    const keys = entries.map(({ limit, key }) => this.key(limit, key));
+    const args = entries.flatMap(({ limit }) => [String(limit.points), String(limit.duration)]);
+    return this.run(CHAIN, keys, args, (reply) => {
+      const [index, ms] = integers(reply, 2) as [number, number];
+      return index === 0 ? undefined : { index: index - 1, msBeforeNext: ms };
+    }, () => this.local.chain(entries));
+  }
+
+  take(limit: CounterLimit, key: CounterKey, want: number): Promise<{ taken: number; msBeforeNext: number }> {
+    return this.run(TAKE, [this.key(limit, key)], [String(limit.points), String(limit.duration), String(want)], (reply) => {
+      const [taken, ms] = integers(reply, 2) as [number, number];
+      return { taken, msBeforeNext: ms };
+    }, () => this.local.take(limit, key));
+  }
+
+  async reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Promise<ReserveAnswer> {
+    return this.run(RESERVE, [this.key(attempts, key), this.key(failures, key)], [String(attempts.points), String(attempts.duration)], (reply): ReserveAnswer => {
+      const [taken, count, ms] = integers(reply, 3) as [number, number, number];
+      return taken === 1 ? { taken: true, attempts: count, msBeforeNext: ms, shared: true } : { taken: false, failures: count, msBeforeNext: Math.max(ms, 0) };
+    }, () => this.local.reserve(attempts, failures, key));
+  }
+
+  async release(attempts: CounterLimit, key: CounterKey, shared: boolean): Promise<void> {
+    if (!shared) return this.local.release(attempts, key);
+    // A slot Redis holds goes back to Redis; if that fails it stays counted there until its window ends.
+    await this.run(RELEASE, [this.key(attempts, key)], [], () => undefined, async () => undefined);
+  }
+
+  spend(failures: CounterLimit, key: CounterKey): Promise<{ failures: number; msBeforeNext: number }> {
+    return this.run(SPEND, [this.key(failures, key)], [String(failures.duration)], (reply) => {
+      const [spent, ms] = integers(reply, 2) as [number, number];
+      return { failures: spent, msBeforeNext: ms };
+    }, () => this.local.spend(failures, key));
+  }
+
+  close(): void {
+    this.closing = true;
+  }
+
+  private key(limit: CounterLimit, key: CounterKey): string {
+    return `${this.prefix}${limit.name}:${keyText(key)}`;
+  }
+
+  private async run<T>(script: typeof CHAIN, keys: string[], args: string[], parse: (reply: unknown) => T, fallback: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms (rateLimits.timeout)`)), this.timeoutMs);
+      });
+      const answer = parse(await Promise.race([this.connection.script(script, keys, args), deadline]));
+      this.answered();
+      return answer;
+    } catch (error) {
+      this.fellBack(error);
+      return fallback();
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private answered(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    // Only a failure that was told is told to be over (a short one's operations go with the next event).
+    if (!this.told || this.closing) return;
+    this.told = false;
+    this.emit('recovered');
+  }
+
+  private fellBack(error: unknown): void {
+    if (this.closing) return;
+    this.operations++;
+    this.cause = error instanceof StoreUnavailableError ? 'unavailable' : 'error';
+    const starting = !this.failing;
+    this.failing = true;
+    // A new failure is told at once (unless a Redis that flaps was just reported), one that lasts once a minute.
+    const now = Date.now();
+    if (now - this.lastReport < (starting ? REPORT_AGAIN_MS : REPORT_EVERY_MS)) return;
+    this.lastReport = now;
+    this.told = true;
+    this.emit('failing');
+    if (this.cause === 'error') {
+      this.onError(
+        new RateLimitFallbackError(
+          `rate limits: Redis at ${this.connection.describe()} refused the counters' script (${reason(error)}): each instance counts for itself until that is fixed`,
+          { cause: error },
+        ),
+      );
+    }
+  }
+
+  private emit(state: RateFallbackEvent['state']): void {
+    const operations = this.operations;
+    this.operations = 0;
+    this.events.emit('rate.fallback', { state, cause: this.cause, operations });
+  }
+}
