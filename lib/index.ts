@@ -11,7 +11,7 @@ export type {
   ConsentPageOptions,
   ConsentPageTexts,
 } from './gateway/options.js';
-export type { GuardOptions, NetAuthGrant } from './guard/guard.js';
+export type { GuardOptions, NetAuthGrant, NetAuthTwoLeggedGrant, NetAuthAnyGrant, NetAuthLocals, NetAuthOptionalSubscriberGuard } from './guard/guard.js';
 export type { GuardErrorFormat, CamaraErrorInfo } from './guard/responses.js';
 export type { DeviceOptions, DeviceIdentifier, NetAuthDevice } from './guard/device.js';
 export { EVENT_NAMES } from './ops/events.js';
@@ -52,7 +52,7 @@ export type { IntrospectionResponse } from './gateway/endpoints/introspection.js
 export type { JWK } from 'jose';
 export { OAuthError, isOAuthError } from './errors.js';
 export type { OAuthErrorCode } from './errors.js';
-export { StaticClientRegistry, hashClientSecret, checkRedirectUri, CLIENT_SIGNING_ALGORITHMS } from './registry/clients.js';
+export { StaticClientRegistry, hashClientSecret, checkRedirectUri, CLIENT_SIGNING_ALGORITHMS, SUPPORTED_GRANT_TYPES } from './registry/clients.js';
 export type { ClientRegistry, RegisteredClient, GrantType, ClientAuthMethod, ClientSigningAlgorithm } from './registry/clients.js';
 export type { ClientJwksOptions } from './gateway/client-auth/client-keys.js';
 export { StaticSubscriberDirectory } from './identity/subscribers.js';

@@ -7,7 +7,7 @@ import type { ConsentRecord } from './consent/records.js';
 import { createContext, type GatewayContext } from './gateway/context.js';
 import type { NetAuthOptions } from './gateway/options.js';
 import { createRouter, createWellKnownRouter } from './gateway/router.js';
-import { createGuard, type GuardOptions } from './guard/guard.js';
+import { createGuard, type GuardOptions, type NetAuthOptionalSubscriberGuard } from './guard/guard.js';
 import { checkGuardOptions } from './guard/guard-options.js';
 import { metadata, type AuthorizationServerMetadata } from './gateway/endpoints/discovery.js';
 import { decideBackchannelRequest } from './gateway/requests/backchannel-requests.js';
@@ -50,7 +50,12 @@ export interface NetAuth {
    * issuer `https://host/apigateway`). Mount at the application's root: `app.use(netauth.wellKnown)`.
    */
   wellKnown: Router;
-  /** Middleware protecting a service API with the issued access tokens. */
+  /**
+   * Middleware protecting a service API with the issued access tokens. By default only tokens issued for a
+   * subscriber pass (`req.netauth`); with `subscriber: 'optional'` client-credentials tokens pass too, and the
+   * grant, with or without a subscriber, is at `res.locals.netauth`.
+   */
+  guard(options: GuardOptions & { subscriber: 'optional' }): NetAuthOptionalSubscriberGuard;
   guard(options?: GuardOptions): RequestHandler;
   consent: ConsentApi;
   backchannel: BackchannelApi;

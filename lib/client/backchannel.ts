@@ -61,8 +61,24 @@ export interface BackchannelToken {
   scope: string | undefined;
   /** The ID token, when `openid` was requested and the gateway issues them. */
   id_token?: string;
-  /** When the gateway issued one (`offline_access`): keep it as secret as a password. */
+  /**
+   * When the gateway issued one (`offline_access`): keep it as secret as a password. `client.refresh(token)`
+   * uses it and returns the next token, with the rotated refresh token.
+   */
   refresh_token?: string;
+}
+
+/** A token response as the backend flow hands it over; `scope` stands in when the gateway did not echo one (RFC 6749 §5.1). */
+export function backchannelToken(ctx: ClientContext, tokens: oidc.TokenEndpointResponse, scope: string | undefined): BackchannelToken {
+  return {
+    access_token: tokens.access_token,
+    token_type: tokens.token_type,
+    expires_in: tokens.expires_in,
+    expires_at: tokens.expires_in === undefined ? undefined : ctx.now() + tokens.expires_in * 1000,
+    scope: tokens.scope ?? scope,
+    ...(tokens.id_token === undefined ? {} : { id_token: tokens.id_token }),
+    ...(tokens.refresh_token === undefined ? {} : { refresh_token: tokens.refresh_token }),
+  };
 }
 
 /** The `request` parameter of a signed bc-authorize (CIBA Core §7.1.1; the CAMARA profile's claims, 60 s of life). */
@@ -116,18 +132,7 @@ export async function pollBackchannel(ctx: ClientContext, request: PendingBackch
   try {
     const { config, dpop } = await ctx.load();
     const tokens = await oidc.genericGrantRequest(config, CIBA_GRANT, { auth_req_id: request.auth_req_id }, dpopOption(dpop));
-    return {
-      status: 'approved',
-      token: {
-        access_token: tokens.access_token,
-        token_type: tokens.token_type,
-        expires_in: tokens.expires_in,
-        expires_at: tokens.expires_in === undefined ? undefined : ctx.now() + tokens.expires_in * 1000,
-        scope: tokens.scope ?? request.scope,
-        ...(tokens.id_token === undefined ? {} : { id_token: tokens.id_token }),
-        ...(tokens.refresh_token === undefined ? {} : { refresh_token: tokens.refresh_token }),
-      },
-    };
+    return { status: 'approved', token: backchannelToken(ctx, tokens, request.scope) };
   } catch (cause) {
     const error = cause instanceof oidc.ResponseBodyError ? cause.error : undefined;
     // A JSON error carries its response; openid-client puts a non-JSON one (a proxy's 503 page) in `cause`.

@@ -120,6 +120,10 @@ export function checkOptions(options: NetAuthClientOptions): void {
   if (options.signedRequests && options.privateKey === undefined) {
     throw new TypeError('createNetAuthClient: signedRequests needs privateKey (requests are signed with the client key)');
   }
+  const margin = options.refreshBeforeExpiry;
+  if (margin !== undefined && !(Number.isInteger(margin) && margin >= 0)) {
+    throw new TypeError('createNetAuthClient: refreshBeforeExpiry must be a whole number of seconds, 0 or more');
+  }
   const key = options.privateKey;
   if (key !== undefined && isJwk(key)) {
     checkPrivateJwk('privateKey', key);

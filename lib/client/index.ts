@@ -7,7 +7,7 @@ import { callbackMiddleware } from './callback.js';
 import { requireTokenMiddleware } from './require-token.js';
 import { logoutMiddleware, revokeToken } from './logout.js';
 import { getToken, type TokenState } from './session.js';
-import { serviceFetch, type ServiceToken } from './service-fetch.js';
+import { refreshBackchannelToken, serviceFetch, type ServiceToken } from './refresh.js';
 import {
   pollBackchannel,
   resumeBackchannel,
@@ -34,11 +34,16 @@ export interface NetAuthClient {
   /** The session's token and whether it expired, or undefined. */
   token(req: Request): TokenState | undefined;
   /**
-   * fetch() to a service API with the session's token (`from` is the request; rejects with `no_token` /
-   * `token_expired`) or with a token given (the backend flow's): as Bearer, or with a DPoP proof when the token is
-   * DPoP-bound (the `dpop` option).
+   * fetch() to a service API with the session's token (`from` is the request: refreshed first when it is about
+   * to expire and the session holds a refresh token; rejects with `no_token` / `token_expired`) or with a token
+   * given (the backend flow's): as Bearer, or with a DPoP proof when the token is DPoP-bound (the `dpop` option).
    */
   fetch(from: Request | ServiceToken, input: string | URL, init?: RequestInit): Promise<Response>;
+  /**
+   * The next token of a backend-flow token that has a `refresh_token` (RFC 6749 §6), with the rotated refresh
+   * token: keep it in place of the old one. `token_expired` when the gateway refuses: start a new flow.
+   */
+  refresh(token: BackchannelToken): Promise<BackchannelToken>;
   /** Revokes a token (e.g. a backend-flow token) at the gateway's revocation endpoint (RFC 7009). */
   revoke(token: string, hint?: 'access_token' | 'refresh_token'): Promise<void>;
   /** Runs the backend flow (CIBA poll mode) and resolves with the token; `onProgress` reports each step. */
@@ -66,6 +71,7 @@ export function createNetAuthClient(options: NetAuthClientOptions): NetAuthClien
     logout: (logout = {}) => logoutMiddleware(ctx, logout),
     token: (req) => getToken(req, ctx.now()),
     fetch: (from, input, init) => serviceFetch(ctx, from, input, init),
+    refresh: (token) => refreshBackchannelToken(ctx, token),
     revoke: (token, hint) => revokeToken(ctx, token, hint),
     backchannel: (params) => runBackchannel(ctx, params),
     startBackchannel: (params) => startBackchannel(ctx, params),
@@ -87,5 +93,5 @@ export type {
   ClientPrivateKey,
 } from './options.js';
 export type { SessionToken, TokenState } from './session.js';
-export type { ServiceToken } from './service-fetch.js';
+export type { ServiceToken } from './refresh.js';
 export type { BackchannelParams, BackchannelPoll, BackchannelProgress, BackchannelToken, PendingBackchannel } from './backchannel.js';

@@ -58,6 +58,11 @@ export interface NetAuthClientOptions {
   allowInsecureRequests?: boolean;
   /** Where the callback sends the browser after storing the token, unless `start` named a `returnTo`. Default: `next()`. */
   successRedirect?: string;
+  /**
+   * Seconds before its expiry at which the session's token is refreshed, when the session holds a refresh token
+   * (`offline_access`): by `requireToken()` and `fetch()`. Default 30.
+   */
+  refreshBeforeExpiry?: number;
   /** The clock, epoch ms (tests). Default `Date.now`. */
   now?: () => number;
 }

@@ -2,22 +2,21 @@ import type { RequestHandler } from 'express';
 import type { RequireTokenOptions } from './options.js';
 import type { ClientContext } from './configuration.js';
 import { NetAuthClientError } from './errors.js';
-import { covers, getToken } from './session.js';
+import { covers } from './session.js';
+import { sessionToken } from './refresh.js';
 import { beginAuthorization } from './start.js';
 import { middleware } from './middleware.js';
 
 /**
  * Guards the application's own routes: with a live session token that covers the scope, `next()`; otherwise
  * (GET and HEAD) the frontend flow starts and the callback comes back to this same URL. Other methods cannot
- * be replayed after a redirect, so they fail with `no_token` / `token_expired` (401) instead.
- *
- * This is where a refresh helper plugs in: an expiring token with a refresh token in the session is
- * refreshed (and the refresh token rotated) here, before falling back to a new flow.
+ * be replayed after a redirect, so they fail with `no_token` / `token_expired` (401) instead. An expiring token
+ * with a refresh token in the session is refreshed (and the refresh token rotated) first.
  */
 export function requireTokenMiddleware(ctx: ClientContext, options: RequireTokenOptions): RequestHandler {
   if (!ctx.options.redirectUri) throw new TypeError('requireToken() needs the client option redirectUri');
   return middleware(async (req, res, next) => {
-    const token = getToken(req, ctx.now());
+    const token = await sessionToken(ctx, req);
     const scope = typeof options.scope === 'function' ? options.scope(req) : options.scope;
     if (token && !token.expired && covers(token.scope, scope)) return next();
     if (req.method !== 'GET' && req.method !== 'HEAD') {

@@ -34,8 +34,8 @@ declare module 'express-session' {
     netauth?: {
       token?: SessionToken;
       /**
-       * Kept beside the token, not in it: the application never handles it. Logout revokes it; a later
-       * refresh helper uses and rotates it.
+       * Kept beside the token, not in it: the application never handles it. `requireToken()` and `fetch()` use
+       * it before the token expires and store the rotated one; logout revokes it.
        */
       refresh_token?: string;
       /** Keyed by state, so two tabs can run flows side by side. */

@@ -19,6 +19,15 @@ export interface ConsentRule {
   consentLifetime?: number;
   /** Plain words for the consent page, e.g. "check whether your SIM card was recently swapped". */
   description?: string;
+  /**
+   * `false` for an API that processes no personal data: only then may a client use the client credentials
+   * grant for it (a two-legged token, no subscriber; CAMARA). Default `true`.
+   */
+  personalData?: boolean;
+  /** Seconds an access token carrying this scope lives, shorter than `lifetimes.accessToken` (Number Verification: 300). */
+  accessTokenLifetime?: number;
+  /** Access tokens carrying this scope are good for one API call: the guard consumes them (Number Verification). */
+  singleUseAccessToken?: boolean;
 }
 
 export interface ConsentPolicy {
@@ -30,7 +39,16 @@ export interface ConsentPolicy {
 
 export const DEFAULT_CONSENT_LIFETIME = 365 * 24 * 3600;
 
-const RULE_FIELDS = optionNames<ConsentRule>({ purpose: true, scope: true, basis: true, consentLifetime: true, description: true });
+const RULE_FIELDS = optionNames<ConsentRule>({
+  purpose: true,
+  scope: true,
+  basis: true,
+  consentLifetime: true,
+  description: true,
+  personalData: true,
+  accessTokenLifetime: true,
+  singleUseAccessToken: true,
+});
 const BASES: readonly LegalBasis[] = ['consent', 'legitimate-interest', 'forbidden'];
 
 /** One rule as requests will be matched against it: a rule that no request could name is an error now. */
@@ -76,6 +94,27 @@ export class StaticConsentPolicy implements ConsentPolicy {
 
   rules(): readonly ConsentRule[] {
     return [...this.byPair.values()];
+  }
+}
+
+/**
+ * The rules' token fields, checked at start-up: each is of its type, a lifetime only shortens the access-token
+ * lifetime, and a rule for no personal data rests on no consent (a two-legged token has no subscriber to give it).
+ */
+export function checkTokenRules(rules: readonly ConsentRule[], accessTokenLifetime: number): void {
+  for (const rule of rules) {
+    const where = `consent policy rule dpv:${rule.purpose}#${rule.scope}`;
+    if (rule.personalData !== undefined && typeof rule.personalData !== 'boolean') throw new TypeError(`${where}: personalData must be true or false`);
+    if (rule.personalData === false && rule.basis === 'consent') {
+      throw new TypeError(`${where}: personalData: false with basis 'consent' cannot work (a client-credentials token has no subscriber to consent); use 'legitimate-interest' or drop personalData`);
+    }
+    const lifetime = rule.accessTokenLifetime;
+    if (lifetime !== undefined && !(Number.isInteger(lifetime) && lifetime > 0 && lifetime <= accessTokenLifetime)) {
+      throw new TypeError(`${where}: accessTokenLifetime must be a whole number of seconds from 1 to lifetimes.accessToken (${accessTokenLifetime}); it can only shorten tokens`);
+    }
+    if (rule.singleUseAccessToken !== undefined && typeof rule.singleUseAccessToken !== 'boolean') {
+      throw new TypeError(`${where}: singleUseAccessToken must be true or false`);
+    }
   }
 }
 

@@ -87,6 +87,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     authReqId: seconds('authReqId', l.authReqId, 120),
     pollInterval: seconds('pollInterval', l.pollInterval, 2),
     accessToken: seconds('accessToken', l.accessToken, 3600),
+    refreshToken: seconds('refreshToken', l.refreshToken, 14 * 24 * 3600),
     expiredRetention: seconds('expiredRetention', l.expiredRetention, 600),
     interaction: seconds('interaction', l.interaction, 600),
   };

@@ -1,4 +1,4 @@
-import type { ConsentPolicy } from '../consent/policy.js';
+import { checkTokenRules, type ConsentPolicy } from '../consent/policy.js';
 import { E164 } from '../identity/login-hint.js';
 import { CLIENT_AUTH_METHODS, registeredScope, StaticClientRegistry, type ClientRegistry } from '../registry/clients.js';
 import type { ClientJwksOptions } from './client-auth/client-keys.js';
@@ -58,7 +58,7 @@ const OPTIONS = optionNames<NetAuthOptions>({
   onError: true,
   now: true,
 });
-const LIFETIMES = optionNames<Lifetimes>({ code: true, authReqId: true, pollInterval: true, accessToken: true, expiredRetention: true, interaction: true });
+const LIFETIMES = optionNames<Lifetimes>({ code: true, authReqId: true, pollInterval: true, accessToken: true, refreshToken: true, expiredRetention: true, interaction: true });
 const BACKCHANNEL = optionNames<BackchannelOptions>({ authorize: true, onConsentRequired: true });
 const SANDBOX = optionNames<SandboxOptions>({ allowList: true });
 const NETWORK = optionNames<NetworkOptions>({ mobileRanges: true, portHeader: true });
@@ -270,6 +270,7 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
     );
   }
   if (!Array.isArray(policy.rules())) throw new TypeError('consentPolicy.rules() must return the list of rules (discovery publishes their scopes)');
+  checkTokenRules(policy.rules(), lifetimes.accessToken);
   const registrations = clients instanceof StaticClientRegistry ? clients.list() : [];
   for (const client of registrations) {
     for (const scope of client.scopes) {

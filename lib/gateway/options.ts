@@ -15,8 +15,13 @@ export interface Lifetimes {
   authReqId?: number;
   /** Minimum seconds between CIBA polls. Default 2. */
   pollInterval?: number;
-  /** Access token. Default 3600. */
+  /** Access token. Default 3600. A consent policy rule may shorten it for its scope (`accessTokenLifetime`). */
   accessToken?: number;
+  /**
+   * Refresh token (`offline_access`, code and CIBA grants): each one lives this long from its issue, and is
+   * replaced by a new one at every use (rotation). Default 1209600 (14 days).
+   */
+  refreshToken?: number;
   /** How long an expired auth_req_id is remembered, to answer expired_token rather than invalid_grant. Default 600. */
   expiredRetention?: number;
   /** How long the consent page waits for the subscriber's answer (frontend flow). Default 600. */

@@ -12,6 +12,9 @@ import { jwksEndpoint } from './endpoints/jwks.js';
 import type { Grant } from './grants/grant.js';
 import { cibaGrant } from './grants/ciba.js';
 import { authorizationCodeGrant } from './grants/authorization-code.js';
+import { refreshTokenGrant } from './grants/refresh-token.js';
+import { clientCredentialsGrant } from './grants/client-credentials.js';
+import { jwtBearerGrant } from './grants/jwt-bearer.js';
 import { authorizeEndpoint } from './endpoints/authorize.js';
 import { ConsentPage } from './endpoints/consent-page.js';
 import { introspectionEndpoint } from './endpoints/introspection.js';
@@ -30,7 +33,7 @@ export function createRouter(ctx: GatewayContext): Router {
     assertions: { jwts: ctx.clientJwts, issuer: ctx.issuer },
   });
   const form = formBody(ctx.bodyLimit);
-  const grants: Grant[] = [cibaGrant, authorizationCodeGrant];
+  const grants: Grant[] = [cibaGrant, authorizationCodeGrant, refreshTokenGrant, clientCredentialsGrant, jwtBearerGrant];
   const consentPage = new ConsentPage(ctx);
   const events = ctx.events;
   const on = (endpoint: Endpoint) => observe(events, endpoint);

@@ -4,7 +4,16 @@ import { checkOptionObject, optionNames } from '../option-checks.js';
 import { checkRealm } from '../gateway/options-check.js';
 import type { GuardOptions } from './guard.js';
 
-const GUARD = optionNames<GuardOptions>({ scope: true, purpose: true, realm: true, revocation: true, errorFormat: true, device: true, publicOrigin: true });
+const GUARD = optionNames<GuardOptions>({
+  scope: true,
+  purpose: true,
+  realm: true,
+  revocation: true,
+  subscriber: true,
+  errorFormat: true,
+  device: true,
+  publicOrigin: true,
+});
 
 function scopeList(value: string | readonly string[] | undefined, path: string, pattern: RegExp): readonly string[] {
   const list = value === undefined ? [] : typeof value === 'string' ? [value] : value;

@@ -2,7 +2,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import type { GatewayContext } from '../gateway/context.js';
-import { findAccessToken } from '../gateway/tokens/access-tokens.js';
+import { consumeSingleUseToken, findAccessToken } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
 import { looksLikeJwt, verifyAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
 import { DPOP_ALGORITHMS } from '../gateway/tokens/dpop.js';
@@ -12,7 +12,7 @@ import { echoCorrelator } from './correlator.js';
 import { checkSenderConstraint } from './dpop.js';
 import { deviceIdentification, type DeviceOptions, type NetAuthDevice } from './device.js';
 
-/** What the guard hands a service-API route, at `req.netauth`. */
+/** What the guard hands a service-API route, at `req.netauth`: a token issued for a subscriber (three-legged). */
 export interface NetAuthGrant {
   subscriber: Subscriber;
   clientId: string;
@@ -27,11 +27,30 @@ export interface NetAuthGrant {
   device?: NetAuthDevice;
 }
 
+/** The grant of a two-legged token (client credentials): no subscriber. Only routes with `subscriber: 'optional'` see one. */
+export interface NetAuthTwoLeggedGrant extends Omit<NetAuthGrant, 'subscriber'> {
+  subscriber: undefined;
+}
+
+/** What a route guarded with `subscriber: 'optional'` may get: a token with a subscriber, or one without. */
+export type NetAuthAnyGrant = NetAuthGrant | NetAuthTwoLeggedGrant;
+
+/** `res.locals` of a route guarded with `subscriber: 'optional'`. */
+export interface NetAuthLocals {
+  netauth: NetAuthAnyGrant;
+}
+
+/**
+ * The guard of a route that accepts tokens without a subscriber (`subscriber: 'optional'`): Express's
+ * RequestHandler, with `res.locals.netauth` typed for the handlers that follow it.
+ */
+export type NetAuthOptionalSubscriberGuard = RequestHandler<Request['params'], unknown, Request['body'], Request['query'], NetAuthLocals>;
+
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace Express {
     interface Request {
-      /** Set by the express-netauth guard on requests it let through. */
+      /** Set by the express-netauth guard on requests it let through with a token issued for a subscriber. */
       netauth?: NetAuthGrant;
     }
   }
@@ -69,44 +88,76 @@ export interface GuardOptions {
    * request's Host or X-Forwarded-* headers.
    */
   publicOrigin?: string;
+  /**
+   * `required` (default): only tokens issued for a subscriber pass; a two-legged token (client credentials) is
+   * answered 403 `insufficient_scope`. `optional`: two-legged tokens pass too, for APIs that process no personal
+   * data; the grant is then at `res.locals.netauth` (`NetAuthAnyGrant`), and `req.netauth` is set only when it
+   * has a subscriber.
+   */
+  subscriber?: 'required' | 'optional';
 }
 
-/** A live access token: the grant it carries, and the DPoP key it is bound to (RFC 9449 `cnf.jkt`). */
+/**
+ * A live access token: the grant it carries, the DPoP key it is bound to (RFC 9449 `cnf.jkt`), and whether it
+ * is good for one call only (the guard then spends it).
+ */
 interface FoundToken {
-  grant: NetAuthGrant;
+  grant: NetAuthAnyGrant;
   jkt: string | undefined;
+  singleUse: boolean;
 }
 
-/** The token's grant, or undefined when it is invalid, expired or revoked. */
+/** The token's grant, or undefined when it is invalid, expired, revoked or used up. */
 async function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Promise<FoundToken | undefined> {
   if (ctx.keys && looksLikeJwt(token)) {
-    // Verified offline: the token record is never read.
+    // Verified offline: the token record is never read (but for a single-use token, which the guard spends).
     const verified = await verifyAccessToken(ctx, token);
     if (!verified) return undefined;
     if (ctx.revocations.isRevokedLocally(verified.jti, verified.grantIds)) return undefined;
     if (revocation === 'store' && (await ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds))) return undefined;
-    const grant: NetAuthGrant = {
+    const grant = {
       // A JWT carries the opaque subscriber id only: the phone number never travels in a token.
-      subscriber: { id: verified.subscriberId },
+      subscriber: verified.subscriberId === undefined ? undefined : { id: verified.subscriberId },
       clientId: verified.clientId,
       purpose: verified.purpose,
       scopes: verified.scopes,
       scope: verified.scope,
       expiresAt: verified.expiresAt,
     };
-    return { grant, jkt: verified.jkt };
+    return { grant: grant as NetAuthAnyGrant, jkt: verified.jkt, singleUse: verified.singleUse };
   }
   const record = await findAccessToken(ctx, token);
   if (!record) return undefined;
-  const grant: NetAuthGrant = {
-    subscriber: subscriberOf(record),
+  const { subscriberId, phoneNumber } = record;
+  const grant = {
+    subscriber: subscriberId === null ? undefined : subscriberOf({ subscriberId, phoneNumber }),
     clientId: record.clientId,
     purpose: record.purpose,
     scopes: record.scopes,
     scope: record.scope,
     expiresAt: record.expiresAt,
   };
-  return { grant, jkt: record.jkt ?? undefined };
+  return { grant: grant as NetAuthAnyGrant, jkt: record.jkt ?? undefined, singleUse: record.singleUse === true };
+}
+
+/**
+ * A two-legged token on a route that needs a subscriber: 403 insufficient_scope. RFC 6750 §3.1: the token is
+ * valid, but lacks what the resource needs (a subscriber behind it); 401 invalid_token would make the client
+ * fetch another token of the same kind, in vain.
+ */
+function missingSubscriber(found: FoundToken, option: 'required' | 'optional'): OAuthError | undefined {
+  if (option === 'optional' || found.grant.subscriber !== undefined) return undefined;
+  return new OAuthError('insufficient_scope', 'this API needs a token issued for a subscriber; a client credentials token has none');
+}
+
+/**
+ * A single-use token (the scope's policy rule) is spent here, last, once every other check passed: of any number
+ * of concurrent calls with it exactly one gets through (the store's atomic `consume`), on every store, for both
+ * token formats; the others, and every later call, are 401 invalid_token.
+ */
+async function spend(ctx: GatewayContext, token: string, found: FoundToken): Promise<OAuthError | undefined> {
+  if (!found.singleUse || (await consumeSingleUseToken(ctx, token))) return undefined;
+  return new OAuthError('invalid_token', 'the single-use access token was already used');
 }
 
 /** RFC 6750 §2.1 and RFC 9449 §7.1: the scheme, then a token68. */
@@ -141,11 +192,15 @@ function originOf(value: string): string {
  * its proof when the token is bound), with the needed scope; optionally the CAMARA conventions (error bodies,
  * device identification). A valid `x-correlator` is echoed on every answer.
  */
+export function createGuard(ctx: GatewayContext, options: GuardOptions & { subscriber: 'optional' }): NetAuthOptionalSubscriberGuard;
+export function createGuard(ctx: GatewayContext, options?: GuardOptions): RequestHandler;
 export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): RequestHandler {
   const scopes = list(options.scope);
   const purposes = list(options.purpose);
   const revocation = options.revocation ?? 'local';
   if (revocation !== 'local' && revocation !== 'store') throw new TypeError("guard revocation must be 'local' or 'store'");
+  const subscriber = options.subscriber ?? 'required';
+  if (subscriber !== 'required' && subscriber !== 'optional') throw new TypeError("guard subscriber must be 'required' or 'optional'");
   const format = options.errorFormat ?? 'oauth';
   if (format !== 'oauth' && format !== 'camara') throw new TypeError("guard errorFormat must be 'oauth' or 'camara'");
   if (options.device !== undefined && format !== 'camara') {
@@ -184,6 +239,11 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       responses.refuse(res, new OAuthError('insufficient_scope', 'the access token does not cover this API'), presented.scheme);
       return false;
     }
+    const noSubscriber = missingSubscriber(found, subscriber);
+    if (noSubscriber) {
+      responses.refuse(res, noSubscriber, presented.scheme);
+      return false;
+    }
     if (identify) {
       // Typed to take no subscriber too: a token issued with none (two-legged) must name the device in the body.
       const device = await identify(req, res, grant.subscriber as Subscriber | undefined);
@@ -193,7 +253,13 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       }
       grant.device = device;
     }
-    req.netauth = grant;
+    const spent = await spend(ctx, presented.token, found);
+    if (spent) {
+      responses.refuse(res, spent, presented.scheme);
+      return false;
+    }
+    if (grant.subscriber !== undefined) req.netauth = grant;
+    if (subscriber === 'optional') (res.locals as Partial<NetAuthLocals>).netauth = grant;
     return true;
   }
 

@@ -9,6 +9,11 @@ export interface RequestedScope {
   purpose: string;
   scopes: string[];
   openid: boolean;
+  /**
+   * `offline_access` (OIDC Core §11, the CAMARA profile's way to ask for a refresh token): a protocol scope
+   * beside the purpose, like `openid`.
+   */
+  offlineAccess: boolean;
   /** The granted scope string echoed in the token response, in the form it was requested. */
   value: string;
 }
@@ -32,6 +37,7 @@ export function parseScope(value: string): RequestedScope {
   const scopes: string[] = [];
   const seen = new Set<string>();
   let openid = false;
+  let offlineAccess = false;
   // The granted scope string, each token once in the order first sent; a Set keeps the check one step per token.
   const echoed = new Set<string>();
 
@@ -54,6 +60,8 @@ export function parseScope(value: string): RequestedScope {
     echoed.add(token);
     if (token === 'openid') {
       openid = true;
+    } else if (token === 'offline_access') {
+      offlineAccess = true;
     } else if (token.startsWith('dpv:')) {
       const rest = token.slice(4);
       const hash = rest.indexOf('#');
@@ -69,5 +77,20 @@ export function parseScope(value: string): RequestedScope {
   }
   if (purpose === undefined) throw invalid('a dpv:<purpose> is required');
   if (scopes.length === 0) throw invalid('no API scope requested');
-  return { purpose, scopes, openid, value: [...echoed].join(' ') };
+  return { purpose, scopes, openid, offlineAccess, value: [...echoed].join(' ') };
+}
+
+/**
+ * The scope without the protocol scopes a grant cannot honour (OIDC Core §11: an `offline_access` that yields no
+ * refresh token is left out of what is granted, and so is `openid` where no ID token is issued), so the granted
+ * scope string tells the truth.
+ */
+export function withoutProtocolScopes(requested: RequestedScope, drop: { openid?: boolean; offlineAccess?: boolean }): RequestedScope {
+  const openid = requested.openid && !drop.openid;
+  const offlineAccess = requested.offlineAccess && !drop.offlineAccess;
+  const value = requested.value
+    .split(' ')
+    .filter((token) => (token !== 'openid' || openid) && (token !== 'offline_access' || offlineAccess))
+    .join(' ');
+  return { ...requested, openid, offlineAccess, value };
 }

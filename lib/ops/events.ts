@@ -68,20 +68,29 @@ export interface CibaDeniedEvent extends GrantSubject {
 /** A CIBA poll answered expired_token (emitted with each such answer). */
 export type CibaExpiredEvent = GrantSubject;
 
-export interface TokenIssuedEvent extends GrantSubject {
+export interface TokenIssuedEvent extends Omit<GrantSubject, 'subscriberId'> {
+  /** Absent for a two-legged token (client credentials): it has no subscriber. */
+  subscriberId?: string;
   grantType: GrantType;
   format: 'opaque' | 'jwt';
   idToken: boolean;
+  /** A refresh token was issued with it (code, CIBA or refresh grant, `offline_access`). */
+  refreshToken: boolean;
+  /** The access token is good for one API call (the scope's policy rule). */
+  singleUse: boolean;
 }
 
 export interface TokenRevokedEvent {
   clientId: string;
-  subscriberId: string;
+  /** Absent for a two-legged token (client credentials). */
+  subscriberId?: string;
   /**
-   * `revocation_request`: RFC 7009 at /revoke (one token); `code_replay`: every token of a replayed code;
-   * `consent_withdrawn`: every token issued under a consent revoked or superseded by a refusal.
+   * `revocation_request`: RFC 7009 at /revoke (one access token, or every token of a refresh token's grant);
+   * `code_replay`: every token of a replayed code; `refresh_token_reuse`: every token of a grant whose
+   * rotated-out refresh token was presented again (RFC 9700 §4.14.2); `consent_withdrawn`: every token issued
+   * under a consent revoked or superseded by a refusal.
    */
-  reason: 'revocation_request' | 'code_replay' | 'consent_withdrawn';
+  reason: 'revocation_request' | 'code_replay' | 'refresh_token_reuse' | 'consent_withdrawn';
   purpose: string;
 }
 

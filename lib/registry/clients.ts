@@ -10,11 +10,26 @@ export { CLIENT_SIGNING_ALGORITHMS, type ClientSigningAlgorithm } from './client
 
 const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
 
-export type GrantType = 'authorization_code' | 'urn:openid:params:grant-type:ciba';
+export type GrantType =
+  | 'authorization_code'
+  | 'urn:openid:params:grant-type:ciba'
+  | 'refresh_token'
+  | 'client_credentials'
+  | 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 export const CIBA_GRANT: GrantType = 'urn:openid:params:grant-type:ciba';
+/** RFC 7523 §2.1: a JWT as an authorization grant (the CAMARA profile's JWT bearer flow). */
+export const JWT_BEARER_GRANT: GrantType = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
-/** Every grant type a client may be registered for; `true` where the grant needs `redirectUris`. */
-const GRANT_TYPES: Record<GrantType, boolean> = { authorization_code: true, 'urn:openid:params:grant-type:ciba': false };
+/** Every grant type a client may be registered for, in the order discovery lists them; `true` where the grant needs `redirectUris`. */
+const GRANT_TYPES: Record<GrantType, boolean> = {
+  authorization_code: true,
+  'urn:openid:params:grant-type:ciba': false,
+  refresh_token: false,
+  client_credentials: false,
+  'urn:ietf:params:oauth:grant-type:jwt-bearer': false,
+};
+/** Every grant type of the token endpoint, in the order discovery lists them. */
+export const SUPPORTED_GRANT_TYPES = Object.keys(GRANT_TYPES) as readonly GrantType[];
 /** Every client-authentication method, in the order discovery lists them. */
 export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
 
@@ -31,6 +46,11 @@ export interface RegisteredClient {
   clientSecretHash?: string;
   /** Exact strings; the request's redirect_uri must equal one of them character for character. */
   redirectUris?: string[];
+  /**
+   * The grants the client may use. `refresh_token`: refresh tokens for the code and CIBA grants when the
+   * subscriber grants `offline_access`; `client_credentials`: two-legged tokens for scopes whose policy rule says
+   * `personalData: false`; the JWT bearer grant needs the client's keys (`jwks` or `jwksUri`).
+   */
   grantTypes: GrantType[];
   /** Scopes the client may request, as `dpv:<Purpose>#<scope>`. */
   scopes: string[];
@@ -73,6 +93,11 @@ export interface ClientRegistry {
    * (`token_endpoint_auth_methods_supported`). Default `['client_secret_basic']`.
    */
   readonly authMethods?: readonly ClientAuthMethod[];
+  /**
+   * The `grantTypes` your clients use, as discovery advertises them (`grant_types_supported`). Default
+   * `['authorization_code', 'urn:openid:params:grant-type:ciba']`.
+   */
+  readonly grantTypes?: readonly GrantType[];
 }
 
 const sha256 = sha256Bytes;
@@ -247,16 +272,32 @@ function checkCredentials(client: RegisteredClient): void {
   }
 }
 
+/**
+ * The grant types a client asks for can work together (each is one of the gateway's: `checkFields`): a refresh
+ * token has a grant to come from (the code or CIBA grant), and a JWT bearer assertion has keys to verify it.
+ */
+function checkGrantTypes(client: RegisteredClient): void {
+  const id = client.clientId;
+  if (client.grantTypes.includes('refresh_token') && !client.grantTypes.some((g) => g === 'authorization_code' || g === CIBA_GRANT)) {
+    throw new TypeError(`client ${id}: refresh tokens come only from the authorization_code and CIBA grants; register one of them beside refresh_token, or remove it`);
+  }
+  if (client.grantTypes.includes(JWT_BEARER_GRANT) && client.jwks === undefined && client.jwksUri === undefined) {
+    throw new TypeError(`client ${id}: the JWT bearer grant verifies assertions with the client's public keys: give jwks or jwksUri`);
+  }
+}
+
 /** A registry from a fixed list (the embedded default). Every registration is checked here, at start-up. */
 export class StaticClientRegistry implements ClientRegistry {
   private readonly clients = new Map<string, RegisteredClient>();
   readonly authMethods: readonly ClientAuthMethod[];
+  readonly grantTypes: readonly GrantType[];
 
   constructor(clients: readonly RegisteredClient[]) {
     if (!Array.isArray(clients)) throw new TypeError('clients must be a list of registrations or a ClientRegistry');
     for (const client of clients) {
       checkFields(client);
       checkCredentials(client);
+      checkGrantTypes(client);
       checkClientKeys(client.clientId, client);
       if (this.clients.has(client.clientId)) throw new TypeError(`client ${client.clientId} is registered twice`);
       for (const uri of client.redirectUris ?? []) checkRedirectUri(client.clientId, uri);
@@ -264,6 +305,8 @@ export class StaticClientRegistry implements ClientRegistry {
     }
     const used = new Set(clients.map((c) => c.tokenEndpointAuthMethod ?? 'client_secret_basic'));
     this.authMethods = CLIENT_AUTH_METHODS.filter((m) => used.has(m));
+    const granted = new Set(clients.flatMap((c) => c.grantTypes));
+    this.grantTypes = SUPPORTED_GRANT_TYPES.filter((g) => granted.has(g));
   }
 
   async find(clientId: string): Promise<RegisteredClient | undefined> {

@@ -24,6 +24,7 @@ const KIND_LETTERS: Record<RecordKind, string> = {
   backchannel: 'b',
   poll: 'p',
   access_token: 't',
+  refresh_token: 'f',
   consent: 'k',
   interaction: 'i',
   session: 's',

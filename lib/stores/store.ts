@@ -29,6 +29,8 @@ export type RecordKind =
   | 'backchannel'
   | 'poll'
   | 'access_token'
+  /** Refresh tokens (under their hash), kept after use (rotation) so a reuse is recognised. */
+  | 'refresh_token'
   | 'consent'
   | 'interaction'
   | 'session'

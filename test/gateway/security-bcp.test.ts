@@ -1,24 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { APP1, createTestGateway } from '../helpers/gateway.js';
-import { ALICE_IP, CALLBACK, LOCATION, authorizeQuery, callback, codeFor, redeem } from '../helpers/frontend.js';
+import { ALICE_IP, CALLBACK, LOCATION, SIM_SWAP, authorizeQuery, callback, codeFor, redeem } from '../helpers/frontend.js';
 
 /**
  * RFC 9700 (OAuth 2.0 Security BCP) recommendations that no other test file covers on its own;
  * docs/security.md maps every applicable recommendation to its test.
  */
 
-describe('RFC 9700 §2.2.2 / §4.14: no refresh tokens', () => {
-  it('neither grant issues a refresh_token, and grant_type=refresh_token is unsupported_grant_type', async () => {
+describe('RFC 9700 §2.2.2 / §4.14: refresh tokens only where asked for and registered', () => {
+  it('a client not registered for refresh_token gets none, even asking for offline_access, and grant_type=refresh_token is unauthorized_client', async () => {
     const gw = createTestGateway();
-    const code = await redeem(gw.app, { code: await codeFor(gw), redirect_uri: CALLBACK });
+    const code = await redeem(gw.app, { code: await codeFor(gw, { scope: `${SIM_SWAP} offline_access` }), redirect_uri: CALLBACK });
     expect(code.status).toBe(200);
     expect(code.body).not.toHaveProperty('refresh_token');
+    expect(code.body.scope).toBe(SIM_SWAP);
     const refresh = await request(gw.app).post('/apigateway/token').set('Authorization', APP1).type('form').send({ grant_type: 'refresh_token', refresh_token: 'x' });
     expect(refresh.status).toBe(400);
-    expect(refresh.body.error).toBe('unsupported_grant_type');
+    expect(refresh.body.error).toBe('unauthorized_client');
+    // No client of this gateway is registered for refresh tokens: discovery does not offer them.
     const metadata = await request(gw.app).get('/apigateway/.well-known/openid-configuration');
     expect(metadata.body.grant_types_supported).not.toContain('refresh_token');
+    expect(metadata.body.scopes_supported).not.toContain('offline_access');
   });
 });
 

@@ -39,22 +39,28 @@ export function mountClientApp(
   gw: GatewayUnderTest,
   kind: 'secret' | 'camara' = 'secret',
   overrides: Partial<NetAuthClientOptions> = {},
+  /** The scope /start and /protected ask for (default the gateway's), and /start's prompt. */
+  asks: { scope?: string; prompt?: 'consent' } = {},
 ): ClientApp {
   const url = `${base}${prefix}`;
   const clock = { offset: 0 };
   const client = createNetAuthClient({ ...clientOptions(gw, url, kind, clock), ...overrides });
   const router = express.Router();
   router.use(session({ secret: 'client-tests-session-secret', resave: false, saveUninitialized: false, name: `sid${prefix.replace(/\W/g, '')}` }));
-  router.get('/start', client.start({ scope: gw.scope, login_hint: (req) => (typeof req.query.hint === 'string' ? req.query.hint : undefined), data: { from: 'start' }, returnTo: `${prefix}/me` }));
+  const scope = asks.scope ?? gw.scope;
+  router.get('/start', client.start({ scope, ...(asks.prompt ? { prompt: asks.prompt } : {}), login_hint: (req) => (typeof req.query.hint === 'string' ? req.query.hint : undefined), data: { from: 'start' }, returnTo: `${prefix}/me` }));
   router.get('/callback', client.callback());
   router.get('/me', (req, res) => void res.json({ token: client.token(req) ?? null, sessionId: req.sessionID }));
-  const required = client.requireToken({ scope: gw.scope });
+  const required = client.requireToken({ scope, ...(asks.prompt ? { prompt: asks.prompt } : {}) });
   const protectedRoute: express.RequestHandler = (req, res) => void res.json({ route: req.originalUrl, token: client.token(req) ?? null });
   router.get('/protected', required, protectedRoute);
   router.post('/protected', required, protectedRoute);
-  router.get('/api', async (req, res) => {
-    const api = await client.fetch(req, gw.serviceApi);
-    res.status(api.status).json(await api.json());
+  router.get('/api', (req, res, next) => {
+    // Errors to the error handler on Express 4 too (it does not catch a rejected route promise).
+    client
+      .fetch(req, gw.serviceApi)
+      .then(async (api) => void res.status(api.status).json(await api.json()))
+      .catch(next);
   });
   router.post('/logout', client.logout({ successRedirect: `${prefix}/me` }));
   router.get('/backend', async (req, res) => {

@@ -63,7 +63,8 @@ export async function startNetAuthGateway(uris: RedirectUris): Promise<GatewayUn
   const app = express();
   const server = await listen(app);
   const issuer = `${server.url}/apigateway`;
-  const secretClient: RegisteredClient = { ...CLIENTS[0]!, redirectUris: uris.secret };
+  // Registered for refresh tokens too: they are issued only when a test asks for offline_access.
+  const secretClient: RegisteredClient = { ...CLIENTS[0]!, redirectUris: uris.secret, grantTypes: [...CLIENTS[0]!.grantTypes, 'refresh_token'] };
   const camaraClient: RegisteredClient = {
     clientId: 'camara-app',
     name: 'CAMARA App',
@@ -121,7 +122,7 @@ export async function startOidcProviderGateway(uris: RedirectUris): Promise<Gate
         client_id: 'app-1',
         client_secret: SECRET,
         token_endpoint_auth_method: 'client_secret_basic',
-        grant_types: ['authorization_code', 'urn:openid:params:grant-type:ciba'],
+        grant_types: ['authorization_code', 'urn:openid:params:grant-type:ciba', 'refresh_token'],
         response_types: ['code'],
         redirect_uris: uris.secret,
         backchannel_token_delivery_mode: 'poll',

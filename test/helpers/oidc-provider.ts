@@ -53,6 +53,8 @@ export async function startOidcProvider(clients: ClientMetadata[], scopes: strin
     ttl: { BackchannelAuthenticationRequest: 120, AccessToken: 3600, IdToken: 3600, Grant: 3600, Interaction: 600, Session: 600, AuthorizationCode: 60 },
     findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
     interactions: { url: (_ctx, interaction) => `/op/interaction/${interaction.uid}` },
+    // A new refresh token at every use, as this package's gateway does (the default rotates only late in its life).
+    rotateRefreshToken: true,
     features: {
       devInteractions: { enabled: false },
       revocation: { enabled: true },

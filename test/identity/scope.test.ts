@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseScope } from '../../lib/identity/scope.js';
+import { parseScope, withoutProtocolScopes } from '../../lib/identity/scope.js';
 import type { OAuthError } from '../../lib/errors.js';
 import { countWork } from '../helpers/work.js';
 
@@ -18,6 +18,7 @@ describe('scope', () => {
       purpose: 'FraudPreventionAndDetection',
       scopes: ['sim-swap'],
       openid: false,
+      offlineAccess: false,
       value: 'dpv:FraudPreventionAndDetection#sim-swap',
     });
   });
@@ -27,8 +28,18 @@ describe('scope', () => {
       purpose: 'FraudPreventionAndDetection',
       scopes: ['sim-swap:check', 'sim-swap:retrieve-date'],
       openid: true,
+      offlineAccess: false,
       value: 'openid dpv:FraudPreventionAndDetection sim-swap:check sim-swap:retrieve-date',
     });
+  });
+
+  it('reads offline_access as a protocol scope beside the purpose, like openid', () => {
+    const parsed = parseScope('dpv:FraudPreventionAndDetection sim-swap offline_access openid');
+    expect(parsed).toMatchObject({ purpose: 'FraudPreventionAndDetection', scopes: ['sim-swap'], openid: true, offlineAccess: true });
+    expect(parsed.value).toBe('dpv:FraudPreventionAndDetection sim-swap offline_access openid');
+    expect(withoutProtocolScopes(parsed, { offlineAccess: true })).toEqual({ ...parsed, offlineAccess: false, value: 'dpv:FraudPreventionAndDetection sim-swap openid' });
+    expect(withoutProtocolScopes(parsed, { openid: true, offlineAccess: true }).value).toBe('dpv:FraudPreventionAndDetection sim-swap');
+    expect(code('offline_access')).toBe('invalid_scope');
   });
 
   it('accepts openid with the single-token form and ignores repeated tokens', () => {

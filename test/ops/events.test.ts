@@ -24,7 +24,7 @@ describe('events: frontend flow', () => {
     expect(events.names()).toEqual(['code.consumed', 'token.issued']);
     expect(events.of('code.consumed')).toEqual([{ ...alice, scopes: ['sim-swap'] }]);
     expect(events.of('token.issued')).toEqual([
-      { ...alice, scopes: ['sim-swap'], grantType: 'authorization_code', format: 'opaque', idToken: false },
+      { ...alice, scopes: ['sim-swap'], grantType: 'authorization_code', format: 'opaque', idToken: false, refreshToken: false, singleUse: false },
     ]);
   });
 
@@ -80,7 +80,7 @@ describe('events: CIBA', () => {
     expect((await pollToken(app, id)).status).toBe(200);
     expect(events.names()).toEqual(['ciba.requested', 'ciba.slow_down', 'consent.granted', 'ciba.approved', 'token.issued']);
     expect(events.of('ciba.approved')).toEqual([{ ...alice, scopes: ['device-location'] }]);
-    expect(events.of('token.issued')).toEqual([{ ...alice, scopes: ['device-location'], grantType: CIBA, format: 'opaque', idToken: false }]);
+    expect(events.of('token.issued')).toEqual([{ ...alice, scopes: ['device-location'], grantType: CIBA, format: 'opaque', idToken: false, refreshToken: false, singleUse: false }]);
   });
 
   it('denied by consent (out-of-band API) and by decision (hook), expired', async () => {

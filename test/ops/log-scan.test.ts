@@ -7,6 +7,7 @@ import { APP1, APP2, CIBA, LOCATION, SECRET, SIM_SWAP, basic, createTestGateway 
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, authorize, callback, consentForm, cookies, formTarget, localPath, location, pkcePair, redeem } from '../helpers/frontend.js';
 import { KEY_A } from '../helpers/keys.js';
+import { GRANTS_CLIENTS, GRANTS_POLICY, JWT_BEARER, OFFLINE_AUTH, POPULATION, SERVICE_AUTH, bearerAssertion, refresh, tokenRequest } from '../helpers/grants.js';
 import { EVENT_NAMES, type NetAuthOptions } from '../../lib/index.js';
 import { EventHub } from '../../lib/ops/events.js';
 import { attachLogger } from '../../lib/ops/logging.js';
@@ -60,6 +61,8 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
 
     const gw = createTestGateway({
       ...format,
+      clients: GRANTS_CLIENTS,
+      consentPolicy: GRANTS_POLICY,
       logger: log.logger,
       backchannel: {
         // app-2's requests wait for a decision that never comes (polled until expiry); app-1's are approved.
@@ -149,6 +152,21 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     keep(introspected.body.sub);
     expect((await request(app).post('/apigateway/revoke').set('Authorization', APP1).type('form').send({ token: quickToken.body.access_token })).status).toBe(200);
     expect(await netauth.consent.revoke({ clientId: 'app-1', login_hint: ALICE, scope: LOCATION })).toBe(true);
+
+    // The grants beyond the seed's two: a refresh token rotated then reused, client credentials, the JWT bearer grant.
+    keep('offline-secret', OFFLINE_AUTH, 'service-secret', SERVICE_AUTH);
+    const offline = await startBackchannel(app, ALICE, `${SIM_SWAP} offline_access`, OFFLINE_AUTH);
+    const offlineTokens = await pollToken(app, offline, OFFLINE_AUTH);
+    keep(offline, offlineTokens.body.access_token, offlineTokens.body.refresh_token);
+    const rotated = await refresh(app, offlineTokens.body.refresh_token as string);
+    keep(rotated.body.access_token, rotated.body.refresh_token);
+    expect((await refresh(app, offlineTokens.body.refresh_token as string)).body.error).toBe('invalid_grant');
+    const twoLegged = await tokenRequest(app, { grant_type: 'client_credentials', scope: POPULATION }, SERVICE_AUTH);
+    keep(twoLegged.body.access_token);
+    const assertion = await bearerAssertion(ALICE, 'dpv:FraudPreventionAndDetection number-verification', { now: Math.floor(clock.now / 1000) });
+    const asserted = await tokenRequest(app, { grant_type: JWT_BEARER, assertion });
+    expect(asserted.status).toBe(200);
+    keep(assertion, asserted.body.access_token);
 
     // Failed client authentication, then the lock-out, even with the right secret.
     const guesses = ['guess-one-7Yh', 'guess-two-Qw9', 'guess-three-Zp2'];

@@ -81,9 +81,15 @@ describe('token endpoint grants against a model', () => {
           return { fields };
         },
       })),
-      fc.constantFrom('refresh_token', 'password', 'urn:x', 'AUTHORIZATION_CODE').map((g) => ({
+      fc.constantFrom('password', 'urn:x', 'AUTHORIZATION_CODE').map((g) => ({
         kind: `grant_type ${g}`,
         error: 'unsupported_grant_type',
+        apply: (f: Fields) => ({ fields: replace(f, 'grant_type', g) }),
+      })),
+      // Grants the gateway has but app-1 is not registered for.
+      fc.constantFrom('refresh_token', 'client_credentials').map((g) => ({
+        kind: `grant_type ${g}`,
+        error: 'unauthorized_client',
         apply: (f: Fields) => ({ fields: replace(f, 'grant_type', g) }),
       })),
     );

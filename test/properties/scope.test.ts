@@ -34,21 +34,23 @@ interface Request {
   purpose: string;
   scopes: string[];
   openid: boolean;
+  offlineAccess: boolean;
   tokens: string[];
 }
 
-/** A valid request from the grammar: tokens in any order, repeats allowed, `openid` anywhere. */
+/** A valid request from the grammar: tokens in any order, repeats allowed, `openid` and `offline_access` anywhere. */
 const validRequest: fc.Arbitrary<Request> = fc
   .record({
     purpose,
     scopes: fc.array(apiScope, { minLength: 1, maxLength: 4 }),
     hashForm: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
     openid: fc.nat({ max: 2 }),
-    order: fc.array(fc.nat(), { minLength: 8, maxLength: 8 }),
+    offline: fc.nat({ max: 2 }),
+    order: fc.array(fc.nat(), { minLength: 10, maxLength: 10 }),
     gaps: fc.array(gap, { minLength: 10, maxLength: 10 }),
     edges: fc.tuple(fc.constantFrom('', ' ', '  '), fc.constantFrom('', ' ')),
   })
-  .map(({ purpose: p, scopes, hashForm, openid, order, gaps, edges }) => {
+  .map(({ purpose: p, scopes, hashForm, openid, offline, order, gaps, edges }) => {
     const tokens: string[] = [];
     let bare = false;
     scopes.forEach((s, i) => {
@@ -60,6 +62,7 @@ const validRequest: fc.Arbitrary<Request> = fc
     });
     if (bare || tokens.length === 0) tokens.push(`dpv:${p}`);
     for (let i = 0; i < openid; i++) tokens.push('openid');
+    for (let i = 0; i < offline; i++) tokens.push('offline_access');
     // A stable shuffle driven by the generated order.
     const shuffled = tokens.map((t, i) => [order[i % order.length]! + i / 100, t] as const).sort((a, b) => a[0] - b[0]).map(([, t]) => t);
     const text = edges[0] + shuffled.map((t, i) => (i === 0 ? t : gaps[i % gaps.length] + t)).join('') + edges[1];
@@ -68,17 +71,17 @@ const validRequest: fc.Arbitrary<Request> = fc
     const model: string[] = [];
     for (const t of shuffled) {
       if (!seen.includes(t)) seen.push(t);
-      const api = t === 'openid' ? undefined : t.startsWith('dpv:') ? (t.includes('#') ? t.slice(t.indexOf('#') + 1) : undefined) : t;
+      const api = t === 'openid' || t === 'offline_access' ? undefined : t.startsWith('dpv:') ? (t.includes('#') ? t.slice(t.indexOf('#') + 1) : undefined) : t;
       if (api !== undefined && !model.includes(api)) model.push(api);
     }
-    return { text, purpose: p, scopes: model, openid: openid > 0, tokens: seen };
+    return { text, purpose: p, scopes: model, openid: openid > 0, offlineAccess: offline > 0, tokens: seen };
   });
 
 describe('scope properties', () => {
-  it('requests from the grammar parse to their purpose, API scopes, openid and the echoed scope string', () => {
+  it('requests from the grammar parse to their purpose, API scopes, openid, offline_access and the echoed scope string', () => {
     fc.assert(
       fc.property(validRequest, (r) => {
-        expect(parseScope(r.text)).toEqual({ purpose: r.purpose, scopes: r.scopes, openid: r.openid, value: r.tokens.join(' ') });
+        expect(parseScope(r.text)).toEqual({ purpose: r.purpose, scopes: r.scopes, openid: r.openid, offlineAccess: r.offlineAccess, value: r.tokens.join(' ') });
       }),
       { numRuns: RUNS },
     );

@@ -45,6 +45,11 @@ export class ClientAuthenticator {
     this.methods = [clientSecretBasic(clients), clientSecretPost(clients), privateKeyJwt(clients, jwts, issuer)];
   }
 
+  /** Whether the request carries client credentials of any method, well formed or not. */
+  presents(req: Request, params: FormParams): boolean {
+    return this.methods.some((m) => m.presentedIn(req, params));
+  }
+
   async authenticate(req: Request, res: Response, params: FormParams, endpoint: Endpoint): Promise<RegisteredClient> {
     const presented = this.methods.filter((m) => m.presentedIn(req, params));
     if (presented.length > 1) throw new OAuthError('invalid_request', 'use exactly one client authentication method');

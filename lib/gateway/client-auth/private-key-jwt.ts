@@ -13,8 +13,11 @@ export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-typ
  */
 const ASSERTION_TYPES = [undefined, 'jwt', 'client-authentication+jwt'] as const;
 
-/** The endpoints a client assertion may name as `aud`, besides the issuer: the token endpoint and the one it is sent to. */
-function audiences(issuer: string, req: Request): string[] {
+/**
+ * The endpoints a client assertion (or a JWT bearer grant's assertion) may name as `aud`, besides the issuer:
+ * the token endpoint and the one it is sent to.
+ */
+export function assertionAudiences(issuer: string, req: Request): string[] {
   const route = (req.route as { path?: unknown } | undefined)?.path;
   const here = typeof route === 'string' ? [`${issuer}${route}`] : [];
   return [issuer, `${issuer}/token`, ...here];
@@ -53,7 +56,7 @@ export function privateKeyJwt(clients: ClientRegistry, jwts: ClientJwts, issuer:
       if (client.tokenEndpointAuthMethod !== 'private_key_jwt') return { known: client };
       try {
         await jwts.verify(client, params.require('client_assertion'), {
-          audience: audiences(issuer, req),
+          audience: assertionAudiences(issuer, req),
           subjectIsClient: true,
           requireIat: false,
           types: ASSERTION_TYPES,

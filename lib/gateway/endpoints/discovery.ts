@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { GatewayContext } from '../context.js';
-import { CLIENT_SIGNING_ALGORITHMS } from '../../registry/clients.js';
+import { CIBA_GRANT, CLIENT_SIGNING_ALGORITHMS } from '../../registry/clients.js';
 import { DPOP_ALGORITHMS } from '../tokens/dpop.js';
 
 /** OpenID Connect Discovery / RFC 8414 metadata for this gateway. */
@@ -46,6 +46,9 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
   const declared = ctx.clients.authMethods ?? [];
   const authMethods: string[] = declared.length > 0 ? [...declared] : ['client_secret_basic'];
   const algorithms = [...CLIENT_SIGNING_ALGORITHMS];
+  // The grant types the registered clients use (a custom registry declares them; by default the seed's two).
+  const grantTypes = [...(ctx.clients.grantTypes ?? ['authorization_code', CIBA_GRANT])];
+  const protocolScopes = [...(ctx.idTokens && ctx.keys ? ['openid'] : []), ...(grantTypes.includes('refresh_token') ? ['offline_access'] : [])];
   const scopes = ctx.policy
     .rules()
     .filter((r) => r.basis !== 'forbidden')
@@ -57,13 +60,13 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
     backchannel_authentication_endpoint: url('/bc-authorize'),
     backchannel_token_delivery_modes_supported: ['poll'],
     backchannel_user_code_parameter_supported: false,
-    grant_types_supported: ['authorization_code', 'urn:openid:params:grant-type:ciba'],
+    grant_types_supported: grantTypes,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     token_endpoint_auth_methods_supported: authMethods,
     code_challenge_methods_supported: ['S256'],
     authorization_response_iss_parameter_supported: true,
-    scopes_supported: ctx.idTokens && ctx.keys ? ['openid', ...scopes] : scopes,
+    scopes_supported: [...protocolScopes, ...scopes],
     subject_types_supported: ['pairwise'],
     claims_parameter_supported: false,
     request_parameter_supported: true,

@@ -3,18 +3,22 @@ import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
 import { formParams } from '../http/form.js';
 import { findAccessToken } from '../tokens/access-tokens.js';
+import { findRefreshToken } from '../tokens/refresh-tokens.js';
 
 /** RFC 7662 §2.2 response for an active token. */
 export interface IntrospectionResponse {
   active: true;
   scope: string;
   client_id: string;
-  /** `DPoP` for a token bound to a DPoP key (RFC 9449 §6.2), else `Bearer`. */
-  token_type: 'Bearer' | 'DPoP';
+  /** Access tokens only (RFC 7662 §2.2 takes it from RFC 6749 §5.1, which types access tokens): `DPoP` for a token bound to a DPoP key (RFC 9449 §6.2), else `Bearer`. */
+  token_type?: 'Bearer' | 'DPoP';
   exp: number;
   iat: number;
-  /** Pairwise for the asking client, as in its ID tokens: never the phone number or the operator's id. */
-  sub: string;
+  /**
+   * Pairwise for the asking client, as in its ID tokens: never the phone number or the operator's id. Absent
+   * for a two-legged token (client credentials): it has no subscriber.
+   */
+  sub?: string;
   iss: string;
   /** The DPV purpose the token was granted for. */
   purpose: string;
@@ -22,32 +26,56 @@ export interface IntrospectionResponse {
   cnf?: { jkt: string };
 }
 
+/** What introspection reads of either kind of token: who, for what, when. */
+interface Introspected {
+  clientId: string;
+  subscriberId: string | null;
+  scope: string;
+  purpose: string;
+  issuedAt: number;
+  expiresAt: number;
+  /** An access token's DPoP key thumbprint, if bound. */
+  jkt?: string | null;
+}
+
+/** The live access token (the guard's own lookup) or refresh token, in the order the hint suggests (§2.1). */
+async function find(ctx: GatewayContext, token: string, hint: string | undefined): Promise<{ record: Introspected; refresh: boolean } | undefined> {
+  const access = async () => {
+    const record = await findAccessToken(ctx, token);
+    return record && { record, refresh: false };
+  };
+  const refresh = async () => {
+    const stored = await findRefreshToken(ctx, token);
+    return stored && !stored.consumed && stored.value.expiresAt > ctx.now() ? { record: stored.value, refresh: true } : undefined;
+  };
+  return hint === 'refresh_token' ? ((await refresh()) ?? access()) : ((await access()) ?? refresh());
+}
+
 /**
- * POST /introspect (RFC 7662), for the client the token was issued to. `{"active": false}` for a token that
- * is unknown, expired, revoked or another client's: nothing tells these apart (§2.2, §4). Only access
- * tokens exist here, so `token_type_hint` changes nothing (§2.1 lets the server ignore it).
+ * POST /introspect (RFC 7662), for the client the token was issued to: access and refresh tokens. `{"active":
+ * false}` for a token that is unknown, expired, revoked, used up or another client's: nothing tells these apart
+ * (§2.2, §4). `token_type_hint` only orders the lookup (§2.1). A single-use access token is reported, never used
+ * up: only the client it was issued to may introspect it, and only the guard spends it.
  */
 export function introspectionEndpoint(ctx: GatewayContext, auth: ClientAuthenticator) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = formParams(req);
     const client = await auth.authenticate(req, res, params, 'introspect');
     const token = params.require('token');
-    params.get('token_type_hint'); // read only to refuse a repeated parameter
-    // The same lookup the guard makes for opaque tokens, so the two always agree.
-    const record = await findAccessToken(ctx, token);
-    const active = record !== undefined && record.clientId === client.clientId;
-    if (!active) {
+    const found = await find(ctx, token, params.get('token_type_hint'));
+    if (found === undefined || found.record.clientId !== client.clientId) {
       res.status(200).json({ active: false });
       return;
     }
+    const { record, refresh } = found;
     const body: IntrospectionResponse = {
       active: true,
       scope: record.scope,
       client_id: record.clientId,
-      token_type: record.jkt ? 'DPoP' : 'Bearer',
+      ...(refresh ? {} : { token_type: record.jkt ? ('DPoP' as const) : ('Bearer' as const) }),
       exp: Math.floor(record.expiresAt / 1000),
       iat: Math.floor(record.issuedAt / 1000),
-      sub: ctx.pairwiseSubject(record.clientId, record.subscriberId),
+      ...(record.subscriberId === null ? {} : { sub: ctx.pairwiseSubject(record.clientId, record.subscriberId) }),
       iss: ctx.issuer,
       purpose: record.purpose,
       ...(record.jkt ? { cnf: { jkt: record.jkt } } : {}),

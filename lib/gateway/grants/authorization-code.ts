@@ -3,7 +3,8 @@ import { OAuthError } from '../../errors.js';
 import type { CodeRecord } from '../requests/authorization-codes.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { issueAccessToken } from '../tokens/access-tokens.js';
+import { issueAccessToken, reportIssued } from '../tokens/access-tokens.js';
+import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import { overLimit } from '../../ops/rate-limits.js';
 
@@ -61,7 +62,8 @@ export const authorizationCodeGrant: Grant = {
     // Consuming the code and storing the token are one atomic step: a replay that finds the code consumed and
     // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent
     // redemptions exactly one wins; the others are replays.
-    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, { kind: 'code', id: code }, options);
+    const refresh = offeredRefreshToken(ctx, client, record, record.grantId, record.consentGrants);
+    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, { kind: 'code', id: code }, { ...options, refresh });
     if (!tokens) throw await replayed(ctx, record);
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = await issueIdToken(ctx, {
@@ -75,7 +77,7 @@ export const authorizationCodeGrant: Grant = {
     }
     const subject = { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, scopes: record.scopes };
     ctx.events.emit('code.consumed', subject);
-    ctx.events.emit('token.issued', { ...subject, grantType: 'authorization_code', format: ctx.accessTokenFormat, idToken: tokens.id_token !== undefined });
+    reportIssued(ctx, record, 'authorization_code', tokens);
     return tokens;
   },
 };

@@ -2,7 +2,8 @@ import { OAuthError } from '../../errors.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { issueAccessToken } from '../tokens/access-tokens.js';
+import { issueAccessToken, reportIssued } from '../tokens/access-tokens.js';
+import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import type { BackchannelRecord, PollRecord } from '../requests/backchannel-requests.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
@@ -85,7 +86,8 @@ export const cibaGrant: Grant = {
 
     // Single use: of concurrent polls for an approved request exactly one wins the token. Consuming the request
     // and storing its token are one atomic step: a failure (503) leaves the request approved, to poll again.
-    const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, { kind: 'backchannel', id: authReqId }, options);
+    const refresh = offeredRefreshToken(ctx, client, record, record.grantId, result.consentGrants);
+    const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, { kind: 'backchannel', id: authReqId }, { ...options, refresh });
     if (!tokens) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = await issueIdToken(ctx, {
@@ -101,7 +103,7 @@ export const cibaGrant: Grant = {
       });
     }
     ctx.events.emit('ciba.approved', subject);
-    ctx.events.emit('token.issued', { ...subject, grantType: CIBA_GRANT, format: ctx.accessTokenFormat, idToken: tokens.id_token !== undefined });
+    reportIssued(ctx, record, CIBA_GRANT, tokens);
     return tokens;
   },
 };

@@ -6,7 +6,7 @@ import type { IssueOptions, TokenResponse } from '../tokens/access-tokens.js';
 
 /**
  * What the token endpoint settled for this request before handing over, the same for every grant (the DPoP key
- * the token is bound to): a grant passes it to `issueAccessToken` untouched.
+ * the token is bound to): a grant passes it to `issueAccessToken` untouched (adding its refresh token, if any).
  */
 export type ExchangeOptions = IssueOptions;
 
@@ -16,5 +16,11 @@ export type ExchangeOptions = IssueOptions;
  */
 export interface Grant {
   type: GrantType;
+  /**
+   * Only for a grant whose request can authenticate the client by itself (RFC 7521 §4.1 and §6.3: the JWT bearer
+   * assertion, as the CAMARA profile uses it): called instead of client authentication when the request carries
+   * no client credentials. Resolves with the client, or rejects as client authentication would.
+   */
+  authenticate?(ctx: GatewayContext, params: FormParams, req: Request): Promise<RegisteredClient>;
   exchange(ctx: GatewayContext, client: RegisteredClient, params: FormParams, req: Request, options: ExchangeOptions): Promise<TokenResponse>;
 }

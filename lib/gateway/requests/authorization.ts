@@ -1,5 +1,5 @@
 import { OAuthError } from '../../errors.js';
-import { parseScope, type RequestedScope } from '../../identity/scope.js';
+import { parseScope, withoutProtocolScopes, type RequestedScope } from '../../identity/scope.js';
 import { rulesFor, strictestBasis, type LegalBasis } from '../../consent/policy.js';
 import type { RegisteredClient } from '../../registry/clients.js';
 import type { Subscriber } from '../../identity/subscribers.js';
@@ -23,8 +23,13 @@ function scopesOf(client: RegisteredClient): ReadonlySet<string> {
   return scopes;
 }
 
+/**
+ * The scope a request asks for, checked against the client's registration and the policy. `offline_access` is
+ * granted only to a client registered for `refresh_token` (else it is left out of the granted scope).
+ */
 export function decideScope(ctx: GatewayContext, client: RegisteredClient, scope: string): ScopeDecision {
-  const requested = parseScope(scope);
+  const parsed = parseScope(scope);
+  const requested = parsed.offlineAccess && !client.grantTypes.includes('refresh_token') ? withoutProtocolScopes(parsed, { offlineAccess: true }) : parsed;
   const registered = scopesOf(client);
   for (const api of requested.scopes) {
     if (!registered.has(`dpv:${requested.purpose}#${api}`)) {

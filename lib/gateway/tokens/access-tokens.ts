@@ -1,12 +1,19 @@
 import { OAuthError } from '../../errors.js';
 import { randomTag, sha256, taggedId } from '../../crypto.js';
-import { placementTag, type RecordKind } from '../../stores/store.js';
+import { placementTag, type RecordKind, type RecordWrite } from '../../stores/store.js';
 import type { GatewayContext } from '../context.js';
-import { authorizationOf, type StoredAuthorization } from '../requests/authorization.js';
+import type { StoredAuthorization } from '../requests/authorization.js';
+import type { GrantType } from '../../registry/clients.js';
 import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
 
+/**
+ * What an access token grants: an authorization of a subscriber, or none (`subscriberId` null: a two-legged
+ * token of the client credentials grant, CAMARA).
+ */
+export type TokenAuthorization = Omit<StoredAuthorization, 'subscriberId'> & { subscriberId: string | null };
+
 /** What the store keeps for an access token, under the SHA-256 of the token (never the token itself). */
-export interface AccessTokenRecord extends StoredAuthorization {
+export interface AccessTokenRecord extends TokenAuthorization {
   issuedAt: number;
   expiresAt: number;
   /** `jwt` tokens are verified offline by the guard; this record serves introspection and revocation. */
@@ -15,9 +22,11 @@ export interface AccessTokenRecord extends StoredAuthorization {
   jti: string | null;
   /** Grant ids the token was issued under (also the store's grant index of this record). */
   grants: string[];
+  /** Good for one API call (the scope's policy rule): the guard consumes this record. False in records of older versions too. */
+  singleUse: boolean;
   /** RFC 9449 `cnf.jkt`: the thumbprint of the DPoP key the token is bound to; null when unbound (absent in older records). */
   jkt: string | null;
-  [key: string]: string | number | null | string[];
+  [key: string]: string | number | boolean | null | string[];
 }
 
 export interface TokenResponse {
@@ -27,6 +36,24 @@ export interface TokenResponse {
   expires_in: number;
   scope: string;
   id_token?: string;
+  refresh_token?: string;
+}
+
+/** A refresh token made for an issue (lib/gateway/tokens/refresh-tokens.ts): the token, and its record to write with the access token. */
+export interface MintedRefreshToken {
+  token: string;
+  write: RecordWrite;
+}
+
+/**
+ * How a grant issues its tokens. The token endpoint settles one such object per request, the same whichever
+ * grant runs (`Grant.exchange` passes it on); a grant that issues a refresh token adds it.
+ */
+export interface IssueOptions {
+  /** RFC 9449: the JWK SHA-256 thumbprint of the DPoP proof's key; the token is bound to it (`cnf.jkt`). */
+  dpopJkt?: string | undefined;
+  /** A refresh token to issue with the access token, in the same atomic step (code, CIBA and refresh grants). */
+  refresh?: MintedRefreshToken | undefined;
 }
 
 /**
@@ -45,19 +72,30 @@ export interface ExchangedRecord {
   id: string;
 }
 
-/** What the token endpoint settled for the request, the same whichever grant runs (`Grant.exchange` passes it on). */
-export interface IssueOptions {
-  /** RFC 9449: the JWK SHA-256 thumbprint of the DPoP proof's key; the token is bound to it (`cnf.jkt`). */
-  dpopJkt?: string | undefined;
+/**
+ * The access token's lifetime and use for these scopes (per-scope token policy, the rules' `accessTokenLifetime`
+ * and `singleUseAccessToken`): the shortest lifetime of their rules, and single use if any rule asks for it.
+ */
+export function accessTokenPolicy(ctx: GatewayContext, purpose: string, scopes: readonly string[]): { lifetime: number; singleUse: boolean } {
+  let lifetime = ctx.lifetimes.accessToken;
+  let singleUse = false;
+  for (const scope of scopes) {
+    const rule = ctx.policy.rule(purpose, scope);
+    if (rule?.accessTokenLifetime !== undefined) lifetime = Math.min(lifetime, rule.accessTokenLifetime);
+    if (rule?.singleUseAccessToken === true) singleUse = true;
+  }
+  return { lifetime, singleUse };
 }
 
 /**
  * Issues an access token in the configured format: opaque (256 random bits) or an RFC 9068 JWT, carrying the
- * placement tag of the authorization's own grant. Either way the store keeps a record under `tokenKey`, written
- * with its grants: the authorization's own grant and the consents it rests on, so revoking either revokes the
- * token. The record is written by the store's `consume` of what the token is exchanged for (`exchanged`), in
- * the same atomic step: a failure leaves both or neither, so it never burns an approved request, and a replay
- * that finds the code used always finds its token. Undefined when `exchanged` was already used.
+ * placement tag of the authorization's own grant, with the lifetime and use the scopes' policy gives it. Either
+ * way the store keeps a record under `tokenKey`, written with its grants: the authorization's own grant and the
+ * consents it rests on, so revoking either revokes the token. The record (and a refresh token's, if one is
+ * issued) is written by the store's `consume` of what the token is exchanged for (`exchanged`), in the same
+ * atomic step: a failure leaves both or neither, so it never burns an approved request, and a replay that finds
+ * the code used always finds its token. Undefined when `exchanged` was already used. Grants that consume nothing
+ * (client credentials, JWT bearer, whose assertion's `jti` is already spent) just write the record.
  *
  * Consent withdrawn while the token is issued (the grant read the consent as live, then `consent.revoke()`
  * ran before this write) must not leave a token behind: the revocation deleted the grant's records before
@@ -72,17 +110,33 @@ export interface IssueOptions {
  */
 export async function issueAccessToken(
   ctx: GatewayContext,
-  authorization: StoredAuthorization,
+  authorization: TokenAuthorization,
+  grantId: string,
+  consentGrants: readonly string[],
+  exchanged: undefined,
+  options?: IssueOptions,
+): Promise<TokenResponse>;
+export async function issueAccessToken(
+  ctx: GatewayContext,
+  authorization: TokenAuthorization,
   grantId: string,
   consentGrants: readonly string[],
   exchanged: ExchangedRecord,
+  options?: IssueOptions,
+): Promise<TokenResponse | undefined>;
+export async function issueAccessToken(
+  ctx: GatewayContext,
+  authorization: TokenAuthorization,
+  grantId: string,
+  consentGrants: readonly string[],
+  exchanged: ExchangedRecord | undefined,
   options: IssueOptions = {},
 ): Promise<TokenResponse | undefined> {
   const jkt = options.dpopJkt ?? null;
   const grants = [grantId, ...consentGrants];
   const withdrawn = () => new OAuthError('invalid_grant', 'the consent this grant rests on was withdrawn');
   if (consentGrants.length > 0 && (await ctx.revocations.isAnyGrantRevoked(consentGrants))) throw withdrawn();
-  const lifetime = ctx.lifetimes.accessToken;
+  const { lifetime, singleUse } = accessTokenPolicy(ctx, authorization.purpose, authorization.scopes);
   const tag = placementTag(grantId) ?? randomTag();
   let issuedAt = ctx.now();
   let token: string;
@@ -100,39 +154,78 @@ export async function issueAccessToken(
       jti,
       iat: issuedAt / 1000,
       exp: issuedAt / 1000 + lifetime,
+      singleUse,
       ...(jkt === null ? {} : { jkt }),
     });
   } else {
     token = taggedId(tag, 32);
   }
+  const { clientId, subscriberId, phoneNumber, purpose, scopes, scope } = authorization;
   const record: AccessTokenRecord = {
-    ...authorizationOf(authorization),
+    clientId,
+    subscriberId,
+    phoneNumber,
+    purpose,
+    scopes,
+    scope,
     issuedAt,
     expiresAt: issuedAt + lifetime * 1000,
     format: ctx.accessTokenFormat,
     jti,
     grants,
+    singleUse,
     jkt,
   };
   const key = tokenKey(token);
-  if (!(await ctx.store.consume(exchanged.kind, exchanged.id, [{ kind: 'access_token', id: key, value: record, options: { ttl: lifetime, grants } }]))) {
-    return undefined;
+  const writes: RecordWrite[] = [{ kind: 'access_token', id: key, value: record, options: { ttl: lifetime, grants } }];
+  if (options.refresh) writes.push(options.refresh.write);
+  if (exchanged) {
+    if (!(await ctx.store.consume(exchanged.kind, exchanged.id, writes))) return undefined;
+  } else {
+    for (const write of writes) await ctx.store.put(write.kind, write.id, write.value, write.options);
   }
   if (consentGrants.length > 0) {
+    const discard = () => Promise.all(writes.map((write) => ctx.store.delete(write.kind, write.id)));
     let revoked: boolean;
     try {
       revoked = await ctx.revocations.isAnyGrantRevoked(consentGrants);
     } catch (error) {
-      // Not known to be live: the token is not handed out, and its record goes.
-      await ctx.store.delete('access_token', key).catch(ctx.onError);
+      // Not known to be live: the tokens are not handed out, and their records go.
+      await discard().catch(ctx.onError);
       throw error;
     }
     if (revoked) {
-      await ctx.store.delete('access_token', key);
+      await discard();
       throw withdrawn();
     }
   }
-  return { access_token: token, token_type: jkt === null ? 'Bearer' : 'DPoP', expires_in: lifetime, scope: authorization.scope };
+  const response: TokenResponse = { access_token: token, token_type: jkt === null ? 'Bearer' : 'DPoP', expires_in: lifetime, scope: authorization.scope };
+  if (options.refresh) response.refresh_token = options.refresh.token;
+  return response;
+}
+
+/** Reports an issue as `token.issued`: who, for what, by which grant, and how; never a token. */
+export function reportIssued(ctx: GatewayContext, authorization: TokenAuthorization, grantType: GrantType, tokens: TokenResponse): void {
+  const { clientId, subscriberId, purpose, scopes } = authorization;
+  ctx.events.emit('token.issued', {
+    clientId,
+    ...(subscriberId === null ? {} : { subscriberId }),
+    purpose,
+    scopes,
+    grantType,
+    format: ctx.accessTokenFormat,
+    idToken: tokens.id_token !== undefined,
+    refreshToken: tokens.refresh_token !== undefined,
+    singleUse: accessTokenPolicy(ctx, purpose, scopes).singleUse,
+  });
+}
+
+/**
+ * Uses up a single-use token: of any number of concurrent calls, on every store, exactly one gets true (the
+ * store's atomic `consume`). False when the token was used, revoked (its record deleted) or never stored.
+ */
+export function consumeSingleUseToken(ctx: GatewayContext, token: string): Promise<boolean> {
+  return ctx.store.consume('access_token', tokenKey(token));
 }
 
 /**
@@ -142,7 +235,8 @@ export async function issueAccessToken(
  */
 export async function findAccessToken(ctx: GatewayContext, token: string): Promise<AccessTokenRecord | undefined> {
   const stored = await ctx.store.get<AccessTokenRecord>('access_token', tokenKey(token));
-  if (!stored || stored.value.expiresAt <= ctx.now()) return undefined;
+  // A consumed record is a single-use token that has had its one call.
+  if (!stored || stored.consumed || stored.value.expiresAt <= ctx.now()) return undefined;
   const record = stored.value;
   if (ctx.revocations.isRevokedLocally(record.jti ?? '', record.grants ?? [])) return undefined;
   return record;

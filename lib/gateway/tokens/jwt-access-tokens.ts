@@ -4,11 +4,14 @@ import type { GatewayContext } from '../context.js';
 
 /**
  * JWT access tokens, RFC 9068: header `typ: at+jwt`; claims iss, exp, iat, aud, sub, client_id, scope, jti,
- * plus two private claims:
+ * plus private claims:
  * - `purpose`: the DPV purpose the token was granted for (as in introspection responses);
  * - `grant_ids`: the random, opaque ids of the grants the token was issued under (its authorization and the
- *   consents it rests on), so revoking a grant reaches a token that is verified with no store lookup.
- * `sub` is the operator's opaque subscriber id (never the phone number): the service APIs need the subscriber.
+ *   consents it rests on), so revoking a grant reaches a token that is verified with no store lookup;
+ * - `single_use: true` on a token good for one API call (the guard then consumes its store record);
+ * - `two_legged: true` on a token with no subscriber (client credentials): its `sub` is then the client_id,
+ *   as RFC 9068 §2.2 asks, and names no subscriber.
+ * `sub` is otherwise the operator's opaque subscriber id (never the phone number): the service APIs need the subscriber.
  * A token bound to a DPoP key carries `cnf.jkt` (RFC 9449 §6.1).
  */
 export interface AccessTokenClaims extends JWTPayload {
@@ -22,12 +25,15 @@ export interface AccessTokenClaims extends JWTPayload {
   scope: string;
   purpose: string;
   grant_ids: string[];
+  single_use?: true;
+  two_legged?: true;
   cnf?: { jkt: string };
 }
 
 export interface JwtAccessTokenInput {
   clientId: string;
-  subscriberId: string;
+  /** Null for a two-legged token (client credentials). */
+  subscriberId: string | null;
   scope: string;
   purpose: string;
   grants: readonly string[];
@@ -35,6 +41,7 @@ export interface JwtAccessTokenInput {
   /** Epoch seconds. */
   iat: number;
   exp: number;
+  singleUse: boolean;
   /** The DPoP key's thumbprint, when the token is bound to one. */
   jkt?: string;
 }
@@ -44,7 +51,7 @@ export async function signAccessToken(ctx: GatewayContext, input: JwtAccessToken
   if (!key) throw new Error('JWT access tokens need a signing key');
   const claims: AccessTokenClaims = {
     iss: ctx.issuer,
-    sub: input.subscriberId,
+    sub: input.subscriberId ?? input.clientId,
     aud: ctx.accessTokenAudience,
     exp: input.exp,
     iat: input.iat,
@@ -53,6 +60,8 @@ export async function signAccessToken(ctx: GatewayContext, input: JwtAccessToken
     scope: input.scope,
     purpose: input.purpose,
     grant_ids: [...input.grants],
+    ...(input.singleUse ? { single_use: true as const } : {}),
+    ...(input.subscriberId === null ? { two_legged: true as const } : {}),
     ...(input.jkt === undefined ? {} : { cnf: { jkt: input.jkt } }),
   };
   return new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }).sign(key.privateKey);
@@ -77,7 +86,10 @@ export function jtiOf(token: string): string {
 export interface VerifiedAccessToken {
   jti: string;
   clientId: string;
-  subscriberId: string;
+  /** Undefined for a two-legged token (client credentials). */
+  subscriberId: string | undefined;
+  /** The guard must consume the token's store record: it is good for one call. */
+  singleUse: boolean;
   purpose: string;
   scopes: string[];
   scope: string;
@@ -117,7 +129,7 @@ export async function verifyAccessToken(ctx: GatewayContext, token: string): Pro
   } catch {
     return undefined;
   }
-  const { client_id: clientId, scope, purpose, grant_ids: grantIds, sub, jti, iat, exp } = payload;
+  const { client_id: clientId, scope, purpose, grant_ids: grantIds, sub, jti, iat, exp, single_use: singleUse, two_legged: twoLegged } = payload;
   const confirmation = confirmationOf(payload.cnf);
   if (!confirmation) return undefined;
   if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof purpose !== 'string') return undefined;
@@ -131,5 +143,17 @@ export async function verifyAccessToken(ctx: GatewayContext, token: string): Pro
   } catch {
     return undefined;
   }
-  return { jti, clientId, subscriberId: sub, purpose, scopes, scope, grantIds, issuedAt: iat * 1000, expiresAt: exp * 1000, jkt: confirmation.jkt };
+  return {
+    jti,
+    clientId,
+    subscriberId: twoLegged === true ? undefined : sub,
+    singleUse: singleUse === true,
+    purpose,
+    scopes,
+    scope,
+    grantIds,
+    issuedAt: iat * 1000,
+    expiresAt: exp * 1000,
+    jkt: confirmation.jkt,
+  };
 }

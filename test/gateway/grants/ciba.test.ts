@@ -151,7 +151,9 @@ describe('token endpoint, CIBA grant', () => {
     const send = (body: Record<string, string>, auth = APP1) => request(app).post('/apigateway/token').set('Authorization', auth).type('form').send(body);
     expect((await send({ auth_req_id: 'x' })).body.error).toBe('invalid_request');
     expect((await send({ grant_type: 'password', username: 'a', password: 'b' })).body.error).toBe('unsupported_grant_type');
-    expect((await send({ grant_type: 'client_credentials' })).body.error).toBe('unsupported_grant_type');
+    expect((await send({ grant_type: 'urn:ietf:params:oauth:grant-type:saml2-bearer' })).body.error).toBe('unsupported_grant_type');
+    // A grant this gateway has, but the client is not registered for.
+    expect((await send({ grant_type: 'client_credentials', scope: 'dpv:FraudPreventionAndDetection sim-swap' })).body.error).toBe('unauthorized_client');
     const notRegistered = await send({ grant_type: CIBA, auth_req_id: 'x' }, basic('code-only', 'code-secret'));
     expect(notRegistered.status).toBe(400);
     expect(notRegistered.body.error).toBe('unauthorized_client');

@@ -1,0 +1,93 @@
+import { OAuthError, isOAuthError } from '../../errors.js';
+import { parseScope } from '../../identity/scope.js';
+import type { RegisteredClient } from '../../registry/clients.js';
+import { overLimit } from '../../ops/rate-limits.js';
+import type { GatewayContext } from '../context.js';
+import type { Grant } from './grant.js';
+import { authorizationOf, decideScope, type StoredAuthorization } from '../requests/authorization.js';
+import { issueAccessToken, reportIssued, tokenKey } from '../tokens/access-tokens.js';
+import { findRefreshToken, mintRefreshToken, type RefreshTokenRecord } from '../tokens/refresh-tokens.js';
+
+/**
+ * RFC 9700 §4.14.2: a rotated-out refresh token presented again means two parties hold it. Every token of its
+ * grant is revoked (access tokens, and the refresh token that replaced it), so whoever holds the new one learns it too.
+ */
+async function reused(ctx: GatewayContext, record: RefreshTokenRecord): Promise<OAuthError> {
+  await ctx.revocations.revokeGrants([record.grantId]);
+  ctx.events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'refresh_token_reuse' });
+  return new OAuthError('invalid_grant', 'the refresh_token was already used; every token of its grant is revoked');
+}
+
+/**
+ * RFC 6749 §6: the requested `scope` may narrow the grant's, never widen it: the same purpose, API scopes and
+ * protocol scopes (`openid`, `offline_access`) the grant has. The access token gets the narrowed scope; the new
+ * refresh token keeps the grant's.
+ */
+function narrowed(record: RefreshTokenRecord, scope: string | undefined): StoredAuthorization {
+  const grant = authorizationOf(record);
+  if (scope === undefined) return grant;
+  const requested = parseScope(scope);
+  const granted = parseScope(record.scope);
+  const wider =
+    requested.purpose !== granted.purpose ||
+    requested.scopes.some((s) => !granted.scopes.includes(s)) ||
+    (requested.openid && !granted.openid) ||
+    (requested.offlineAccess && !granted.offlineAccess);
+  if (wider) throw new OAuthError('invalid_scope', 'scope may only narrow what the refresh token was granted');
+  return { ...grant, scopes: requested.scopes, scope: requested.value };
+}
+
+/**
+ * The CAMARA profile's conditions for a new access token, checked on every refresh: the client is still
+ * registered for the grant's scopes, the policy still allows them, and the consent they need is still given
+ * (the consent grants the tokens will rest on). Anything else: invalid_grant.
+ */
+async function consentGrantsNow(ctx: GatewayContext, client: RegisteredClient, record: RefreshTokenRecord): Promise<string[]> {
+  let decision;
+  try {
+    decision = decideScope(ctx, client, record.scope);
+  } catch (error) {
+    if (isOAuthError(error) && error.code === 'invalid_scope') throw new OAuthError('invalid_grant', 'the client is no longer registered for this grant\'s scope, or the policy no longer knows it');
+    throw error;
+  }
+  if (decision.basis === 'forbidden') throw new OAuthError('invalid_grant', 'the policy now forbids this purpose and scope');
+  if (decision.consentScopes.length === 0) return [];
+  const consent = await ctx.consent.state({ clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, scopes: decision.consentScopes });
+  if (consent.state !== 'granted') throw new OAuthError('invalid_grant', 'the subscriber\'s consent is no longer on record');
+  return consent.grantIds;
+}
+
+/**
+ * `grant_type=refresh_token` (RFC 6749 §6, the CAMARA profile's Offline Access): single use with rotation. Every
+ * check comes before the token is used, so a bad request burns nothing; then using it and storing the new access
+ * and refresh tokens are one atomic step (the store's `consume` with both records attached): of concurrent
+ * refreshes exactly one wins, and the others are reuses, which revoke the grant.
+ */
+export const refreshTokenGrant: Grant = {
+  type: 'refresh_token',
+  async exchange(ctx, client, params, _req, options) {
+    const presented = params.require('refresh_token');
+    const scope = params.get('scope');
+    const stored = await findRefreshToken(ctx, presented);
+    // Another client's token is answered exactly like an unknown one.
+    if (!stored || stored.value.clientId !== client.clientId) throw new OAuthError('invalid_grant', 'unknown refresh_token');
+    const record = stored.value;
+    if (record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the refresh_token has expired');
+    if (stored.consumed) throw await reused(ctx, record);
+    const authorization = narrowed(record, scope);
+    const consentGrants = await consentGrantsNow(ctx, client, record);
+    if (ctx.limits) {
+      // Before anything is used: the refresh token stays good for a retry after Retry-After.
+      const hit = await ctx.limits.subscriber('token', record.clientId, record.subscriberId);
+      if (hit !== undefined) {
+        throw overLimit(ctx.events, { endpoint: 'token', limit: hit.limit, clientId: record.clientId, subscriberId: record.subscriberId, retryAfter: hit.retryAfter });
+      }
+    }
+
+    const refresh = mintRefreshToken(ctx, record, record.grantId, consentGrants);
+    const tokens = await issueAccessToken(ctx, authorization, record.grantId, consentGrants, { kind: 'refresh_token', id: tokenKey(presented) }, { ...options, refresh });
+    if (!tokens) throw await reused(ctx, record);
+    reportIssued(ctx, authorization, 'refresh_token', tokens);
+    return tokens;
+  },
+};

@@ -1,0 +1,60 @@
+import { randomTag, taggedId } from '../../crypto.js';
+import type { RegisteredClient } from '../../registry/clients.js';
+import { placementTag, type StoredRecord } from '../../stores/store.js';
+import type { GatewayContext } from '../context.js';
+import { authorizationOf, type StoredAuthorization } from '../requests/authorization.js';
+import { tokenKey, type MintedRefreshToken } from './access-tokens.js';
+
+/**
+ * What the store keeps for a refresh token (kind `refresh_token`), under the SHA-256 of the token, never the token.
+ * It stays readable after its use (the store's `consume`), until it expires, so a rotated-out token presented
+ * again is recognised as a reuse (RFC 9700 §4.14.2).
+ */
+export interface RefreshTokenRecord extends StoredAuthorization {
+  /** The grant of the code or auth_req_id it came from: every token of the grant carries it, and a reuse revokes it. */
+  grantId: string;
+  /** The consents the grant rests on (also in the store's grant index of this record): withdrawing one deletes it. */
+  consentGrants: string[];
+  issuedAt: number;
+  expiresAt: number;
+  [key: string]: string | number | null | string[];
+}
+
+/**
+ * Mints a refresh token for an authorization: 256 random bits after the grant's placement tag (a sharded store
+ * keeps it with the grant's other records), stored hashed, written with the grant and its consents (revoking
+ * either deletes it). The caller writes it with the access token, in the same atomic step.
+ */
+export function mintRefreshToken(ctx: GatewayContext, authorization: StoredAuthorization, grantId: string, consentGrants: readonly string[]): MintedRefreshToken {
+  const token = taggedId(placementTag(grantId) ?? randomTag(), 32);
+  const issuedAt = ctx.now();
+  const lifetime = ctx.lifetimes.refreshToken;
+  const record: RefreshTokenRecord = {
+    ...authorizationOf(authorization),
+    grantId,
+    consentGrants: [...consentGrants],
+    issuedAt,
+    expiresAt: issuedAt + lifetime * 1000,
+  };
+  return { token, write: { kind: 'refresh_token', id: tokenKey(token), value: record, options: { ttl: lifetime, grants: [grantId, ...consentGrants] } } };
+}
+
+/**
+ * The refresh token the code and CIBA grants issue with the access token, when the authorization may have one
+ * (the CAMARA profile): `offline_access` granted, and the client registered for `refresh_token`.
+ */
+export function offeredRefreshToken(
+  ctx: GatewayContext,
+  client: RegisteredClient,
+  authorization: StoredAuthorization,
+  grantId: string,
+  consentGrants: readonly string[],
+): MintedRefreshToken | undefined {
+  if (!client.grantTypes.includes('refresh_token') || !authorization.scope.split(' ').includes('offline_access')) return undefined;
+  return mintRefreshToken(ctx, authorization, grantId, consentGrants);
+}
+
+/** The stored record of a presented refresh token, used or not (expired ones included), or undefined. */
+export function findRefreshToken(ctx: GatewayContext, token: string): Promise<StoredRecord<RefreshTokenRecord> | undefined> {
+  return ctx.store.get<RefreshTokenRecord>('refresh_token', tokenKey(token));
+}

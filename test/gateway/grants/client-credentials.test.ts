@@ -1,0 +1,160 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import express from 'express';
+import request from 'supertest';
+import * as client from 'openid-client';
+import { decodeJwt } from 'jose';
+import { createNetAuth } from '../../../lib/index.js';
+import { CLIENTS, ISSUER, SIM_SWAP, SUBSCRIBERS, basic } from '../../helpers/gateway.js';
+import { listen } from '../../helpers/listen.js';
+import { recordEvents } from '../../helpers/events.js';
+import { GRANTS_POLICY, OFFLINE_AUTH, POPULATION, SERVICE_AUTH, SERVICE_CLIENT, callService, createGrantsGateway, tokenRequest } from '../../helpers/grants.js';
+import { pollToken, startBackchannel } from '../../helpers/requests.js';
+
+/**
+ * Client credentials (RFC 6749 §4.4, as the CAMARA profile allows them): two-legged tokens, only for scopes whose
+ * policy rule says they process no personal data; the guard refuses them where a subscriber is needed (the
+ * default) and lets them through on routes that opt in.
+ */
+
+const ask = (app: express.Express, scope: string | undefined, auth = SERVICE_AUTH) =>
+  tokenRequest(app, scope === undefined ? { grant_type: 'client_credentials' } : { grant_type: 'client_credentials', scope }, auth);
+
+describe.each(['opaque', 'jwt'] as const)('client_credentials grant (%s access tokens)', (format) => {
+  const gateway = () => createGrantsGateway({ accessTokenFormat: format });
+
+  it('a scope that processes no personal data: a token with no subscriber, no refresh token, no ID token', async () => {
+    const gw = gateway();
+    const events = recordEvents(gw.netauth);
+    const res = await ask(gw.app, `${POPULATION} openid offline_access`);
+    expect(res.status).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(Object.keys(res.body as object).sort()).toEqual(['access_token', 'expires_in', 'scope', 'token_type']);
+    // openid and offline_access cannot be honoured without a subscriber: left out of the granted scope.
+    expect(res.body).toMatchObject({ token_type: 'Bearer', expires_in: 3600, scope: POPULATION });
+    expect(events.of('token.issued')).toEqual([
+      { clientId: 'service-app', purpose: 'RequestedServiceProvision', scopes: ['population-density'], grantType: 'client_credentials', format, idToken: false, refreshToken: false, singleUse: false },
+    ]);
+    if (format === 'jwt') {
+      // RFC 9068 §2.2: with no resource owner, sub names the client.
+      expect(decodeJwt(res.body.access_token as string)).toMatchObject({ sub: 'service-app', client_id: 'service-app', two_legged: true });
+    }
+  });
+
+  it('the guard: 403 insufficient_scope where a subscriber is needed (the default), 200 on a route that opts in', async () => {
+    const gw = gateway();
+    const token = (await ask(gw.app, POPULATION)).body.access_token as string;
+    const strict = await callService(gw.app, token, '/population/per-subscriber');
+    expect(strict.status).toBe(403);
+    expect(strict.headers['www-authenticate']).toContain('error="insufficient_scope"');
+    expect(strict.body.error).toBe('insufficient_scope');
+    const open = await callService(gw.app, token, '/population');
+    expect(open.status).toBe(200);
+    expect(open.body).toEqual({ clientId: 'service-app', subscriber: null, onRequest: null });
+  });
+
+  it('a token with a subscriber passes the opted-in route too, and is on req.netauth there', async () => {
+    const gw = gateway();
+    const id = await startBackchannel(gw.app, 'tel:+34600000001', POPULATION, OFFLINE_AUTH);
+    const token = (await pollToken(gw.app, id, OFFLINE_AUTH)).body.access_token as string;
+    const res = await callService(gw.app, token, '/population');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ clientId: 'offline-app', subscriber: 'sub-alice', onRequest: 'sub-alice' });
+  });
+
+  it('introspection: active, no sub; revocation works', async () => {
+    const gw = gateway();
+    const token = (await ask(gw.app, POPULATION)).body.access_token as string;
+    const introspected = await request(gw.app).post('/apigateway/introspect').set('Authorization', SERVICE_AUTH).type('form').send({ token });
+    expect(introspected.body).toMatchObject({ active: true, client_id: 'service-app', scope: POPULATION, token_type: 'Bearer', purpose: 'RequestedServiceProvision' });
+    expect(introspected.body).not.toHaveProperty('sub');
+    expect((await request(gw.app).post('/apigateway/revoke').set('Authorization', SERVICE_AUTH).type('form').send({ token })).status).toBe(200);
+    expect((await callService(gw.app, token, '/population')).status).toBe(401);
+  });
+
+  it.each([
+    ['a scope that processes personal data', SIM_SWAP],
+    ['one personal-data scope among others', 'dpv:RequestedServiceProvision population-density dpv:RequestedServiceProvision#sim-swap'],
+    ['a scope whose rule is forbidden', 'dpv:Marketing#population-density'],
+  ])('%s: invalid_scope', async (_name, scope) => {
+    const gw = gateway();
+    const res = await ask(gw.app, scope);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('invalid_scope');
+  });
+
+  it('no scope: invalid_request (CAMARA makes it required); a scope the client is not registered for: invalid_scope', async () => {
+    const gw = gateway();
+    expect((await ask(gw.app, undefined)).body.error).toBe('invalid_request');
+    expect((await ask(gw.app, 'dpv:FraudPreventionAndDetection#number-verification')).body.error).toBe('invalid_scope');
+  });
+
+  it('a client not registered for client_credentials: unauthorized_client', async () => {
+    const gw = gateway();
+    const res = await ask(gw.app, POPULATION, basic('app-1', CLIENTS[0]!.clientSecret!));
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('unauthorized_client');
+  });
+});
+
+describe('interop: openid-client v6 clientCredentialsGrant', () => {
+  let close: () => Promise<void>;
+  let config: client.Configuration;
+
+  beforeAll(async () => {
+    const host = express();
+    const server = await listen(host);
+    host.use(createGrantsGateway({ issuer: `${server.url}/apigateway`, now: Date.now }).app);
+    close = server.close;
+    config = await client.discovery(new URL(`${server.url}/apigateway`), 'service-app', undefined, client.ClientSecretBasic('service-secret'), {
+      execute: [client.allowInsecureRequests],
+    });
+  });
+  afterAll(() => close());
+
+  it('gets a two-legged token and calls an API that needs no subscriber', async () => {
+    expect(config.serverMetadata().grant_types_supported).toContain('client_credentials');
+    const tokens = await client.clientCredentialsGrant(config, { scope: POPULATION });
+    expect(tokens.scope).toBe(POPULATION);
+    expect(tokens.refresh_token).toBeUndefined();
+    const api = await fetch(new URL('/population', config.serverMetadata().issuer), { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect(api.status).toBe(200);
+    const refused = await client.clientCredentialsGrant(config, { scope: SIM_SWAP }).catch((e: unknown) => e);
+    expect((refused as client.ResponseBodyError).error).toBe('invalid_scope');
+  });
+});
+
+describe('start-up checks of the new rule fields and grant registrations', () => {
+  const options = { issuer: ISSUER, subscribers: SUBSCRIBERS };
+  const start = (clients: unknown[], consentPolicy: unknown[] = GRANTS_POLICY, lifetimes = {}) =>
+    () => createNetAuth({ ...options, clients: clients as never, consentPolicy: consentPolicy as never, lifetimes });
+
+  it.each([
+    ['personalData: false with basis consent', [{ purpose: 'A', scope: 'b', basis: 'consent', personalData: false }], /personalData: false with basis 'consent'/],
+    ['personalData not a boolean', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', personalData: 'no' }], /personalData must be true or false/],
+    ['accessTokenLifetime longer than lifetimes.accessToken', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', accessTokenLifetime: 7200 }], /accessTokenLifetime .* it can only shorten tokens/],
+    ['accessTokenLifetime not whole', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', accessTokenLifetime: 1.5 }], /accessTokenLifetime/],
+    ['singleUseAccessToken not a boolean', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', singleUseAccessToken: 1 }], /singleUseAccessToken must be true or false/],
+    ['a misspelt field', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', personaldata: false }], /personalData/],
+  ])('a policy rule with %s', (_name, policy, message) => {
+    expect(start(CLIENTS, policy)).toThrow(message);
+  });
+
+  it.each([
+    ['an unknown grant type', { ...SERVICE_CLIENT, grantTypes: ['password'] }, /grantTypes: "password" is not a grant type of this gateway; use authorization_code or .* or urn:ietf:params:oauth:grant-type:jwt-bearer/],
+    ['refresh_token without a grant to come from', { ...SERVICE_CLIENT, grantTypes: ['client_credentials', 'refresh_token'] }, /refresh tokens come only from the authorization_code and CIBA grants/],
+    ['the JWT bearer grant without keys', { ...SERVICE_CLIENT, grantTypes: ['urn:ietf:params:oauth:grant-type:jwt-bearer'] }, /JWT bearer grant verifies assertions with the client's public keys: give jwks or jwksUri/],
+  ])('a client with %s', (_name, registration, message) => {
+    expect(start([registration])).toThrow(message);
+  });
+
+  it('lifetimes.refreshToken is a known option, checked like the others', () => {
+    expect(start([SERVICE_CLIENT], GRANTS_POLICY, { refreshToken: 600 })).not.toThrow();
+    expect(start([SERVICE_CLIENT], GRANTS_POLICY, { refreshToken: 0 })).toThrow(/lifetimes.refreshToken/);
+  });
+
+  it('discovery lists the grant types the registered clients use, no more', () => {
+    const netauth = createNetAuth({ ...options, clients: [SERVICE_CLIENT], consentPolicy: GRANTS_POLICY });
+    expect(netauth.metadata().grant_types_supported).toEqual(['client_credentials']);
+    expect(netauth.metadata().scopes_supported).not.toContain('offline_access');
+  });
+});
