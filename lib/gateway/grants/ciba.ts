@@ -11,17 +11,12 @@ import type { RateLimitedEvent } from '../../ops/events.js';
 type Outcome = { kind: 'approved'; consentGrants: string[] } | { kind: 'pending' } | { kind: 'denied'; by: 'decision' | 'consent' };
 
 /**
- * A CIBA poll over a rate limit (the client's or the subscriber's): `slow_down`, the answer CIBA Core §11 has
- * for polling too fast, with `Retry-After`. Pollers (openid-client) add 5 s to their interval and keep polling.
+ * A CIBA poll over the client's token limit: `slow_down`, the answer CIBA Core §11 has for polling too fast,
+ * with `Retry-After`. Pollers (openid-client) add 5 s to their interval and keep polling.
  */
 export function cibaSlowDown(ctx: GatewayContext, event: RateLimitedEvent): OAuthError {
   ctx.events.emit('rate.limited', event);
-  ctx.events.emit(
-    'ciba.slow_down',
-    event.subscriberId === undefined
-      ? { clientId: event.clientId ?? '', reason: 'rate_limit' }
-      : { clientId: event.clientId ?? '', subscriberId: event.subscriberId, reason: 'rate_limit' },
-  );
+  ctx.events.emit('ciba.slow_down', { clientId: event.clientId ?? '', reason: 'rate_limit' });
   return new OAuthError('slow_down', 'too many requests; poll more slowly', { headers: { 'Retry-After': String(event.retryAfter) } });
 }
 
@@ -73,14 +68,13 @@ export const cibaGrant: Grant = {
       throw new OAuthError('expired_token', 'the auth_req_id has expired');
     }
 
-    // The subscriber's limits (the client's allowance for it, then the subscriber-wide ceiling) are counted while the consent is read.
-    const [result, hit] = await Promise.all([outcome(ctx, record), ctx.limits?.subscriber('token', record.clientId, record.subscriberId)]);
+    // No subscriber limit here: this request was counted against the subscriber when it was made (bc-authorize),
+    // it yields one token at most, and its polls are paced by its interval (slow_down) and the client's limit.
+    // Counting each poll again would cost a Redis round trip per poll and protect no one.
+    const result = await outcome(ctx, record);
     if (result.kind === 'denied') {
       ctx.events.emit('ciba.denied', { ...subject, reason: result.by });
       throw new OAuthError('access_denied', 'the subscriber denied the request', { status: 400 });
-    }
-    if (hit !== undefined) {
-      throw cibaSlowDown(ctx, { endpoint: 'token', limit: hit.limit, clientId: record.clientId, subscriberId: record.subscriberId, retryAfter: hit.retryAfter });
     }
     if (result.kind === 'pending') throw await pendingAnswer(ctx, authReqId, record);
 
