@@ -4,7 +4,8 @@
  * `strict` and run it: discovery (also RFC 8414 at the host root), the backend flow with fetch, and the
  * frontend flow through the application side with a cookie-keeping client.
  *
- *   esm       "type": "module", Express 5; also compiles every TypeScript block of the docs against the tarball
+ *   esm       "type": "module", Express 5, with the optional peers the docs use (pino, redis); also compiles every
+ *             TypeScript block of the docs against the tarball
  *   cjs       "type": "commonjs", Express 5: require() of both entry points; optional peers absent
  *   express4  "type": "module", Express 4 and @types/express 4
  *
@@ -182,7 +183,12 @@ function optionalPeers(dir: string): void {
     const { createNetAuth, RedisStore } = require('express-netauth');
     const { createNetAuthClient } = require('express-netauth/client');
     assert.strictEqual(typeof createNetAuthClient, 'function');
-    const netauth = createNetAuth({ issuer: 'https://gw.example/apigateway', clients: [], subscribers: [], consentPolicy: [] });
+    const netauth = createNetAuth({
+      issuer: 'https://gw.example/apigateway',
+      clients: [],
+      subscribers: [],
+      consentPolicy: [{ purpose: 'FraudPreventionAndDetection', scope: 'sim-swap', basis: 'legitimate-interest' }],
+    });
     assert.throws(() => new RedisStore({ url: 'redis://127.0.0.1:1' }), /needs the package "redis".*npm install redis/);
     assert.throws(() => netauth.metricsRouter(), /needs the package "prom-client".*npm install prom-client/);
     netauth.close().then(() => console.log('ok'));
@@ -214,7 +220,7 @@ function docsAgainstTarball(dir: string): void {
 }
 
 const PROJECTS: Project[] = [
-  { name: 'esm', type: 'module', packages: ['express@^5', 'express-session', '@types/express@^5', '@types/node@^20.19', 'pino'] },
+  { name: 'esm', type: 'module', packages: ['express@^5', 'express-session', '@types/express@^5', '@types/node@^20.19', 'pino', 'redis'] },
   { name: 'cjs', type: 'commonjs', packages: ['express@^5', 'express-session', '@types/express@^5', '@types/node@^20.19'] },
   { name: 'express4', type: 'module', packages: ['express@^4.21.2', 'express-session', '@types/express@^4.17.21', '@types/node@^20.19'] },
 ];

@@ -69,12 +69,12 @@ export interface BackchannelToken {
 }
 
 /** A token response as the backend flow hands it over; `scope` stands in when the gateway did not echo one (RFC 6749 §5.1). */
-export function backchannelToken(ctx: ClientContext, tokens: oidc.TokenEndpointResponse, scope: string | undefined): BackchannelToken {
+export function backchannelToken(ctx: ClientContext, tokens: oidc.TokenEndpointResponse, scope: string | undefined, receivedAt = ctx.now()): BackchannelToken {
   return {
     access_token: tokens.access_token,
     token_type: tokens.token_type,
     expires_in: tokens.expires_in,
-    expires_at: tokens.expires_in === undefined ? undefined : ctx.now() + tokens.expires_in * 1000,
+    expires_at: tokens.expires_in === undefined ? undefined : receivedAt + tokens.expires_in * 1000,
     scope: tokens.scope ?? scope,
     ...(tokens.id_token === undefined ? {} : { id_token: tokens.id_token }),
     ...(tokens.refresh_token === undefined ? {} : { refresh_token: tokens.refresh_token }),

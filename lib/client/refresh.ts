@@ -20,8 +20,14 @@ import { backchannelToken, type BackchannelToken } from './backchannel.js';
 /** How long a refresh's result stays shared after it arrived (ms): longer than any request takes to reach its refresh. */
 const SHARED_FOR = 60_000;
 
+/** A token response and when it arrived (the client's clock): every sharer computes the same `expires_at`. */
+interface Refreshed {
+  response: oidc.TokenEndpointResponse;
+  receivedAt: number;
+}
+
 interface Shared {
-  promise: Promise<oidc.TokenEndpointResponse>;
+  promise: Promise<Refreshed>;
   /** Epoch ms (real time) after which the result is no longer handed out; Infinity while the request is in flight. */
   until: number;
 }
@@ -41,22 +47,23 @@ function refused(cause: unknown): NetAuthClientError {
  * A shared refresh's result, followed along later refreshes of the tokens it gave (a request that read the
  * session long ago must not bring back a refresh token that was rotated since).
  */
-async function latest(shared: Map<string, Shared>, first: Promise<oidc.TokenEndpointResponse>): Promise<oidc.TokenEndpointResponse> {
-  let response = await first;
+async function latest(shared: Map<string, Shared>, first: Promise<Refreshed>): Promise<Refreshed> {
+  let refreshed = await first;
   for (let hops = 0; hops < 10; hops++) {
-    const next = response.refresh_token === undefined ? undefined : shared.get(response.refresh_token);
+    const token = refreshed.response.refresh_token;
+    const next = token === undefined ? undefined : shared.get(token);
     if (!next) break;
     try {
-      response = await next.promise;
+      refreshed = await next.promise;
     } catch {
       break;
     }
   }
-  return response;
+  return refreshed;
 }
 
 /** One refresh_token grant per refresh token at a time; errors typed (`token_expired` when refused). */
-function refreshTokens(ctx: ClientContext, refreshToken: string): Promise<oidc.TokenEndpointResponse> {
+function refreshTokens(ctx: ClientContext, refreshToken: string): Promise<Refreshed> {
   let shared = sharedByClient.get(ctx);
   if (!shared) sharedByClient.set(ctx, (shared = new Map()));
   const now = Date.now();
@@ -69,7 +76,8 @@ function refreshTokens(ctx: ClientContext, refreshToken: string): Promise<oidc.T
       try {
         // With the client's DPoP key, if it has one: a DPoP-bound grant's next token is bound too (RFC 9449 §5).
         const { config, dpop } = await ctx.load();
-        return await oidc.refreshTokenGrant(config, refreshToken, undefined, dpopOption(dpop));
+        const response = await oidc.refreshTokenGrant(config, refreshToken, undefined, dpopOption(dpop));
+        return { response, receivedAt: ctx.now() };
       } catch (cause) {
         throw cause instanceof oidc.ResponseBodyError && cause.error === 'invalid_grant' ? refused(cause) : fromOpenIdClientError(cause);
       }
@@ -99,9 +107,9 @@ export async function sessionToken(ctx: ClientContext, req: Request): Promise<To
   const token = getToken(req, ctx.now());
   const refreshToken = session.netauth?.refresh_token;
   if (!token || refreshToken === undefined || token.expires_at === undefined || token.expires_at - ctx.now() > refreshBefore(ctx)) return token;
-  let response: oidc.TokenEndpointResponse;
+  let refreshed: Refreshed;
   try {
-    response = await refreshTokens(ctx, refreshToken);
+    refreshed = await refreshTokens(ctx, refreshToken);
   } catch (error) {
     if (error instanceof NetAuthClientError && error.kind === 'token_expired') {
       if (session.netauth?.refresh_token === refreshToken) delete session.netauth.refresh_token;
@@ -111,13 +119,13 @@ export async function sessionToken(ctx: ClientContext, req: Request): Promise<To
     }
     return getToken(req, ctx.now());
   }
-  const now = ctx.now();
+  const { response, receivedAt } = refreshed;
   session.netauth = {
     ...session.netauth,
     token: {
       access_token: response.access_token,
       token_type: response.token_type,
-      expires_at: response.expires_in === undefined ? undefined : now + response.expires_in * 1000,
+      expires_at: response.expires_in === undefined ? undefined : receivedAt + response.expires_in * 1000,
       // RFC 6749 §5.1: no scope in the answer means the one asked for, here the grant's.
       scope: response.scope ?? token.scope,
       data: token.data,
@@ -126,7 +134,7 @@ export async function sessionToken(ctx: ClientContext, req: Request): Promise<To
     refresh_token: response.refresh_token ?? refreshToken,
   };
   await promisify((cb) => session.save(cb));
-  return getToken(req, now);
+  return getToken(req, ctx.now());
 }
 
 /** A token to call a service API with: the backend flow's, or any other the application holds. */
@@ -185,7 +193,7 @@ export async function refreshBackchannelToken(ctx: ClientContext, token: Backcha
   if (token.refresh_token === undefined) {
     throw new NetAuthClientError('no_token', 'this token has no refresh token: the gateway issues one only for offline_access to a client registered for refresh_token');
   }
-  const response = await refreshTokens(ctx, token.refresh_token);
-  const refreshed = backchannelToken(ctx, response, token.scope);
+  const { response, receivedAt } = await refreshTokens(ctx, token.refresh_token);
+  const refreshed = backchannelToken(ctx, response, token.scope, receivedAt);
   return refreshed.refresh_token === undefined ? { ...refreshed, refresh_token: token.refresh_token } : refreshed;
 }
