@@ -5,8 +5,9 @@
  * the result before bc-authorize answers, so the first poll gets the token).
  *
  * Differences that stay (reported in the output and bench/README.md):
- * - node-oidc-provider requires the `openid` scope on a CIBA request, and then signs an RS256 ID token on
- *   every token response; express-netauth issues no ID token in these flows.
+ * - node-oidc-provider requires the `openid` scope on a CIBA request, and then signs an ID token (RS256, or ES256
+ *   with BENCH_ID_TOKEN_ALG=ES256) on every token response; express-netauth's plain rows issue none, its ID-token
+ *   rows sign one with the same algorithm.
  * - it runs on its own Koa stack (no Express in front) with its default memory adapter, an LRU of 1,000
  *   entries, so it never holds more than that; express-netauth's memory store keeps every token for its
  *   whole lifetime (1 h here).
@@ -17,7 +18,11 @@ import Provider, { type Configuration } from 'oidc-provider';
 import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_PHONE, ISSUER_PATH, serve } from './common.js';
 import { SIM_SWAP_SCOPE } from './canned.js';
 
-const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+// BENCH_ID_TOKEN_ALG=ES256: a P-256 key and the client's id_token_signed_response_alg, so every ID token is ES256
+// (the like-for-like pair of express-netauth's ES256 row); otherwise RSA-2048 and RS256, its default.
+const alg = process.env.BENCH_ID_TOKEN_ALG ?? 'RS256';
+if (alg !== 'RS256' && alg !== 'ES256') throw new Error(`unknown BENCH_ID_TOKEN_ALG ${alg}`);
+const { privateKey } = alg === 'ES256' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('rsa', { modulusLength: 2048 });
 const jwk = privateKey.export({ format: 'jwk' });
 
 const SUBSCRIBER_ID = 'sub-bench-1';
@@ -32,9 +37,10 @@ const configuration: Configuration = {
       redirect_uris: [],
       token_endpoint_auth_method: 'client_secret_basic',
       backchannel_token_delivery_mode: 'poll',
+      id_token_signed_response_alg: alg,
     },
   ],
-  jwks: { keys: [{ ...jwk, kid: 'bench-rs256', use: 'sig', alg: 'RS256' }] },
+  jwks: { keys: [{ ...jwk, kid: `bench-${alg.toLowerCase()}`, use: 'sig', alg }] },
   scopes: ['openid', SIM_SWAP_SCOPE],
   // Mounted at the server root, so the routes carry the issuer path themselves.
   routes: { backchannel_authentication: `${ISSUER_PATH}/bc-authorize`, token: `${ISSUER_PATH}/token` },

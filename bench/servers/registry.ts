@@ -42,19 +42,43 @@ export const SERVERS: Record<string, ServerEntry> = {
     needsRedis: true,
     params: NETAUTH_PARAMS,
   },
-  // Like for like with node-oidc-provider: `openid` requested, and an RS256-signed ID token in every token response.
+  // The defaults a user gets: every rate limit on (memory counters), with budgets no bench flow reaches, so their
+  // cost is measured rather than their 429s.
+  'netauth-limits': {
+    id: 'netauth-limits',
+    label: 'express-netauth, rate limits on',
+    file: 'netauth.ts',
+    env: { BENCH_RATE_LIMITS: 'on' },
+    params: NETAUTH_PARAMS,
+  },
+  // Like for like with node-oidc-provider: `openid` requested, and a signed ID token in every token response, with
+  // the same algorithm as the peer row it is compared with.
   'netauth-idtoken': {
     id: 'netauth-idtoken',
-    label: 'express-netauth + ID token',
+    label: 'express-netauth + ID token RS256',
     file: 'netauth.ts',
-    env: { BENCH_ID_TOKENS: '1' },
+    env: { BENCH_ID_TOKENS: 'RS256' },
+    params: { ...NETAUTH_PARAMS, flowScope: `openid ${SIM_SWAP_SCOPE}` },
+  },
+  'netauth-idtoken-es256': {
+    id: 'netauth-idtoken-es256',
+    label: 'express-netauth + ID token ES256',
+    file: 'netauth.ts',
+    env: { BENCH_ID_TOKENS: 'ES256' },
     params: { ...NETAUTH_PARAMS, flowScope: `openid ${SIM_SWAP_SCOPE}` },
   },
   'oidc-provider': {
     id: 'oidc-provider',
-    label: 'node-oidc-provider 9',
+    label: 'node-oidc-provider 9, RS256',
     file: 'oidc-provider.ts',
-    // node-oidc-provider refuses a CIBA request without `openid`, and then signs an RS256 ID token per flow.
+    // node-oidc-provider refuses a CIBA request without `openid`, and then signs an ID token per flow.
+    params: { flowScope: `openid ${SIM_SWAP_SCOPE}` },
+  },
+  'oidc-provider-es256': {
+    id: 'oidc-provider-es256',
+    label: 'node-oidc-provider 9, ES256',
+    file: 'oidc-provider.ts',
+    env: { BENCH_ID_TOKEN_ALG: 'ES256' },
     params: { flowScope: `openid ${SIM_SWAP_SCOPE}` },
   },
   'express-bare': { id: 'express-bare', label: 'bare Express 5 (ceiling)', file: 'express-bare.ts', params: { flowScope: SIM_SWAP_SCOPE } },

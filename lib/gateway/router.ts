@@ -1,10 +1,11 @@
-import express, { type Router } from 'express';
+import express, { type RequestHandler, type Router } from 'express';
 import type { GatewayContext } from './context.js';
 import { ClientAuthenticator } from './client-auth/authenticator.js';
 import { action, formBody } from './http/form.js';
 import { frontendHeaders, methodNotAllowed, noStore } from './http/headers.js';
 import { frontendErrorHandler, jsonErrorHandler } from './http/render-error.js';
 import { observe } from './http/observe.js';
+import { dispatch, type EndpointRoute } from './http/dispatch.js';
 import { bcAuthorize } from './endpoints/bc-authorize.js';
 import { tokenEndpoint } from './endpoints/token.js';
 import { discoveryEndpoint } from './endpoints/discovery.js';
@@ -22,8 +23,8 @@ import { revocationEndpoint } from './endpoints/revocation.js';
 import type { Endpoint } from '../ops/events.js';
 
 /**
- * The gateway router: each endpoint is a declarative stack (headers, body, action), errors go to one renderer.
- * Mount it at the issuer's path.
+ * The gateway router: each endpoint is a declarative stack (observer, headers, body, action) per method, found by
+ * its path in one step (http/dispatch.ts); errors go to one renderer per kind. Mount it at the issuer's path.
  */
 export function createRouter(ctx: GatewayContext): Router {
   const router = express.Router();
@@ -38,52 +39,43 @@ export function createRouter(ctx: GatewayContext): Router {
   const events = ctx.events;
   const on = (endpoint: Endpoint) => observe(events, endpoint);
 
+  const json = jsonErrorHandler(ctx.onError);
   // The frontend flow answers browsers: redirects and HTML pages, never JSON (except 405), from its own error handler.
-  const frontend = express.Router();
-  frontend
-    .route('/authorize')
-    .all(on('authorize'))
-    .get(frontendHeaders, action(authorizeEndpoint(ctx, consentPage)))
-    .all(frontendHeaders, methodNotAllowed('GET, HEAD'));
-  frontend
-    .route('/consent')
-    .all(on('consent'))
-    .get(frontendHeaders, consentPage.session, action(consentPage.show))
-    .post(frontendHeaders, ...form, consentPage.session, action(consentPage.decide))
-    .all(frontendHeaders, methodNotAllowed('GET, HEAD, POST'));
-  frontend.use(frontendErrorHandler(ctx.issuer, ctx.consentPage, ctx.onError));
-  router.use(frontend);
-
-  router
-    .route('/bc-authorize')
-    .all(on('bc-authorize'))
-    .post(noStore, ...form, action(bcAuthorize(ctx, auth)))
-    .all(noStore, methodNotAllowed('POST'));
-  router
-    .route('/token')
-    .all(observe(events, 'token', new Set(grants.map((g) => g.type))))
-    .post(noStore, ...form, action(tokenEndpoint(ctx, auth, grants)))
-    .all(noStore, methodNotAllowed('POST'));
-
-  router
-    .route('/introspect')
-    .all(on('introspect'))
-    .post(noStore, ...form, action(introspectionEndpoint(ctx, auth)))
-    .all(noStore, methodNotAllowed('POST'));
-  router
-    .route('/revoke')
-    .all(on('revoke'))
-    .post(noStore, ...form, action(revocationEndpoint(ctx, auth)))
-    .all(noStore, methodNotAllowed('POST'));
-
-  const discovery = express.Router();
+  const page = frontendErrorHandler(ctx.issuer, ctx.consentPage, ctx.onError);
+  const routes: EndpointRoute[] = [
+    {
+      path: '/authorize',
+      methods: { GET: [on('authorize'), frontendHeaders, action(authorizeEndpoint(ctx, consentPage))] },
+      otherwise: [on('authorize'), frontendHeaders, methodNotAllowed('GET, HEAD')],
+      errors: page,
+    },
+    {
+      path: '/consent',
+      methods: {
+        GET: [on('consent'), frontendHeaders, consentPage.session, action(consentPage.show)],
+        POST: [on('consent'), frontendHeaders, form, consentPage.session, action(consentPage.decide)],
+      },
+      otherwise: [on('consent'), frontendHeaders, methodNotAllowed('GET, HEAD, POST')],
+      errors: page,
+    },
+    post('/bc-authorize', on('bc-authorize'), action(bcAuthorize(ctx, auth))),
+    post('/token', observe(events, 'token', new Set(grants.map((g) => g.type))), action(tokenEndpoint(ctx, auth, grants))),
+    post('/introspect', on('introspect'), action(introspectionEndpoint(ctx, auth))),
+    post('/revoke', on('revoke'), action(revocationEndpoint(ctx, auth))),
+  ];
+  /** A client-authenticated JSON endpoint: POST with a form body, never cached. */
+  function post(path: string, observer: RequestHandler, handler: RequestHandler): EndpointRoute {
+    return { path, methods: { POST: [observer, noStore, form, handler] }, otherwise: [observer, noStore, methodNotAllowed('POST')], errors: json };
+  }
   const document = discoveryEndpoint(ctx);
   for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
-    discovery.route(path).all(on('discovery')).get(document).all(methodNotAllowed('GET, HEAD'));
+    routes.push({ path, methods: { GET: [on('discovery'), document] }, otherwise: [on('discovery'), methodNotAllowed('GET, HEAD')], errors: json });
   }
-  if (ctx.keys) discovery.route('/jwks').all(on('jwks')).get(jwksEndpoint(ctx.keys)).all(methodNotAllowed('GET, HEAD'));
-  router.use(discovery);
-  router.use(jsonErrorHandler(ctx.onError));
+  if (ctx.keys) routes.push({ path: '/jwks', methods: { GET: [on('jwks'), jwksEndpoint(ctx.keys)] }, otherwise: [on('jwks'), methodNotAllowed('GET, HEAD')], errors: json });
+
+  router.use(dispatch(routes));
+  // Errors handed to the router by the application's own middleware before it.
+  router.use(json);
   return router;
 }
 

@@ -226,12 +226,15 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), presented.scheme);
       return false;
     }
-    try {
-      await checkSenderConstraint(ctx, req, { scheme: presented.scheme, token: presented.token }, found.jkt, origin);
-    } catch (error) {
-      if (!(error instanceof OAuthError)) throw error;
-      responses.refuse(res, error, presented.scheme);
-      return false;
+    // A Bearer token bound to no key has nothing to check: no await on the common path.
+    if (found.jkt !== undefined || presented.scheme === 'DPoP') {
+      try {
+        await checkSenderConstraint(ctx, req, { scheme: presented.scheme, token: presented.token }, found.jkt, origin);
+      } catch (error) {
+        if (!(error instanceof OAuthError)) throw error;
+        responses.refuse(res, error, presented.scheme);
+        return false;
+      }
     }
     const { grant } = found;
     const missing = scopes.some((s) => !grant.scopes.includes(s));
@@ -253,7 +256,7 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       }
       grant.device = device;
     }
-    const spent = await spend(ctx, presented.token, found);
+    const spent = found.singleUse ? await spend(ctx, presented.token, found) : undefined;
     if (spent) {
       responses.refuse(res, spent, presented.scheme);
       return false;

@@ -15,6 +15,8 @@ interface Entry {
   grants: readonly string[];
 }
 
+const NO_GRANTS: readonly string[] = Object.freeze([]);
+
 /** A frozen deep copy of a JSON value, in one pass (cheaper than structuredClone followed by a freeze). */
 function frozenCopy<T extends JsonValue>(value: T): T {
   if (value === null || typeof value !== 'object') return value;
@@ -47,7 +49,8 @@ function checkTtl(options: PutOptions): void {
  */
 export class MemoryStore implements Store {
   private readonly entries = new Map<string, Entry>();
-  private readonly grants = new Map<string, Set<string>>();
+  /** Grant id -> its records' keys: the key itself while there is one (most grants), a Set from the second on. */
+  private readonly grants = new Map<string, string | Set<string>>();
   private readonly queue = new ExpiryQueue();
   private readonly now: () => number;
   private readonly timer: NodeJS.Timeout | undefined;
@@ -79,12 +82,13 @@ export class MemoryStore implements Store {
     const previous = this.entries.get(key);
     if (previous) this.unindex(key, previous);
     const expiresAt = this.now() + options.ttl * 1000;
-    const grants = options.grants ? [...options.grants] : [];
+    const grants = options.grants && options.grants.length > 0 ? [...options.grants] : NO_GRANTS;
     this.entries.set(key, { value: frozenCopy(value), consumed: false, expiresAt, grants });
     for (const grant of grants) {
-      let keys = this.grants.get(grant);
-      if (!keys) this.grants.set(grant, (keys = new Set()));
-      keys.add(key);
+      const keys = this.grants.get(grant);
+      if (keys === undefined) this.grants.set(grant, key);
+      else if (typeof keys !== 'string') keys.add(key);
+      else if (keys !== key) this.grants.set(grant, new Set([keys, key]));
     }
     this.queue.push(expiresAt, key);
   }
@@ -117,8 +121,8 @@ export class MemoryStore implements Store {
 
   async revokeGrant(grantId: string): Promise<void> {
     const keys = this.grants.get(grantId);
-    if (!keys) return;
-    for (const key of [...keys]) this.remove(key);
+    if (keys === undefined) return;
+    for (const key of typeof keys === 'string' ? [keys] : [...keys]) this.remove(key);
     this.grants.delete(grantId);
   }
 
@@ -154,7 +158,11 @@ export class MemoryStore implements Store {
   private unindex(key: string, entry: Entry): void {
     for (const grant of entry.grants) {
       const keys = this.grants.get(grant);
-      if (!keys) continue;
+      if (keys === undefined) continue;
+      if (typeof keys === 'string') {
+        if (keys === key) this.grants.delete(grant);
+        continue;
+      }
       keys.delete(key);
       if (keys.size === 0) this.grants.delete(grant);
     }

@@ -87,11 +87,15 @@ export function clientSecretBasic(clients: ClientRegistry): ClientAuthMethodModu
     },
     verify: (req: Request, res: Response) =>
       new Promise((resolve, reject) => {
+        // passport decorates the request it is given with its login helpers (six properties, on every call). Given
+        // the Express request, those writes cost more than the rest of the check: they change the shape of an object
+        // every later handler reads. It gets a small view instead, with the only thing the strategy reads.
+        const view = { headers: { authorization: req.headers.authorization } } as unknown as Request;
         const run = instance.authenticate('client_secret_basic', { session: false }, (error: unknown) => {
           if (error) reject(error);
-          else resolve(outcomes.get(req) ?? {});
+          else resolve(outcomes.get(view) ?? {});
         }) as (req: Request, res: Response, next: (error?: unknown) => void) => void;
-        run(req, res, reject);
+        run(view, res, reject);
       }),
   };
 }

@@ -2,6 +2,7 @@ import { decodeJwt } from 'jose';
 import type { Request } from 'express';
 import type { ClientRegistry } from '../../registry/clients.js';
 import type { FormParams } from '../http/form.js';
+import { routePath } from '../http/dispatch.js';
 import { ClientJwtRejected, type ClientJwts } from './client-jwt.js';
 import type { ClientAuthMethodModule, Claim } from './method.js';
 
@@ -18,9 +19,7 @@ const ASSERTION_TYPES = [undefined, 'jwt', 'client-authentication+jwt'] as const
  * the token endpoint and the one it is sent to.
  */
 export function assertionAudiences(issuer: string, req: Request): string[] {
-  const route = (req.route as { path?: unknown } | undefined)?.path;
-  const here = typeof route === 'string' ? [`${issuer}${route}`] : [];
-  return [issuer, `${issuer}/token`, ...here];
+  return [issuer, `${issuer}/token`, `${issuer}${routePath(req)}`];
 }
 
 /** The client id the assertion names: the body's `client_id` if sent (it must match), else the unverified `sub`. */

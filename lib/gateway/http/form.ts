@@ -40,20 +40,98 @@ function tooManyParameters(): OAuthError {
   return new OAuthError('invalid_request', `more than ${MAX_PARAMETERS} parameters`);
 }
 
-/** Accepts `application/x-www-form-urlencoded` only, up to `limit`; everything else is invalid_request. */
-export function formBody(limit: string | number): RequestHandler[] {
-  const requireForm: RequestHandler = (req, _res, next) => {
-    if (!req.is(FORM_TYPE)) {
-      next(new OAuthError('invalid_request', `Content-Type must be ${FORM_TYPE}`));
-      return;
+/** body-parser's size syntax (the `bytes` package): bytes, or a number with b, kb, mb, gb, tb or pb (1,024-based). */
+export function byteLimit(limit: string | number): number {
+  if (typeof limit === 'number') return limit;
+  const match = /^(\d+(?:\.\d+)?) *(b|kb|mb|gb|tb|pb)?$/i.exec(limit.trim());
+  if (!match) return NaN;
+  const unit = 1024 ** ['b', 'kb', 'mb', 'gb', 'tb', 'pb'].indexOf((match[2] ?? 'b').toLowerCase());
+  return Math.floor(Number(match[1]) * unit);
+}
+
+/** The form type, alone or with a UTF-8 charset: the bodies the direct path reads. */
+const UTF8_FORM = /^application\/x-www-form-urlencoded *(?:; *charset="?utf-8"? *)?$/i;
+
+function unreadable(): OAuthError {
+  return new OAuthError('invalid_request', 'request body could not be read');
+}
+
+/**
+ * Decodes a form component as body-parser (qs) does for UTF-8: `+` is a space, then percent-decoding; a value whose
+ * escapes are not valid UTF-8 is kept as it came.
+ */
+function decodeComponent(text: string): string {
+  const spaced = text.includes('+') ? text.replace(/\+/g, ' ') : text;
+  if (!spaced.includes('%')) return spaced;
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    return spaced;
+  }
+}
+
+/**
+ * An `application/x-www-form-urlencoded` body by the values body-parser gives with `extended: false`: one step per
+ * character, a repeated name becomes an array (which FormParams refuses), names are taken as they are (qs reads
+ * `[name]` as `name`; no endpoint reads such a name either way), more than MAX_PARAMETERS `&`-separated parts is
+ * invalid_request.
+ */
+export function parseFormBody(text: string): Record<string, string | string[]> {
+  const values: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text; // iconv-lite drops a BOM
+  if (body === '') return values;
+  let count = 0;
+  for (let start = 0; start <= body.length; ) {
+    if (++count > MAX_PARAMETERS) throw tooManyParameters();
+    let end = body.indexOf('&', start);
+    if (end < 0) end = body.length;
+    if (end > start) {
+      const equals = body.indexOf('=', start);
+      const split = equals >= 0 && equals < end;
+      const name = decodeComponent(body.slice(start, split ? equals : end));
+      const value = split ? decodeComponent(body.slice(equals + 1, end)) : '';
+      if (name !== '') {
+        const previous = values[name];
+        if (previous === undefined) values[name] = value;
+        else if (Array.isArray(previous)) previous.push(value);
+        else values[name] = [previous, value];
+      }
     }
-    next();
-  };
+    start = end + 1;
+  }
+  return values;
+}
+
+/**
+ * Reads the body of a request whose Content-Length is known and within the limit, as text. Two listeners and no
+ * more: if the connection goes before the body is complete, `end` never comes, and no one is left to answer.
+ */
+function readBody(req: Request, length: number, done: (error: OAuthError | undefined, text?: string) => void): void {
+  const chunks: Buffer[] = [];
+  let received = 0;
+  req.on('data', (chunk: Buffer) => {
+    received += chunk.length;
+    chunks.push(chunk);
+  });
+  req.on('end', () => {
+    if (received !== length) done(unreadable());
+    else done(undefined, (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)).toString('utf8'));
+  });
+}
+
+/**
+ * Accepts `application/x-www-form-urlencoded` only, up to `limit`; everything else is invalid_request. The common
+ * case (a UTF-8 form with a Content-Length within the limit, not compressed, not read before) is read here directly:
+ * body-parser's general path (charsets, chunked and compressed bodies, streams, the 413 after draining an oversized
+ * body) costs more than the rest of a token request. Everything else goes through body-parser as before.
+ */
+export function formBody(limit: string | number): RequestHandler {
+  const maxBytes = byteLimit(limit);
   // extended:false keeps values flat (no nested objects) and turns repeats into arrays, which FormParams refuses.
   const parse = express.urlencoded({ extended: false, limit, parameterLimit: MAX_PARAMETERS, type: FORM_TYPE });
   // body-parser passes decompression failures (`Content-Encoding: gzip`, `br` or `deflate` on a body that is
   // not) on as 400s without a `type`: they are the client's too, never a 500.
-  const parseForm: RequestHandler = (req, res, next) => {
+  const general: RequestHandler = (req, res, next) => {
     parse(req, res, (error?: unknown) => {
       if (error === undefined) {
         next();
@@ -61,10 +139,49 @@ export function formBody(limit: string | number): RequestHandler[] {
       }
       const status = error !== null && typeof error === 'object' ? (error as BodyParserError).status : undefined;
       const clientError = typeof status === 'number' && status >= 400 && status < 500;
-      next(bodyError(error) ?? (clientError ? new OAuthError('invalid_request', 'request body could not be read') : error));
+      next(bodyError(error) ?? (clientError ? unreadable() : error));
     });
   };
-  return [requireForm, parseForm];
+  return (req, res, next) => {
+    const { headers } = req;
+    const type = headers['content-type'];
+    const declared = headers['content-length'];
+    const direct =
+      type !== undefined &&
+      (type === FORM_TYPE || UTF8_FORM.test(type)) &&
+      declared !== undefined &&
+      /^\d{1,15}$/.test(declared) &&
+      Number(declared) <= maxBytes &&
+      headers['content-encoding'] === undefined &&
+      headers['transfer-encoding'] === undefined &&
+      !(req as { _body?: unknown })._body &&
+      !req.readableEnded;
+    if (!direct) {
+      if (!req.is(FORM_TYPE)) {
+        next(new OAuthError('invalid_request', `Content-Type must be ${FORM_TYPE}`));
+        return;
+      }
+      general(req, res, next);
+      return;
+    }
+    const settle = (error: OAuthError | undefined, text?: string): void => {
+      if (error !== undefined) {
+        next(error);
+        return;
+      }
+      try {
+        req.body = parseFormBody(text ?? '');
+      } catch (thrown) {
+        next(thrown);
+        return;
+      }
+      (req as { _body?: boolean })._body = true;
+      next();
+    };
+    const length = Number(declared);
+    if (length === 0) settle(undefined, '');
+    else readBody(req, length, settle);
+  };
 }
 
 export function formParams(req: Request): FormParams {

@@ -47,6 +47,8 @@ export interface DpopRequest {
  * proof that cannot be valid.
  */
 export function dpopProofOf(req: IncomingMessage): string | undefined {
+  // headersDistinct builds an array for every header of the request on first use: only asked when a proof came.
+  if (req.headers.dpop === undefined) return undefined;
   const values = req.headersDistinct.dpop;
   if (values === undefined) return undefined;
   if (values.length !== 1) throw new DpopProofRejected('more than one DPoP header was sent');

@@ -1,0 +1,132 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import express from 'express';
+import request from 'supertest';
+import fc from 'fast-check';
+import { formBody, parseFormBody } from '../../../lib/gateway/http/form.js';
+import { APP1, SIM_SWAP, createTestGateway } from '../../helpers/gateway.js';
+
+/**
+ * The router's one dispatch layer (lib/gateway/http/dispatch.ts) keeps express.Router's routing, and the form
+ * bodies read directly (lib/gateway/http/form.ts) give the parameters body-parser gives: both replaced Express
+ * layers on the hot path (issue 18), so these pin the behaviour they must keep.
+ */
+
+const { app } = createTestGateway();
+
+describe('routing through the one dispatch layer', () => {
+  it('finds an endpoint whatever the case of its path and with one trailing slash, as express.Router did', async () => {
+    for (const path of ['/apigateway/TOKEN', '/apigateway/token/', '/apigateway/Bc-Authorize/']) {
+      const res = await request(app).post(path).type('form').send('grant_type=x');
+      // The endpoint answered (client authentication comes first), not the application's 404.
+      expect(res.status, path).toBe(401);
+      expect(res.body.error).toBe('invalid_client');
+    }
+  });
+
+  it('answers HEAD where GET is served, and 405 with Allow for any other method', async () => {
+    const head = await request(app).head('/apigateway/.well-known/openid-configuration');
+    expect(head.status).toBe(200);
+    for (const method of ['options', 'put'] as const) {
+      const res = await request(app)[method]('/apigateway/token');
+      expect(res.status).toBe(405);
+      expect(res.headers['allow']).toBe('POST');
+      expect(res.headers['cache-control']).toBe('no-store');
+    }
+  });
+
+  it('hands a path that names no endpoint on to the application', async () => {
+    const res = await request(app).post('/apigateway/tokens').type('form').send('a=b');
+    expect(res.status).toBe(404);
+    expect(res.body.error).toBeUndefined();
+  });
+});
+
+/** An application with body-parser's reading and the package's, side by side, each answering the parameters it read. */
+function sideBySide(): express.Express {
+  const parameters = express();
+  const echo: express.RequestHandler = (req, res) => {
+    const body = req.body as Record<string, unknown>;
+    res.json(Object.keys(body).sort().map((name) => [name, body[name]]));
+  };
+  parameters.post('/body-parser', express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 100 }), echo);
+  parameters.post('/package', formBody('16kb'), echo);
+  parameters.use(((error, _req, res, _next) => res.status(400).json({ failed: String(error) })) as express.ErrorRequestHandler);
+  return parameters;
+}
+
+describe('form bodies read directly', () => {
+  const parameters = sideBySide();
+  // Characters that matter to the format (`&`, `=`, `+`, `%` and escapes, valid or not) and a few others; no brackets,
+  // which qs reads as nesting syntax (`[a]` as `a`) while the package takes names as they are (no endpoint reads either).
+  const piece = fc.constantFrom('a', 'b', 'scope', 'client_id', '&', '=', '+', '%', '%2', '%41', '%2B', '%26', '%3D', '%C3%A9', '%C3', '%E2%82', '%ZZ', ' ', 'é', '~', '.', '', '__proto__x', 'toString');
+  const body = fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join(''));
+
+  it('give the parameters body-parser gives, for any body (repeats as arrays, escapes valid or not, + as space)', async () => {
+    await fc.assert(
+      fc.asyncProperty(body, async (text) => {
+        const expected = await request(parameters).post('/body-parser').type('form').send(text);
+        const actual = await request(parameters).post('/package').type('form').send(text);
+        expect(actual.status).toBe(expected.status);
+        expect(actual.body).toEqual(expected.body);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('drop a byte-order mark as body-parser does, and refuse more than 100 parts', () => {
+    expect({ ...parseFormBody('\uFEFFscope=a') }).toEqual({ scope: 'a' });
+    expect(() => parseFormBody(Array.from({ length: 101 }, () => 'a=b').join('&'))).toThrow(/more than 100 parameters/);
+  });
+
+  it('still go through body-parser when chunked (no Content-Length): same answer as with one', async () => {
+    const server = http.createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(
+          { host: '127.0.0.1', port, method: 'POST', path: '/apigateway/bc-authorize', headers: { authorization: APP1, 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' } },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+          },
+        );
+        req.on('error', reject);
+        req.write('login_hint=tel%3A%2B34600000001&');
+        req.end(`scope=${encodeURIComponent(SIM_SWAP)}`);
+      });
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.body)).toHaveProperty('auth_req_id');
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('a body that ends short', () => {
+  let server: http.Server;
+  let port = 0;
+  beforeAll(async () => {
+    server = http.createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+  it('leaves the server serving: the next request is answered', async () => {
+    const net = await import('node:net');
+    await new Promise<void>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.end(`POST /apigateway/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 50\r\n\r\ngrant_type=`);
+      });
+      socket.on('close', () => resolve());
+      socket.on('error', () => resolve());
+      socket.resume();
+    });
+    const after = await request(server).get('/apigateway/.well-known/openid-configuration');
+    expect(after.status).toBe(200);
+  });
+});
