@@ -7,6 +7,8 @@ import { verifySecret } from './client-secret.js';
 
 /** RFC 6749 Appendix B: `+` is a space, then percent-decoding. Undefined when malformed. */
 export function formDecode(value: string): string | undefined {
+  // Most ids and secrets have nothing to decode.
+  if (!value.includes('%') && !value.includes('+')) return value;
   try {
     return decodeURIComponent(value.replace(/\+/g, ' '));
   } catch {

@@ -2,8 +2,9 @@ import type { RequestHandler, Response } from 'express';
 
 /** RFC 6749 §5.1 / CIBA §7.3: token and bc-authorize responses must not be cached. */
 export const noStore: RequestHandler = (_req, res, next) => {
-  res.set('Cache-Control', 'no-store');
-  res.set('Pragma', 'no-cache');
+  // setHeader: Express's res.set would look for a charset to add to every header it is given.
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Pragma', 'no-cache');
   next();
 };
 
