@@ -7,6 +7,7 @@ import { ISSUER, SIM_SWAP, createTestGateway, type TestGateway } from '../helper
 import { LOCATION, authorize, callApi, callback, codeFor, consentForm, cookies, formTarget, localPath, location, redeem, submitConsent } from '../helpers/frontend.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { RedisServer, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { wrapStore } from '../helpers/store-wrapper.js';
 
 /**
  * Issue 6: with Redis unreachable every surface answers "temporarily unavailable" in its own form (JSON 503
@@ -162,20 +163,16 @@ describe('a failing store or client registry, without Redis', () => {
     const inner = new MemoryStore({ sweepInterval: 0 });
     let down = false;
     const deleted: string[] = [];
-    const store: Store = {
-      put: (kind, id, value, options) => inner.put(kind, id, value, options),
+    const store: Store = wrapStore(inner, {
       get: async (kind, id) => {
         if (down) throw new StoreUnavailableError('down');
         return inner.get(kind, id);
       },
-      add: (kind, id, value, options) => inner.add(kind, id, value, options),
-      consume: (kind, id) => inner.consume(kind, id),
       delete: async (kind, id) => {
         deleted.push(kind);
         return inner.delete(kind, id);
       },
-      revokeGrant: (grant) => inner.revokeGrant(grant),
-    };
+    });
     const gw = createTestGateway({ store });
     const start = await authorize(gw.app, { scope: LOCATION });
     const pagePath = localPath(location(start));

@@ -17,6 +17,7 @@ import {
   location,
   pkcePair,
 } from '../../helpers/frontend.js';
+import { wrapStore } from '../../helpers/store-wrapper.js';
 
 /** docs/protocol.md, "Frontend flow: GET /authorize", steps 1, 2, 5, 6. Network identification: network.test.ts. */
 
@@ -325,17 +326,12 @@ describe('prompt', () => {
 describe('failures of the service itself, after the redirect_uri is known: redirected too', () => {
   function failingStore(error: Error): Store {
     const inner = new MemoryStore({ sweepInterval: 0 });
-    return {
+    return wrapStore(inner, {
       put: async (kind, id, value, options) => {
         if (kind === 'code' || kind === 'session') throw error;
         return inner.put(kind, id, value, options);
       },
-      get: (kind, id) => inner.get(kind, id),
-      add: (kind, id, value, options) => inner.add(kind, id, value, options),
-      consume: (kind, id) => inner.consume(kind, id),
-      delete: (kind, id) => inner.delete(kind, id),
-      revokeGrant: (grant) => inner.revokeGrant(grant),
-    };
+    });
   }
 
   it('an unreachable store: temporarily_unavailable, with the state', async () => {

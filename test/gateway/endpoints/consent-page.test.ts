@@ -16,6 +16,7 @@ import {
   redeem,
 } from '../../helpers/frontend.js';
 import type { TestGateway } from '../../helpers/gateway.js';
+import { wrapStore } from '../../helpers/store-wrapper.js';
 
 /** docs/protocol.md, "Consent", frontend flow: the operator's consent page. */
 
@@ -341,17 +342,12 @@ describe('sessions live in the package store (kind "session")', () => {
   it('the pending request and the single-use marker go through the Store contract', async () => {
     const inner = new MemoryStore({ sweepInterval: 0 });
     const kinds = new Set<RecordKind>();
-    const store: Store = {
+    const store: Store = wrapStore(inner, {
       put: (kind, id, value, options) => {
         kinds.add(kind);
         return inner.put(kind, id, value, options);
       },
-      get: (kind, id) => inner.get(kind, id),
-      add: (kind, id, value, options) => inner.add(kind, id, value, options),
-      consume: (kind, id) => inner.consume(kind, id),
-      delete: (kind, id) => inner.delete(kind, id),
-      revokeGrant: (grant) => inner.revokeGrant(grant),
-    };
+    });
     const gw = createTestGateway({ store });
     const answer = await answerConsent(gw, await authorize(gw.app, { scope: LOCATION }), 'allow');
     expect(answer.status).toBe(303);
