@@ -91,10 +91,10 @@ const MAX_HELD = 10_000;
  * burst of correct requests is served, `budget` at a time); refused with none here, it answers 429: with the
  * window's remainder when the key is locked, else (checks in flight on other instances) `Retry-After: 1`.
  *
- * With shared (Redis) counters a success does not give its slot back at once: this instance holds it, still
- * counted as a check in flight, for the next check of the same key (up to HOLD_MS, never past the slot's
- * window), and gives it back after that. So a client that has not failed pays no round trip for the lock-out:
- * its checks reuse the slot. Every comparison still holds a slot counted in Redis, so the budget bounds them
+ * A success does not give its slot back at once: this instance holds it, still counted as a check in flight,
+ * for the next check of the same key (up to HOLD_MS, never past the slot's window), and gives it back after
+ * that. So a client that has not failed pays next to nothing for the lock-out: its checks reuse the slot, with no
+ * Redis round trip (shared counters) and no counter work (memory counters). Every comparison still holds a slot counted in Redis, so the budget bounds them
  * across instances as before. Only a slot taken while the attempts were at most half the budget is held, so
  * held slots (one per instance and key) never take more than half of it: the other half stays for checks in
  * flight on instances without one.
@@ -109,8 +109,8 @@ export class FailureBudget {
     private readonly attempts: CounterLimit,
     private readonly failures: CounterLimit,
     private readonly guarded: Guarded,
-    /** How long a shared slot is held after a success (0: given back at once). */
-    private readonly holdMs = counters.shared ? HOLD_MS : 0,
+    /** How long a slot is held after a success (0: given back at once). */
+    private readonly holdMs = HOLD_MS,
   ) {}
 
   get budget(): number {
@@ -132,7 +132,7 @@ export class FailureBudget {
       // A counter that failed lets the check run, uncounted (reported through `guarded`).
       if (answer === undefined) return { slot: NO_SLOT };
       if (answer.taken) {
-        const holdable = answer.shared && this.holdMs > 0 && 2 * answer.attempts <= this.budget;
+        const holdable = this.holdMs > 0 && 2 * answer.attempts <= this.budget;
         return { slot: this.slot(key, counterKey, { shared: answer.shared, holdable, windowEnd: Date.now() + answer.msBeforeNext }) };
       }
       if (watched !== undefined && watched.settled !== settledBefore) continue;
@@ -167,10 +167,10 @@ export class FailureBudget {
     this.held.delete(key);
     clearTimeout(held.timer);
     // Too close to the end of its window: Redis is about to drop it (and this check may start the next window).
-    return now < held.windowEnd - WINDOW_MARGIN_MS ? { shared: true, holdable: true, windowEnd: held.windowEnd } : undefined;
+    return now < held.windowEnd - WINDOW_MARGIN_MS ? { shared: this.counters.shared, holdable: true, windowEnd: held.windowEnd } : undefined;
   }
 
-  /** Keeps a shared slot for the next check of `key`, when it is worth it. */
+  /** Keeps a slot for the next check of `key`, when it is worth it. */
   private hold(key: string, counterKey: CounterKey, origin: SlotOrigin): boolean {
     const now = Date.now();
     const left = origin.windowEnd - WINDOW_MARGIN_MS - now;

@@ -111,12 +111,17 @@ export function rateLimitedError(retryAfter: number, description = 'too many req
   return new OAuthError('temporarily_unavailable', description, { status: 429, headers: { 'Retry-After': String(retryAfter) } });
 }
 
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+const CANONICAL_IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
+
 /**
  * The counting key of a network address: an IPv6 address by its /64 (one subscriber's or host's prefix, so
  * rotating addresses within it does not escape), IPv4 and IPv4-mapped addresses as they are.
  */
 export function addressKey(ip: string | undefined): string {
   if (ip === undefined || ip === '') return 'unknown';
+  // Node gives an IPv4 peer in canonical dotted-decimal form, which is its own key: no parse on every request.
+  if (CANONICAL_IPV4.test(ip)) return ip;
   try {
     let address = ipaddr.parse(ip);
     if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) address = (address as ipaddr.IPv6).toIPv4Address();

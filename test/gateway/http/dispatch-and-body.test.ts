@@ -58,12 +58,17 @@ function sideBySide(): express.Express {
 
 describe('form bodies read directly', () => {
   const parameters = sideBySide();
-  // Characters that matter to the format (`&`, `=`, `+`, `%` and escapes, valid or not) and a few others; no brackets,
-  // which qs reads as nesting syntax (`[a]` as `a`) while the package takes names as they are (no endpoint reads either).
-  const piece = fc.constantFrom('a', 'b', 'scope', 'client_id', '&', '=', '+', '%', '%2', '%41', '%2B', '%26', '%3D', '%C3%A9', '%C3', '%E2%82', '%ZZ', ' ', 'é', '~', '.', '', '__proto__x', 'toString');
+  // Characters that matter to the format (`&`, `=`, `+`, `%` and escapes, malformed ones too) and a few others. No
+  // brackets, which qs reads as nesting syntax (`[a]` as `a`) while the package takes names as they are (no endpoint
+  // reads either), and no escapes of invalid UTF-8 (below).
+  const piece = fc.constantFrom('a', 'b', 'scope', 'client_id', '&', '=', '+', '%', '%2', '%41', '%2B', '%26', '%3D', '%C3%A9', '%ZZ', ' ', 'é', '~', '.', '', '__proto__x', 'toString');
+  // The package reads bodies as Express 5's body-parser 2 (qs) does. Express 4's body-parser 1 parses with Node's
+  // querystring, which differs on malformed input (it keeps an empty name, decodes the valid escapes around a
+  // malformed one): compared under Express 5 only.
+  const express4 = typeof (express as unknown as { query?: unknown }).query === 'function';
   const body = fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join(''));
 
-  it('give the parameters body-parser gives, for any body (repeats as arrays, escapes valid or not, + as space)', async () => {
+  it.skipIf(express4)('give the parameters body-parser 2 gives, for any body (repeats as arrays, escapes valid or not, + as space)', async () => {
     await fc.assert(
       fc.asyncProperty(body, async (text) => {
         const expected = await request(parameters).post('/body-parser').type('form').send(text);
@@ -73,6 +78,10 @@ describe('form bodies read directly', () => {
       }),
       { numRuns: 150 },
     );
+  });
+
+  it('keep escapes of invalid UTF-8 as sent, as body-parser 2 (Express 5, qs) does; body-parser 1 (Express 4, querystring) made them U+FFFD', () => {
+    expect({ ...parseFormBody('a=%C3&b=%E2%82&c=%C3%A9') }).toEqual({ a: '%C3', b: '%E2%82', c: 'é' });
   });
 
   it('drop a byte-order mark as body-parser does, and refuse more than 100 parts', () => {
