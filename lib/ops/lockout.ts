@@ -63,11 +63,14 @@ interface SlotOrigin {
 /** A slot this instance keeps after a success, for the next check of the same key. */
 interface HeldSlot {
   counterKey: CounterKey;
+  /** Where it is counted: Redis, or this process (a slot taken while Redis failed goes back there, not to Redis). */
+  shared: boolean;
   windowEnd: number;
   timer: NodeJS.Timeout;
 }
 
-const NO_SLOT: AttemptSlot = { release: () => {}, spend: async () => {} };
+/** A slot that counts nothing: no budget applies, or the counters failed. */
+export const NO_SLOT: AttemptSlot = { release: () => {}, spend: async () => {} };
 
 /** How long a slot is held after a success for the next check of the key, at most. */
 export const HOLD_MS = 10_000;
@@ -156,7 +159,7 @@ export class FailureBudget {
     for (const slot of held) clearTimeout(slot.timer);
     const now = Date.now();
     await Promise.all(
-      held.filter((slot) => now < slot.windowEnd - WINDOW_MARGIN_MS).map((slot) => this.guarded(() => this.counters.release(this.attempts, slot.counterKey, true))),
+      held.filter((slot) => now < slot.windowEnd - WINDOW_MARGIN_MS).map((slot) => this.guarded(() => this.counters.release(this.attempts, slot.counterKey, slot.shared))),
     );
   }
 
@@ -167,7 +170,7 @@ export class FailureBudget {
     this.held.delete(key);
     clearTimeout(held.timer);
     // Too close to the end of its window: Redis is about to drop it (and this check may start the next window).
-    return now < held.windowEnd - WINDOW_MARGIN_MS ? { shared: this.counters.shared, holdable: true, windowEnd: held.windowEnd } : undefined;
+    return now < held.windowEnd - WINDOW_MARGIN_MS ? { shared: held.shared, holdable: true, windowEnd: held.windowEnd } : undefined;
   }
 
   /** Keeps a slot for the next check of `key`, when it is worth it. */
@@ -179,10 +182,10 @@ export class FailureBudget {
       if (this.held.get(key)?.timer !== timer) return;
       this.held.delete(key);
       // Given back while its window lasts; at the window's end Redis drops it by itself.
-      if (Date.now() < origin.windowEnd - WINDOW_MARGIN_MS) void this.guarded(() => this.counters.release(this.attempts, counterKey, true));
+      if (Date.now() < origin.windowEnd - WINDOW_MARGIN_MS) void this.guarded(() => this.counters.release(this.attempts, counterKey, origin.shared));
     }, Math.min(this.holdMs, left));
     timer.unref();
-    this.held.set(key, { counterKey, windowEnd: origin.windowEnd, timer });
+    this.held.set(key, { counterKey, shared: origin.shared, windowEnd: origin.windowEnd, timer });
     return true;
   }
 

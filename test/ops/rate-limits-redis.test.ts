@@ -228,6 +228,35 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     await gw.netauth.close();
   });
 
+  it('a slot taken while Redis failed (counted in this process) and then held goes back to this process, never to Redis', async () => {
+    const own = await RedisServer.start();
+    const client = createClient({ url: own.url, disableOfflineQueue: true, socket: { reconnectStrategy: () => 100 } });
+    client.on('error', () => {});
+    await client.connect();
+    clients.push(client);
+    try {
+      const keyPrefix = `rl-held:${randomUUID()}:`;
+      const gw = createTestGateway({
+        store: new MemoryStore(),
+        rateLimits: { ...only({ clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 } } }), redis: client, keyPrefix, timeout: 200 },
+      });
+      const introspect = () => request(gw.app).post('/apigateway/introspect').set('X-Forwarded-For', '203.0.113.41').set('Authorization', APP2).type('form').send({ token: 'x' });
+      await own.stop();
+      // Counted in memory meanwhile, and held after the success.
+      expect((await introspect()).status).toBe(200);
+      await own.restart();
+      await vi.waitFor(() => expect(client.isReady).toBe(true), { timeout: 10_000 });
+      // Another instance's check in flight on the same key, counted in Redis.
+      const attempts = `${keyPrefix}auth-attempts:client-address:{app-2}203.0.113.41`;
+      await client.set(attempts, '1', { EX: 900 });
+      // Giving the held slot back must not take that one off Redis.
+      await gw.netauth.close();
+      expect(await client.get(attempts)).toBe('1');
+    } finally {
+      await own.destroy();
+    }
+  });
+
   it("a client that has not failed pays no round trip for the lock-out: its slot is held for the next check, and given back on close", async () => {
     const [a, , prefix] = instances(only({ clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 } } }));
     const attempts = `${prefix}rl:auth-attempts:client-address:{app-2}203.0.113.40`;
