@@ -42,7 +42,7 @@ export class ClientAuthenticator {
     this.events = options.events;
     this.limits = options.limits;
     const { jwts, issuer } = options.assertions;
-    this.methods = [clientSecretBasic(clients), clientSecretPost(clients), privateKeyJwt(clients, jwts, issuer)];
+    this.methods = [clientSecretBasic(clients), clientSecretPost(clients), privateKeyJwt(jwts, issuer)];
   }
 
   /** Whether the request carries client credentials of any method, well formed or not. */
@@ -63,16 +63,17 @@ export class ClientAuthenticator {
     // never get more comparisons than the budget. It is keyed by the registry's canonical id (a registry that
     // normalises ids resolves every variant of a locked id to the same client) and the address the request
     // comes from, so failures elsewhere never lock a client out here; ids that name no client count per address.
+    // The registry is asked once per request: the lock-out and the method's check both use what it found.
+    const registered = await this.clients.find(claimed);
     let slot: AttemptSlot | undefined;
     if (this.limits) {
-      const registered = (await this.clients.find(claimed))?.clientId;
-      const reservation = await this.limits.reserve(registered, req.ip);
-      if ('retryAfter' in reservation) throw this.lockedOut(endpoint, reservation.retryAfter, registered);
+      const reservation = await this.limits.reserve(registered?.clientId, req.ip);
+      if ('retryAfter' in reservation) throw this.lockedOut(endpoint, reservation.retryAfter, registered?.clientId);
       slot = reservation.slot;
     }
     let verified: Verified;
     try {
-      verified = await method.verify(req, res, params, claimed);
+      verified = await method.verify(req, res, params, registered);
     } catch (error) {
       slot?.release();
       throw error;

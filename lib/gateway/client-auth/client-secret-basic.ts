@@ -67,14 +67,21 @@ class ClientSecretBasicStrategy extends BasicStrategy {
   }
 }
 
+/** What passport is given in place of the Express request: the header the strategy reads, and what the registry found. */
+interface PassportView {
+  headers: { authorization: string | undefined };
+  registered: RegisteredClient | undefined;
+}
+
 /** RFC 6749 §2.3.1 `client_secret_basic`: HTTP Basic, checked by passport with passport-http's strategy. */
 export function clientSecretBasic(clients: ClientRegistry): ClientAuthMethodModule {
   const instance = new passport.Passport();
   /** The outcome of the strategy's check, handed from passport's callback back to `verify`. */
   const outcomes = new WeakMap<Request, Verified>();
   instance.use(
-    new ClientSecretBasicStrategy((req, clientId, secret, done) => {
-      verifySecret(clients, clientId, secret).then((verified) => {
+    // The strategy parsed the same header the authenticator's claim did, so `registered` is that id's registration.
+    new ClientSecretBasicStrategy((req, _clientId, secret, done) => {
+      verifySecret(clients, (req as unknown as PassportView).registered, secret).then((verified) => {
         outcomes.set(req, verified);
         done(null, verified.client ?? false);
       }, done);
@@ -87,12 +94,12 @@ export function clientSecretBasic(clients: ClientRegistry): ClientAuthMethodModu
       const clientId = parseBasic(req.headers.authorization)?.clientId;
       return clientId === undefined ? { failure: 'malformed' } : { clientId };
     },
-    verify: (req: Request, res: Response) =>
+    verify: (req: Request, res: Response, _params, registered) =>
       new Promise((resolve, reject) => {
         // passport decorates the request it is given with its login helpers (six properties, on every call). Given
         // the Express request, those writes cost more than the rest of the check: they change the shape of an object
         // every later handler reads. It gets a small view instead, with the only thing the strategy reads.
-        const view = { headers: { authorization: req.headers.authorization } } as unknown as Request;
+        const view = { headers: { authorization: req.headers.authorization }, registered } satisfies PassportView as unknown as Request;
         const run = instance.authenticate('client_secret_basic', { session: false }, (error: unknown) => {
           if (error) reject(error);
           else resolve(outcomes.get(view) ?? {});

@@ -11,6 +11,6 @@ export function clientSecretPost(clients: ClientRegistry): ClientAuthMethodModul
       const clientId = params.get('client_id');
       return clientId === undefined ? { failure: 'missing' } : { clientId };
     },
-    verify: (_req, _res, params, clientId) => verifySecret(clients, clientId, params.require('client_secret')),
+    verify: (_req, _res, params, registered) => verifySecret(clients, registered, params.require('client_secret')),
   };
 }

@@ -47,10 +47,12 @@ function decoyOf(clients: ClientRegistry): Decoy {
   return decoy;
 }
 
-/** The secret check shared by client_secret_basic and client_secret_post. */
-export async function verifySecret(clients: ClientRegistry, clientId: string, secret: string): Promise<Verified> {
+/**
+ * The secret check shared by client_secret_basic and client_secret_post, against the registration the claimed id
+ * found (the authenticator looks it up once per request), or none.
+ */
+export async function verifySecret(clients: ClientRegistry, client: RegisteredClient | undefined, secret: string): Promise<Verified> {
   const decoy = decoyOf(clients);
-  const client = await clients.find(clientId);
   if (!client) {
     // Spend the same work as a real comparison, so unknown ids are not told apart by timing.
     await verifyClientSecret(decoy.registration, secret);

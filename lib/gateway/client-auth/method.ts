@@ -22,6 +22,9 @@ export interface ClientAuthMethodModule {
   presentedIn(req: Request, params: FormParams): boolean;
   /** The client id the credentials name, or why they name none. Cheap: no I/O, no crypto. */
   claim(req: Request, params: FormParams): Claim;
-  /** Checks the credentials. Spends the same work for an unknown client id as for a known one. */
-  verify(req: Request, res: Response, params: FormParams, claimedClientId: string): Promise<Verified>;
+  /**
+   * Checks the credentials against `registered`, what the registry found for the claimed id (looked up once by
+   * the authenticator). Spends the same work for an unknown client id as for a known one.
+   */
+  verify(req: Request, res: Response, params: FormParams, registered: RegisteredClient | undefined): Promise<Verified>;
 }

@@ -1,6 +1,5 @@
 import { decodeJwt } from 'jose';
 import type { Request } from 'express';
-import type { ClientRegistry } from '../../registry/clients.js';
 import type { FormParams } from '../http/form.js';
 import { routePath } from '../http/dispatch.js';
 import { ClientJwtRejected, type ClientJwts } from './client-jwt.js';
@@ -43,13 +42,12 @@ function claim(params: FormParams): Claim {
  * by one of the client's registered keys, with `iss` = `sub` = client_id, `aud` the issuer, the token endpoint or
  * this endpoint, a short life and a single-use `jti`. A failure is a failed authentication, as a wrong secret.
  */
-export function privateKeyJwt(clients: ClientRegistry, jwts: ClientJwts, issuer: string): ClientAuthMethodModule {
+export function privateKeyJwt(jwts: ClientJwts, issuer: string): ClientAuthMethodModule {
   return {
     method: 'private_key_jwt',
     presentedIn: (_req, params) => params.has('client_assertion') || params.has('client_assertion_type'),
     claim: (_req, params) => claim(params),
-    verify: async (req, _res, params, clientId) => {
-      const client = await clients.find(clientId);
+    verify: async (req, _res, params, client) => {
       if (!client) return {};
       // A client registered for another method is refused without spending a signature check (or a jti) on it.
       if (client.tokenEndpointAuthMethod !== 'private_key_jwt') return { known: client };

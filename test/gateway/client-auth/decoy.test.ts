@@ -52,9 +52,9 @@ describe('the decoy for unknown client ids', () => {
     const inner = new StaticClientRegistry([...CLIENTS, human]);
     const custom: ClientRegistry = { find: (id) => inner.find(id) };
     expect(work(decoyFor(custom))).toEqual({ kind: 'sha256' });
-    expect(await verifySecret(custom, 'human', 'wrong')).toEqual({ known: human });
+    expect(await verifySecret(custom, await custom.find('human'), 'wrong')).toEqual({ known: human });
     expect(work(decoyFor(custom))).toEqual(work(human));
-    expect(await verifySecret(custom, 'nobody', 'a person chose this')).toEqual({});
+    expect(await verifySecret(custom, await custom.find('nobody'), 'a person chose this')).toEqual({});
   });
 
   it('at the endpoint: an unknown id is 401 as before, the scrypt client authenticates', async () => {
@@ -64,5 +64,20 @@ describe('the decoy for unknown client ids', () => {
       request(app).post('/apigateway/bc-authorize').set('Authorization', authorization).type('form').send({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
     expect((await post(basic('nobody', 'a person chose this'))).status).toBe(401);
     expect((await post(basic('human', 'a person chose this'))).status).toBe(200);
+  });
+
+  it.each(['client_secret_basic', 'client_secret_post'] as const)('asks the registry once per %s request, lock-out on (it keys the slot and the check by what it found)', async (method) => {
+    const inner = new StaticClientRegistry(CLIENTS.map((c) => ({ ...c, tokenEndpointAuthMethod: method })));
+    const asked: string[] = [];
+    const counting: ClientRegistry = { find: (id) => (asked.push(id), inner.find(id)) };
+    const { app } = createTestGateway({ clients: counting });
+    const { clientId, clientSecret } = CLIENTS[0]!;
+    const form = { login_hint: 'tel:+34600000001', scope: SIM_SWAP };
+    const res =
+      method === 'client_secret_basic'
+        ? await request(app).post('/apigateway/bc-authorize').set('Authorization', basic(clientId, clientSecret!)).type('form').send(form)
+        : await request(app).post('/apigateway/bc-authorize').type('form').send({ ...form, client_id: clientId, client_secret: clientSecret! });
+    expect(res.status).toBe(200);
+    expect(asked).toEqual([clientId]);
   });
 });
