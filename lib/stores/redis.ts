@@ -120,8 +120,9 @@ export class RedisStore implements Store {
    */
   async open(): Promise<void> {
     await this.connection.open();
+    // Through prepared(), so the first operation finds it done instead of preparing again.
     this.ready = undefined;
-    await this.prepare();
+    await this.prepared();
   }
 
   async put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void> {
