@@ -1,7 +1,8 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import { normaliseIp, type NetworkAddress } from '../identity/login-hint.js';
+import { E164, normaliseIp, type NetworkAddress } from '../identity/login-hint.js';
 import type { Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
 import { camaraError, type CamaraErrorInfo } from './responses.js';
+import { isPlainObject } from '../option-checks.js';
 
 /**
  * CAMARA device identification for three-legged and two-legged tokens (API Design Guide §3.2.2 and Appendix A):
@@ -46,12 +47,8 @@ export interface NetAuthDevice {
   identifier?: DeviceIdentifier;
 }
 
-const E164 = /^\+[1-9][0-9]{4,14}$/;
 const invalid = (message: string): CamaraErrorInfo => camaraError(400, 'INVALID_ARGUMENT', message);
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 function ipv4(value: unknown): string | undefined {
   return typeof value === 'string' && value.length <= 15 && !value.includes(':') ? normaliseIp(value) : undefined;
@@ -60,7 +57,7 @@ function ipv4(value: unknown): string | undefined {
 /** The body's `device` object, checked against CAMARA_common.yaml; undefined when there is none. */
 function parseDevice(value: unknown): DeviceIdentifier | CamaraErrorInfo | undefined {
   if (value === undefined) return undefined;
-  if (!isObject(value)) return invalid('device must be an object');
+  if (!isPlainObject(value)) return invalid('device must be an object');
   const device: DeviceIdentifier = {};
   const { phoneNumber, networkAccessIdentifier, ipv4Address, ipv6Address } = value;
   if (phoneNumber !== undefined) {
@@ -74,7 +71,7 @@ function parseDevice(value: unknown): DeviceIdentifier | CamaraErrorInfo | undef
     device.networkAccessIdentifier = networkAccessIdentifier;
   }
   if (ipv4Address !== undefined) {
-    if (!isObject(ipv4Address)) return invalid('device.ipv4Address must be an object');
+    if (!isPlainObject(ipv4Address)) return invalid('device.ipv4Address must be an object');
     const { publicAddress, privateAddress, publicPort } = ipv4Address;
     if (ipv4(publicAddress) === undefined) return invalid('device.ipv4Address.publicAddress must be an IPv4 address');
     if (privateAddress !== undefined && ipv4(privateAddress) === undefined) return invalid('device.ipv4Address.privateAddress must be an IPv4 address');
@@ -101,7 +98,7 @@ function parseDevice(value: unknown): DeviceIdentifier | CamaraErrorInfo | undef
 /** The request's identifier, by the route's rule; undefined when the body names none. */
 function requestedIdentifier(body: unknown, field: 'device' | 'phoneNumber'): DeviceIdentifier | CamaraErrorInfo | undefined {
   if (body === undefined) return undefined;
-  if (!isObject(body)) return invalid('the request body must be a JSON object');
+  if (!isPlainObject(body)) return invalid('the request body must be a JSON object');
   if (field === 'device') return parseDevice(body.device);
   const phoneNumber = body.phoneNumber;
   if (phoneNumber === undefined) return undefined;

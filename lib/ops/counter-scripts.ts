@@ -5,12 +5,10 @@
  * touches is in KEYS, and the keys of one call share a hash tag, so on Redis Cluster each call runs on one shard.
  * The commands they run are in the ACL of docs/redis-store.md (`get`, `set`, `incrby`, `pttl`, `expire`).
  */
-import { createHash } from 'node:crypto';
-import type { Script } from '../stores/redis-scripts.js';
+import { defineScript, type Script } from '../stores/redis-scripts.js';
 
 function script(body: string): Script {
-  const source = COMMON + body;
-  return { source, sha: createHash('sha1').update(source).digest('hex') };
+  return defineScript(COMMON, body);
 }
 
 // `add`: `points` more on `key`, its window started if it has none; the new count and ms until the window ends.

@@ -1,11 +1,11 @@
-import { createHash } from 'node:crypto';
+import { sha256 } from '../crypto.js';
 import ipaddr from 'ipaddr.js';
 import { OAuthError } from '../errors.js';
 import type { Store } from '../stores/store.js';
 import { RedisStore, connectionOf } from '../stores/redis.js';
 import { RedisConnection, type RedisStoreClient } from '../stores/redis-connection.js';
 import type { EventHub, RateLimitedEvent } from './events.js';
-import { FailureBudget, WINDOW_MARGIN_MS, seconds, type Reservation } from './lockout.js';
+import { FailureBudget, NO_SLOT, WINDOW_MARGIN_MS, seconds, type Reservation } from './lockout.js';
 import { MemoryCounters, RedisCounters, type CounterKey, type CounterLimit, type Counters } from './counters.js';
 
 /** At most `points` requests per `duration` seconds. */
@@ -138,7 +138,7 @@ export function addressKey(ip: string | undefined): string {
  */
 function part(id: string): string {
   const escaped = id.replace(/[%{}]/g, (c) => encodeURIComponent(c));
-  return escaped.length <= 128 ? escaped : `#${createHash('sha256').update(id).digest('base64url')}`;
+  return escaped.length <= 128 ? escaped : `#${sha256(id)}`;
 }
 
 /** Points of a client's limit an instance takes at once with shared counters: 1 % of the limit, 1 to 100. */
@@ -299,7 +299,7 @@ export class RateLimits {
   reserve(clientId: string | undefined, ip: string | undefined): Promise<Reservation> {
     const address = part(addressKey(ip));
     const budget = clientId === undefined ? this.failuresPerAddress : this.failuresPerClientAndAddress;
-    if (budget === undefined) return Promise.resolve({ slot: { release: () => {}, spend: async () => {} } });
+    if (budget === undefined) return Promise.resolve({ slot: NO_SLOT });
     return budget.reserve(clientId === undefined ? { tag: address } : { tag: part(clientId), rest: address });
   }
 

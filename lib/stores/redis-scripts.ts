@@ -17,9 +17,14 @@ export interface Script {
   sha: string;
 }
 
-function script(body: string): Script {
-  const source = COMMON + body;
+/** A script: the Lua helpers it shares with its peers (`prelude`), then its own body; with the SHA-1 EVALSHA names it by. */
+export function defineScript(prelude: string, body: string): Script {
+  const source = prelude + body;
   return { source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+function script(body: string): Script {
+  return defineScript(COMMON, body);
 }
 
 // Helpers shared by the scripts. `index` adds a member, first dropping members already expired, and sets the
