@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { JWK } from 'jose';
-import type { JsonObject, PutOptions, RecordKind, Store, StoredRecord } from '../../lib/index.js';
+import type { JsonObject, PutOptions, RecordKind, RecordWrite, Store, StoredRecord } from '../../lib/index.js';
 
 /** A private RSA JWK, as an operator would configure one. */
 export function rsaKey(kid?: string): JWK {
@@ -44,8 +44,8 @@ export class NoTokenReadStore implements Store {
     return this.inner.add(kind, id, value, options);
   }
 
-  consume(kind: RecordKind, id: string): Promise<boolean> {
-    return this.inner.consume(kind, id);
+  consume(kind: RecordKind, id: string, writes?: readonly RecordWrite[]): Promise<boolean> {
+    return this.inner.consume(kind, id, writes);
   }
 
   delete(kind: RecordKind, id: string): Promise<void> {
