@@ -1,8 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
+import type request from 'supertest';
 import { RedisStore, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
 import { createTestGateway, type TestGateway, type TestGatewaySetup } from './gateway.js';
 import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from './redis-server.js';
+
+/**
+ * A rate limit's or the lock-out's refusal: 429 `temporarily_unavailable` as JSON, never cached, with a whole
+ * `Retry-After` of at least a second and at most `maxWait` (the window's length, where the test knows it).
+ */
+export function expectTooMany(res: request.Response, maxWait = Number.POSITIVE_INFINITY): void {
+  expect(res.status).toBe(429);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  expect(res.headers['cache-control']).toBe('no-store');
+  expect(res.body).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
+  const wait = Number(res.headers['retry-after']);
+  expect(Number.isInteger(wait)).toBe(true);
+  expect(wait).toBeGreaterThanOrEqual(1);
+  expect(wait).toBeLessThanOrEqual(maxWait);
+}
 
 /** Every limit off except the ones given: each rate-limit test looks at one limit. */
 export function only(limits: RateLimitOptions): RateLimitOptions {

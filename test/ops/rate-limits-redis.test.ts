@@ -7,7 +7,7 @@ import { APP1, APP2, LOCATION, SIM_SWAP, basic, createTestGateway, type TestGate
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
-import { only } from '../helpers/rate-limits.js';
+import { expectTooMany, only } from '../helpers/rate-limits.js';
 import { MemoryStore, RateLimitFallbackError, RedisStore, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
 import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 
@@ -22,12 +22,6 @@ const ALICE = 'tel:+34600000001';
 
 type RawClient = ReturnType<typeof createClient>;
 
-
-function expectTooMany(res: request.Response): void {
-  expect(res.status).toBe(429);
-  expect(res.body.error).toBe('temporarily_unavailable');
-  expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-}
 
 const from = (app: Express, ip: string, authorization: string) =>
   request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', ip).set('Authorization', authorization).type('form').send({ login_hint: ALICE, scope: SIM_SWAP });

@@ -5,24 +5,13 @@ import { APP1, APP2, CIBA, ISSUER, LOCATION, SECRET, SIM_SWAP, basic, createTest
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, authorize, callback, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
-import { describeEachBackend, only } from '../helpers/rate-limits.js';
+import { describeEachBackend, expectTooMany, only } from '../helpers/rate-limits.js';
 import { RATE_LIMIT_DEFAULTS, MemoryStore, RedisStore, createNetAuth, type RateLimitOptions } from '../../lib/index.js';
 import { CLIENTS, POLICY, SUBSCRIBERS } from '../helpers/gateway.js';
 
 const ALICE = 'tel:+34600000001';
 const BOB = 'tel:+34600000002';
 
-
-function expectTooMany(res: request.Response, maxWait: number): void {
-  expect(res.status).toBe(429);
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-  expect(res.headers['cache-control']).toBe('no-store');
-  expect(res.body).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
-  const wait = Number(res.headers['retry-after']);
-  expect(Number.isInteger(wait)).toBe(true);
-  expect(wait).toBeGreaterThanOrEqual(1);
-  expect(wait).toBeLessThanOrEqual(maxWait);
-}
 
 const from = (app: Express, ip: string, authorization: string, body: Record<string, string> = { login_hint: ALICE, scope: SIM_SWAP }) =>
   request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', ip).set('Authorization', authorization).type('form').send(body);

@@ -5,7 +5,7 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { APP1, APP2, CIBA, CLIENTS, SECRET, SIM_SWAP, basic } from '../../helpers/gateway.js';
 import { recordEvents } from '../../helpers/events.js';
-import { describeEachBackend, only } from '../../helpers/rate-limits.js';
+import { describeEachBackend, expectTooMany, only } from '../../helpers/rate-limits.js';
 import { RATE_LIMIT_DEFAULTS, StaticClientRegistry, hashClientSecret, type ClientRegistry, type FailureLimitRule } from '../../../lib/index.js';
 
 /**
@@ -20,14 +20,6 @@ const body = { login_hint: ALICE, scope: SIM_SWAP };
 
 const from = (app: Express, ip: string, authorization: string, extra: Record<string, string> = {}) =>
   request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', ip).set('Authorization', authorization).type('form').send({ ...body, ...extra });
-
-function expectTooMany(res: request.Response, maxWait: number): void {
-  expect(res.status).toBe(429);
-  expect(res.body).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
-  const wait = Number(res.headers['retry-after']);
-  expect(wait).toBeGreaterThanOrEqual(1);
-  expect(wait).toBeLessThanOrEqual(maxWait);
-}
 
 const pairs = (rule: FailureLimitRule) => ({ rateLimits: only({ clientAuthentication: { perClientAndAddress: rule } }) });
 
