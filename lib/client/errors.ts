@@ -42,7 +42,7 @@ export type NetAuthClientErrorKind =
   | 'no_token'
   /** The session's token has expired: start the flow again. */
   | 'token_expired'
-  /** The gateway (or the session store) could not be reached, or answered 503. */
+  /** The gateway (or the session store) could not be reached, or answered 503; from `fetch()`: the service API did not answer. */
   | 'unavailable'
   /** The caller's AbortSignal fired. */
   | 'aborted';

@@ -167,7 +167,12 @@ export async function serviceFetch(ctx: ClientContext, from: Request | ServiceTo
   if (token.token_type.toLowerCase() !== 'dpop') {
     const headers = new Headers(init.headers);
     headers.set('Authorization', `Bearer ${token.access_token}`);
-    return fetch(input, { ...init, headers });
+    try {
+      return await fetch(input, { ...init, headers });
+    } catch (cause) {
+      // An invalid URL or init is the caller's bug, thrown as fetch throws it; the call's failures are typed.
+      throw serviceCallFailed(cause, init.signal) ?? cause;
+    }
   }
   const { config, dpop } = await ctx.load();
   if (!dpop) throw new NetAuthClientError('misconfigured', 'the token is DPoP-bound but this client holds no DPoP key: set the client option dpop');
@@ -180,9 +185,21 @@ export async function serviceFetch(ctx: ClientContext, from: Request | ServiceTo
   } catch (cause) {
     // A 401 or 403 with a challenge is the service API's answer, for the application to read.
     if (cause instanceof oidc.WWWAuthenticateChallengeError) return cause.response;
-    if (init.signal?.aborted) throw new NetAuthClientError('aborted', 'the service-API call was aborted', { cause });
-    throw fromOpenIdClientError(cause);
+    throw serviceCallFailed(cause, init.signal) ?? fromOpenIdClientError(cause);
   }
+}
+
+/**
+ * A service-API call that did not get an answer, the same for Bearer and DPoP tokens: `aborted` when the caller's
+ * signal fired, `unavailable` when the service API could not be reached or did not answer in time (fetch's
+ * `TypeError: fetch failed`, a `TimeoutError` of `AbortSignal.timeout()`). Undefined for anything else.
+ */
+function serviceCallFailed(cause: unknown, signal: AbortSignal | null | undefined): NetAuthClientError | undefined {
+  const name = cause instanceof Error ? cause.name : undefined;
+  if (name === 'TimeoutError') return new NetAuthClientError('unavailable', 'the service API did not answer in time', { cause });
+  if (signal?.aborted || name === 'AbortError') return new NetAuthClientError('aborted', 'the service-API call was aborted', { cause });
+  if (cause instanceof TypeError && /fetch failed/i.test(cause.message)) return new NetAuthClientError('unavailable', 'the service API could not be reached', { cause });
+  return undefined;
 }
 
 /**

@@ -122,6 +122,27 @@ describe('backend-flow client', () => {
     expect(badScope.error).toBe('invalid_scope');
   });
 
+  it('fetch() with the token: a service-API call that gets no answer is typed, as with a DPoP-bound token', async () => {
+    const { url, client } = await gateway();
+    const token = await client.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+    expect((await client.fetch(token, `${url}/sim-swap/check`, { method: 'POST' })).status).toBe(200);
+    const aborted = await rejection(client.fetch(token, `${url}/sim-swap/check`, { method: 'POST', signal: AbortSignal.abort() }));
+    expect(aborted.kind).toBe('aborted');
+    const unreachable = await rejection(client.fetch(token, 'http://127.0.0.1:9/sim-swap/check', { method: 'POST' }));
+    expect(unreachable.kind).toBe('unavailable');
+    expect(unreachable.message).toBe('the service API could not be reached');
+    // A service API that accepts the connection and never answers, given up on by the caller's timeout.
+    const never = express();
+    never.post('/sim-swap/check', () => undefined);
+    const silent = await listen(never);
+    closers.push(silent.close);
+    const timedOut = await rejection(client.fetch(token, `${silent.url}/sim-swap/check`, { method: 'POST', signal: AbortSignal.timeout(50) }));
+    expect(timedOut.kind).toBe('unavailable');
+    expect(timedOut.message).toBe('the service API did not answer in time');
+    // A URL fetch cannot parse is the caller's bug: thrown as fetch throws it, not dressed as an outage.
+    await expect(client.fetch(token, 'not a url')).rejects.toThrow(TypeError);
+  });
+
   it('an unreachable gateway is kind "unavailable"', async () => {
     const client = createNetAuthClient({ gateway: 'http://127.0.0.1:9/apigateway', clientId: 'app-1', clientSecret: SECRET, allowInsecureRequests: true });
     const error = await rejection(client.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP }));
@@ -129,4 +150,4 @@ describe('backend-flow client', () => {
   });
 });
 
-describeNoSecretsInErrors('backchannel', { errors: 6, secrets: 10 });
+describeNoSecretsInErrors('backchannel', { errors: 9, secrets: 10 });

@@ -135,6 +135,14 @@ describe('dpop option: a gateway that requires DPoP, and a service API in the CA
     const error = await rejection(netauth.fetch(token, `${url}/sim-swap/check`, { method: 'POST', signal: AbortSignal.abort() }));
     expect(error.kind).toBe('aborted');
   });
+
+  it('a service API that cannot be reached rejects with kind unavailable, as with a Bearer token', async () => {
+    const netauth = client(true);
+    const token = await netauth.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+    const error = await rejection(netauth.fetch(token, 'http://127.0.0.1:9/sim-swap/check', { method: 'POST' }));
+    expect(error.kind).toBe('unavailable');
+    expect(error.message).toBe('the service API could not be reached');
+  });
 });
 
 describe('dpop option checks at start-up', () => {
@@ -150,4 +158,4 @@ describe('dpop option checks at start-up', () => {
   });
 });
 
-describeNoSecretsInErrors('dpop', { errors: 4, secrets: 10 });
+describeNoSecretsInErrors('dpop', { errors: 5, secrets: 10 });
