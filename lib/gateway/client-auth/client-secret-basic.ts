@@ -106,8 +106,9 @@ function runStrategy(prototype: RunnableStrategy, req: unknown, options: unknown
  * and answers through the callback only. What it leaves out is what the Connect middleware adds for login
  * sessions: the helpers it writes onto every request (`login`, `logout`, `isAuthenticated` ...), the session
  * manager, flash messages, redirects and its own 401 answers; a token endpoint has none of them. Measured in
- * the bench's server, that middleware cost ~40 us per request and raised the collector's share from 14 % to
- * 21 % of the server's time (bench/README.md); the same strategy run this way costs what its check costs.
+ * the bench's server with rate limits off, that middleware cost ~40 us per request and raised the collector's
+ * share from 14 % to 21 % of the server's time; with the default rate limits on, the two ran alike
+ * (bench/README.md).
  */
 function callbackFramework(strategies: ReadonlyMap<string, RunnableStrategy>): passport.Framework {
   return {
