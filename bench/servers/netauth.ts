@@ -62,8 +62,8 @@ const rateLimits =
       }
     : false;
 // BENCH_ID_TOKENS=RS256 or ES256: a key of that algorithm made at start-up (as node-oidc-provider's keystore in the
-// peer rows) signs an ID token per flow. '1' is RS256, as before.
-const idTokenAlg = process.env.BENCH_ID_TOKENS === '1' ? 'RS256' : process.env.BENCH_ID_TOKENS;
+// peer rows) signs an ID token per flow.
+const idTokenAlg = process.env.BENCH_ID_TOKENS;
 if (idTokenAlg !== undefined && idTokenAlg !== 'RS256' && idTokenAlg !== 'ES256') throw new Error(`unknown BENCH_ID_TOKENS ${idTokenAlg}`);
 const signingKeys = idTokenAlg
   ? [{ ...(await exportJWK((await generateKeyPair(idTokenAlg, { extractable: true })).privateKey)), alg: idTokenAlg, kid: `bench-${idTokenAlg.toLowerCase()}` }]

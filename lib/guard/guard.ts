@@ -155,8 +155,8 @@ function missingSubscriber(found: FoundToken, option: 'required' | 'optional'): 
  * of concurrent calls with it exactly one gets through (the store's atomic `consume`), on every store, for both
  * token formats; the others, and every later call, are 401 invalid_token.
  */
-async function spend(ctx: GatewayContext, token: string, found: FoundToken): Promise<OAuthError | undefined> {
-  if (!found.singleUse || (await consumeSingleUseToken(ctx, token))) return undefined;
+async function spend(ctx: GatewayContext, token: string): Promise<OAuthError | undefined> {
+  if (await consumeSingleUseToken(ctx, token)) return undefined;
   return new OAuthError('invalid_token', 'the single-use access token was already used');
 }
 
@@ -256,7 +256,8 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       }
       grant.device = device;
     }
-    const spent = found.singleUse ? await spend(ctx, presented.token, found) : undefined;
+    // A reusable token has nothing to spend: no await on the common path.
+    const spent = found.singleUse ? await spend(ctx, presented.token) : undefined;
     if (spent) {
       responses.refuse(res, spent, presented.scheme);
       return false;

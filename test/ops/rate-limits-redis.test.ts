@@ -47,6 +47,16 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     await server?.destroy();
   });
 
+  /** A Redis server of the test's own, to stop and restart, and a client of it that reconnects every 100 ms. */
+  async function ownRedis(): Promise<{ own: RedisServer; client: RawClient }> {
+    const own = await RedisServer.start();
+    const client: RawClient = createClient({ url: own.url, disableOfflineQueue: true, socket: { reconnectStrategy: () => 100 } });
+    client.on('error', () => {});
+    await client.connect();
+    clients.push(client);
+    return { own, client };
+  }
+
   /** Two gateway instances on one Redis and prefix, as behind a load balancer. */
   function instances(rateLimits: RateLimitOptions, extra: Partial<NetAuthOptions> = {}): [TestGateway, TestGateway, string] {
     const prefix = `netauth-rl:${randomUUID()}:`;
@@ -157,11 +167,7 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
   });
 
   it('Redis unreachable: each instance counts for itself meanwhile and says so (rate.fallback), then counts in Redis again once it is back', async () => {
-    const own = await RedisServer.start();
-    const client = createClient({ url: own.url, disableOfflineQueue: true, socket: { reconnectStrategy: () => 100 } });
-    client.on('error', () => {});
-    await client.connect();
-    clients.push(client);
+    const { own, client } = await ownRedis();
     try {
       const reported: unknown[] = [];
       const keyPrefix = `rl-down:${randomUUID()}:`;
@@ -223,11 +229,7 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
   });
 
   it('a slot taken while Redis failed (counted in this process) and then held goes back to this process, never to Redis', async () => {
-    const own = await RedisServer.start();
-    const client = createClient({ url: own.url, disableOfflineQueue: true, socket: { reconnectStrategy: () => 100 } });
-    client.on('error', () => {});
-    await client.connect();
-    clients.push(client);
+    const { own, client } = await ownRedis();
     try {
       const keyPrefix = `rl-held:${randomUUID()}:`;
       const gw = createTestGateway({

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import * as client from 'openid-client';
-import { formDecode, parseBasic } from '../../lib/gateway/client-auth/client-secret-basic.js';
+import { parseBasic } from '../../lib/gateway/client-auth/client-secret-basic.js';
+import { formDecode } from '../../lib/gateway/http/form.js';
 import type { RegisteredClient } from '../../lib/index.js';
 import { CLIENTS, basic } from '../helpers/gateway.js';
 import { TOKEN_ERRORS, expectJsonEndpointAnswer, headerValue, report, startGateway, wellFormed, type PropertyGateway } from './support.js';

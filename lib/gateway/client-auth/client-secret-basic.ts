@@ -4,17 +4,7 @@ import type { Request, Response } from 'express';
 import type { ClientRegistry, RegisteredClient } from '../../registry/clients.js';
 import type { ClientAuthMethodModule, Verified } from './method.js';
 import { verifySecret } from './client-secret.js';
-
-/** RFC 6749 Appendix B: `+` is a space, then percent-decoding. Undefined when malformed. */
-export function formDecode(value: string): string | undefined {
-  // Most ids and secrets have nothing to decode.
-  if (!value.includes('%') && !value.includes('+')) return value;
-  try {
-    return decodeURIComponent(value.replace(/\+/g, ' '));
-  } catch {
-    return undefined;
-  }
-}
+import { formDecode } from '../http/form.js';
 
 /** `Basic <base64(form-encoded id ":" form-encoded secret)>`, strictly. */
 export function parseBasic(header: string | undefined): { clientId: string; secret: string } | undefined {

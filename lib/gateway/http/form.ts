@@ -1,4 +1,5 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import bytes from 'bytes';
 import { OAuthError } from '../../errors.js';
 
 /**
@@ -40,14 +41,6 @@ function tooManyParameters(): OAuthError {
   return new OAuthError('invalid_request', `more than ${MAX_PARAMETERS} parameters`);
 }
 
-/** body-parser's size syntax (the `bytes` package): bytes, or a number with b, kb, mb, gb, tb or pb (1,024-based). */
-export function byteLimit(limit: string | number): number {
-  if (typeof limit === 'number') return limit;
-  const match = /^(\d+(?:\.\d+)?) *(b|kb|mb|gb|tb|pb)?$/i.exec(limit.trim());
-  if (!match) return NaN;
-  const unit = 1024 ** ['b', 'kb', 'mb', 'gb', 'tb', 'pb'].indexOf((match[2] ?? 'b').toLowerCase());
-  return Math.floor(Number(match[1]) * unit);
-}
 
 /** The form type, alone or with a UTF-8 charset: the bodies the direct path reads. */
 const UTF8_FORM = /^application\/x-www-form-urlencoded *(?:; *charset="?utf-8"? *)?$/i;
@@ -57,17 +50,22 @@ function unreadable(): OAuthError {
 }
 
 /**
- * Decodes a form component as body-parser (qs) does for UTF-8: `+` is a space, then percent-decoding; a value whose
- * escapes are not valid UTF-8 is kept as it came.
+ * A form-encoded component (RFC 6749 Appendix B, HTML's urlencoded): `+` is a space, then percent-decoding.
+ * Undefined when its escapes are not valid UTF-8.
  */
-function decodeComponent(text: string): string {
-  const spaced = text.includes('+') ? text.replace(/\+/g, ' ') : text;
-  if (!spaced.includes('%')) return spaced;
+export function formDecode(value: string): string | undefined {
+  // Most components have nothing to decode.
+  if (!value.includes('%') && !value.includes('+')) return value;
   try {
-    return decodeURIComponent(spaced);
+    return decodeURIComponent(value.replace(/\+/g, ' '));
   } catch {
-    return spaced;
+    return undefined;
   }
+}
+
+/** A body component as body-parser (qs) decodes it for UTF-8: one whose escapes are not valid UTF-8 is kept as it came, `+` a space. */
+function decodeComponent(text: string): string {
+  return formDecode(text) ?? text.replace(/\+/g, ' ');
 }
 
 /**
@@ -126,7 +124,8 @@ function readBody(req: Request, length: number, done: (error: OAuthError | undef
  * body) costs more than the rest of a token request. Everything else goes through body-parser as before.
  */
 export function formBody(limit: string | number): RequestHandler {
-  const maxBytes = byteLimit(limit);
+  // Read by the `bytes` package, as body-parser reads the same limit, so the two paths agree on every size.
+  const maxBytes = bytes.parse(limit) ?? NaN;
   // extended:false keeps values flat (no nested objects) and turns repeats into arrays, which FormParams refuses.
   const parse = express.urlencoded({ extended: false, limit, parameterLimit: MAX_PARAMETERS, type: FORM_TYPE });
   // body-parser passes decompression failures (`Content-Encoding: gzip`, `br` or `deflate` on a body that is
