@@ -4,6 +4,7 @@ import { SignJWT } from 'jose';
 import * as oidc from 'openid-client';
 import { dpopOption, type ClientContext, type ClientSigner } from './configuration.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
+import { expiryOf } from './session.js';
 
 const CIBA_GRANT = 'urn:openid:params:grant-type:ciba';
 
@@ -74,7 +75,7 @@ export function backchannelToken(ctx: ClientContext, tokens: oidc.TokenEndpointR
     access_token: tokens.access_token,
     token_type: tokens.token_type,
     expires_in: tokens.expires_in,
-    expires_at: tokens.expires_in === undefined ? undefined : receivedAt + tokens.expires_in * 1000,
+    expires_at: expiryOf(tokens.expires_in, receivedAt),
     scope: tokens.scope ?? scope,
     ...(tokens.id_token === undefined ? {} : { id_token: tokens.id_token }),
     ...(tokens.refresh_token === undefined ? {} : { refresh_token: tokens.refresh_token }),

@@ -3,7 +3,7 @@ import * as oidc from 'openid-client';
 import type { CallbackOptions } from './options.js';
 import { dpopOption, sent, type ClientContext } from './configuration.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
-import { covers, promisify, sessionOf, type SessionToken } from './session.js';
+import { covers, promisify, sessionOf, sessionTokenOf } from './session.js';
 import { middleware } from './middleware.js';
 
 /** The authorization response's parameters, each at most once (a repeated one is not a response the gateway sent). */
@@ -77,14 +77,7 @@ export function callbackMiddleware(ctx: ClientContext, callback: CallbackOptions
       expectedState: pending.state,
       ...(pending.nonce === undefined ? {} : { expectedNonce: pending.nonce }),
     });
-    const now = ctx.now();
-    const token: SessionToken = {
-      access_token: tokens.access_token,
-      token_type: tokens.token_type,
-      expires_at: tokens.expires_in === undefined ? undefined : now + tokens.expires_in * 1000,
-      scope: tokens.scope ?? pending.scope,
-      data: pending.data,
-    };
+    const token = sessionTokenOf(tokens, ctx.now(), pending.scope, pending.data);
     if (pending.required && !covers(token.scope, pending.scope)) {
       throw new NetAuthClientError('denied', `the gateway granted "${token.scope ?? ''}", less than the "${pending.scope}" this route requires`);
     }

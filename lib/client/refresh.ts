@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import * as oidc from 'openid-client';
 import { dpopOption, withSignal, type ClientContext } from './configuration.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
-import { getToken, liveToken, promisify, sessionOf, type TokenState } from './session.js';
+import { getToken, liveToken, promisify, sessionOf, sessionTokenOf, type TokenState } from './session.js';
 import { backchannelToken, type BackchannelToken } from './backchannel.js';
 
 /**
@@ -122,14 +122,8 @@ export async function sessionToken(ctx: ClientContext, req: Request): Promise<To
   const { response, receivedAt } = refreshed;
   session.netauth = {
     ...session.netauth,
-    token: {
-      access_token: response.access_token,
-      token_type: response.token_type,
-      expires_at: response.expires_in === undefined ? undefined : receivedAt + response.expires_in * 1000,
-      // RFC 6749 §5.1: no scope in the answer means the one asked for, here the grant's.
-      scope: response.scope ?? token.scope,
-      data: token.data,
-    },
+    // No scope in the answer: the grant's, the one the refresh asked for.
+    token: sessionTokenOf(response, receivedAt, token.scope, token.data),
     // RFC 6749 §6 lets a gateway keep the refresh token as it is.
     refresh_token: response.refresh_token ?? refreshToken,
   };

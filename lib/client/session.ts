@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import type { Session, SessionData } from 'express-session';
+import type { TokenEndpointResponse } from 'openid-client';
 import { NetAuthClientError } from './errors.js';
 
 /** The token as the application keeps it in its session. */
@@ -15,6 +16,25 @@ export interface SessionToken {
   scope: string | undefined;
   /** The application data given to `start`. */
   data: Record<string, unknown> | undefined;
+}
+
+/** Epoch ms at which a token answer's `expires_in` runs out; undefined when the gateway did not say. */
+export function expiryOf(expiresIn: number | undefined, receivedAt: number): number | undefined {
+  return expiresIn === undefined ? undefined : receivedAt + expiresIn * 1000;
+}
+
+/**
+ * A token answer as the session keeps it. `scope`: the one asked for, which stands in when the answer has none
+ * (RFC 6749 §5.1: the granted scope is then the requested one).
+ */
+export function sessionTokenOf(response: TokenEndpointResponse, receivedAt: number, scope: string | undefined, data: SessionToken['data']): SessionToken {
+  return {
+    access_token: response.access_token,
+    token_type: response.token_type,
+    expires_at: expiryOf(response.expires_in, receivedAt),
+    scope: response.scope ?? scope,
+    data,
+  };
 }
 
 /** A flow started by this session and not yet called back. */

@@ -3,6 +3,7 @@
  * temp dir, and able to stop and start again on the same port (to test "Redis went away").
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 const BINARY = process.env.REDIS_SERVER_BIN ?? 'redis-server';
 
 /** Why Redis tests cannot run here, or undefined when redis-server is available. */
+/** A key prefix no other test uses, so tests sharing one Redis never see each other's keys. */
+export function freshPrefix(name = 'netauth-test'): string {
+  return `${name}:${randomUUID()}:`;
+}
+
 export function redisServerMissing(): string | undefined {
   const probe = spawnSync(BINARY, ['--version'], { encoding: 'utf8' });
   if (probe.error || probe.status !== 0) {

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisStore } from '../../lib/stores/redis.js';
 import { StoreUnavailableError } from '../../lib/stores/store.js';
 import { randomTag, taggedId } from '../../lib/crypto.js';
-import { requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { freshPrefix, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { RedisCluster, ask } from '../helpers/redis-cluster.js';
 import request from 'supertest';
 import { APP1, APP2, SIM_SWAP, basic, createTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -21,7 +20,6 @@ import { describeStoreContract } from './contract.js';
  */
 
 const skip = skipRedisTests('the Redis Cluster tests');
-const freshPrefix = () => `netauth-test:${randomUUID()}:`;
 const ALICE = 'tel:+34600000001';
 
 type Cluster = ReturnType<RedisCluster['client']>;

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSentinel } from 'redis';
 import { RedisStore } from '../../lib/stores/redis.js';
 import { StoreUnavailableError } from '../../lib/stores/store.js';
-import { requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { freshPrefix, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { RedisSentinelSet, SENTINEL_MASTER_NAME } from '../helpers/redis-sentinel.js';
 import { SIM_SWAP, createTestGateway } from '../helpers/gateway.js';
 import { callApi } from '../helpers/frontend.js';
@@ -18,7 +17,6 @@ import { describeStoreContract } from './contract.js';
  */
 
 const skip = skipRedisTests('the Redis Sentinel tests');
-const freshPrefix = () => `netauth-test:${randomUUID()}:`;
 
 function sentinelClient(set: RedisSentinelSet) {
   const client = createSentinel({

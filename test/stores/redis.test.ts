@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createClient } from 'redis';
 import { RedisStore } from '../../lib/stores/redis.js';
 import { StoreUnavailableError } from '../../lib/stores/store.js';
-import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { RedisServer, freshPrefix, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { basic, createTestGateway, SIM_SWAP } from '../helpers/gateway.js';
 import { codeFor, redeem, CALLBACK, callApi } from '../helpers/frontend.js';
 import { pollToken, startBackchannel } from '../helpers/requests.js';
@@ -15,7 +15,6 @@ import { describeStoreContract } from './contract.js';
 const skip = skipRedisTests('the Redis store tests');
 
 /** Every store gets its own key prefix, so tests never see each other's keys. */
-const freshPrefix = () => `netauth-test:${randomUUID()}:`;
 
 type RawClient = ReturnType<typeof createClient>;
 

@@ -206,6 +206,8 @@ export async function issueAccessToken(
 
 /** Reports an issue as `token.issued`: who, for what, by which grant, and how; never a token. */
 export function reportIssued(ctx: GatewayContext, authorization: TokenAuthorization, grantType: GrantType, tokens: TokenResponse): void {
+  // The payload looks the token policy up again: not worth it for an event nobody listens to.
+  if (!ctx.events.has('token.issued')) return;
   const { clientId, subscriberId, purpose, scopes } = authorization;
   ctx.events.emit('token.issued', {
     clientId,
