@@ -685,7 +685,10 @@ async function main(): Promise<void> {
       const retry = !planned && clean < settings.rounds && round < 2 * settings.rounds && elapsed() + roundMs + laterMs <= settings.budgetMs;
       if (!planned && !retry) break;
       if (retry) log(`${suite.id}: extra round ${round + 1}, for disturbed ones`);
-      for (const id of suite.servers) await measure(suite.id, servers.get(id)!, suite.workload, round);
+      // Each round starts one row later (A B C, B C A, C A B, ...): no row is always the one measured first,
+      // right after another suite or a pause, so what a position in the round costs is shared out too.
+      const rows = suite.servers.length;
+      for (let k = 0; k < rows; k++) await measure(suite.id, servers.get(suite.servers[(round + k) % rows]!)!, suite.workload, round);
       if (!disturbed(round)) clean++;
     }
   }
