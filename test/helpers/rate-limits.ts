@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import type request from 'supertest';
 import { RedisStore, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
 import { createTestGateway, type TestGateway, type TestGatewaySetup } from './gateway.js';
-import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from './redis-server.js';
+import { RedisServer, freshPrefix, redisServerMissing, requireRedisServer, skipRedisTests } from './redis-server.js';
 
 /**
  * A rate limit's or the lock-out's refusal: 429 `temporarily_unavailable` as JSON, never cached, with a whole
@@ -67,7 +66,7 @@ export function describeEachBackend(title: string, suite: (backend: CounterBacke
     suite({
       name: 'redis',
       gateway(overrides = {}, setup) {
-        const store = new RedisStore({ url: server.url, prefix: `netauth-rl:${randomUUID()}:` });
+        const store = new RedisStore({ url: server.url, prefix: freshPrefix('netauth-rl') });
         stores.push(store);
         const gw = createTestGateway({ store, onError: (error) => reported.push(error), ...overrides }, setup);
         gw.netauth.events.on('rate.fallback', (event) => void reported.push(event));

@@ -12,12 +12,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 const BINARY = process.env.REDIS_SERVER_BIN ?? 'redis-server';
 
-/** Why Redis tests cannot run here, or undefined when redis-server is available. */
 /** A key prefix no other test uses, so tests sharing one Redis never see each other's keys. */
 export function freshPrefix(name = 'netauth-test'): string {
   return `${name}:${randomUUID()}:`;
 }
 
+/** Why Redis tests cannot run here, or undefined when redis-server is available. */
 export function redisServerMissing(): string | undefined {
   const probe = spawnSync(BINARY, ['--version'], { encoding: 'utf8' });
   if (probe.error || probe.status !== 0) {

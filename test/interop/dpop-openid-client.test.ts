@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,7 +7,7 @@ import { RedisStore, type RegisteredClient, type Store } from '../../lib/index.j
 import { APP1, CIBA, CLIENTS, SECRET, SIM_SWAP, createTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { ALICE_IP, CALLBACK } from '../helpers/frontend.js';
 import { captureProof, capturedProof, dpopHandle } from '../helpers/dpop.js';
-import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { RedisServer, freshPrefix, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 
 /**
  * DPoP (RFC 9449) end to end with openid-client v6's own DPoP support as the application: tokens bound at the
@@ -275,7 +274,7 @@ describe.skipIf(skipRedis)(`DPoP proof replay on Redis${skipRedis ? ` (skipped: 
   beforeAll(async () => {
     requireRedisServer();
     redis = await RedisServer.start();
-    store = new RedisStore({ url: redis.url, prefix: `netauth-test:${randomUUID()}:` });
+    store = new RedisStore({ url: redis.url, prefix: freshPrefix() });
     run = await start({ store, rateLimits: false });
     config = await configuration(run.base);
   });

@@ -9,7 +9,7 @@ import { CALLBACK, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
 import { expectTooMany, only } from '../helpers/rate-limits.js';
 import { MemoryStore, RateLimitFallbackError, RedisStore, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
-import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { RedisServer, freshPrefix, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 
 /**
  * The Redis backend of the rate limits against a real redis-server: the counters are shared by every instance
@@ -59,7 +59,7 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
 
   /** Two gateway instances on one Redis and prefix, as behind a load balancer. */
   function instances(rateLimits: RateLimitOptions, extra: Partial<NetAuthOptions> = {}): [TestGateway, TestGateway, string] {
-    const prefix = `netauth-rl:${randomUUID()}:`;
+    const prefix = freshPrefix('netauth-rl');
     const make = () => {
       const store = new RedisStore({ url: server.url, prefix, timeout: 1000 });
       stores.push(store);
@@ -147,7 +147,7 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     client.on('error', () => {});
     await client.connect();
     clients.push(client);
-    const keyPrefix = `rl-given:${randomUUID()}:`;
+    const keyPrefix = freshPrefix('rl-given');
     const rateLimits = { ...only({ bcAuthorize: { perClient: { points: 1, duration: 60 } } }), redis: client, keyPrefix };
     const a = createTestGateway({ store: new MemoryStore(), rateLimits });
     const b = createTestGateway({ store: new MemoryStore(), rateLimits });
@@ -170,7 +170,7 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     const { own, client } = await ownRedis();
     try {
       const reported: unknown[] = [];
-      const keyPrefix = `rl-down:${randomUUID()}:`;
+      const keyPrefix = freshPrefix('rl-down');
       const gw = createTestGateway({
         store: new MemoryStore(),
         rateLimits: { ...only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } }), redis: client, keyPrefix, timeout: 200 },
@@ -231,7 +231,7 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
   it('a slot taken while Redis failed (counted in this process) and then held goes back to this process, never to Redis', async () => {
     const { own, client } = await ownRedis();
     try {
-      const keyPrefix = `rl-held:${randomUUID()}:`;
+      const keyPrefix = freshPrefix('rl-held');
       const gw = createTestGateway({
         store: new MemoryStore(),
         rateLimits: { ...only({ clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 } } }), redis: client, keyPrefix, timeout: 200 },

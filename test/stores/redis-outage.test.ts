@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import request from 'supertest';
 import type { NextFunction, Request, Response } from 'express';
@@ -6,7 +5,7 @@ import { MemoryStore, RedisStore, StoreUnavailableError, type ClientRegistry, ty
 import { ISSUER, SIM_SWAP, createTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { LOCATION, authorize, callApi, callback, codeFor, consentForm, cookies, formTarget, localPath, location, redeem, submitConsent } from '../helpers/frontend.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
-import { RedisServer, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { RedisServer, freshPrefix, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { wrapStore } from '../helpers/store-wrapper.js';
 
 /**
@@ -63,7 +62,7 @@ describe.skipIf(skip)('Redis down: every surface says temporarily unavailable, t
     requireRedisServer();
     server = await RedisServer.start();
     // The test server keeps nothing across its restart: the loss is expected here, not reported.
-    store = new RedisStore({ url: server.url, prefix: `netauth-outage:${randomUUID()}:`, timeout: 1000, onDataLoss: () => {} });
+    store = new RedisStore({ url: server.url, prefix: freshPrefix('netauth-outage'), timeout: 1000, onDataLoss: () => {} });
     gw = createTestGateway({ store, onError: (error) => reported.push(error) });
     // Anything the router lets through reaches Express's final handler, which logs its stack and drops the connection.
     gw.app.use((error: unknown, _req: Request, _res: Response, next: NextFunction) => {

@@ -41,7 +41,6 @@ function tooManyParameters(): OAuthError {
   return new OAuthError('invalid_request', `more than ${MAX_PARAMETERS} parameters`);
 }
 
-
 /** The form type, alone or with a UTF-8 charset: the bodies the direct path reads. */
 const UTF8_FORM = /^application\/x-www-form-urlencoded *(?:; *charset="?utf-8"? *)?$/i;
 

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { RedisStore } from '../../../lib/index.js';
 import { CLIENTS, SIM_SWAP, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../../helpers/redis-server.js';
+import { RedisServer, freshPrefix, redisServerMissing, requireRedisServer, skipRedisTests } from '../../helpers/redis-server.js';
 import { CAMARA_CLIENT, assertionFields, clientAssertion, requestObject } from '../../helpers/client-jwts.js';
 
 const skip = skipRedisTests('the Redis jti tests');
@@ -21,7 +20,7 @@ describe.skipIf(skip)(`jti single use on Redis${skip ? ` (skipped: ${redisServer
   beforeAll(async () => {
     requireRedisServer();
     server = await RedisServer.start();
-    const prefix = `netauth-test:${randomUUID()}:`;
+    const prefix = freshPrefix();
     gateways = [0, 1].map(() => {
       const store = new RedisStore({ url: server.url, prefix });
       stores.push(store);
