@@ -11,6 +11,7 @@ import { GuardResponses, camaraError, type AuthScheme, type GuardErrorFormat } f
 import { echoCorrelator } from './correlator.js';
 import { checkSenderConstraint } from './dpop.js';
 import { deviceIdentification, type DeviceOptions, type NetAuthDevice } from './device.js';
+import { setRequestGrant } from './request-grant.js';
 
 /** What the guard hands a service-API route, at `req.netauth`: a token issued for a subscriber (three-legged). */
 export interface NetAuthGrant {
@@ -262,7 +263,7 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       responses.refuse(res, spent, presented.scheme);
       return false;
     }
-    if (grant.subscriber !== undefined) req.netauth = grant;
+    if (grant.subscriber !== undefined) setRequestGrant(req, grant);
     if (subscriber === 'optional') (res.locals as Partial<NetAuthLocals>).netauth = grant;
     return true;
   }

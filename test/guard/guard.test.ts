@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
+import express from 'express';
 import { createTestGateway, SIM_SWAP } from '../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../helpers/requests.js';
 
@@ -72,4 +73,27 @@ describe('service-API guard', () => {
     expect(res.status).toBe(400);
     expect(res.headers['www-authenticate']).toContain('error="invalid_request"');
   });
+
+  // req.netauth lives beside the request (lib/guard/request-grant.ts): it must read as an own property did.
+  it('req.netauth: set for the admitted request only, writable by the app, and still there after a mounted app hands the request back', async () => {
+    const { app, netauth } = createTestGateway();
+    const token = await tokenFor(app);
+    // A guard inside a mounted application; the parent answers after the sub-application passes the request on
+    // (Express then gives the request its parent's prototype back).
+    const service = express();
+    service.use(netauth.guard({ scope: 'sim-swap' }), (_req, _res, next) => next());
+    app.use('/svc', service);
+    app.use('/svc', (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id ?? null }));
+    app.get('/open', (req, res) => {
+      const before = req.netauth;
+      req.netauth = { subscriber: { id: 'set-by-app' }, clientId: 'c', purpose: 'p', scopes: [], scope: '', expiresAt: 0 };
+      res.json({ before: before ?? null, after: req.netauth.subscriber.id });
+    });
+    expect((await request(app).get('/svc/x').set('Authorization', `Bearer ${token}`)).body).toEqual({ subscriber: 'sub-alice' });
+    expect((await request(app).get('/open').set('Authorization', `Bearer ${token}`)).body).toEqual({ before: null, after: 'set-by-app' });
+    // Admitted on one request, absent on the next on the same connection's app.
+    expect((await request(app).post('/sim-swap/check').set('Authorization', `Bearer ${token}`)).body.subscriber).toBe('sub-alice');
+    expect((await request(app).get('/open')).body.before).toBeNull();
+  });
 });
+

@@ -3,6 +3,7 @@ import type { RequestHandler } from 'express';
 import type { Endpoint, EventHub } from '../../ops/events.js';
 import type { GrantType } from '../../registry/clients.js';
 import { answeredError } from './render-error.js';
+import { formBodyOf } from './form.js';
 
 /**
  * First in every endpoint's stack: times the request for the `request.completed` event. With nobody
@@ -18,7 +19,8 @@ export function observe(events: EventHub, endpoint: Endpoint, grantTypes?: Reado
     // 'close' comes after 'finish', and also when the connection is cut before the response ends.
     res.once('close', () => {
       const status = res.statusCode;
-      const grantType: unknown = grantTypes && (req.body as Record<string, unknown> | undefined)?.grant_type;
+      const form = grantTypes && formBodyOf(req);
+      const grantType: unknown = form !== null && typeof form === 'object' ? (form as Record<string, unknown>).grant_type : undefined;
       events.emit('request.completed', {
         endpoint,
         method: req.method,

@@ -75,6 +75,8 @@ export class Revocations {
   /** Whether this process has seen the token or one of its grants revoked. No I/O. */
   isRevokedLocally(jti: string, grantIds: readonly string[]): boolean {
     this.sweep();
+    // Nearly always empty: no key to build on the guard's path then.
+    if (this.local.size === 0) return false;
     if (this.local.has(jtiKey(jti))) return true;
     return grantIds.some((g) => this.local.has(grantKey(g)));
   }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import express from 'express';
 import request from 'supertest';
 import fc from 'fast-check';
-import { formBody, parseFormBody } from '../../../lib/gateway/http/form.js';
+import { formBody, formBodyOf, parseFormBody } from '../../../lib/gateway/http/form.js';
 import { APP1, SIM_SWAP, createTestGateway } from '../../helpers/gateway.js';
 
 /**
@@ -46,8 +46,9 @@ describe('routing through the one dispatch layer', () => {
 /** An application with body-parser's reading and the package's, side by side, each answering the parameters it read. */
 function sideBySide(): express.Express {
   const parameters = express();
+  // formBodyOf: the package's own reading (kept beside the request), else body-parser's `req.body`.
   const echo: express.RequestHandler = (req, res) => {
-    const body = req.body as Record<string, unknown>;
+    const body = formBodyOf(req) as Record<string, unknown>;
     res.json(Object.keys(body).sort().map((name) => [name, body[name]]));
   };
   parameters.post('/body-parser', express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 100 }), echo);
@@ -67,6 +68,30 @@ describe('form bodies read directly', () => {
   // malformed one): compared under Express 5 only.
   const express4 = typeof (express as unknown as { query?: unknown }).query === 'function';
   const body = fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join(''));
+
+  it('keep the form to the endpoint: the application sees no req.body (a client secret sent in it stays off the request)', async () => {
+    const { netauth } = createTestGateway();
+    const outer = express();
+    const seen: unknown[] = [];
+    outer.use((req, res, next) => {
+      res.on('finish', () => seen.push(req.body));
+      next();
+    });
+    outer.use('/apigateway', netauth.router);
+    const secretInBody = await request(outer).post('/apigateway/token').type('form').send('grant_type=client_credentials&client_id=app-1&client_secret=guess');
+    expect(secretInBody.body.error).toBe('invalid_client');
+    const res = await request(outer).post('/apigateway/bc-authorize').set('Authorization', APP1).type('form').send(`scope=${encodeURIComponent(SIM_SWAP)}&login_hint=tel:%2B34600000001`);
+    expect(res.status).toBe(200);
+    expect(seen).toEqual([undefined, undefined]);
+  });
+
+  it('read once: a second formBody on the same request passes the form on', async () => {
+    const twice = express();
+    const form = formBody('16kb');
+    twice.post('/twice', form, form, (req, res) => void res.json(formBodyOf(req)));
+    const res = await request(twice).post('/twice').type('form').send('a=1&b=2');
+    expect(res.body).toEqual({ a: '1', b: '2' });
+  });
 
   it.skipIf(express4)('give the parameters body-parser 2 gives, for any body (repeats as arrays, escapes valid or not, + as space)', async () => {
     await fc.assert(
