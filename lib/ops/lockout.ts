@@ -66,7 +66,8 @@ interface HeldSlot {
   /** Where it is counted: Redis, or this process (a slot taken while Redis failed goes back there, not to Redis). */
   shared: boolean;
   windowEnd: number;
-  timer: NodeJS.Timeout;
+  /** When it goes back if no check of the key has taken it (ms). */
+  until: number;
 }
 
 /** A slot that counts nothing: no budget applies, or the counters failed. */
@@ -105,7 +106,13 @@ const MAX_HELD = 10_000;
 export class FailureBudget {
   private readonly inFlight = new Map<string, InFlight>();
   private readonly locks = new LocalLocks();
+  /** Held slots by key; each goes back at the first sweep after its `until` unless a check of its key takes it first. */
   private readonly held = new Map<string, HeldSlot>();
+  /**
+   * One timer for every held slot, not one per slot: a client that authenticates all the time takes and holds a
+   * slot on every request, and a timer made and cleared per request cost more than the counting it saves.
+   */
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly counters: Counters,
@@ -114,6 +121,7 @@ export class FailureBudget {
     private readonly guarded: Guarded,
     /** How long a slot is held after a success (0: given back at once). */
     private readonly holdMs = HOLD_MS,
+    private readonly now: () => number = Date.now,
   ) {}
 
   get budget(): number {
@@ -123,7 +131,7 @@ export class FailureBudget {
   async reserve(counterKey: CounterKey): Promise<Reservation> {
     const key = keyText(counterKey);
     for (;;) {
-      const now = Date.now();
+      const now = this.now();
       const locked = this.locks.lockedFor(key, now);
       if (locked !== undefined) return { retryAfter: seconds(locked) };
       const kept = this.takeHeld(key, now);
@@ -136,7 +144,7 @@ export class FailureBudget {
       if (answer === undefined) return { slot: NO_SLOT };
       if (answer.taken) {
         const holdable = this.holdMs > 0 && 2 * answer.attempts <= this.budget;
-        return { slot: this.slot(key, counterKey, { shared: answer.shared, holdable, windowEnd: Date.now() + answer.msBeforeNext }) };
+        return { slot: this.slot(key, counterKey, { shared: answer.shared, holdable, windowEnd: this.now() + answer.msBeforeNext }) };
       }
       if (watched !== undefined && watched.settled !== settledBefore) continue;
       const local = this.inFlight.get(key);
@@ -145,7 +153,7 @@ export class FailureBudget {
         continue;
       }
       if (answer.failures >= this.budget) {
-        this.locks.lock(key, Date.now() + answer.msBeforeNext);
+        this.locks.lock(key, this.now() + answer.msBeforeNext);
         return { retryAfter: seconds(answer.msBeforeNext) };
       }
       return { retryAfter: 1 };
@@ -156,10 +164,31 @@ export class FailureBudget {
   async close(): Promise<void> {
     const held = [...this.held.values()];
     this.held.clear();
-    for (const slot of held) clearTimeout(slot.timer);
-    const now = Date.now();
+    if (this.sweeper !== undefined) clearTimeout(this.sweeper);
+    this.sweeper = undefined;
+    await this.giveBack(held, this.now());
+  }
+
+  /**
+   * Gives back the held slots whose time is up; the sweeper calls it once per `holdMs` while slots are held. It looks
+   * at every held slot (at most MAX_HELD): a slot held near its window's end is due before ones held earlier.
+   */
+  giveBackIdle(now: number): Promise<void> {
+    const due: HeldSlot[] = [];
+    for (const [key, slot] of this.held) {
+      if (slot.until > now) continue;
+      this.held.delete(key);
+      due.push(slot);
+    }
+    return this.giveBack(due, now);
+  }
+
+  /** Gives slots back where they were counted, while their window lasts (at its end Redis drops them by itself). */
+  private async giveBack(slots: readonly HeldSlot[], now: number): Promise<void> {
     await Promise.all(
-      held.filter((slot) => now < slot.windowEnd - WINDOW_MARGIN_MS).map((slot) => this.guarded(() => this.counters.release(this.attempts, slot.counterKey, slot.shared))),
+      slots
+        .filter((slot) => now < slot.windowEnd - WINDOW_MARGIN_MS)
+        .map((slot) => this.guarded(() => this.counters.release(this.attempts, slot.counterKey, slot.shared))),
     );
   }
 
@@ -168,25 +197,30 @@ export class FailureBudget {
     const held = this.held.get(key);
     if (held === undefined) return undefined;
     this.held.delete(key);
-    clearTimeout(held.timer);
     // Too close to the end of its window: Redis is about to drop it (and this check may start the next window).
     return now < held.windowEnd - WINDOW_MARGIN_MS ? { shared: held.shared, holdable: true, windowEnd: held.windowEnd } : undefined;
   }
 
   /** Keeps a slot for the next check of `key`, when it is worth it. */
   private hold(key: string, counterKey: CounterKey, origin: SlotOrigin): boolean {
-    const now = Date.now();
+    const now = this.now();
     const left = origin.windowEnd - WINDOW_MARGIN_MS - now;
     if (!origin.holdable || left <= 0 || this.held.has(key) || this.held.size >= MAX_HELD) return false;
-    const timer = setTimeout(() => {
-      if (this.held.get(key)?.timer !== timer) return;
-      this.held.delete(key);
-      // Given back while its window lasts; at the window's end Redis drops it by itself.
-      if (Date.now() < origin.windowEnd - WINDOW_MARGIN_MS) void this.guarded(() => this.counters.release(this.attempts, counterKey, origin.shared));
-    }, Math.min(this.holdMs, left));
-    timer.unref();
-    this.held.set(key, { counterKey, shared: origin.shared, windowEnd: origin.windowEnd, timer });
+    this.held.set(key, { counterKey, shared: origin.shared, windowEnd: origin.windowEnd, until: now + Math.min(this.holdMs, left) });
+    this.armSweeper();
     return true;
+  }
+
+  /** Runs `giveBackIdle` every `holdMs` while any slot is held; the timer never keeps the process alive. */
+  private armSweeper(): void {
+    if (this.sweeper !== undefined) return;
+    this.sweeper = setTimeout(() => {
+      this.sweeper = undefined;
+      void this.giveBackIdle(this.now()).finally(() => {
+        if (this.held.size > 0) this.armSweeper();
+      });
+    }, this.holdMs);
+    this.sweeper.unref();
   }
 
   private slot(key: string, counterKey: CounterKey, origin: SlotOrigin): AttemptSlot {
@@ -216,7 +250,7 @@ export class FailureBudget {
         settled = true;
         const spent = await this.guarded(() => this.counters.spend(this.failures, counterKey));
         const locked = spent !== undefined && spent.failures >= this.budget;
-        if (locked) this.locks.lock(key, Date.now() + spent.msBeforeNext);
+        if (locked) this.locks.lock(key, this.now() + spent.msBeforeNext);
         settle(locked);
       },
     };
