@@ -169,10 +169,18 @@ type Presented = { scheme: AuthScheme; token: string } | { scheme: AuthScheme; t
 
 /** The token of the Authorization header (undefined token: malformed), or undefined for none of these schemes. */
 function presentedToken(header: string | undefined): Presented {
-  const scheme = header === undefined ? undefined : SCHEME.exec(header)?.[1];
+  if (header === undefined) return undefined;
+  // A well-formed header is matched once; only one that is not is looked at again, for its scheme.
+  const credentials = CREDENTIALS.exec(header);
+  const scheme = credentials?.[1] ?? SCHEME.exec(header)?.[1];
   if (scheme === undefined) return undefined;
-  const name: AuthScheme = scheme.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer';
-  return { scheme: name, token: CREDENTIALS.exec(header!)?.[2] };
+  return { scheme: scheme.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer', token: credentials?.[2] };
+}
+
+/** Whether every scope the route needs is among the token's. */
+function coversScopes(needed: readonly string[], granted: readonly string[]): boolean {
+  for (const scope of needed) if (!granted.includes(scope)) return false;
+  return true;
 }
 
 function list(value: string | readonly string[] | undefined): readonly string[] {
@@ -238,8 +246,7 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       }
     }
     const { grant } = found;
-    const missing = scopes.some((s) => !grant.scopes.includes(s));
-    if (missing || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
+    if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
       responses.refuse(res, new OAuthError('insufficient_scope', 'the access token does not cover this API'), presented.scheme);
       return false;
     }
