@@ -67,7 +67,7 @@ describe('lock-out slots held after a success', () => {
     await budget.close();
   });
 
-  it('still count against the budget while held: with one held, the budget-th check in flight at once waits for one to end', async () => {
+  it('still count against the budget while held: with one held and three more in flight, a fifth check waits for one to end', async () => {
     const { budget } = budgetAt(1_000_000);
     await succeed(budget);
     // The held slot and three new ones: the budget (4) is in flight.
