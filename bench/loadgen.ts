@@ -21,6 +21,8 @@ export interface RunRequest {
   pids: Record<string, number>;
   /** Sample the server's RSS this often during the window (the soak). */
   rssSampleMs?: number;
+  /** Close this server's connections once the round is over (its process is stopped after it). */
+  last?: boolean;
 }
 
 export interface PrefillRequest {
@@ -137,6 +139,10 @@ async function run(request: RunRequest): Promise<RunResult> {
   const serverRss = processRss(request.pids.server!);
   stopped = true;
   await Promise.all(loops);
+  if (request.last) {
+    pools.delete(request.origin);
+    await Promise.all(conns.map((c) => c.close()));
+  }
   const cpu = cpuBetween(before, after);
   return { ops, failures, firstFailure, opsPerSec: ops / (cpu.wallMs / 1000), latency, steps, cpu, serverRss, rssSamples, window: { from, to } };
 }

@@ -2,10 +2,15 @@
  * `npm run bench`: express-netauth side by side with node-oidc-provider, a bare Express 5 router and raw
  * node:http, measured in one run on one machine. See bench/README.md.
  *
- * Process layout: every server is its own child process, pinned to one core with taskset (where it exists);
- * the load generator is another child, pinned to a different core. Rounds are interleaved (A B C, A B C, ...),
- * each measured window follows a warm-up, and the CPU of the whole machine is compared with that of our
- * processes so a round that something else disturbed is flagged.
+ * Process layout: every measured window has a server process of its own, started for it and stopped after it
+ * (the pending server alone lives on: it holds its 100,000 auth_req_ids), pinned to one core with taskset (where
+ * it exists); the load generator is another child, pinned to a different core. Rounds are interleaved (A B C,
+ * A B C, ...), each measured window follows a warm-up, and the CPU of the whole machine is compared with that of
+ * our processes so a round that something else disturbed is flagged. Why a fresh process per window: processes
+ * of the same code run at one of two speeds for their whole life (bench/README.md, "One server process, two
+ * speeds"), so a row kept in one process for the run is one draw of that speed, and its median over rounds is
+ * that draw again; a process per window makes the median one over as many draws as rounds. It also keeps every
+ * row from carrying what earlier suites left in its process, and keeps idle servers off the measured core.
  *
  * Exits non-zero only when the harness breaks (a server dies, the load generator fails, a row's operations
  * mostly fail); a missed target is printed as MISS and never fails the run.
@@ -19,7 +24,7 @@ import { parseArgs } from 'node:util';
 import type { LoadgenReply, LoadgenRequest, RunRequest, RunResult } from './loadgen.js';
 import type { OrchestratorMessage, ServerMessage } from './servers/common.js';
 import { SERVERS, type ServerEntry } from './servers/registry.js';
-import { PENDING_SERVER, SOAK_SERVER, SUITES, TARGETS } from './plan.js';
+import { PENDING_SERVER, SOAK_SERVER, SUITES, TARGETS, type Suite } from './plan.js';
 import { fmt, mb, median, ratio, table } from './report.js';
 import { RedisServer, redisServerMissing } from '../test/helpers/redis-server.js';
 import { RedisCluster } from '../test/helpers/redis-cluster.js';
@@ -51,16 +56,18 @@ const { values: args } = parseArgs({
 const quick = args.quick === true;
 const settings = {
   quick,
-  // 13 rows per round (flow 6, frontend 3, guard 3, hostile 1) plus the prefill (<= 45 s) and the soak (60 s): 2 s + 2 s
-  // windows keep the full run under 5 minutes on 2 cores, with room for about one extra round.
-  rounds: Number(args.rounds ?? (quick ? 1 : 3)),
+  // Five rounds: each is a fresh server process per row, so a row's median is one over five draws of the speed a
+  // process settles in (bench/README.md, "One server process, two speeds"), not one draw. 17 rows per round (flow 10,
+  // frontend 3, guard 3, hostile 1) of 2 s + 2 s and a start-up, the prefill (<= 45 s), the redis suite and the soak
+  // (60 s): about 8 minutes on 2 cores.
+  rounds: Number(args.rounds ?? (quick ? 1 : 5)),
   warmupMs: Number(args.warmup ?? (quick ? 0.3 : 2)) * 1000,
   durationMs: Number(args.duration ?? (quick ? 0.6 : 2)) * 1000,
   connections: Number(args.connections ?? 16),
   pending: Number(args.pending ?? (quick ? 2_000 : 100_000)),
   soakMs: Number(args.soak ?? (quick ? 1.5 : 60)) * 1000,
   /** The run stops adding rounds (for disturbed ones) when it would end later than this. */
-  budgetMs: Number(args.budget ?? (quick ? 20 : 285)) * 1000,
+  budgetMs: Number(args.budget ?? (quick ? 20 : 540)) * 1000,
   /** The prefill of workload 4 stops here, holding however many it made. */
   prefillLimitMs: quick ? 3_000 : 45_000,
   /** The redis suite: flows counted with MONITOR per configuration, and pending auth_req_ids for its memory. */
@@ -110,8 +117,8 @@ function pinned(core: number, argv: string[]): [string, string[]] {
 
 /**
  * Pins a running process, every thread of it (`taskset -a`; threads it creates later inherit the mask). The
- * node processes start unpinned and are pinned once ready: seven servers compiling their TypeScript on one
- * core took ~10 s of every run, on a core that no measurement uses yet.
+ * node processes start unpinned and are pinned once ready: loading tsx and the package is start-up work on
+ * whichever core is free, not part of any measurement.
  */
 function pin(pid: number, core: number): void {
   if (!pinning) return;
@@ -282,7 +289,7 @@ class LoadGenerator {
    * One round. With `server`, also the server's GC pause time during the measured window (read over IPC at
    * the window's start and when the result arrives, a few milliseconds after its end).
    */
-  async run(request: Omit<RunRequest, 'type' | 'id'>, server?: ServerProcess): Promise<RunResult & ServerSide> {
+  async run(request: Omit<RunRequest, 'type' | 'id'>, server?: ServerProcess, options: { loop?: boolean } = {}): Promise<RunResult & ServerSide> {
     const id = this.nextId++;
     let atStart: Promise<Extract<ServerMessage, { type: 'memory' }> | undefined> = Promise.resolve(undefined);
     if (server) {
@@ -296,7 +303,7 @@ class LoadGenerator {
     const [start, end] = await Promise.all([atStart, server.memory(false).catch(() => undefined)]);
     // The event loop's delays during the window, asked for by wall-clock time once it is over: a hold that
     // delayed the window's probes is still counted in the window it overlapped.
-    const delay = await server.loop(reply.result.window.from, reply.result.window.to).catch(() => undefined);
+    const delay = options.loop ? await server.loop(reply.result.window.from, reply.result.window.to).catch(() => undefined) : undefined;
     const loop = delay ? { loop: { p99Ms: delay.p99Ms, maxMs: delay.maxMs } } : {};
     return start && end ? { ...reply.result, gc: { ms: end.gcMs - start.gcMs, majorMs: end.majorGcMs - start.majorGcMs }, ...loop } : { ...reply.result, ...loop };
   }
@@ -336,12 +343,15 @@ interface Measured {
 }
 
 const measured: Measured[] = [];
+/** The server processes alive now: the one being measured, and those that live on (the pending one). */
 const servers = new Map<string, ServerProcess>();
+/** Servers started once for the whole run (the pending one, which holds its prefill); every other row gets a process per window. */
+const longLived = new Set<string>();
 let loadgen: LoadGenerator;
 
 function pidsFor(server: ServerProcess): Record<string, number> {
   const pids: Record<string, number> = { server: server.pid, loadgen: loadgen.pid, orchestrator: process.pid };
-  // The idle servers are ours too: their timers must not count as another program's CPU.
+  // An idle server (the pending one) is ours too: its timers must not count as another program's CPU.
   for (const [id, other] of servers) if (other !== server && other.alive) pids[`idle:${id}`] = other.pid;
   // redis-server is ours too; its CPU is reported with the Redis row (srv us/op counts the node process only).
   if (redis?.pid !== undefined) pids.redis = redis.pid;
@@ -355,16 +365,49 @@ function checkRow(label: string, result: RunResult): void {
   }
 }
 
-async function measure(suiteId: string, server: ServerProcess, workload: RunRequest['workload'], round: number): Promise<Measured> {
-  const result = await loadgen.run({
-    origin: server.origin,
-    workload,
-    params: server.entry.params,
-    connections: settings.connections,
-    warmupMs: settings.warmupMs,
-    durationMs: settings.durationMs,
-    pids: pidsFor(server),
-  }, server);
+/** Server start-up times so far (ms): what a round will take beyond its windows, for the time budget. */
+const startups: number[] = [];
+
+/** The server process of a row: the long-lived one, or one started now for this window alone. */
+async function serverFor(id: string, env: Record<string, string>): Promise<ServerProcess> {
+  const running = servers.get(id);
+  if (running) return running;
+  const entry = SERVERS[id];
+  if (!entry) throw new Error(`no server "${id}" in bench/servers/registry.ts`);
+  const begun = performance.now();
+  const server = new ServerProcess(entry, env);
+  servers.set(id, server);
+  await server.ready;
+  startups.push(performance.now() - begun);
+  return server;
+}
+
+async function measure(suite: Suite, id: string, round: number): Promise<Measured> {
+  const suiteId = suite.id;
+  const fresh = !longLived.has(id);
+  const server = await serverFor(id, suite.eventLoop ? { BENCH_LOOP_PROBE: '1' } : {});
+  let result: RunResult & ServerSide;
+  try {
+    result = await loadgen.run(
+      {
+        origin: server.origin,
+        workload: suite.workload,
+        params: server.entry.params,
+        connections: settings.connections,
+        warmupMs: settings.warmupMs,
+        durationMs: settings.durationMs,
+        pids: pidsFor(server),
+        last: fresh,
+      },
+      server,
+      { loop: suite.eventLoop === true },
+    );
+  } finally {
+    if (fresh) {
+      servers.delete(id);
+      await server.stop();
+    }
+  }
   const noisy = (result.cpu.foreign ?? 0) > FOREIGN_LIMIT || (result.cpu.steal ?? 0) > STEAL_LIMIT;
   const clientBound = (result.cpu.processes.loadgen ?? 0) > CLIENT_BOUND;
   const m: Measured = { suite: suiteId, server: server.entry.id, round, result, noisy, clientBound };
@@ -644,16 +687,11 @@ async function main(): Promise<void> {
     }
   }
   const suites = SUITES.filter((s) => only.has(s.id) && s.servers.length > 0);
-  log(`starting ${wanted.size} servers and the load generator${pinning ? ' (pinned)' : ''}`);
-  for (const id of wanted) {
-    const entry = SERVERS[id];
-    if (!entry) throw new Error(`no server "${id}" in bench/servers/registry.ts`);
-    servers.set(id, new ServerProcess(entry));
-  }
+  for (const id of wanted) if (!SERVERS[id]) throw new Error(`no server "${id}" in bench/servers/registry.ts`);
+  log(`starting the load generator${wanted.has(PENDING_SERVER) ? ' and the pending server' : ''}${pinning ? ' (pinned)' : ''}; every other server starts for its window`);
   loadgen = new LoadGenerator();
-  await Promise.all([...[...servers.values()].map((s) => s.ready), loadgen.ready]);
-
-  const pending = servers.get(PENDING_SERVER);
+  if (wanted.has(PENDING_SERVER)) longLived.add(PENDING_SERVER);
+  const [pending] = await Promise.all([wanted.has(PENDING_SERVER) ? serverFor(PENDING_SERVER, {}) : undefined, loadgen.ready]);
   if (pending) {
     // Warm the server up with the flow it will be measured on, then count what the pending requests add.
     await loadgen.run({
@@ -675,8 +713,10 @@ async function main(): Promise<void> {
   }
 
   for (const [index, suite] of suites.entries()) {
-    const roundMs = suite.servers.length * measureMs;
-    const laterMs = suites.slice(index + 1).reduce((t, s) => t + s.servers.length * measureMs * settings.rounds, 0) + soakMs;
+    // A window's time includes starting its server (the median start-up so far).
+    const windowMs = (): number => measureMs + (startups.length ? median(startups) : 0);
+    const roundMs = suite.servers.length * windowMs();
+    const laterMs = suites.slice(index + 1).reduce((t, s) => t + s.servers.length * windowMs() * settings.rounds, 0) + soakMs;
     const disturbed = (round: number): boolean => measured.some((m) => m.suite === suite.id && m.round === round && m.noisy);
     let clean = 0;
     for (let round = 0; ; round++) {
@@ -688,14 +728,20 @@ async function main(): Promise<void> {
       // Each round starts one row later (A B C, B C A, C A B, ...): no row is always the one measured first,
       // right after another suite or a pause, so what a position in the round costs is shared out too.
       const rows = suite.servers.length;
-      for (let k = 0; k < rows; k++) await measure(suite.id, servers.get(suite.servers[(round + k) % rows]!)!, suite.workload, round);
+      for (let k = 0; k < rows; k++) await measure(suite, suite.servers[(round + k) % rows]!, round);
       if (!disturbed(round)) clean++;
+    }
+    // Once no later suite has a row on it, the pending server stops: it would idle beside the measured ones.
+    const pendingServer = servers.get(PENDING_SERVER);
+    if (pendingServer && !suites.slice(index + 1).some((s) => s.servers.includes(PENDING_SERVER))) {
+      servers.delete(PENDING_SERVER);
+      await pendingServer.stop();
     }
   }
 
   if (only.has('redis') && !serverFilter) await redisSuite();
 
-  const soak = servers.get(SOAK_SERVER);
+  const soak = wanted.has(SOAK_SERVER) ? await serverFor(SOAK_SERVER, {}) : undefined;
   if (soak) {
     log(`soak: ${settings.soakMs / 1000} s of backend flows, RSS sampled every second`);
     // Live heap after a full GC at the end of the first quarter and near the end: tells a leak (live objects
