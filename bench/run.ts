@@ -343,10 +343,8 @@ interface Measured {
 }
 
 const measured: Measured[] = [];
-/** The server processes alive now: the one being measured, and those that live on (the pending one). */
+/** The server processes alive now: the one being measured, the pending one (it holds its prefill), the soak's. */
 const servers = new Map<string, ServerProcess>();
-/** Servers started once for the whole run (the pending one, which holds its prefill); every other row gets a process per window. */
-const longLived = new Set<string>();
 let loadgen: LoadGenerator;
 
 function pidsFor(server: ServerProcess): Record<string, number> {
@@ -384,7 +382,8 @@ async function serverFor(id: string, env: Record<string, string>): Promise<Serve
 
 async function measure(suite: Suite, id: string, round: number): Promise<Measured> {
   const suiteId = suite.id;
-  const fresh = !longLived.has(id);
+  // Every row gets a process per window but the pending one, which lives through the flow suite with its prefill.
+  const fresh = id !== PENDING_SERVER;
   const server = await serverFor(id, suite.eventLoop ? { BENCH_LOOP_PROBE: '1' } : {});
   let result: RunResult & ServerSide;
   try {
@@ -690,7 +689,6 @@ async function main(): Promise<void> {
   for (const id of wanted) if (!SERVERS[id]) throw new Error(`no server "${id}" in bench/servers/registry.ts`);
   log(`starting the load generator${wanted.has(PENDING_SERVER) ? ' and the pending server' : ''}${pinning ? ' (pinned)' : ''}; every other server starts for its window`);
   loadgen = new LoadGenerator();
-  if (wanted.has(PENDING_SERVER)) longLived.add(PENDING_SERVER);
   const [pending] = await Promise.all([wanted.has(PENDING_SERVER) ? serverFor(PENDING_SERVER, {}) : undefined, loadgen.ready]);
   if (pending) {
     // Warm the server up with the flow it will be measured on, then count what the pending requests add.
