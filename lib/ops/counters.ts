@@ -3,7 +3,7 @@
  * rate-limiter-flexible counts them (a counter starts its window of `duration` seconds at its first point; a
  * refused request is counted too), and every operation atomic.
  *
- * - memory: rate-limiter-flexible's RateLimiterMemory, per process, no I/O;
+ * - memory: per process, no I/O, answered at once (lib/ops/fixed-windows.ts);
  * - Redis: one Lua script per operation (lib/ops/counter-scripts.ts) over the store's adapter
  *   (lib/stores/redis-connection.ts: a URL, or a node-redis client, cluster client or sentinel client), run with
  *   EVALSHA. rate-limiter-flexible's RateLimiterRedis counts one key per call with a full EVAL; here one call
@@ -16,7 +16,7 @@
  * warning, counted by the metrics) and, when Redis refused the scripts rather than being unavailable,
  * `RateLimitFallbackError` to `onError`. The limits keep holding, per instance.
  */
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { FixedWindows } from './fixed-windows.js';
 import type { RedisConnection } from '../stores/redis-connection.js';
 import { StoreUnavailableError } from '../stores/store.js';
 import type { EventHub, RateFallbackEvent } from './events.js';
@@ -47,19 +47,27 @@ export interface Refusal {
  */
 export type ReserveAnswer = { taken: true; attempts: number; msBeforeNext: number; shared: boolean } | { taken: false; failures: number; msBeforeNext: number };
 
+/** A counter's answer: at once from this process's memory, through a promise from Redis. */
+export type Answer<T> = T | Promise<T>;
+
+/** `next` applied to an answer: at once when the answer came at once, else when its promise settles. */
+export function whenAnswered<T, R>(answer: Answer<T>, next: (value: T) => Answer<R>): Answer<R> {
+  return answer instanceof Promise ? answer.then(next) : next(answer);
+}
+
 export interface Counters {
   /** Counters in Redis, shared by every instance: worth holding slots and taking points ahead (see lockout.ts, rate-limits.ts). */
   readonly shared: boolean;
   /** One request on each counter in turn, each counted only while every one before it let the request through. */
-  chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Promise<Refusal | undefined>;
+  chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Answer<Refusal | undefined>;
   /** Up to `want` points at once (at least one is counted, as a refused request is): how many were taken. */
-  take(limit: CounterLimit, key: CounterKey, want: number): Promise<{ taken: number; msBeforeNext: number }>;
+  take(limit: CounterLimit, key: CounterKey, want: number): Answer<{ taken: number; msBeforeNext: number }>;
   /** A lock-out slot: one more on `attempts` while it is under its points; else the failures counted so far. */
-  reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Promise<ReserveAnswer>;
+  reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Answer<ReserveAnswer>;
   /** Gives a slot back (`shared`: where it was taken). */
-  release(attempts: CounterLimit, key: CounterKey, shared: boolean): Promise<void>;
+  release(attempts: CounterLimit, key: CounterKey, shared: boolean): Answer<void>;
   /** Counts a failure: the failures so far and milliseconds until their window ends. */
-  spend(failures: CounterLimit, key: CounterKey): Promise<{ failures: number; msBeforeNext: number }>;
+  spend(failures: CounterLimit, key: CounterKey): Answer<{ failures: number; msBeforeNext: number }>;
   /** The gateway closes: what fails from now on is not reported. */
   close(): void;
 }
@@ -69,63 +77,55 @@ export function keyText(key: CounterKey): string {
   return `{${key.tag}}${key.rest ?? ''}`;
 }
 
-/** Counting one point on a rate-limiter-flexible limiter: its answer, whether it let the request through or not. */
-async function consume(limiter: RateLimiterMemory, key: string): Promise<{ allowed: boolean; consumed: number; msBeforeNext: number }> {
-  try {
-    const res = await limiter.consume(key);
-    return { allowed: true, consumed: res.consumedPoints, msBeforeNext: res.msBeforeNext };
-  } catch (rejection: unknown) {
-    if (!(rejection instanceof RateLimiterRes)) throw rejection;
-    return { allowed: false, consumed: rejection.consumedPoints, msBeforeNext: rejection.msBeforeNext };
-  }
-}
-
-/** Per-process counters (rate-limiter-flexible's RateLimiterMemory): the memory backend, and Redis's stand-in while it fails. */
+/** Per-process counters, answered at once: the memory backend, and Redis's stand-in while it fails. */
 export class MemoryCounters implements Counters {
   readonly shared = false;
-  private readonly limiters = new Map<string, RateLimiterMemory>();
+  private readonly limits = new Map<string, FixedWindows>();
 
-  private limiter(limit: CounterLimit): RateLimiterMemory {
-    let limiter = this.limiters.get(limit.name);
-    if (!limiter) this.limiters.set(limit.name, (limiter = new RateLimiterMemory({ keyPrefix: limit.name, points: limit.points, duration: limit.duration })));
-    return limiter;
+  constructor(private readonly now: () => number = Date.now) {}
+
+  private windows(limit: CounterLimit): FixedWindows {
+    let windows = this.limits.get(limit.name);
+    if (windows === undefined) this.limits.set(limit.name, (windows = new FixedWindows(limit.duration, this.now)));
+    return windows;
   }
 
-  async chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Promise<Refusal | undefined> {
-    for (const [index, { limit, key }] of entries.entries()) {
-      const counted = await consume(this.limiter(limit), keyText(key));
-      if (!counted.allowed) return { index, msBeforeNext: counted.msBeforeNext };
+  chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Refusal | undefined {
+    for (let index = 0; index < entries.length; index++) {
+      const { limit, key } = entries[index]!;
+      const counted = this.windows(limit).add(keyText(key), 1);
+      if (counted.count > limit.points) return { index, msBeforeNext: counted.msBeforeNext };
     }
     return undefined;
   }
 
   // One point at a time: in one process taking ahead saves nothing.
-  async take(limit: CounterLimit, key: CounterKey): Promise<{ taken: number; msBeforeNext: number }> {
-    const counted = await consume(this.limiter(limit), keyText(key));
-    return { taken: counted.allowed ? 1 : 0, msBeforeNext: counted.msBeforeNext };
+  take(limit: CounterLimit, key: CounterKey): { taken: number; msBeforeNext: number } {
+    const counted = this.windows(limit).add(keyText(key), 1);
+    return { taken: counted.count > limit.points ? 0 : 1, msBeforeNext: counted.msBeforeNext };
   }
 
-  async reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Promise<ReserveAnswer> {
+  reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): ReserveAnswer {
     const text = keyText(key);
-    const limiter = this.limiter(attempts);
-    // Taken atomically (one increment), then given back when over the budget: nothing is compared for it.
-    const counted = await consume(limiter, text);
-    if (counted.allowed) return { taken: true, attempts: counted.consumed, msBeforeNext: counted.msBeforeNext, shared: false };
-    await limiter.reward(text);
-    const spent = await this.limiter(failures).get(text);
-    return { taken: false, failures: spent?.consumedPoints ?? 0, msBeforeNext: spent?.msBeforeNext ?? 0 };
+    const windows = this.windows(attempts);
+    // Taken with one increment, then given back when over the budget: nothing is compared for it.
+    const counted = windows.add(text, 1);
+    if (counted.count <= attempts.points) return { taken: true, attempts: counted.count, msBeforeNext: counted.msBeforeNext, shared: false };
+    windows.add(text, -1);
+    const spent = this.windows(failures).get(text);
+    return { taken: false, failures: spent?.count ?? 0, msBeforeNext: spent?.msBeforeNext ?? 0 };
   }
 
-  async release(attempts: CounterLimit, key: CounterKey): Promise<void> {
+  release(attempts: CounterLimit, key: CounterKey): void {
     const text = keyText(key);
-    const limiter = this.limiter(attempts);
+    const windows = this.windows(attempts);
     // A window that ended meanwhile took the slot with it: giving it back would free one in the next window.
-    if (((await limiter.get(text))?.consumedPoints ?? 0) > 0) await limiter.reward(text);
+    if ((windows.get(text)?.count ?? 0) > 0) windows.add(text, -1);
   }
 
-  async spend(failures: CounterLimit, key: CounterKey): Promise<{ failures: number; msBeforeNext: number }> {
-    const counted = await consume(this.limiter(failures), keyText(key));
-    return { failures: counted.consumed, msBeforeNext: counted.msBeforeNext };
+  spend(failures: CounterLimit, key: CounterKey): { failures: number; msBeforeNext: number } {
+    const counted = this.windows(failures).add(keyText(key), 1);
+    return { failures: counted.count, msBeforeNext: counted.msBeforeNext };
   }
 
   close(): void {}
@@ -201,9 +201,12 @@ export class RedisCounters implements Counters {
   }
 
   async release(attempts: CounterLimit, key: CounterKey, shared: boolean): Promise<void> {
-    if (!shared) return this.local.release(attempts, key);
+    if (!shared) {
+      this.local.release(attempts, key);
+      return;
+    }
     // A slot Redis holds goes back to Redis; if that fails it stays counted there until its window ends.
-    await this.run(RELEASE, [this.key(attempts, key)], [], () => undefined, async () => undefined);
+    await this.run(RELEASE, [this.key(attempts, key)], [], () => undefined, () => undefined);
   }
 
   spend(failures: CounterLimit, key: CounterKey): Promise<{ failures: number; msBeforeNext: number }> {
@@ -221,7 +224,7 @@ export class RedisCounters implements Counters {
     return `${this.prefix}${limit.name}:${keyText(key)}`;
   }
 
-  private async run<T>(script: typeof CHAIN, keys: string[], args: string[], parse: (reply: unknown) => T, fallback: () => Promise<T>): Promise<T> {
+  private async run<T>(script: typeof CHAIN, keys: string[], args: string[], parse: (reply: unknown) => T, fallback: () => T): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     try {
       const deadline = new Promise<never>((_, reject) => {

@@ -1,4 +1,4 @@
-import { keyText, type CounterKey, type CounterLimit, type Counters } from './counters.js';
+import { keyText, type Answer, type CounterKey, type CounterLimit, type Counters, type ReserveAnswer } from './counters.js';
 
 /**
  * A failure slot held while one set of client credentials is checked. Exactly one of the two is called.
@@ -14,7 +14,7 @@ export interface AttemptSlot {
 export type Reservation = { slot: AttemptSlot } | { retryAfter: number };
 
 /** A failure budget's counters never fail a request: a broken counter is reported and lets it through. */
-export type Guarded = <T>(operation: () => Promise<T>) => Promise<T | undefined>;
+export type Guarded = <T>(operation: () => Answer<T>) => Answer<T | undefined>;
 
 /** Seconds to wait, whole and at least 1. */
 export function seconds(ms: number): number {
@@ -128,36 +128,48 @@ export class FailureBudget {
     return this.attempts.points;
   }
 
-  async reserve(counterKey: CounterKey): Promise<Reservation> {
+  /**
+   * A slot, or the seconds to wait. At once when this process can answer (a lock known here, a held slot, memory
+   * counters); through a promise when Redis is asked or the request waits for a check in flight to end.
+   */
+  reserve(counterKey: CounterKey): Answer<Reservation> {
     const key = keyText(counterKey);
-    for (;;) {
-      const now = this.now();
-      const locked = this.locks.lockedFor(key, now);
-      if (locked !== undefined) return { retryAfter: seconds(locked) };
-      const kept = this.takeHeld(key, now);
-      if (kept) return { slot: this.slot(key, counterKey, kept) };
-      // A check of this key ending while the reservation is refused may free a slot: looking again misses no wake-up.
-      const watched = this.inFlight.get(key);
-      const settledBefore = watched?.settled;
-      const answer = await this.guarded(() => this.counters.reserve(this.attempts, this.failures, counterKey));
-      // A counter that failed lets the check run, uncounted (reported through `guarded`).
-      if (answer === undefined) return { slot: NO_SLOT };
-      if (answer.taken) {
-        const holdable = this.holdMs > 0 && 2 * answer.attempts <= this.budget;
-        return { slot: this.slot(key, counterKey, { shared: answer.shared, holdable, windowEnd: this.now() + answer.msBeforeNext }) };
-      }
-      if (watched !== undefined && watched.settled !== settledBefore) continue;
-      const local = this.inFlight.get(key);
-      if (local !== undefined) {
-        await new Promise<void>((resolve) => local.waiters.push(resolve));
-        continue;
-      }
-      if (answer.failures >= this.budget) {
-        this.locks.lock(key, this.now() + answer.msBeforeNext);
-        return { retryAfter: seconds(answer.msBeforeNext) };
-      }
-      return { retryAfter: 1 };
+    const now = this.now();
+    const locked = this.locks.lockedFor(key, now);
+    if (locked !== undefined) return { retryAfter: seconds(locked) };
+    const kept = this.takeHeld(key, now);
+    if (kept) return { slot: this.slot(key, counterKey, kept) };
+    // A check of this key ending while the reservation is refused may free a slot: looking again misses no wake-up.
+    const watched = this.inFlight.get(key);
+    const settledBefore = watched?.settled;
+    const answer = this.guarded(() => this.counters.reserve(this.attempts, this.failures, counterKey));
+    return answer instanceof Promise
+      ? answer.then((reply) => this.decide(key, counterKey, reply, watched, settledBefore))
+      : this.decide(key, counterKey, answer, watched, settledBefore);
+  }
+
+  /** What the counters answered: a slot, a wait for a check in flight here, or the seconds to wait. */
+  private decide(
+    key: string,
+    counterKey: CounterKey,
+    answer: ReserveAnswer | undefined,
+    watched: InFlight | undefined,
+    settledBefore: number | undefined,
+  ): Answer<Reservation> {
+    // A counter that failed lets the check run, uncounted (reported through `guarded`).
+    if (answer === undefined) return { slot: NO_SLOT };
+    if (answer.taken) {
+      const holdable = this.holdMs > 0 && 2 * answer.attempts <= this.budget;
+      return { slot: this.slot(key, counterKey, { shared: answer.shared, holdable, windowEnd: this.now() + answer.msBeforeNext }) };
     }
+    if (watched !== undefined && watched.settled !== settledBefore) return this.reserve(counterKey);
+    const local = this.inFlight.get(key);
+    if (local !== undefined) return new Promise<void>((resolve) => local.waiters.push(resolve)).then(() => this.reserve(counterKey));
+    if (answer.failures >= this.budget) {
+      this.locks.lock(key, this.now() + answer.msBeforeNext);
+      return { retryAfter: seconds(answer.msBeforeNext) };
+    }
+    return { retryAfter: 1 };
   }
 
   /** Gives back every held slot (the gateway closes). */
@@ -242,8 +254,13 @@ export class FailureBudget {
         if (settled) return;
         settled = true;
         // Held: the next check of this key (a waiter woken now, or a later request) takes it with no I/O.
-        if (this.hold(key, counterKey, origin)) settle(false);
-        else void this.guarded(() => this.counters.release(this.attempts, counterKey, origin.shared)).then(() => settle(false));
+        if (this.hold(key, counterKey, origin)) {
+          settle(false);
+          return;
+        }
+        const released = this.guarded(() => this.counters.release(this.attempts, counterKey, origin.shared));
+        if (released instanceof Promise) void released.then(() => settle(false));
+        else settle(false);
       },
       spend: async () => {
         if (settled) return;

@@ -6,7 +6,7 @@ import { RedisStore, connectionOf } from '../stores/redis.js';
 import { RedisConnection, type RedisStoreClient } from '../stores/redis-connection.js';
 import type { EventHub, RateLimitedEvent } from './events.js';
 import { FailureBudget, NO_SLOT, WINDOW_MARGIN_MS, seconds, type Reservation } from './lockout.js';
-import { MemoryCounters, RedisCounters, type CounterKey, type CounterLimit, type Counters } from './counters.js';
+import { MemoryCounters, RedisCounters, whenAnswered, type Answer, type CounterKey, type CounterLimit, type Counters } from './counters.js';
 
 /** At most `points` requests per `duration` seconds. */
 export interface RateLimitRule {
@@ -229,11 +229,11 @@ export class RateLimits {
   }
 
   /** GET /authorize: one request from `ip`. Seconds to wait when over the limit, else undefined. */
-  async authorize(ip: string | undefined): Promise<number | undefined> {
+  authorize(ip: string | undefined): Answer<number | undefined> {
     const limit = this.authorizePerAddress;
     if (limit === undefined) return undefined;
-    const refusal = await this.guarded(() => this.counters.chain([{ limit, key: { tag: part(addressKey(ip)) } }]));
-    return refusal && seconds(refusal.msBeforeNext);
+    const refusal = this.guarded(() => this.counters.chain([{ limit, key: { tag: part(addressKey(ip)) } }]));
+    return whenAnswered(refusal, (r) => r && seconds(r.msBeforeNext));
   }
 
   /**
@@ -242,9 +242,13 @@ export class RateLimits {
    * takes more than the limit leaves, so the limit holds across instances (near it, a request may be refused
    * while another instance still holds a few points).
    */
-  async client(endpoint: LimitedEndpoint, clientId: string): Promise<number | undefined> {
+  client(endpoint: LimitedEndpoint, clientId: string): Answer<number | undefined> {
     const limit = this.perClient[endpoint];
     if (limit === undefined) return undefined;
+    if (!this.counters.shared) {
+      const answer = this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, 1));
+      return whenAnswered(answer, (a) => (a === undefined || a.taken > 0 ? undefined : seconds(a.msBeforeNext)));
+    }
     const id = `${endpoint} ${clientId}`;
     const ahead = this.ahead.get(id);
     if (ahead !== undefined) {
@@ -254,16 +258,17 @@ export class RateLimits {
       }
       this.ahead.delete(id);
     }
-    const want = this.counters.shared ? pointsAhead(limit.points) : 1;
-    const answer = await this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, want));
-    if (answer === undefined) return undefined;
-    if (answer.taken === 0) return seconds(answer.msBeforeNext);
-    if (answer.taken > 1) {
-      // Bounded: past this size what was taken ahead is forgotten (it expires with its window in Redis).
-      if (this.ahead.size >= 10_000) this.ahead.clear();
-      this.ahead.set(id, { left: answer.taken - 1, until: Date.now() + answer.msBeforeNext - WINDOW_MARGIN_MS });
-    }
-    return undefined;
+    const answer = this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, pointsAhead(limit.points)));
+    return whenAnswered(answer, (a) => {
+      if (a === undefined) return undefined;
+      if (a.taken === 0) return seconds(a.msBeforeNext);
+      if (a.taken > 1) {
+        // Bounded: past this size what was taken ahead is forgotten (it expires with its window in Redis).
+        if (this.ahead.size >= 10_000) this.ahead.clear();
+        this.ahead.set(id, { left: a.taken - 1, until: Date.now() + a.msBeforeNext - WINDOW_MARGIN_MS });
+      }
+      return undefined;
+    });
   }
 
   /**
@@ -272,7 +277,7 @@ export class RateLimits {
    * allowance, so one client's excess never uses up what other clients may ask for the same subscriber. Both
    * in one step (one script with Redis: their keys share the subscriber's hash tag).
    */
-  async subscriber(endpoint: LimitedEndpoint, clientId: string, subscriberId: string): Promise<SubscriberLimitHit | undefined> {
+  subscriber(endpoint: LimitedEndpoint, clientId: string, subscriberId: string): Answer<SubscriberLimitHit | undefined> {
     const entries: Array<{ limit: CounterLimit; key: CounterKey }> = [];
     const kinds: Array<SubscriberLimitHit['limit']> = [];
     const pair = this.perClientAndSubscriber[endpoint];
@@ -286,8 +291,8 @@ export class RateLimits {
       kinds.push('subscriber');
     }
     if (entries.length === 0) return undefined;
-    const refusal = await this.guarded(() => this.counters.chain(entries));
-    return refusal && { limit: kinds[refusal.index]!, retryAfter: seconds(refusal.msBeforeNext) };
+    const refusal = this.guarded(() => this.counters.chain(entries));
+    return whenAnswered(refusal, (r) => r && { limit: kinds[r.index]!, retryAfter: seconds(r.msBeforeNext) });
   }
 
   /**
@@ -296,10 +301,10 @@ export class RateLimits {
    * client), else per address. A slot, or the seconds to wait when the budget is spent (or, across instances,
    * full of checks in flight). A client's own requests from an address that has not failed always get a slot.
    */
-  reserve(clientId: string | undefined, ip: string | undefined): Promise<Reservation> {
+  reserve(clientId: string | undefined, ip: string | undefined): Answer<Reservation> {
     const address = part(addressKey(ip));
     const budget = clientId === undefined ? this.failuresPerAddress : this.failuresPerClientAndAddress;
-    if (budget === undefined) return Promise.resolve({ slot: NO_SLOT });
+    if (budget === undefined) return { slot: NO_SLOT };
     return budget.reserve(clientId === undefined ? { tag: address } : { tag: part(clientId), rest: address });
   }
 
@@ -310,13 +315,20 @@ export class RateLimits {
   }
 
   /** Runs a counter operation; a failure is reported and lets the request through. */
-  private async guarded<T>(operation: () => Promise<T>): Promise<T | undefined> {
+  private guarded<T>(operation: () => Answer<T>): Answer<T | undefined> {
+    let answer: Answer<T>;
     try {
-      return await operation();
+      answer = operation();
     } catch (error) {
       this.onError(error);
       return undefined;
     }
+    return answer instanceof Promise ? answer.catch((error: unknown) => this.fail(error)) : answer;
+  }
+
+  private fail(error: unknown): undefined {
+    this.onError(error);
+    return undefined;
   }
 }
 

@@ -24,7 +24,8 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
   return async (req: Request, res: Response): Promise<void> => {
     const params = formParams(req);
     const client = await authenticate(req, res, params);
-    const retryAfter = ctx.limits ? await ctx.limits.client('token', client.clientId) : undefined;
+    const limited = ctx.limits?.client('token', client.clientId);
+    const retryAfter = limited instanceof Promise ? await limited : limited;
     const grantType = params.require('grant_type');
     const grant = byType.get(grantType);
     if (!grant) throw new OAuthError('unsupported_grant_type', 'this grant_type is not supported');
