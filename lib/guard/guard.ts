@@ -2,6 +2,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import type { GatewayContext } from '../gateway/context.js';
+import { releaseListenersOnClose } from '../gateway/http/release-listeners.js';
 import { consumeSingleUseToken, findAccessToken } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
 import { looksLikeJwt, verifyAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
@@ -276,6 +277,7 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
   }
 
   return (req: Request, res: Response, next: NextFunction) => {
+    releaseListenersOnClose(req, res);
     if (echoCorrelator(req, res) === 'invalid' && format === 'camara') {
       // Commonalities §5.8.5: a value that fails the pattern is 400 INVALID_ARGUMENT (and is not echoed).
       responses.fail(res, camaraError(400, 'INVALID_ARGUMENT', 'x-correlator does not match its pattern.'));
