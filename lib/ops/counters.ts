@@ -82,11 +82,9 @@ export class MemoryCounters implements Counters {
   readonly shared = false;
   private readonly limits = new Map<string, FixedWindows>();
 
-  constructor(private readonly now: () => number = Date.now) {}
-
   private windows(limit: CounterLimit): FixedWindows {
     let windows = this.limits.get(limit.name);
-    if (windows === undefined) this.limits.set(limit.name, (windows = new FixedWindows(limit.duration, this.now)));
+    if (windows === undefined) this.limits.set(limit.name, (windows = new FixedWindows(limit.duration)));
     return windows;
   }
 

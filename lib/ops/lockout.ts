@@ -1,4 +1,4 @@
-import { keyText, type Answer, type CounterKey, type CounterLimit, type Counters, type ReserveAnswer } from './counters.js';
+import { keyText, whenAnswered, type Answer, type CounterKey, type CounterLimit, type Counters, type ReserveAnswer } from './counters.js';
 
 /**
  * A failure slot held while one set of client credentials is checked. Exactly one of the two is called.
@@ -143,9 +143,7 @@ export class FailureBudget {
     const watched = this.inFlight.get(key);
     const settledBefore = watched?.settled;
     const answer = this.guarded(() => this.counters.reserve(this.attempts, this.failures, counterKey));
-    return answer instanceof Promise
-      ? answer.then((reply) => this.decide(key, counterKey, reply, watched, settledBefore))
-      : this.decide(key, counterKey, answer, watched, settledBefore);
+    return whenAnswered(answer, (reply) => this.decide(key, counterKey, reply, watched, settledBefore));
   }
 
   /** What the counters answered: a slot, a wait for a check in flight here, or the seconds to wait. */
@@ -258,9 +256,7 @@ export class FailureBudget {
           settle(false);
           return;
         }
-        const released = this.guarded(() => this.counters.release(this.attempts, counterKey, origin.shared));
-        if (released instanceof Promise) void released.then(() => settle(false));
-        else settle(false);
+        void whenAnswered(this.guarded(() => this.counters.release(this.attempts, counterKey, origin.shared)), () => settle(false));
       },
       spend: async () => {
         if (settled) return;
