@@ -1,4 +1,5 @@
-import type { Request, Response } from 'express';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Response } from 'express';
 
 /**
  * CAMARA Commonalities' `x-correlator` (API Design Guide §5.8.5; CAMARA_common.yaml `XCorrelator`): the pattern
@@ -8,12 +9,12 @@ import type { Request, Response } from 'express';
 const X_CORRELATOR = /^[A-Za-z0-9_:;./<>{}-]{1,256}$/;
 
 /**
- * Echoes a valid `x-correlator` into the response (on success and on every refusal alike). Anything else is
+ * Echoes a valid `x-correlator` (from the request's headers) into the response (on success and on every refusal alike). Anything else is
  * never reflected: `invalid` when one was sent that fails the pattern (a header sent twice arrives joined with
  * ", " and fails it too), `absent` when none or an empty one was sent.
  */
-export function echoCorrelator(req: Request, res: Response): 'echoed' | 'absent' | 'invalid' {
-  const value = req.headers['x-correlator'];
+export function echoCorrelator(headers: IncomingHttpHeaders, res: Response): 'echoed' | 'absent' | 'invalid' {
+  const value = headers['x-correlator'];
   if (value === undefined || value === '') return 'absent';
   if (typeof value !== 'string' || !X_CORRELATOR.test(value)) return 'invalid';
   res.set('x-correlator', value);

@@ -1,9 +1,11 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { releaseListenersOnClose } from '../gateway/http/release-listeners.js';
-import { consumeSingleUseToken, findAccessToken } from '../gateway/tokens/access-tokens.js';
+import type { Answer } from '../answer.js';
+import { consumeSingleUseToken, lookUpAccessToken, type AccessTokenRecord } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
 import { looksLikeJwt, verifyAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
 import { DPOP_ALGORITHMS } from '../gateway/tokens/dpop.js';
@@ -109,26 +111,36 @@ interface FoundToken {
   singleUse: boolean;
 }
 
-/** The token's grant, or undefined when it is invalid, expired, revoked or used up. */
-async function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Promise<FoundToken | undefined> {
-  if (ctx.keys && looksLikeJwt(token)) {
-    // Verified offline: the token record is never read (but for a single-use token, which the guard spends).
-    const verified = await verifyAccessToken(ctx, token);
-    if (!verified) return undefined;
-    if (ctx.revocations.isRevokedLocally(verified.jti, verified.grantIds)) return undefined;
-    if (revocation === 'store' && (await ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds))) return undefined;
-    const grant = {
-      // A JWT carries the opaque subscriber id only: the phone number never travels in a token.
-      subscriber: verified.subscriberId === undefined ? undefined : { id: verified.subscriberId },
-      clientId: verified.clientId,
-      purpose: verified.purpose,
-      scopes: verified.scopes,
-      scope: verified.scope,
-      expiresAt: verified.expiresAt,
-    };
-    return { grant: grant as NetAuthAnyGrant, jkt: verified.jkt, singleUse: verified.singleUse };
-  }
-  const record = await findAccessToken(ctx, token);
+/**
+ * The token's grant, or undefined when it is invalid, expired, revoked or used up: at once for an opaque token in a
+ * store that reads without I/O (the memory store's `peek`), else through a promise.
+ */
+function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Answer<FoundToken | undefined> {
+  if (ctx.keys && looksLikeJwt(token)) return authorizeJwt(ctx, token, revocation);
+  const record = lookUpAccessToken(ctx, token);
+  return record instanceof Promise ? record.then(foundOpaque) : foundOpaque(record);
+}
+
+/** A JWT access token, verified offline: the token record is never read (but for a single-use token, which the guard spends). */
+async function authorizeJwt(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Promise<FoundToken | undefined> {
+  const verified = await verifyAccessToken(ctx, token);
+  if (!verified) return undefined;
+  if (ctx.revocations.isRevokedLocally(verified.jti, verified.grantIds)) return undefined;
+  if (revocation === 'store' && (await ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds))) return undefined;
+  const grant = {
+    // A JWT carries the opaque subscriber id only: the phone number never travels in a token.
+    subscriber: verified.subscriberId === undefined ? undefined : { id: verified.subscriberId },
+    clientId: verified.clientId,
+    purpose: verified.purpose,
+    scopes: verified.scopes,
+    scope: verified.scope,
+    expiresAt: verified.expiresAt,
+  };
+  return { grant: grant as NetAuthAnyGrant, jkt: verified.jkt, singleUse: verified.singleUse };
+}
+
+/** An opaque token's live record, as the guard's grant. */
+function foundOpaque(record: AccessTokenRecord | undefined): FoundToken | undefined {
   if (!record) return undefined;
   const { subscriberId, phoneNumber } = record;
   const grant = {
@@ -220,42 +232,62 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
   const origin = options.publicOrigin === undefined ? new URL(ctx.issuer).origin : originOf(options.publicOrigin);
   const responses = new GuardResponses(format, { realm: options.realm ?? ctx.realm, scope: scopes.join(' ') || undefined, algs: DPOP_ALGORITHMS });
 
-  /** True when the request may go on to the route. */
-  async function admit(req: Request, res: Response): Promise<boolean> {
-    const presented = presentedToken(req.headers.authorization);
+  /**
+   * True when the request may go on to the route; false once it was answered. At once on the common path (a plain
+   * Bearer token read from the memory store), else through a promise: no microtask turn where nothing waits.
+   */
+  function admit(req: Request, res: Response, headers: IncomingHttpHeaders): Answer<boolean> {
+    const presented = presentedToken(headers.authorization);
     if (presented === undefined) {
       responses.refuse(res, undefined, undefined);
       return false;
     }
-    if (presented.token === undefined) {
-      responses.refuse(res, new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }), presented.scheme);
+    const { scheme, token } = presented;
+    if (token === undefined) {
+      responses.refuse(res, new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }), scheme);
       return false;
     }
-    const found = await authorize(ctx, presented.token, revocation);
+    const found = authorize(ctx, token, revocation);
+    return found instanceof Promise ? found.then((f) => check(req, res, scheme, token, f)) : check(req, res, scheme, token, found);
+  }
+
+  /** The checks in their order: the token, its sender constraint, scope and purpose, subscriber, device, its single use. */
+  function check(req: Request, res: Response, scheme: AuthScheme, token: string, found: FoundToken | undefined): Answer<boolean> {
     if (!found) {
-      responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), presented.scheme);
+      responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), scheme);
       return false;
     }
-    // A Bearer token bound to no key has nothing to check: no await on the common path.
-    if (found.jkt !== undefined || presented.scheme === 'DPoP') {
-      try {
-        await checkSenderConstraint(ctx, req, { scheme: presented.scheme, token: presented.token }, found.jkt, origin);
-      } catch (error) {
+    // A Bearer token bound to no key has nothing to check: nothing awaited on the common path.
+    if (found.jkt === undefined && scheme !== 'DPoP') return checkGrant(req, res, scheme, token, found);
+    return checkSenderConstraint(ctx, req, { scheme, token }, found.jkt, origin).then(
+      () => checkGrant(req, res, scheme, token, found),
+      (error: unknown) => {
         if (!(error instanceof OAuthError)) throw error;
-        responses.refuse(res, error, presented.scheme);
+        responses.refuse(res, error, scheme);
         return false;
-      }
-    }
+      },
+    );
+  }
+
+  function checkGrant(req: Request, res: Response, scheme: AuthScheme, token: string, found: FoundToken): Answer<boolean> {
     const { grant } = found;
     if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
-      responses.refuse(res, new OAuthError('insufficient_scope', 'the access token does not cover this API'), presented.scheme);
+      responses.refuse(res, new OAuthError('insufficient_scope', 'the access token does not cover this API'), scheme);
       return false;
     }
     const noSubscriber = missingSubscriber(found, subscriber);
     if (noSubscriber) {
-      responses.refuse(res, noSubscriber, presented.scheme);
+      responses.refuse(res, noSubscriber, scheme);
       return false;
     }
+    // A reusable token with no device to identify has nothing left to await.
+    if (identify || found.singleUse) return identifyAndSpend(req, res, scheme, token, found);
+    grantTo(req, res, grant);
+    return true;
+  }
+
+  async function identifyAndSpend(req: Request, res: Response, scheme: AuthScheme, token: string, found: FoundToken): Promise<boolean> {
+    const { grant } = found;
     if (identify) {
       // Typed to take no subscriber too: a token issued with none (two-legged) must name the device in the body.
       const device = await identify(req, res, grant.subscriber as Subscriber | undefined);
@@ -265,29 +297,48 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       }
       grant.device = device;
     }
-    // A reusable token has nothing to spend: no await on the common path.
-    const spent = found.singleUse ? await spend(ctx, presented.token) : undefined;
+    const spent = found.singleUse ? await spend(ctx, token) : undefined;
     if (spent) {
-      responses.refuse(res, spent, presented.scheme);
+      responses.refuse(res, spent, scheme);
       return false;
     }
-    if (grant.subscriber !== undefined) setRequestGrant(req, grant);
-    if (subscriber === 'optional') (res.locals as Partial<NetAuthLocals>).netauth = grant;
+    grantTo(req, res, grant);
     return true;
   }
 
+  /** A store that failed (503) or a bug (500, reported): the answer, never a thrown error. */
+  function failed(res: Response, error: unknown): void {
+    responses.refuse(res, toOAuthError(error, ctx.onError), undefined);
+  }
+
+  function grantTo(req: Request, res: Response, grant: NetAuthAnyGrant): void {
+    if (grant.subscriber !== undefined) setRequestGrant(req, grant);
+    if (subscriber === 'optional') (res.locals as Partial<NetAuthLocals>).netauth = grant;
+  }
+
   return (req: Request, res: Response, next: NextFunction) => {
-    releaseListenersOnClose(req, res);
-    if (echoCorrelator(req, res) === 'invalid' && format === 'camara') {
+    releaseListenersOnClose(res);
+    // Read once: every property read on a request is a slow lookup (Express gives each its own hidden class).
+    const { headers } = req;
+    if (echoCorrelator(headers, res) === 'invalid' && format === 'camara') {
       // Commonalities §5.8.5: a value that fails the pattern is 400 INVALID_ARGUMENT (and is not echoed).
       responses.fail(res, camaraError(400, 'INVALID_ARGUMENT', 'x-correlator does not match its pattern.'));
       return;
     }
-    admit(req, res).then(
-      (admitted) => {
-        if (admitted) next();
-      },
-      (error: unknown) => responses.refuse(res, toOAuthError(error, ctx.onError), undefined),
-    );
+    let admitted: Answer<boolean>;
+    try {
+      admitted = admit(req, res, headers);
+    } catch (error) {
+      failed(res, error);
+      return;
+    }
+    if (admitted === true) next();
+    else if (admitted !== false)
+      admitted.then(
+        (ok) => {
+          if (ok) next();
+        },
+        (error: unknown) => failed(res, error),
+      );
   };
 }

@@ -12,9 +12,6 @@ import type { Request } from 'express';
  * and writing `req.netauth` work as before; requests no guard admitted read `undefined`, as their type says.
  */
 const grants = new WeakMap<object, unknown>();
-/** Prototypes already looked at: the accessor is installed at most once per Express copy. */
-const seen = new WeakSet<object>();
-
 const accessor: PropertyDescriptor = {
   configurable: true,
   enumerable: false,
@@ -40,16 +37,38 @@ function expressRequestPrototype(req: Request): object | undefined {
   return undefined;
 }
 
+/**
+ * Per prototype a request was seen with: whether this copy's accessor serves `netauth` on its chain, so the grant
+ * can be written to the WeakMap directly (a property write on a request, whose hidden class is its own, costs V8 a
+ * lookup through the prototype chain every time).
+ */
+const served = new WeakMap<object, boolean>();
+
 /** Sets `req.netauth`. */
 export function setRequestGrant(req: Request, grant: NonNullable<Request['netauth']>): void {
   const direct: unknown = Object.getPrototypeOf(req);
-  if (typeof direct === 'object' && direct !== null && !seen.has(direct)) {
-    seen.add(direct);
+  if (typeof direct !== 'object' || direct === null) {
+    req.netauth = grant;
+    return;
+  }
+  let ours = served.get(direct);
+  if (ours === undefined) {
     const base = expressRequestPrototype(req);
     // Another copy of this package (its CommonJS build beside the ES module) may have installed one: its setter
-    // and getter agree with each other, so the assignment below goes through whichever is there.
+    // and getter agree with each other, so the grant then goes through whichever is there.
     if (base !== undefined && !Object.prototype.hasOwnProperty.call(base, 'netauth')) Object.defineProperty(base, 'netauth', accessor);
+    ours = base !== undefined && Object.getOwnPropertyDescriptor(base, 'netauth')?.get === accessor.get && !hasOwnNetauthBelow(req, base);
+    served.set(direct, ours);
   }
-  // Through the accessor; an own property where none could be installed (a request Express did not set up).
-  req.netauth = grant;
+  if (ours) grants.set(req, grant);
+  // Through whatever serves `netauth` there; an own property where none could be installed (a request Express did not set up).
+  else req.netauth = grant;
+}
+
+/** Whether an object on the chain before `base` (the request itself excepted) defines its own `netauth`. */
+function hasOwnNetauthBelow(req: Request, base: object): boolean {
+  for (let proto: unknown = Object.getPrototypeOf(req); proto !== base && typeof proto === 'object' && proto !== null; proto = Object.getPrototypeOf(proto)) {
+    if (Object.prototype.hasOwnProperty.call(proto, 'netauth')) return true;
+  }
+  return false;
 }

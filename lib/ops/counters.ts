@@ -16,6 +16,7 @@
  * warning, counted by the metrics) and, when Redis refused the scripts rather than being unavailable,
  * `RateLimitFallbackError` to `onError`. The limits keep holding, per instance.
  */
+import type { Answer } from '../answer.js';
 import { FixedWindows } from './fixed-windows.js';
 import type { RedisConnection } from '../stores/redis-connection.js';
 import { StoreUnavailableError } from '../stores/store.js';
@@ -46,14 +47,6 @@ export interface Refusal {
  * refused with the failures so far.
  */
 export type ReserveAnswer = { taken: true; attempts: number; msBeforeNext: number; shared: boolean } | { taken: false; failures: number; msBeforeNext: number };
-
-/** A counter's answer: at once from this process's memory, through a promise from Redis. */
-export type Answer<T> = T | Promise<T>;
-
-/** `next` applied to an answer: at once when the answer came at once, else when its promise settles. */
-export function whenAnswered<T, R>(answer: Answer<T>, next: (value: T) => Answer<R>): Answer<R> {
-  return answer instanceof Promise ? answer.then(next) : next(answer);
-}
 
 export interface Counters {
   /** Counters in Redis, shared by every instance: worth holding slots and taking points ahead (see lockout.ts, rate-limits.ts). */

@@ -1,4 +1,5 @@
-import { keyText, whenAnswered, type Answer, type CounterKey, type CounterLimit, type Counters, type ReserveAnswer } from './counters.js';
+import { whenAnswered, type Answer } from '../answer.js';
+import { keyText, type CounterKey, type CounterLimit, type Counters, type ReserveAnswer } from './counters.js';
 
 /**
  * A failure slot held while one set of client credentials is checked. Exactly one of the two is called.

@@ -6,7 +6,8 @@ import { RedisStore, connectionOf } from '../stores/redis.js';
 import { RedisConnection, type RedisStoreClient } from '../stores/redis-connection.js';
 import type { EventHub, RateLimitedEvent } from './events.js';
 import { FailureBudget, NO_SLOT, WINDOW_MARGIN_MS, seconds, type Reservation } from './lockout.js';
-import { MemoryCounters, RedisCounters, whenAnswered, type Answer, type CounterKey, type CounterLimit, type Counters } from './counters.js';
+import { whenAnswered, type Answer } from '../answer.js';
+import { MemoryCounters, RedisCounters, type CounterKey, type CounterLimit, type Counters } from './counters.js';
 
 /** At most `points` requests per `duration` seconds. */
 export interface RateLimitRule {

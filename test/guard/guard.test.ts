@@ -95,5 +95,35 @@ describe('service-API guard', () => {
     expect((await request(app).post('/sim-swap/check').set('Authorization', `Bearer ${token}`)).body.subscriber).toBe('sub-alice');
     expect((await request(app).get('/open')).body.before).toBeNull();
   });
+
+  it("req.netauth goes through another copy's accessor when that one was installed first (the CommonJS build beside the ES module)", async () => {
+    // Express's base request prototype, shared by every app of this Express copy: restored afterwards.
+    const base = express.request as object;
+    const saved = Object.getOwnPropertyDescriptor(base, 'netauth');
+    const foreign = new WeakMap<object, unknown>();
+    Object.defineProperty(base, 'netauth', {
+      configurable: true,
+      get(this: object) {
+        return foreign.get(this);
+      },
+      set(this: object, value: unknown) {
+        foreign.set(this, value);
+      },
+    });
+    try {
+      const { app, netauth } = createTestGateway();
+      app.get('/other-copy', netauth.guard({ scope: 'sim-swap' }), (req, res) => {
+        res.json({ seen: req.netauth?.subscriber.id ?? null, foreign: (foreign.get(req) as { subscriber?: { id: string } } | undefined)?.subscriber?.id ?? null });
+      });
+      const token = await tokenFor(app);
+      // Twice: the second request takes the path decided for this prototype on the first.
+      for (let i = 0; i < 2; i++) {
+        expect((await request(app).get('/other-copy').set('Authorization', `Bearer ${token}`)).body).toEqual({ seen: 'sub-alice', foreign: 'sub-alice' });
+      }
+    } finally {
+      delete (base as { netauth?: unknown }).netauth;
+      if (saved) Object.defineProperty(base, 'netauth', saved);
+    }
+  });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FailureBudget, HOLD_MS } from '../../lib/ops/lockout.js';
-import { MemoryCounters, type Answer, type CounterKey, type CounterLimit, type Counters } from '../../lib/ops/counters.js';
+import type { Answer } from '../../lib/answer.js';
+import { MemoryCounters, type CounterKey, type CounterLimit, type Counters } from '../../lib/ops/counters.js';
 
 const ATTEMPTS: CounterLimit = { name: 'auth-attempts:test', points: 4, duration: 900 };
 const FAILURES: CounterLimit = { name: 'auth-failures:test', points: 4, duration: 900 };

@@ -38,7 +38,7 @@ export function dispatch(routes: readonly EndpointRoute[]): RequestHandler {
       next();
       return;
     }
-    releaseListenersOnClose(req, res);
+    releaseListenersOnClose(res);
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     const stack = method === 'GET' || method === 'POST' ? route.methods[method] : undefined;
     const fail = (error: unknown): void => {

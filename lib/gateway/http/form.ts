@@ -106,14 +106,20 @@ export function parseFormBody(text: string): Record<string, string | string[]> {
 function readBody(req: Request, length: number, done: (error: OAuthError | undefined, text?: string) => void): void {
   const chunks: Buffer[] = [];
   let received = 0;
-  req.on('data', (chunk: Buffer) => {
+  const onData = (chunk: Buffer): void => {
     received += chunk.length;
     chunks.push(chunk);
-  });
-  req.on('end', () => {
+  };
+  const onEnd = (): void => {
+    // Taken off once done: the request's table would otherwise keep both closures, and through them the request, alive
+    // after the exchange (see release-listeners.ts). A request is a stream, whose table Node empties in place.
+    req.removeListener('data', onData);
+    req.removeListener('end', onEnd);
     if (received !== length) done(unreadable());
     else done(undefined, (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)).toString('utf8'));
-  });
+  };
+  req.on('data', onData);
+  req.on('end', onEnd);
 }
 
 /**

@@ -67,9 +67,13 @@ export async function signAccessToken(ctx: GatewayContext, input: JwtAccessToken
   return new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }).sign(key.privateKey);
 }
 
+const JWS_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
 /** A compact JWS: three base64url parts. Opaque tokens (`<tag>.<base64url>`, one dot) never look like one. */
 export function looksLikeJwt(token: string): boolean {
-  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
+  // An opaque token (one dot) is told apart by its dots, before the pattern runs.
+  const first = token.indexOf('.');
+  return first >= 0 && token.indexOf('.', first + 1) >= 0 && JWS_SHAPE.test(token);
 }
 
 /** The `jti` claim of a JWT as written, unverified ('' when there is none): only to find where its record is kept. */
