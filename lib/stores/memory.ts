@@ -136,22 +136,26 @@ export class MemoryStore implements Store {
   }
 
   private live(key: string): Entry | undefined {
-    this.sweep();
+    const now = this.now();
+    this.sweep(now);
     const entry = this.entries.get(key);
-    if (entry && entry.expiresAt <= this.now()) {
+    if (entry && entry.expiresAt <= now) {
       this.remove(key);
       return undefined;
     }
     return entry;
   }
 
-  private sweep(): void {
-    this.queue.drain(this.now(), (key, expiresAt) => {
-      // The heap keeps stale times of overwritten entries; only the current one counts.
-      const entry = this.entries.get(key);
-      if (entry && entry.expiresAt === expiresAt) this.remove(key);
-    });
+  private sweep(now = this.now()): void {
+    this.queue.drain(now, this.expire);
   }
+
+  /** The sweep's callback, made once: every read and write sweeps. */
+  private readonly expire = (key: string, expiresAt: number): void => {
+    // The heap keeps stale times of overwritten entries; only the current one counts.
+    const entry = this.entries.get(key);
+    if (entry && entry.expiresAt === expiresAt) this.remove(key);
+  };
 
   private remove(key: string): void {
     const entry = this.entries.get(key);
