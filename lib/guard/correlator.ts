@@ -9,9 +9,9 @@ import type { Response } from 'express';
 const X_CORRELATOR = /^[A-Za-z0-9_:;./<>{}-]{1,256}$/;
 
 /**
- * Echoes a valid `x-correlator` (from the request's headers) into the response (on success and on every refusal alike). Anything else is
- * never reflected: `invalid` when one was sent that fails the pattern (a header sent twice arrives joined with
- * ", " and fails it too), `absent` when none or an empty one was sent.
+ * Echoes a valid `x-correlator` of the request's headers into the response (on success and on every refusal
+ * alike). Anything else is never reflected: `invalid` when one was sent that fails the pattern (a header sent
+ * twice arrives joined with ", " and fails it too), `absent` when none or an empty one was sent.
  */
 export function echoCorrelator(headers: IncomingHttpHeaders, res: Response): 'echoed' | 'absent' | 'invalid' {
   const value = headers['x-correlator'];

@@ -4,7 +4,7 @@ import { OAuthError } from '../errors.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { releaseListenersOnClose } from '../gateway/http/release-listeners.js';
-import type { Answer } from '../answer.js';
+import { whenAnswered, type Answer } from '../answer.js';
 import { consumeSingleUseToken, lookUpAccessToken, type AccessTokenRecord } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
 import { looksLikeJwt, verifyAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
@@ -117,8 +117,7 @@ interface FoundToken {
  */
 function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Answer<FoundToken | undefined> {
   if (ctx.keys && looksLikeJwt(token)) return authorizeJwt(ctx, token, revocation);
-  const record = lookUpAccessToken(ctx, token);
-  return record instanceof Promise ? record.then(foundOpaque) : foundOpaque(record);
+  return whenAnswered(lookUpAccessToken(ctx, token), foundOpaque);
 }
 
 /** A JWT access token, verified offline: the token record is never read (but for a single-use token, which the guard spends). */
@@ -248,6 +247,7 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       return false;
     }
     const found = authorize(ctx, token, revocation);
+    // Not whenAnswered: its callback would be a closure made on every call, the common one included.
     return found instanceof Promise ? found.then((f) => check(req, res, scheme, token, f)) : check(req, res, scheme, token, found);
   }
 

@@ -1,7 +1,7 @@
 /**
  * The store contract. Every piece of server-side state (codes, backchannel requests, access tokens,
- * consent records, consent-page interactions) goes through these six operations (and an optional immediate read), so the memory store
- * and the Redis store are interchangeable and pass one shared contract test suite
+ * consent records, consent-page interactions) goes through these six operations (and an optional immediate
+ * read), so the memory store and the Redis store are interchangeable and pass one shared contract test suite
  * (test/stores/contract.ts).
  *
  * Modelled on express-session's Store and node-oidc-provider's adapter, reduced to what the grants need:

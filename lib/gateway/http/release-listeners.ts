@@ -45,8 +45,8 @@ function emptyListenerTable(this: EventEmitter): void {
  * guard's own instructions; this costs next to nothing (valgrind, bench/README.md). A Node without that field is
  * left as it is. The request's table is not touched here: the router's form reader takes its own listeners off
  * once the body is read (form.ts), Node's only listener on it holds nothing, and a request is a stream, whose
- * table Node empties in place when a listener is removed. Without that, the rate-limited flow fell back into the
- * slow speed with only the response released.
+ * table Node empties in place when a listener is removed. With the response released and the form reader's
+ * listeners left on, the rate-limited flow fell back into the slow speed.
  */
 export function releaseListenersOnClose(res: EventEmitter): void {
   res.on('close', emptyListenerTable);
