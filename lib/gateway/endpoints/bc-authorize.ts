@@ -47,7 +47,7 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     if (refusal !== undefined) throw new OAuthError('access_denied', refusal);
     const subscriber = await findByLoginHint(ctx.subscribers, hint);
     if (!subscriber) throw new OAuthError('unknown_user_id', 'no subscriber is known by this login_hint');
-    // Protects the subscriber from floods of requests (and of consent notifications): each client's own, and all together.
+    // Protects the subscriber from floods of requests (and of consent notifications): each client's, and all together.
     await limitSubscriber(ctx, 'bc-authorize', client.clientId, subscriber.id);
 
     const { authReqId, record } = await createBackchannelRequest(ctx, client, subscriber, decision);

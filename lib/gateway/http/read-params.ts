@@ -10,7 +10,7 @@ interface BodyParserError {
   status?: unknown;
 }
 
-/** body-parser's errors as OAuth errors: 413 for too large, 400 for anything else about the body (too many parameters included). */
+/** body-parser's errors as OAuth errors: 413 for too large, 400 for anything else about the body (too many parameters). */
 export function bodyError(error: unknown): OAuthError | undefined {
   if (error === null || typeof error !== 'object' || !('type' in error)) return undefined;
   const { type, status } = error as BodyParserError;

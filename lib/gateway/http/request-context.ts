@@ -37,7 +37,7 @@ export const beginRequest: RequestHandler = (_req, res, next) => {
   next();
 };
 
-/** The context `beginRequest` made; undefined for a response that never reached an endpoint (an application's error). */
+/** The context `beginRequest` made; undefined for a response that reached no endpoint (an application's error). */
 export function findRequestContext(res: Response): RequestContext | undefined {
   return (res.locals as Partial<ContextLocals> | undefined)?.[KEY];
 }
