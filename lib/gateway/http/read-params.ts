@@ -58,7 +58,7 @@ export function formBody(limit: string | number): RequestHandler {
         next(readError(error));
         return;
       }
-      // Nothing new when the body was read before, by the application's parser (on `req.body`) or by this one.
+      // None when this reader read the body before on this request: the form is in the context already.
       if (body !== null && typeof body === 'object') request.params = new FormParams(body as Record<string, unknown>);
       next();
     });
