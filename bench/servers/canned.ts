@@ -13,7 +13,7 @@ export const AUTHORIZATION_CODE = 'z'.repeat(43);
 /** What RFC 6749 §5.1 / CIBA require on both endpoints; the ceilings send them too, so responses match. */
 export const NO_STORE_HEADERS = { 'Cache-Control': 'no-store', Pragma: 'no-cache' } as const;
 
-/** What express-netauth sends on every frontend-flow response (lib/gateway/http/headers.ts frontendHeaders); the ceilings too. */
+/** What express-netauth sends on every frontend-flow response (lib/gateway/http/respond.ts frontendHeaders); the ceilings too. */
 export const FRONTEND_HEADERS = {
   'Cache-Control': 'no-store',
   Pragma: 'no-cache',

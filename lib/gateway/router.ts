@@ -1,30 +1,45 @@
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
 import type { GatewayContext } from './context.js';
 import { ClientAuthenticator } from './client-auth/authenticator.js';
-import { action, formBody } from './http/form.js';
-import { frontendHeaders, methodNotAllowed, noStore } from './http/headers.js';
+import { formBody, queryForm } from './http/read-params.js';
+import { frontendHeaders, methodNotAllowed, noStore } from './http/respond.js';
 import { frontendErrorHandler, jsonErrorHandler } from './http/render-error.js';
 import { observe } from './http/observe.js';
-import { dispatch, type EndpointRoute } from './http/dispatch.js';
+import { action, beginRequest } from './http/request-context.js';
+import { releaseListenersOnClose } from './http/release-listeners.js';
 import { bcAuthorize } from './endpoints/bc-authorize.js';
 import { tokenEndpoint } from './endpoints/token.js';
 import { discoveryEndpoint } from './endpoints/discovery.js';
 import { jwksEndpoint } from './endpoints/jwks.js';
-import type { Grant } from './grants/grant.js';
-import { cibaGrant } from './grants/ciba.js';
-import { authorizationCodeGrant } from './grants/authorization-code.js';
-import { refreshTokenGrant } from './grants/refresh-token.js';
-import { clientCredentialsGrant } from './grants/client-credentials.js';
-import { jwtBearerGrant } from './grants/jwt-bearer.js';
+import { grants } from './grants/index.js';
 import { authorizeEndpoint } from './endpoints/authorize.js';
 import { ConsentPage } from './endpoints/consent-page.js';
 import { introspectionEndpoint } from './endpoints/introspection.js';
 import { revocationEndpoint } from './endpoints/revocation.js';
 import type { Endpoint } from '../ops/events.js';
 
+/** One endpoint's stacks, after its request context and observer: what every method runs, then per method. */
+interface EndpointStacks {
+  /** Run first for every method (response headers). */
+  all?: RequestHandler[];
+  /** GET, and HEAD as in Express. */
+  get?: RequestHandler[];
+  post?: RequestHandler[];
+  /** The `Allow` header of the 405 every other method gets. */
+  allow: string;
+}
+
+const release: RequestHandler = (_req, res, next) => {
+  releaseListenersOnClose(res);
+  next();
+};
+
 /**
- * The gateway router: each endpoint is a declarative stack (observer, headers, body, action) per method, found by
- * its path in one step (http/dispatch.ts); errors go to one renderer per kind. Mount it at the issuer's path.
+ * The gateway router: each endpoint is an express.Router route (case-insensitive, one trailing slash optional,
+ * HEAD where GET is served) whose stack begins the request's context and observes it, reads its parameters and
+ * runs its action; any other method is answered 405, and errors go to the route's renderer (JSON, or the
+ * frontend flow's redirects and pages). Paths that name no endpoint go on to the application. Mount it at the
+ * issuer's path.
  */
 export function createRouter(ctx: GatewayContext): Router {
   const router = express.Router();
@@ -34,46 +49,50 @@ export function createRouter(ctx: GatewayContext): Router {
     assertions: { jwts: ctx.clientJwts, issuer: ctx.issuer },
   });
   const form = formBody(ctx.bodyLimit);
-  const grants: Grant[] = [cibaGrant, authorizationCodeGrant, refreshTokenGrant, clientCredentialsGrant, jwtBearerGrant];
   const consentPage = new ConsentPage(ctx);
-  const events = ctx.events;
-  const on = (endpoint: Endpoint) => observe(events, endpoint);
-
   const json = jsonErrorHandler(ctx.onError);
   // The frontend flow answers browsers: redirects and HTML pages, never JSON (except 405), from its own error handler.
   const page = frontendErrorHandler(ctx.issuer, ctx.consentPage, ctx.onError);
-  const routes: EndpointRoute[] = [
-    {
-      path: '/authorize',
-      methods: { GET: [on('authorize'), frontendHeaders, action(authorizeEndpoint(ctx, consentPage))] },
-      otherwise: [on('authorize'), frontendHeaders, methodNotAllowed('GET, HEAD')],
-      errors: page,
-    },
-    {
-      path: '/consent',
-      methods: {
-        GET: [on('consent'), frontendHeaders, consentPage.session, action(consentPage.show)],
-        POST: [on('consent'), frontendHeaders, form, consentPage.session, action(consentPage.decide)],
-      },
-      otherwise: [on('consent'), frontendHeaders, methodNotAllowed('GET, HEAD, POST')],
-      errors: page,
-    },
-    post('/bc-authorize', on('bc-authorize'), action(bcAuthorize(ctx, auth))),
-    post('/token', observe(events, 'token', new Set(grants.map((g) => g.type))), action(tokenEndpoint(ctx, auth, grants))),
-    post('/introspect', on('introspect'), action(introspectionEndpoint(ctx, auth))),
-    post('/revoke', on('revoke'), action(revocationEndpoint(ctx, auth))),
-  ];
-  /** A client-authenticated JSON endpoint: POST with a form body, never cached. */
-  function post(path: string, observer: RequestHandler, handler: RequestHandler): EndpointRoute {
-    return { path, methods: { POST: [observer, noStore, form, handler] }, otherwise: [observer, noStore, methodNotAllowed('POST')], errors: json };
+
+  function endpoint(
+    path: string,
+    name: Endpoint,
+    errors: ErrorRequestHandler,
+    stacks: EndpointStacks,
+    observer = observe(ctx.events, name),
+  ): void {
+    const route = router.route(path).all(release, beginRequest, observer, ...(stacks.all ?? []));
+    if (stacks.get) route.get(...stacks.get);
+    if (stacks.post) route.post(...stacks.post);
+    route.all(methodNotAllowed(stacks.allow), errors);
   }
+  /** A client-authenticated JSON endpoint: POST with a form body, never cached. */
+  function post(path: string, name: Endpoint, handler: RequestHandler, observer?: RequestHandler): void {
+    endpoint(path, name, json, { all: [noStore], post: [form, handler], allow: 'POST' }, observer);
+  }
+
+  endpoint('/authorize', 'authorize', page, {
+    all: [frontendHeaders],
+    get: [queryForm, action(authorizeEndpoint(ctx, consentPage))],
+    allow: 'GET, HEAD',
+  });
+  endpoint('/consent', 'consent', page, {
+    all: [frontendHeaders],
+    get: [queryForm, consentPage.session, action(consentPage.show)],
+    post: [form, consentPage.session, action(consentPage.decide)],
+    allow: 'GET, HEAD, POST',
+  });
+  post('/bc-authorize', 'bc-authorize', action(bcAuthorize(ctx, auth)));
+  const grantTypes = new Set<string>(grants.map((g) => g.type));
+  post('/token', 'token', action(tokenEndpoint(ctx, auth, grants)), observe(ctx.events, 'token', grantTypes));
+  post('/introspect', 'introspect', action(introspectionEndpoint(ctx, auth)));
+  post('/revoke', 'revoke', action(revocationEndpoint(ctx, auth)));
   const document = discoveryEndpoint(ctx);
   for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
-    routes.push({ path, methods: { GET: [on('discovery'), document] }, otherwise: [on('discovery'), methodNotAllowed('GET, HEAD')], errors: json });
+    endpoint(path, 'discovery', json, { get: [document], allow: 'GET, HEAD' });
   }
-  if (ctx.keys) routes.push({ path: '/jwks', methods: { GET: [on('jwks'), jwksEndpoint(ctx.keys)] }, otherwise: [on('jwks'), methodNotAllowed('GET, HEAD')], errors: json });
+  if (ctx.keys) endpoint('/jwks', 'jwks', json, { get: [jwksEndpoint(ctx.keys)], allow: 'GET, HEAD' });
 
-  router.use(dispatch(routes));
   // Errors handed to the router by the application's own middleware before it.
   router.use(json);
   return router;
@@ -91,7 +110,7 @@ export function createWellKnownRouter(ctx: GatewayContext): Router {
   // A RegExp, so that characters of the issuer's path are never read as route syntax (Express 4 and 5 differ).
   router
     .route(new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`))
-    .all(observe(ctx.events, 'discovery'))
+    .all(release, beginRequest, observe(ctx.events, 'discovery'))
     .get(discoveryEndpoint(ctx))
     .all(methodNotAllowed('GET, HEAD'));
   // No error handler here: mounted at the root, it would also catch the errors of the application's own routes.

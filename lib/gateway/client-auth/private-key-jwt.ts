@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import type { Request } from 'express';
 import type { FormParams } from '../http/form.js';
-import { routePath } from '../http/dispatch.js';
+import { routePath } from '../http/route-path.js';
 import { ClientJwtRejected, type ClientJwts } from './client-jwt.js';
 import type { ClientAuthMethodModule, Claim } from './method.js';
 

@@ -5,10 +5,12 @@ import { findByLoginHint, type Subscriber } from '../../identity/subscribers.js'
 import type { RegisteredClient } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
 import { decideScope, storedAuthorization } from '../requests/authorization.js';
-import { queryParams, type FormParams } from '../http/form.js';
-import { sendAuthorizationResponse, setRedirectTarget, type RedirectTarget } from '../http/render-error.js';
+import type { FormParams } from '../http/form.js';
+import type { RequestContext } from '../http/request-context.js';
+import { sendAuthorizationResponse, type RedirectTarget } from '../http/respond.js';
 import { createAuthorizationCode, S256_CHALLENGE } from '../requests/authorization-codes.js';
 import { requestParameters } from '../requests/request-objects.js';
+import { sandboxRefusal } from '../requests/sandbox.js';
 import type { ConsentPage } from './consent-page.js';
 import { overLimit } from '../../ops/rate-limits.js';
 
@@ -76,9 +78,9 @@ async function hintNames(ctx: GatewayContext, loginHint: LoginHint, subscriber: 
 /** Protocol steps 3 and 4: the subscriber behind the device (or, in sandbox mode, behind the allow-listed hint). */
 async function identify(ctx: GatewayContext, req: Request, loginHint: LoginHint | undefined, silent: boolean): Promise<Subscriber> {
   if (ctx.sandboxLines) {
-    if (loginHint?.type !== 'tel') throw new OAuthError('access_denied', 'in sandbox mode the login_hint must name an allow-listed line (tel:+...)');
-    if (!ctx.sandboxLines.has(loginHint.phoneNumber)) throw new OAuthError('access_denied', 'the line is not on the sandbox allow-list');
-    const subscriber = await ctx.subscribers.findByPhoneNumber(loginHint.phoneNumber);
+    const refusal = sandboxRefusal(ctx, loginHint);
+    if (refusal !== undefined || loginHint === undefined) throw new OAuthError('access_denied', refusal);
+    const subscriber = await findByLoginHint(ctx.subscribers, loginHint);
     if (!subscriber) throw new OAuthError('access_denied', 'no subscriber is known by this login_hint');
     return subscriber;
   }
@@ -98,8 +100,8 @@ async function identify(ctx: GatewayContext, req: Request, loginHint: LoginHint 
  * in docs/protocol.md's order. Once client and redirect_uri are known good, every error is a redirect.
  */
 export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage) {
-  return async (req: Request, res: Response): Promise<void> => {
-    const plain = queryParams(req);
+  return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    const plain = request.params;
     // Counted while the client is looked up; answered once it is known where errors go.
     const limited = ctx.limits?.authorize(req.ip);
     let registered: Awaited<ReturnType<typeof registeredTarget>>;
@@ -113,7 +115,7 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     }
     const { client, redirectUri } = registered;
     const target: RedirectTarget = { redirectUri, state: undefined, status: 302 };
-    setRedirectTarget(res, target);
+    request.redirectTarget = target;
     // A state sent twice is invalid_request, answered without a state (none is ever invented). With a request
     // object (or request_uri) only a verified signed state is ever echoed: the plain parameters are not used.
     const objectSent = plain.has('request') || plain.has('request_uri');

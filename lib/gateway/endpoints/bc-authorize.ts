@@ -7,19 +7,22 @@ import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
 import { decideScope } from '../requests/authorization.js';
 import { requestParameters } from '../requests/request-objects.js';
-import { formParams } from '../http/form.js';
+import type { RequestContext } from '../http/request-context.js';
+import { sandboxRefusal } from '../requests/sandbox.js';
+import { limitSubscriber } from '../requests/subscriber-limit.js';
 import { createBackchannelRequest, decideBackchannelRequest, toHookRequest } from '../requests/backchannel-requests.js';
 import { overLimit } from '../../ops/rate-limits.js';
-import { sendJson } from '../http/headers.js';
+import { sendJson } from '../http/respond.js';
 
 /**
  * POST /bc-authorize: CIBA poll mode. Answers 200 with an auth_req_id whether or not consent is on record,
  * so the answer never reveals a subscriber's consent (CAMARA privacy model); the token endpoint waits.
  */
 export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
-  return async (req: Request, res: Response): Promise<void> => {
-    const body = formParams(req);
+  return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    const body = request.params;
     const client = await auth.authenticate(req, res, body, 'bc-authorize');
+    request.client = client;
     const limits = ctx.limits;
     if (limits) {
       const limited = limits.client('bc-authorize', client.clientId);
@@ -40,19 +43,12 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     const hint = parseLoginHint(loginHint);
     const decision = decideScope(ctx, client, scope);
     if (decision.basis === 'forbidden') throw new OAuthError('access_denied', 'the policy forbids this purpose and scope');
-    if (ctx.sandboxLines && !(hint.type === 'tel' && ctx.sandboxLines.has(hint.phoneNumber))) {
-      throw new OAuthError('access_denied', 'the line is not on the sandbox allow-list');
-    }
+    const refusal = sandboxRefusal(ctx, hint);
+    if (refusal !== undefined) throw new OAuthError('access_denied', refusal);
     const subscriber = await findByLoginHint(ctx.subscribers, hint);
     if (!subscriber) throw new OAuthError('unknown_user_id', 'no subscriber is known by this login_hint');
-    if (limits) {
-      // Protects the subscriber from floods of requests (and of consent notifications): each client's own, and all together.
-      const limited = limits.subscriber('bc-authorize', client.clientId, subscriber.id);
-      const hit = limited instanceof Promise ? await limited : limited;
-      if (hit !== undefined) {
-        throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: hit.limit, clientId: client.clientId, subscriberId: subscriber.id, retryAfter: hit.retryAfter });
-      }
-    }
+    // Protects the subscriber from floods of requests (and of consent notifications): each client's, and all together.
+    await limitSubscriber(ctx, 'bc-authorize', client.clientId, subscriber.id);
 
     const { authReqId, record } = await createBackchannelRequest(ctx, client, subscriber, decision);
     sendJson(res, 200, { auth_req_id: authReqId, expires_in: ctx.lifetimes.authReqId, interval: ctx.lifetimes.pollInterval });

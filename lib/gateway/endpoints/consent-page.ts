@@ -3,9 +3,9 @@ import session from 'express-session';
 import type { Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../../errors.js';
 import type { GatewayContext } from '../context.js';
-import { formParams, queryParams } from '../http/form.js';
 import { contentSecurityPolicy, purposeWords, renderAnsweredPage, renderConsentPage } from '../http/consent-template.js';
-import { sendAuthorizationResponse, setRedirectTarget, type RedirectTarget } from '../http/render-error.js';
+import type { RequestContext } from '../http/request-context.js';
+import { sendAuthorizationResponse, type RedirectTarget } from '../http/respond.js';
 import { ContractSessionStore } from '../../stores/session-store.js';
 import { createAuthorizationCode } from '../requests/authorization-codes.js';
 import { authorizationOf, type StoredAuthorization } from '../requests/authorization.js';
@@ -174,8 +174,8 @@ export class ConsentPage {
   }
 
   /** GET /consent?interaction=… */
-  readonly show = async (req: Request, res: Response): Promise<void> => {
-    const id = queryParams(req).get('interaction');
+  readonly show = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    const id = request.params.get('interaction');
     const pending = lookup(req, id);
     if (id === undefined || !pending) {
       throw new OAuthError('invalid_request', 'This consent request is unknown or has expired. Return to the application and try again.');
@@ -187,7 +187,7 @@ export class ConsentPage {
       return;
     }
     if (pending.expiresAt <= this.ctx.now()) {
-      setRedirectTarget(res, this.target(pending, 302));
+      request.redirectTarget = this.target(pending, 302);
       await forget(req, id);
       throw new OAuthError('access_denied', 'the consent request expired');
     }
@@ -210,8 +210,8 @@ export class ConsentPage {
   };
 
   /** POST /consent: interaction, csrf, decision=allow|deny. */
-  readonly decide = async (req: Request, res: Response): Promise<void> => {
-    const params = formParams(req);
+  readonly decide = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    const { params } = request;
     const id = params.get('interaction');
     const csrf = params.get('csrf');
     const pending = lookup(req, id);
@@ -224,13 +224,13 @@ export class ConsentPage {
 
     const target = this.target(pending, 303);
     if (pending.expiresAt <= this.ctx.now()) {
-      setRedirectTarget(res, target);
+      request.redirectTarget = target;
       await forget(req, id);
       throw new OAuthError('access_denied', 'the consent request expired');
     }
     // Answered already (a double submission): the first answer stands.
     if (!(await this.ctx.store.consume('interaction', id))) throw refused('This consent request was already answered.');
-    setRedirectTarget(res, target);
+    request.redirectTarget = target;
     await remember(req, id, { answered: decision, clientName: pending.clientName, returnTo: applicationHome(pending.redirectUri), expiresAt: pending.expiresAt });
 
     const subject = { clientId: pending.clientId, subscriberId: pending.subscriberId, purpose: pending.purpose, scopes: pending.consentScopes };

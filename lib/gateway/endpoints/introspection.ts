@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
-import { formParams } from '../http/form.js';
+import type { RequestContext } from '../http/request-context.js';
 import { findAccessToken } from '../tokens/access-tokens.js';
 import { findRefreshToken } from '../tokens/refresh-tokens.js';
 
@@ -58,9 +58,10 @@ async function find(ctx: GatewayContext, token: string, hint: string | undefined
  * up: only the client it was issued to may introspect it, and only the guard spends it.
  */
 export function introspectionEndpoint(ctx: GatewayContext, auth: ClientAuthenticator) {
-  return async (req: Request, res: Response): Promise<void> => {
-    const params = formParams(req);
+  return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    const { params } = request;
     const client = await auth.authenticate(req, res, params, 'introspect');
+    request.client = client;
     const token = params.require('token');
     const found = await find(ctx, token, params.get('token_type_hint'));
     if (found === undefined || found.record.clientId !== client.clientId) {

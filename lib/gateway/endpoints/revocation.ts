@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { OAuthError } from '../../errors.js';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
-import { formParams } from '../http/form.js';
+import type { RequestContext } from '../http/request-context.js';
 import { tokenKey, type AccessTokenRecord } from '../tokens/access-tokens.js';
 import { findRefreshToken } from '../tokens/refresh-tokens.js';
 import type { RegisteredClient } from '../../registry/clients.js';
@@ -54,9 +54,10 @@ async function revokeRefreshToken(ctx: GatewayContext, client: RegisteredClient,
  * by presenting it to a service API.
  */
 export function revocationEndpoint(ctx: GatewayContext, auth: ClientAuthenticator) {
-  return async (req: Request, res: Response): Promise<void> => {
-    const params = formParams(req);
+  return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    const { params } = request;
     const client = await auth.authenticate(req, res, params, 'revoke');
+    request.client = client;
     const token = params.require('token');
     const access = () => revokeAccessToken(ctx, client, token);
     const refresh = () => revokeRefreshToken(ctx, client, token);

@@ -1,13 +1,13 @@
 import type { Request, Response } from 'express';
 import { OAuthError } from '../../errors.js';
-import { CIBA_GRANT, type RegisteredClient } from '../../registry/clients.js';
+import type { RegisteredClient } from '../../registry/clients.js';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
-import { formParams, type FormParams } from '../http/form.js';
+import type { FormParams } from '../http/form.js';
+import type { RequestContext } from '../http/request-context.js';
 import type { Grant } from '../grants/grant.js';
-import { cibaSlowDown } from '../grants/ciba.js';
 import { overLimit } from '../../ops/rate-limits.js';
-import { sendJson } from '../http/headers.js';
+import { sendJson } from '../http/respond.js';
 import { tokenRequestBinding } from '../tokens/dpop.js';
 
 /**
@@ -21,9 +21,10 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
     const self = auth.presents(req, params) ? undefined : byType.get(params.get('grant_type') ?? '');
     return self?.authenticate ? self.authenticate(ctx, params, req) : auth.authenticate(req, res, params, 'token');
   };
-  return async (req: Request, res: Response): Promise<void> => {
-    const params = formParams(req);
+  return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    const { params } = request;
     const client = await authenticate(req, res, params);
+    request.client = client;
     const limited = ctx.limits?.client('token', client.clientId);
     const retryAfter = limited instanceof Promise ? await limited : limited;
     const grantType = params.require('grant_type');
@@ -34,8 +35,7 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
     }
     if (retryAfter !== undefined) {
       const event = { endpoint: 'token', limit: 'client', clientId: client.clientId, retryAfter } as const;
-      // A CIBA poll over the limit is told to poll slower (CIBA Core §11), which pollers follow; a 429 would end its polling.
-      throw grant.type === CIBA_GRANT ? cibaSlowDown(ctx, event) : overLimit(ctx.events, event);
+      throw grant.overClientLimit ? grant.overClientLimit(ctx, event) : overLimit(ctx.events, event);
     }
     const dpopJkt = await tokenRequestBinding(ctx, req, client);
     sendJson(res, 200, await grant.exchange(ctx, client, params, req, { dpopJkt }));

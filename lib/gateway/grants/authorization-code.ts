@@ -6,7 +6,7 @@ import type { Grant } from './grant.js';
 import { issueAccessToken, reportIssued } from '../tokens/access-tokens.js';
 import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
-import { overLimit } from '../../ops/rate-limits.js';
+import { limitSubscriber } from '../requests/subscriber-limit.js';
 
 /** RFC 7636 §4.1: 43..128 unreserved characters. */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -51,13 +51,8 @@ export const authorizationCodeGrant: Grant = {
     if (redirectUri !== record.redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri differs from the authorization request');
     verifyPkce(record, verifier);
     if (stored.consumed) throw await replayed(ctx, record);
-    if (ctx.limits) {
-      // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After.
-      const hit = await ctx.limits.subscriber('token', record.clientId, record.subscriberId);
-      if (hit !== undefined) {
-        throw overLimit(ctx.events, { endpoint: 'token', limit: hit.limit, clientId: record.clientId, subscriberId: record.subscriberId, retryAfter: hit.retryAfter });
-      }
-    }
+    // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After.
+    await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId);
 
     // Consuming the code and storing the token are one atomic step: a replay that finds the code consumed and
     // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent

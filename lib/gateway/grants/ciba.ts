@@ -12,9 +12,9 @@ type Outcome = { kind: 'approved'; consentGrants: string[] } | { kind: 'pending'
 
 /**
  * A CIBA poll over the client's token limit: `slow_down`, the answer CIBA Core §11 has for polling too fast,
- * with `Retry-After`. Pollers (openid-client) add 5 s to their interval and keep polling.
+ * with `Retry-After`. Pollers (openid-client) add 5 s to their interval and keep polling; a 429 would end it.
  */
-export function cibaSlowDown(ctx: GatewayContext, event: RateLimitedEvent): OAuthError {
+function cibaSlowDown(ctx: GatewayContext, event: RateLimitedEvent): OAuthError {
   ctx.events.emit('rate.limited', event);
   ctx.events.emit('ciba.slow_down', { clientId: event.clientId ?? '', reason: 'rate_limit' });
   return new OAuthError('slow_down', 'too many requests; poll more slowly', { headers: { 'Retry-After': String(event.retryAfter) } });
@@ -55,6 +55,7 @@ async function pendingAnswer(ctx: GatewayContext, authReqId: string, record: Bac
 
 export const cibaGrant: Grant = {
   type: CIBA_GRANT,
+  overClientLimit: cibaSlowDown,
   async exchange(ctx, client, params, _req, options) {
     const authReqId = params.require('auth_req_id');
     const stored = await ctx.store.get<BackchannelRecord>('backchannel', authReqId);

@@ -1,4 +1,6 @@
 import type { Request } from 'express';
+import type { OAuthError } from '../../errors.js';
+import type { RateLimitedEvent } from '../../ops/events.js';
 import type { RegisteredClient, GrantType } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
 import type { FormParams } from '../http/form.js';
@@ -23,4 +25,9 @@ export interface Grant {
    */
   authenticate?(ctx: GatewayContext, params: FormParams, req: Request): Promise<RegisteredClient>;
   exchange(ctx: GatewayContext, client: RegisteredClient, params: FormParams, req: Request, options: ExchangeOptions): Promise<TokenResponse>;
+  /**
+   * The answer to a request of this grant over the client's token limit, reported as the grant sees fit;
+   * without it, 429 with Retry-After (reported as `rate.limited`).
+   */
+  overClientLimit?(ctx: GatewayContext, event: RateLimitedEvent): OAuthError;
 }

@@ -1,7 +1,7 @@
 import { OAuthError, isOAuthError } from '../../errors.js';
 import { parseScope } from '../../identity/scope.js';
 import type { RegisteredClient } from '../../registry/clients.js';
-import { overLimit } from '../../ops/rate-limits.js';
+import { limitSubscriber } from '../requests/subscriber-limit.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
 import { authorizationOf, decideScope, type StoredAuthorization } from '../requests/authorization.js';
@@ -76,13 +76,8 @@ export const refreshTokenGrant: Grant = {
     if (stored.consumed) throw await reused(ctx, record);
     const authorization = narrowed(record, scope);
     const consentGrants = await consentGrantsNow(ctx, client, record);
-    if (ctx.limits) {
-      // Before anything is used: the refresh token stays good for a retry after Retry-After.
-      const hit = await ctx.limits.subscriber('token', record.clientId, record.subscriberId);
-      if (hit !== undefined) {
-        throw overLimit(ctx.events, { endpoint: 'token', limit: hit.limit, clientId: record.clientId, subscriberId: record.subscriberId, retryAfter: hit.retryAfter });
-      }
-    }
+    // Before anything is used: the refresh token stays good for a retry after Retry-After.
+    await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId);
 
     const refresh = mintRefreshToken(ctx, record, record.grantId, consentGrants);
     const tokens = await issueAccessToken(ctx, authorization, record.grantId, consentGrants, { kind: 'refresh_token', id: tokenKey(presented) }, { ...options, refresh });

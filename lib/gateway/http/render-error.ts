@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { ErrorRequestHandler, Response } from 'express';
-import { OAuthError, type OAuthErrorCode } from '../../errors.js';
+import { OAuthError } from '../../errors.js';
 import { StoreUnavailableError } from '../../stores/store.js';
-import { bodyError } from './form.js';
+import { bodyError } from './read-params.js';
 import { contentSecurityPolicy, renderErrorPage, type ConsentPageConfig } from './consent-template.js';
-import { sendJson } from './headers.js';
+import { findRequestContext, type RequestContext } from './request-context.js';
+import { sendAuthorizationResponse, sendJson, type RedirectTarget } from './respond.js';
 
 /**
  * The one place errors become responses. Anything that is not already an OAuthError is classified here:
@@ -22,17 +23,15 @@ export function toOAuthError(error: unknown, onError: (error: unknown) => void):
   return new OAuthError('server_error', 'internal error');
 }
 
-/** The OAuth error each answered response carried, for the `request.completed` event's outcome. */
-const answeredErrors = new WeakMap<Response, OAuthErrorCode>();
-
-/** The OAuth error code the response was rendered with, if it was an error. */
-export function answeredError(res: Response): OAuthErrorCode | undefined {
-  return answeredErrors.get(res);
+/** Keeps the error's code in the request's context (if the request reached an endpoint), for its outcome. */
+function answered(res: Response, error: OAuthError): RequestContext | undefined {
+  const request = findRequestContext(res);
+  if (request) request.answered = error.code;
+  return request;
 }
 
 /** RFC 6749 §5.2 JSON error body. */
 export function sendJsonError(res: Response, error: OAuthError): void {
-  answeredErrors.set(res, error.code);
   res.set(error.headers);
   sendJson(res, error.status, error.toJSON());
 }
@@ -61,10 +60,7 @@ export function authChallenge(scheme: 'Bearer' | 'DPoP', realm: string, error: O
  * the body in the guard's format. Without a body (a request with no credentials, RFC 6750 §3.1) the 401 is empty.
  */
 export function sendGuardError(res: Response, status: number, challenges: readonly string[], error: OAuthError | undefined, body: object | undefined): void {
-  if (error) {
-    answeredErrors.set(res, error.code);
-    res.set(error.headers);
-  }
+  if (error) res.set(error.headers);
   if (challenges.length > 0) res.set('WWW-Authenticate', [...challenges]);
   if (body === undefined) {
     res.status(status).end();
@@ -83,62 +79,30 @@ function afterResponse(res: Response, error: unknown, onError: (error: unknown) 
   if (!res.writableEnded) res.destroy();
 }
 
-/** Error handler for the JSON endpoints (bc-authorize, token, discovery). */
+/**
+ * Error handler for the JSON endpoints (bc-authorize, token, introspection, revocation, discovery), and for
+ * errors the application's own middleware hands to the router (no request context then).
+ */
 export function jsonErrorHandler(onError: (error: unknown) => void): ErrorRequestHandler {
   return (error: unknown, _req, res, _next) => {
     if (res.headersSent) {
       afterResponse(res, error, onError);
       return;
     }
-    sendJsonError(res, toOAuthError(error, onError));
+    const oauthError = toOAuthError(error, onError);
+    answered(res, oauthError);
+    sendJsonError(res, oauthError);
   };
 }
 
-/**
- * Where a frontend-flow request answers once its client and redirect_uri are known to be registered
- * (docs/protocol.md, frontend step 2): from then on errors go back to the application, not to an error page.
- */
-export interface RedirectTarget {
-  redirectUri: string;
-  /** The state exactly as sent; undefined when none was sent (none is ever invented). */
-  state: string | undefined;
-  /** 302 from GET /authorize, 303 after the consent form's POST. */
-  status: 302 | 303;
-}
-
-const redirectTargets = new WeakMap<Response, RedirectTarget>();
-
-/** Marks the response as redirectable: later errors are rendered as a redirect to `target`. */
-export function setRedirectTarget(res: Response, target: RedirectTarget): void {
-  redirectTargets.set(res, target);
-}
-
-/**
- * The authorization response (RFC 6749 §4.1.2): the parameters in the redirect_uri's query, the query it
- * already has kept, then `state` if one was sent and `iss` (RFC 9207).
- */
-export function sendAuthorizationResponse(res: Response, issuer: string, target: RedirectTarget, params: Record<string, string | undefined>): void {
-  const hash = target.redirectUri.indexOf('#');
-  const base = hash < 0 ? target.redirectUri : target.redirectUri.slice(0, hash);
-  const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(params)) if (value !== undefined) query.append(name, value);
-  if (target.state !== undefined) query.append('state', target.state);
-  query.append('iss', issuer);
-  const separator = base.includes('?') ? (base.endsWith('?') || base.endsWith('&') ? '' : '&') : '?';
-  res.set('Location', `${base}${separator}${query.toString()}`);
-  res.status(target.status).end();
-}
-
 /** An error of the frontend flow, redirected to the application. */
-export function sendRedirectError(res: Response, issuer: string, target: RedirectTarget, error: OAuthError): void {
-  answeredErrors.set(res, error.code);
+function sendRedirectError(res: Response, issuer: string, target: RedirectTarget, error: OAuthError): void {
   sendAuthorizationResponse(res, issuer, target, { error: error.code, error_description: error.description });
 }
 
 /** The HTML error page: for requests that must not redirect (unknown client, unregistered redirect_uri, a refused form). */
-export function sendErrorPage(res: Response, page: ConsentPageConfig, error: OAuthError): void {
+function sendErrorPage(res: Response, page: ConsentPageConfig, error: OAuthError): void {
   const nonce = randomBytes(16).toString('base64');
-  answeredErrors.set(res, error.code);
   res.set(error.headers);
   res.set('Content-Security-Policy', contentSecurityPolicy(page, nonce));
   res.status(error.status).type('html').send(renderErrorPage(page, nonce, error.code, error.description));
@@ -152,7 +116,7 @@ export function frontendErrorHandler(issuer: string, page: ConsentPageConfig, on
       return;
     }
     const oauthError = toOAuthError(error, onError);
-    const target = redirectTargets.get(res);
+    const target = answered(res, oauthError)?.redirectTarget;
     if (target) sendRedirectError(res, issuer, target, oauthError);
     else sendErrorPage(res, page, oauthError);
   };

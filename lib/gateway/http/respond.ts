@@ -40,3 +40,36 @@ export function sendJson(res: Response, status: number, body: unknown): void {
   res.setHeader('Content-Length', Buffer.byteLength(json));
   res.end(json);
 }
+
+/**
+ * Where a frontend-flow request answers once its client and redirect_uri are known to be registered
+ * (docs/protocol.md, frontend step 2): the authorization response, and from then on its errors too.
+ */
+export interface RedirectTarget {
+  redirectUri: string;
+  /** The state exactly as sent; undefined when none was sent (none is ever invented). */
+  state: string | undefined;
+  /** 302 from GET /authorize, 303 after the consent form's POST. */
+  status: 302 | 303;
+}
+
+/**
+ * The authorization response (RFC 6749 §4.1.2): the parameters in the redirect_uri's query, the query it
+ * already has kept, then `state` if one was sent and `iss` (RFC 9207).
+ */
+export function sendAuthorizationResponse(
+  res: Response,
+  issuer: string,
+  target: RedirectTarget,
+  params: Record<string, string | undefined>,
+): void {
+  const hash = target.redirectUri.indexOf('#');
+  const base = hash < 0 ? target.redirectUri : target.redirectUri.slice(0, hash);
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) query.append(name, value);
+  if (target.state !== undefined) query.append('state', target.state);
+  query.append('iss', issuer);
+  const separator = base.includes('?') ? (base.endsWith('?') || base.endsWith('&') ? '' : '&') : '?';
+  res.set('Location', `${base}${separator}${query.toString()}`);
+  res.status(target.status).end();
+}
