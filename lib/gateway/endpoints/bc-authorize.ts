@@ -19,7 +19,7 @@ import { sendJson } from '../http/headers.js';
 export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
   return async (req: Request, res: Response): Promise<void> => {
     const body = formParams(req);
-    const client = await auth.authenticate(req, res, body, 'bc-authorize');
+    const { client } = await auth.authenticate(req, res, body, 'bc-authorize');
     const limits = ctx.limits;
     if (limits) {
       const limited = limits.client('bc-authorize', client.clientId);

@@ -56,7 +56,7 @@ async function revokeRefreshToken(ctx: GatewayContext, client: RegisteredClient,
 export function revocationEndpoint(ctx: GatewayContext, auth: ClientAuthenticator) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = formParams(req);
-    const client = await auth.authenticate(req, res, params, 'revoke');
+    const { client } = await auth.authenticate(req, res, params, 'revoke');
     const token = params.require('token');
     const access = () => revokeAccessToken(ctx, client, token);
     const refresh = () => revokeRefreshToken(ctx, client, token);
