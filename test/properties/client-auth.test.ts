@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import * as client from 'openid-client';
 import type { Request, Response } from 'express';
 import { clientSecretBasic } from '../../lib/gateway/client-auth/client-secret-basic.js';
+import type { Check } from '../../lib/gateway/client-auth/method.js';
 import { FormParams, formDecode } from '../../lib/gateway/http/form.js';
 import { StaticClientRegistry, type RegisteredClient } from '../../lib/index.js';
 import { CLIENTS, basic } from '../helpers/gateway.js';
@@ -18,18 +19,24 @@ const RUNS = 300;
 
 const basicMethod = clientSecretBasic(new StaticClientRegistry([]));
 
+interface BasicRead {
+  clientId: string;
+  holds: boolean;
+}
+
 /**
  * What the gateway's client_secret_basic method (passport-http's BasicStrategy and its verify callback) reads
  * from a header: the client id it claims, and whether its secret is `secret` (the method's own secret check,
  * run against a registration of that secret); undefined when it claims no client.
  */
-async function readBasic(header: string, secret = 'not-the-secret'): Promise<{ clientId: string; holds: boolean } | undefined> {
+async function readBasic(header: string, secret = 'not-the-secret'): Promise<BasicRead | undefined> {
   let claimed: string | undefined;
   const request = { headers: { authorization: header } } as Request;
-  const outcome = await basicMethod.authenticate(request, {} as Response, new FormParams({}), async (clientId, check) => {
+  const attempt = async (clientId: string, check: Check) => {
     claimed = clientId;
     return check({ clientId, clientSecret: secret, grantTypes: [], scopes: [] });
-  });
+  };
+  const outcome = await basicMethod.authenticate(request, {} as Response, new FormParams({}), attempt);
   if (claimed === undefined) {
     expect(outcome).toEqual({ failure: 'malformed' });
     return undefined;
@@ -58,7 +65,9 @@ const id = wellFormed(40).filter((s) => s !== '');
 const secret = fc.oneof(wellFormed(60), fc.string({ unit: 'binary', maxLength: 60 }).filter(encodable)).filter((s) => s !== '');
 
 describe('Basic credentials properties', () => {
-  it('RFC 6749 Appendix B round trip: any id and secret, encoded as openid-client does, decode to themselves', async () => {
+  const roundTrip = 'RFC 6749 Appendix B round trip: any id and secret, encoded as openid-client does, '
+    + 'decode to themselves';
+  it(roundTrip, async () => {
     await fc.assert(
       fc.asyncProperty(id, secret, async (clientId, s) => {
         expect(await readBasic(openidClientHeader(clientId, s), s)).toEqual({ clientId, holds: true });
@@ -99,10 +108,11 @@ describe('Basic credentials properties', () => {
       { numRuns: RUNS },
     );
     expect(await readBasic(`Basic ${Buffer.from('id::secret').toString('base64')}`, ':secret')).toBeUndefined();
-    expect(await readBasic(`Basic ${Buffer.from('id:%3Asecret').toString('base64')}`, ':secret')).toEqual({ clientId: 'id', holds: true });
+    const encoded = `Basic ${Buffer.from('id:%3Asecret').toString('base64')}`;
+    expect(await readBasic(encoded, ':secret')).toEqual({ clientId: 'id', holds: true });
   });
 
-  it('malformed credentials are refused, never thrown: no colon, empty halves, bad percent-escapes, other schemes', async () => {
+  it('malformed credentials are refused, not thrown: no colon, empty halves, bad escapes, other schemes', async () => {
     const b64 = (text: string) => Buffer.from(text).toString('base64');
     const malformed = fc.oneof(
       id.map((v) => `Basic ${b64(encodeURIComponent(v))}`), // no colon at all
@@ -110,7 +120,9 @@ describe('Basic credentials properties', () => {
       id.map((v) => `Basic ${b64(`${encodeURIComponent(v)}:`)}`), // empty secret
       fc.tuple(id, fc.constantFrom('%', '%zz', '%E2%82', '%C3%28', 'a%')).map(([v, bad]) => `Basic ${b64(`${encodeURIComponent(v)}:${bad}`)}`),
       // passport-http reads any scheme name containing `Basic` as Basic: `Basicx` is such credentials.
-      fc.tuple(fc.constantFrom('Bearer', 'Digest', 'Negotiate', ''), id).map(([scheme, v]) => `${scheme} ${b64(`a:${encodeURIComponent(v)}`)}`),
+      fc
+        .tuple(fc.constantFrom('Bearer', 'Digest', 'Negotiate', ''), id)
+        .map(([scheme, v]) => `${scheme} ${b64(`a:${encodeURIComponent(v)}`)}`),
     );
     await fc.assert(
       fc.asyncProperty(malformed, async (header) => {

@@ -95,9 +95,9 @@ export class ClientAuthenticator {
   private presentedMethod(req: Request, params: FormParams, endpoint: Endpoint): ClientAuthMethodModule {
     const presented = this.methods.filter((m) => m.presentedIn(req, params));
     if (presented.length > 1) throw new OAuthError('invalid_request', 'use exactly one client authentication method');
-    const method = presented[0] ?? (endpoint === 'token' && this.grantAssertion.presentedIn(req, params) ? this.grantAssertion : undefined);
-    if (method === undefined) throw this.failed(endpoint, 'missing');
-    return method;
+    if (presented[0] !== undefined) return presented[0];
+    if (endpoint === 'token' && this.grantAssertion.presentedIn(req, params)) return this.grantAssertion;
+    throw this.failed(endpoint, 'missing');
   }
 
   /**
@@ -107,7 +107,13 @@ export class ClientAuthenticator {
    * failures elsewhere never lock a client out here; ids that name no client count per address. The registry is
    * asked once per request: the lock-out and the method's check both use what it found.
    */
-  private async attempt(method: ClientAuthMethod, req: Request, endpoint: Endpoint, claimed: string, check: Check): Promise<Verified> {
+  private async attempt(
+    method: ClientAuthMethod,
+    req: Request,
+    endpoint: Endpoint,
+    claimed: string,
+    check: Check,
+  ): Promise<Verified> {
     const registered = await this.clients.find(claimed);
     let slot: AttemptSlot | undefined;
     if (this.limits) {

@@ -7,7 +7,7 @@ import { ClientJwtRejected, type ClientJwts } from './client-jwt.js';
 import { assertionAudiences } from './private-key-jwt.js';
 import type { ClientAuthMethodModule } from './method.js';
 
-/** `typ` of a JWT bearer assertion: none or `JWT`. A client assertion's or request object's own types never pass as one. */
+/** `typ` of a JWT bearer assertion: none or `JWT`; a client assertion's or request object's own types never pass. */
 const ASSERTION_TYPES = [undefined, 'jwt'] as const;
 
 /** The JWT bearer grant's `assertion`, after what every request of the grant must satisfy before it is verified. */
@@ -15,7 +15,8 @@ export function grantAssertion(params: FormParams): string {
   // CAMARA: the scope travels in the assertion's `scope` claim, never as a parameter. Checked before the
   // assertion is verified, so a refused request does not use up its `jti`.
   if (params.has('scope')) {
-    throw new OAuthError('invalid_request', 'the JWT bearer grant takes its scope from the assertion\'s scope claim; do not send a scope parameter');
+    const description = 'the JWT bearer grant takes its scope from the assertion\'s scope claim';
+    throw new OAuthError('invalid_request', `${description}; do not send a scope parameter`);
   }
   return params.require('assertion');
 }
@@ -25,12 +26,20 @@ export function grantAssertion(params: FormParams): string {
  * the token endpoint or this endpoint, `exp` within 300 s, `iat` required and not ahead, `exp - iat` at most 300 s,
  * `jti` single use (the client's JWT verifier, as for client assertions). Any failure: invalid_grant (RFC 7523 §3.1).
  */
-export async function verifyAssertion(jwts: ClientJwts, issuer: string, client: RegisteredClient, assertion: string, req: Request): Promise<JWTPayload> {
+export async function verifyAssertion(
+  jwts: ClientJwts,
+  issuer: string,
+  client: RegisteredClient,
+  assertion: string,
+  req: Request,
+): Promise<JWTPayload> {
+  const audience = assertionAudiences(issuer, req);
+  const rules = { audience, subjectIsClient: false, requireIat: true, types: ASSERTION_TYPES };
   try {
-    return await jwts.verify(client, assertion, { audience: assertionAudiences(issuer, req), subjectIsClient: false, requireIat: true, types: ASSERTION_TYPES });
+    return await jwts.verify(client, assertion, rules);
   } catch (error) {
-    if (error instanceof ClientJwtRejected) throw new OAuthError('invalid_grant', `the assertion was refused: ${error.reason}`);
-    throw error;
+    if (!(error instanceof ClientJwtRejected)) throw error;
+    throw new OAuthError('invalid_grant', `the assertion was refused: ${error.reason}`);
   }
 }
 

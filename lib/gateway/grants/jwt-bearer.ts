@@ -51,7 +51,9 @@ export const jwtBearerGrant: Grant = {
   type: JWT_BEARER_GRANT,
   async exchange(ctx, client, params, req, options) {
     const { assertion, ...issue } = options;
-    const claims = assertion ?? (await verifyAssertion(ctx.clientJwts, ctx.issuer, client, grantAssertion(params), req));
+    // Verified already when it authenticated the client; else it must be the authenticated client's.
+    const claims =
+      assertion ?? (await verifyAssertion(ctx.clientJwts, ctx.issuer, client, grantAssertion(params), req));
     const hint = subjectOf(claims);
     if (typeof claims.scope !== 'string' || claims.scope.trim() === '') throw invalidGrant('the assertion has no scope claim (purpose and API scopes)');
     const decision = decideScope(ctx, client, claims.scope);
@@ -70,7 +72,8 @@ export const jwtBearerGrant: Grant = {
 
     // No ID token and no refresh token here (CAMARA: this flow MUST NOT return refresh tokens): the granted scope says so.
     const authorization = storedAuthorization(client.clientId, subscriber, withoutProtocolScopes(decision.requested, { openid: true, offlineAccess: true }));
-    const tokens = await issueAccessToken(ctx, authorization, taggedId(randomTag(), 16), consentGrants, undefined, issue);
+    const grantId = taggedId(randomTag(), 16);
+    const tokens = await issueAccessToken(ctx, authorization, grantId, consentGrants, undefined, issue);
     reportIssued(ctx, authorization, JWT_BEARER_GRANT, tokens);
     return tokens;
   },

@@ -33,7 +33,7 @@ describe('client authentication', () => {
     expect((await post(raw)).status).toBe(200);
   });
 
-  it('splits on the FIRST colon and form-decodes both halves: a raw colon in the secret belongs to the secret', async () => {
+  it('splits on the FIRST colon, form-decodes both halves: a raw colon in the secret belongs to it', async () => {
     const { app: colons, netauth } = createTestGateway({
       clients: [
         { clientId: 'colon-app', clientSecret: 'se:cret:value', grantTypes: [CIBA], scopes: [SIM_SWAP] },
@@ -42,15 +42,19 @@ describe('client authentication', () => {
     });
     const events = recordEvents(netauth);
     const send = (credentials: string, scheme = 'Basic') =>
-      request(colons).post('/apigateway/bc-authorize').set('Authorization', `${scheme} ${Buffer.from(credentials).toString('base64')}`).type('form').send(body);
+      request(colons)
+        .post('/apigateway/bc-authorize')
+        .set('Authorization', `${scheme} ${Buffer.from(credentials).toString('base64')}`)
+        .type('form')
+        .send(body);
     expect((await send('colon-app:se:cret:value')).status).toBe(200);
     expect((await send('a%3Ab:c%25d+e-secret', 'basic')).status).toBe(200);
     expectInvalidClient(await send('colon-app:se'));
     // Unreadable: no colon, a malformed %-escape in either half, another scheme; none reaches a comparison.
-    for (const [credentials, scheme] of [['colon-app'], ['colon-app:%zz'], ['colon%E0%A4:x'], ['colon-app:se:cret:value', 'Bearer']]) {
-      expectInvalidClient(await send(credentials!, scheme));
-    }
-    expect(events.of('client.authentication_failed').map((e) => e.reason)).toEqual(['invalid_credentials', 'malformed', 'malformed', 'malformed', 'malformed']);
+    const unreadable = [['colon-app'], ['colon-app:%zz'], ['colon%E0%A4:x'], ['colon-app:se:cret:value', 'Bearer']];
+    for (const [credentials, scheme] of unreadable) expectInvalidClient(await send(credentials!, scheme));
+    const reasons = events.of('client.authentication_failed').map((e) => e.reason);
+    expect(reasons).toEqual(['invalid_credentials', 'malformed', 'malformed', 'malformed', 'malformed']);
   });
 
   it('missing credentials: 401 invalid_client with WWW-Authenticate', async () => {
