@@ -1,7 +1,7 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { parseBasic } from '../../lib/gateway/client-auth/client-secret-basic.js';
+import { formDecode } from '../../lib/gateway/http/form.js';
 import { APP1, APP2, CIBA, SIM_SWAP, basic } from '../helpers/gateway.js';
 import {
   BC_AUTHORIZE_ERRORS,
@@ -327,9 +327,13 @@ describe('bc-authorize and token under generated requests', () => {
   });
 
   it('an Authorization header that names no registered client is 401 invalid_client with a Basic challenge', async () => {
+    // Leaves out a header passport-http would read as a registered id's (a scheme containing `Basic`, the part of
+    // the decoded credentials before a colon): failures for that id would lock it out for later requests.
     const garbage = headerValue.filter((h) => {
-      const c = parseBasic(h.trim());
-      return !(c && ['app-1', 'app-2', 'code-only'].includes(c.clientId));
+      const [scheme, token] = h.trim().split(' ');
+      if (!scheme || !/Basic/i.test(scheme) || token === undefined) return true;
+      const id = formDecode(Buffer.from(token, 'base64').toString().split(':')[0]!) ?? '';
+      return !['app-1', 'app-2', 'code-only'].includes(id);
     });
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...ENDPOINTS), garbage, async (endpoint, header) => {

@@ -7,10 +7,11 @@ export function clientSecretPost(clients: ClientRegistry): ClientAuthMethodModul
   return {
     method: 'client_secret_post',
     presentedIn: (_req, params) => params.has('client_secret'),
-    claim: (_req, params) => {
+    authenticate: async (_req, _res, params, attempt) => {
       const clientId = params.get('client_id');
-      return clientId === undefined ? { failure: 'missing' } : { clientId };
+      if (clientId === undefined) return { failure: 'missing' };
+      const secret = params.require('client_secret');
+      return attempt(clientId, (registered) => verifySecret(clients, registered, secret));
     },
-    verify: (_req, _res, params, registered) => verifySecret(clients, registered, params.require('client_secret')),
   };
 }

@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import type { FormParams } from '../http/form.js';
 import { routePath } from '../http/route-path.js';
 import { ClientJwtRejected, type ClientJwts } from './client-jwt.js';
-import type { ClientAuthMethodModule, Claim } from './method.js';
+import type { ClientAuthMethodModule, Unreadable } from './method.js';
 
 export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
@@ -22,7 +22,7 @@ export function assertionAudiences(issuer: string, req: Request): string[] {
 }
 
 /** The client id the assertion names: the body's `client_id` if sent (it must match), else the unverified `sub`. */
-function claim(params: FormParams): Claim {
+function claim(params: FormParams): { clientId: string } | Unreadable {
   if (params.get('client_assertion_type') !== CLIENT_ASSERTION_TYPE) return { failure: 'malformed' };
   const assertion = params.get('client_assertion');
   if (assertion === undefined) return { failure: 'missing' };
@@ -46,23 +46,27 @@ export function privateKeyJwt(jwts: ClientJwts, issuer: string): ClientAuthMetho
   return {
     method: 'private_key_jwt',
     presentedIn: (_req, params) => params.has('client_assertion') || params.has('client_assertion_type'),
-    claim: (_req, params) => claim(params),
-    verify: async (req, _res, params, client) => {
-      if (!client) return {};
-      // A client registered for another method is refused without spending a signature check (or a jti) on it.
-      if (client.tokenEndpointAuthMethod !== 'private_key_jwt') return { known: client };
-      try {
-        await jwts.verify(client, params.require('client_assertion'), {
-          audience: assertionAudiences(issuer, req),
-          subjectIsClient: true,
-          requireIat: false,
-          types: ASSERTION_TYPES,
-        });
-      } catch (error) {
-        if (error instanceof ClientJwtRejected) return { known: client };
-        throw error;
-      }
-      return { client, known: client };
+    authenticate: async (req, _res, params, attempt) => {
+      const claimed = claim(params);
+      if ('failure' in claimed) return claimed;
+      const assertion = params.require('client_assertion');
+      return attempt(claimed.clientId, async (client) => {
+        if (!client) return {};
+        // A client registered for another method is refused without spending a signature check (or a jti) on it.
+        if (client.tokenEndpointAuthMethod !== 'private_key_jwt') return { known: client };
+        try {
+          await jwts.verify(client, assertion, {
+            audience: assertionAudiences(issuer, req),
+            subjectIsClient: true,
+            requireIat: false,
+            types: ASSERTION_TYPES,
+          });
+        } catch (error) {
+          if (error instanceof ClientJwtRejected) return { known: client };
+          throw error;
+        }
+        return { client, known: client };
+      });
     },
   };
 }

@@ -21,7 +21,7 @@ import { sendJson } from '../http/respond.js';
 export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
   return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const body = request.params;
-    const client = await auth.authenticate(req, res, body, 'bc-authorize');
+    const { client } = await auth.authenticate(req, res, body, 'bc-authorize');
     request.client = client;
     const limits = ctx.limits;
     if (limits) {

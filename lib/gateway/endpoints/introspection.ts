@@ -60,7 +60,7 @@ async function find(ctx: GatewayContext, token: string, hint: string | undefined
 export function introspectionEndpoint(ctx: GatewayContext, auth: ClientAuthenticator) {
   return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const { params } = request;
-    const client = await auth.authenticate(req, res, params, 'introspect');
+    const { client } = await auth.authenticate(req, res, params, 'introspect');
     request.client = client;
     const token = params.require('token');
     const found = await find(ctx, token, params.get('token_type_hint'));

@@ -56,7 +56,7 @@ async function revokeRefreshToken(ctx: GatewayContext, client: RegisteredClient,
 export function revocationEndpoint(ctx: GatewayContext, auth: ClientAuthenticator) {
   return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const { params } = request;
-    const client = await auth.authenticate(req, res, params, 'revoke');
+    const { client } = await auth.authenticate(req, res, params, 'revoke');
     request.client = client;
     const token = params.require('token');
     const access = () => revokeAccessToken(ctx, client, token);

@@ -1,9 +1,7 @@
 import type { Request, Response } from 'express';
 import { OAuthError } from '../../errors.js';
-import type { RegisteredClient } from '../../registry/clients.js';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
-import type { FormParams } from '../http/form.js';
 import type { RequestContext } from '../http/request-context.js';
 import type { Grant } from '../grants/grant.js';
 import { overLimit } from '../../ops/rate-limits.js';
@@ -13,18 +11,15 @@ import { tokenRequestBinding } from '../tokens/dpop.js';
 /**
  * POST /token: authenticates the client, checks a DPoP proof if one was sent (every grant alike: a valid one binds
  * whatever token the grant issues), then dispatches on grant_type to one grant module. A request with no client
- * credentials for a grant whose assertion authenticates the client (JWT bearer) is authenticated by it.
+ * credentials for the JWT bearer grant is authenticated by its assertion, whose verified claims go to the grant.
  */
 export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, grants: readonly Grant[]) {
   const byType = new Map(grants.map((g) => [g.type as string, g]));
-  const authenticate = (req: Request, res: Response, params: FormParams): Promise<RegisteredClient> => {
-    const self = auth.presents(req, params) ? undefined : byType.get(params.get('grant_type') ?? '');
-    return self?.authenticate ? self.authenticate(ctx, params, req) : auth.authenticate(req, res, params, 'token');
-  };
   return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const { params } = request;
-    const client = await authenticate(req, res, params);
+    const { client, assertion } = await auth.authenticate(req, res, params, 'token');
     request.client = client;
+    if (assertion !== undefined) request.assertion = assertion;
     const limited = ctx.limits?.client('token', client.clientId);
     const retryAfter = limited instanceof Promise ? await limited : limited;
     const grantType = params.require('grant_type');
@@ -38,6 +33,6 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
       throw grant.overClientLimit ? grant.overClientLimit(ctx, event) : overLimit(ctx.events, event);
     }
     const dpopJkt = await tokenRequestBinding(ctx, req, client);
-    sendJson(res, 200, await grant.exchange(ctx, client, params, req, { dpopJkt }));
+    sendJson(res, 200, await grant.exchange(ctx, client, params, req, { dpopJkt, assertion }));
   };
 }

@@ -8,6 +8,7 @@ import { CLIENTS, SIM_SWAP, SUBSCRIBERS, basic } from '../../helpers/gateway.js'
 import { LOCATION } from '../../helpers/frontend.js';
 import { listen } from '../../helpers/listen.js';
 import { recordEvents } from '../../helpers/events.js';
+import { only } from '../../helpers/rate-limits.js';
 import { CAMARA_CLIENT, CAMARA_KEY, FOREIGN_CAMARA_KEY, assertionFields, clientAssertion } from '../../helpers/client-jwts.js';
 import { BEARER_CLIENT, GRANTS_CLIENTS, JWT_BEARER, bearerAssertion, callService, createGrantsGateway, tokenRequest } from '../../helpers/grants.js';
 import type { TestGateway } from '../../helpers/gateway.js';
@@ -172,6 +173,59 @@ describe.each(['opaque', 'jwt'] as const)('JWT bearer grant (%s access tokens)',
     expect((await tokenRequest(gw.app, { grant_type: JWT_BEARER })).body.error).toBe('invalid_request');
     // A client registered with a secret is refused before anything else, as for any grant.
     expect((await tokenRequest(gw.app, { grant_type: JWT_BEARER }, basic('app-1', CLIENTS[0]!.clientSecret!))).body.error).toBe('unauthorized_client');
+  });
+});
+
+describe('JWT bearer: the assertion as client authentication takes the authenticator\'s one failure path', () => {
+  it('failed assertions count towards the lock-out per (client, address), then 429 even for a valid one', async () => {
+    const budget = 3;
+    const rule = { failures: budget, duration: 900 };
+    const limits = only({ clientAuthentication: { perClientAndAddress: rule, perAddress: rule } });
+    const gw = createGrantsGateway({ rateLimits: limits });
+    const events = recordEvents(gw.netauth);
+    const server = await listen(gw.app);
+    const post = (ip: string, assertion: string) =>
+      fetch(`${server.url}/apigateway/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
+        body: new URLSearchParams({ grant_type: JWT_BEARER, assertion }).toString(),
+      });
+    const forged = () => bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw), key: FOREIGN_CAMARA_KEY });
+    const valid = () => bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw) });
+    const naming = (iss: string) => bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw), claims: { iss } });
+    try {
+      // Forged assertions for a registered client: the grant's invalid_grant, each one spending the budget.
+      for (let i = 0; i < budget; i++) {
+        const res = await post('203.0.113.9', await forged());
+        expect(res.status).toBe(400);
+        expect(((await res.json()) as { error: string }).error).toBe('invalid_grant');
+      }
+      for (const assertion of [await forged(), await valid()]) {
+        const locked = await post('203.0.113.9', assertion);
+        expect(locked.status).toBe(429);
+        expect(Number(locked.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(((await locked.json()) as { error: string }).error).toBe('temporarily_unavailable');
+      }
+      // From another address the client is served.
+      expect((await post('203.0.113.10', await valid())).status).toBe(200);
+      // An iss that names no client counts per address.
+      for (let i = 0; i < budget; i++) {
+        expect((await post('198.51.100.9', await naming(`nobody-${i}`))).status).toBe(401);
+      }
+      expect((await post('198.51.100.9', await naming('nobody'))).status).toBe(429);
+      const refused = { endpoint: 'token', reason: 'invalid_credentials' };
+      expect(events.of('client.authentication_failed')).toEqual([
+        ...Array.from({ length: budget }, () => ({ ...refused, clientId: 'backend-app' })),
+        ...Array.from({ length: budget }, () => refused),
+      ]);
+      expect(events.of('rate.limited')).toEqual([
+        { endpoint: 'token', limit: 'client_authentication', clientId: 'backend-app', retryAfter: expect.any(Number) },
+        { endpoint: 'token', limit: 'client_authentication', clientId: 'backend-app', retryAfter: expect.any(Number) },
+        { endpoint: 'token', limit: 'client_authentication', retryAfter: expect.any(Number) },
+      ]);
+    } finally {
+      await server.close();
+    }
   });
 });
 
