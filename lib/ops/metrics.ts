@@ -1,7 +1,7 @@
 import express, { type Router } from 'express';
 import type * as PromClient from 'prom-client';
 import type { EventHub } from './events.js';
-import { methodNotAllowed } from '../gateway/http/headers.js';
+import { methodNotAllowed } from '../method-not-allowed.js';
 import { requirePeer } from '../optional-peer.js';
 
 /**

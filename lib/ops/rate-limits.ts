@@ -6,7 +6,6 @@ import { RedisStore, connectionOf } from '../stores/redis.js';
 import { RedisConnection, type RedisStoreClient } from '../stores/redis-connection.js';
 import type { EventHub, RateLimitedEvent } from './events.js';
 import { FailureBudget, NO_SLOT, WINDOW_MARGIN_MS, seconds, type Reservation } from './lockout.js';
-import { whenAnswered, type Answer } from '../answer.js';
 import { MemoryCounters, RedisCounters, type CounterKey, type CounterLimit, type Counters } from './counters.js';
 
 /** At most `points` requests per `duration` seconds. */
@@ -230,11 +229,11 @@ export class RateLimits {
   }
 
   /** GET /authorize: one request from `ip`. Seconds to wait when over the limit, else undefined. */
-  authorize(ip: string | undefined): Answer<number | undefined> {
+  async authorize(ip: string | undefined): Promise<number | undefined> {
     const limit = this.authorizePerAddress;
     if (limit === undefined) return undefined;
-    const refusal = this.guarded(() => this.counters.chain([{ limit, key: { tag: part(addressKey(ip)) } }]));
-    return whenAnswered(refusal, (r) => r && seconds(r.msBeforeNext));
+    const refusal = await this.guarded(() => this.counters.chain([{ limit, key: { tag: part(addressKey(ip)) } }]));
+    return refusal && seconds(refusal.msBeforeNext);
   }
 
   /**
@@ -243,12 +242,12 @@ export class RateLimits {
    * takes more than the limit leaves, so the limit holds across instances (near it, a request may be refused
    * while another instance still holds a few points).
    */
-  client(endpoint: LimitedEndpoint, clientId: string): Answer<number | undefined> {
+  async client(endpoint: LimitedEndpoint, clientId: string): Promise<number | undefined> {
     const limit = this.perClient[endpoint];
     if (limit === undefined) return undefined;
     if (!this.counters.shared) {
-      const answer = this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, 1));
-      return whenAnswered(answer, (a) => (a === undefined || a.taken > 0 ? undefined : seconds(a.msBeforeNext)));
+      const answer = await this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, 1));
+      return answer === undefined || answer.taken > 0 ? undefined : seconds(answer.msBeforeNext);
     }
     const id = `${endpoint} ${clientId}`;
     const ahead = this.ahead.get(id);
@@ -259,17 +258,15 @@ export class RateLimits {
       }
       this.ahead.delete(id);
     }
-    const answer = this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, pointsAhead(limit.points)));
-    return whenAnswered(answer, (a) => {
-      if (a === undefined) return undefined;
-      if (a.taken === 0) return seconds(a.msBeforeNext);
-      if (a.taken > 1) {
-        // Bounded: past this size what was taken ahead is forgotten (it expires with its window in Redis).
-        if (this.ahead.size >= 10_000) this.ahead.clear();
-        this.ahead.set(id, { left: a.taken - 1, until: Date.now() + a.msBeforeNext - WINDOW_MARGIN_MS });
-      }
-      return undefined;
-    });
+    const a = await this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, pointsAhead(limit.points)));
+    if (a === undefined) return undefined;
+    if (a.taken === 0) return seconds(a.msBeforeNext);
+    if (a.taken > 1) {
+      // Bounded: past this size what was taken ahead is forgotten (it expires with its window in Redis).
+      if (this.ahead.size >= 10_000) this.ahead.clear();
+      this.ahead.set(id, { left: a.taken - 1, until: Date.now() + a.msBeforeNext - WINDOW_MARGIN_MS });
+    }
+    return undefined;
   }
 
   /**
@@ -278,7 +275,7 @@ export class RateLimits {
    * allowance, so one client's excess never uses up what other clients may ask for the same subscriber. Both
    * in one step (one script with Redis: their keys share the subscriber's hash tag).
    */
-  subscriber(endpoint: LimitedEndpoint, clientId: string, subscriberId: string): Answer<SubscriberLimitHit | undefined> {
+  async subscriber(endpoint: LimitedEndpoint, clientId: string, subscriberId: string): Promise<SubscriberLimitHit | undefined> {
     const entries: Array<{ limit: CounterLimit; key: CounterKey }> = [];
     const kinds: Array<SubscriberLimitHit['limit']> = [];
     const pair = this.perClientAndSubscriber[endpoint];
@@ -292,8 +289,8 @@ export class RateLimits {
       kinds.push('subscriber');
     }
     if (entries.length === 0) return undefined;
-    const refusal = this.guarded(() => this.counters.chain(entries));
-    return whenAnswered(refusal, (r) => r && { limit: kinds[r.index]!, retryAfter: seconds(r.msBeforeNext) });
+    const refusal = await this.guarded(() => this.counters.chain(entries));
+    return refusal && { limit: kinds[refusal.index]!, retryAfter: seconds(refusal.msBeforeNext) };
   }
 
   /**
@@ -302,7 +299,7 @@ export class RateLimits {
    * client), else per address. A slot, or the seconds to wait when the budget is spent (or, across instances,
    * full of checks in flight). A client's own requests from an address that has not failed always get a slot.
    */
-  reserve(clientId: string | undefined, ip: string | undefined): Answer<Reservation> {
+  async reserve(clientId: string | undefined, ip: string | undefined): Promise<Reservation> {
     const address = part(addressKey(ip));
     const budget = clientId === undefined ? this.failuresPerAddress : this.failuresPerClientAndAddress;
     if (budget === undefined) return { slot: NO_SLOT };
@@ -316,20 +313,13 @@ export class RateLimits {
   }
 
   /** Runs a counter operation; a failure is reported and lets the request through. */
-  private guarded<T>(operation: () => Answer<T>): Answer<T | undefined> {
-    let answer: Answer<T>;
+  private async guarded<T>(operation: () => Promise<T>): Promise<T | undefined> {
     try {
-      answer = operation();
+      return await operation();
     } catch (error) {
       this.onError(error);
       return undefined;
     }
-    return answer instanceof Promise ? answer.catch((error: unknown) => this.fail(error)) : answer;
-  }
-
-  private fail(error: unknown): undefined {
-    this.onError(error);
-    return undefined;
   }
 }
 

@@ -102,11 +102,6 @@ export class MemoryStore implements Store {
   }
 
   async get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined> {
-    return this.peek<T>(kind, id);
-  }
-
-  /** `get` with no promise: the records are in this process (the guard's read of every call). */
-  peek<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): StoredRecord<T> | undefined {
     const entry = this.live(`${kind}:${id}`);
     return entry ? { value: entry.value as T, consumed: entry.consumed } : undefined;
   }

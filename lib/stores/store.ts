@@ -1,7 +1,6 @@
 /**
  * The store contract. Every piece of server-side state (codes, backchannel requests, access tokens,
- * consent records, consent-page interactions) goes through these six operations (and an optional immediate
- * read), so the memory store and the Redis store are interchangeable and pass one shared contract test suite
+ * consent records, consent-page interactions) goes through these six operations, so the memory store and the Redis store are interchangeable and pass one shared contract test suite
  * (test/stores/contract.ts).
  *
  * Modelled on express-session's Store and node-oidc-provider's adapter, reduced to what the grants need:
@@ -89,12 +88,6 @@ export interface Store {
   /** Writes (or overwrites, resetting `consumed`) the record. */
   put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void>;
   get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined>;
-  /**
-   * Optional: `get`'s answer at once, for a store whose records live in this process (the memory store). The
-   * guard reads every presented token with it when there is one, with no promise; a store that does I/O leaves it
-   * out, and `get` is used.
-   */
-  peek?<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): StoredRecord<T> | undefined;
   /**
    * Writes the record only if no live record has this kind and id. True only for the one call that wrote it:
    * of concurrent calls with the same id exactly one gets `true`.

@@ -22,8 +22,7 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     const client = await auth.authenticate(req, res, body, 'bc-authorize');
     const limits = ctx.limits;
     if (limits) {
-      const limited = limits.client('bc-authorize', client.clientId);
-      const retryAfter = limited instanceof Promise ? await limited : limited;
+      const retryAfter = await limits.client('bc-authorize', client.clientId);
       if (retryAfter !== undefined) throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: 'client', clientId: client.clientId, retryAfter });
     }
     if (!client.grantTypes.includes(CIBA_GRANT)) {
@@ -47,8 +46,7 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     if (!subscriber) throw new OAuthError('unknown_user_id', 'no subscriber is known by this login_hint');
     if (limits) {
       // Protects the subscriber from floods of requests (and of consent notifications): each client's own, and all together.
-      const limited = limits.subscriber('bc-authorize', client.clientId, subscriber.id);
-      const hit = limited instanceof Promise ? await limited : limited;
+      const hit = await limits.subscriber('bc-authorize', client.clientId, subscriber.id);
       if (hit !== undefined) {
         throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: hit.limit, clientId: client.clientId, subscriberId: subscriber.id, retryAfter: hit.retryAfter });
       }

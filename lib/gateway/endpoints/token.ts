@@ -24,8 +24,7 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
   return async (req: Request, res: Response): Promise<void> => {
     const params = formParams(req);
     const client = await authenticate(req, res, params);
-    const limited = ctx.limits?.client('token', client.clientId);
-    const retryAfter = limited instanceof Promise ? await limited : limited;
+    const retryAfter = await ctx.limits?.client('token', client.clientId);
     const grantType = params.require('grant_type');
     const grant = byType.get(grantType);
     if (!grant) throw new OAuthError('unsupported_grant_type', 'this grant_type is not supported');

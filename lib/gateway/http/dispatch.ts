@@ -1,5 +1,4 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
-import { releaseListenersOnClose } from './release-listeners.js';
 
 /**
  * One endpoint of the router: a declarative stack of handlers per method, the stack every other method gets
@@ -38,7 +37,6 @@ export function dispatch(routes: readonly EndpointRoute[]): RequestHandler {
       next();
       return;
     }
-    releaseListenersOnClose(res);
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     const stack = method === 'GET' || method === 'POST' ? route.methods[method] : undefined;
     const fail = (error: unknown): void => {

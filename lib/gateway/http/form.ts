@@ -111,10 +111,6 @@ function readBody(req: Request, length: number, done: (error: OAuthError | undef
     chunks.push(chunk);
   };
   const onEnd = (): void => {
-    // Taken off once done: the request's table would otherwise keep both closures, and through them the request, alive
-    // after the exchange (see release-listeners.ts). A request is a stream, whose table Node empties in place.
-    req.removeListener('data', onData);
-    req.removeListener('end', onEnd);
     if (received !== length) done(unreadable());
     else done(undefined, (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)).toString('utf8'));
   };
