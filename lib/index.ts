@@ -67,7 +67,17 @@ export type { ConsentRecord } from './consent/records.js';
 export { MemoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
 export { StoreUnavailableError, placementTag } from './stores/store.js';
-export type { Store, RecordKind, PutOptions, RecordWrite, StoredRecord, JsonObject, JsonValue } from './stores/store.js';
+export type {
+  Store,
+  RecordKind,
+  PutOptions,
+  RecordWrite,
+  StoredRecord,
+  JsonObject,
+  JsonValue,
+  SharedCounters,
+  CounterScript,
+} from './stores/store.js';
 export { RedisStore, StoreDataLossError } from './stores/redis.js';
 export type {
   RedisStoreOptions,

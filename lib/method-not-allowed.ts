@@ -6,6 +6,7 @@ import type { RequestHandler } from 'express';
  */
 export function methodNotAllowed(allow: string): RequestHandler {
   return (_req, res) => {
-    res.set('Allow', allow).status(405).json({ error: 'invalid_request', error_description: `method not allowed; use ${allow}` });
+    const description = `method not allowed; use ${allow}`;
+    res.set('Allow', allow).status(405).json({ error: 'invalid_request', error_description: description });
   };
 }

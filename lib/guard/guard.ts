@@ -109,7 +109,11 @@ interface FoundToken {
 }
 
 /** The token's grant, or undefined when it is invalid, expired, revoked or used up. */
-async function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Promise<FoundToken | undefined> {
+async function authorize(
+  ctx: GatewayContext,
+  token: string,
+  revocation: 'local' | 'store',
+): Promise<FoundToken | undefined> {
   if (ctx.keys && looksLikeJwt(token)) return authorizeJwt(ctx, token, revocation);
   return foundOpaque(await findAccessToken(ctx, token));
 }
@@ -241,7 +245,13 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
   }
 
   /** The checks in their order: the token, its sender constraint, scope and purpose, subscriber, device, its single use. */
-  async function check(req: Request, res: Response, scheme: AuthScheme, token: string, found: FoundToken | undefined): Promise<boolean> {
+  async function check(
+    req: Request,
+    res: Response,
+    scheme: AuthScheme,
+    token: string,
+    found: FoundToken | undefined,
+  ): Promise<boolean> {
     if (!found) {
       responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), scheme);
       return false;
@@ -259,7 +269,13 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
     return checkGrant(req, res, scheme, token, found);
   }
 
-  async function checkGrant(req: Request, res: Response, scheme: AuthScheme, token: string, found: FoundToken): Promise<boolean> {
+  async function checkGrant(
+    req: Request,
+    res: Response,
+    scheme: AuthScheme,
+    token: string,
+    found: FoundToken,
+  ): Promise<boolean> {
     const { grant } = found;
     if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
       responses.refuse(res, new OAuthError('insufficient_scope', 'the access token does not cover this API'), scheme);

@@ -4,12 +4,12 @@
  * refused request is counted too), and every operation atomic.
  *
  * - memory: per process, no I/O (lib/ops/fixed-windows.ts);
- * - Redis: one Lua script per operation (lib/ops/counter-scripts.ts) over the store's adapter
- *   (lib/stores/redis-connection.ts: a URL, or a node-redis client, cluster client or sentinel client), run with
- *   EVALSHA. rate-limiter-flexible's RateLimiterRedis counts one key per call with a full EVAL; here one call
- *   counts every counter a request needs (the per-(client, subscriber) allowance and the subscriber-wide
- *   ceiling, or a lock-out slot with the failures that tell a locked key from a busy one). The keys of one
- *   call share a Redis Cluster hash tag, so it runs on one shard.
+ * - Redis: one Lua script per operation (lib/ops/counter-scripts.ts), run with EVALSHA where the store shares its
+ *   counters (`Store.counters`: RedisStore's connection, a node-redis client, cluster client or sentinel client),
+ *   or on the Redis `rateLimits.redis` names. rate-limiter-flexible's RateLimiterRedis counts one key per call
+ *   with a full EVAL; here one call counts every counter a request needs (the per-(client, subscriber) allowance
+ *   and the subscriber-wide ceiling, or a lock-out slot with the failures that tell a locked key from a busy
+ *   one). The keys of one call share a Redis Cluster hash tag, so it runs on one shard.
  *
  * When Redis fails (an outage, a timeout, an ACL that refuses the scripts), the same operation runs on this
  * process's memory counters and the failure is reported, never hidden: the `rate.fallback` event (logged as a
@@ -17,8 +17,7 @@
  * `RateLimitFallbackError` to `onError`. The limits keep holding, per instance.
  */
 import { FixedWindows } from './fixed-windows.js';
-import type { RedisConnection } from '../stores/redis-connection.js';
-import { StoreUnavailableError } from '../stores/store.js';
+import { StoreUnavailableError, type SharedCounters } from '../stores/store.js';
 import type { EventHub, RateFallbackEvent } from './events.js';
 import { CHAIN, RELEASE, RESERVE, SPEND, TAKE } from './counter-scripts.js';
 
@@ -159,7 +158,8 @@ export class RedisCounters implements Counters {
   private closing = false;
 
   constructor(
-    private readonly connection: RedisConnection,
+    /** The store's shared counters, or a connection to the Redis `rateLimits.redis` names. */
+    private readonly connection: Pick<SharedCounters, 'script' | 'describe'>,
     private readonly prefix: string,
     private readonly timeoutMs: number,
     private readonly local: MemoryCounters,

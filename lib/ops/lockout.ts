@@ -256,7 +256,8 @@ export class FailureBudget {
           settle(false);
           return;
         }
-        void this.guarded(() => this.counters.release(this.attempts, counterKey, origin.shared)).then(() => settle(false));
+        const released = this.guarded(() => this.counters.release(this.attempts, counterKey, origin.shared));
+        void released.then(() => settle(false));
       },
       spend: async () => {
         if (settled) return;

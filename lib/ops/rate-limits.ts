@@ -2,7 +2,6 @@ import { sha256 } from '../crypto.js';
 import ipaddr from 'ipaddr.js';
 import { OAuthError } from '../errors.js';
 import type { Store } from '../stores/store.js';
-import { RedisStore, connectionOf } from '../stores/redis.js';
 import { RedisConnection, type RedisStoreClient } from '../stores/redis-connection.js';
 import type { EventHub, RateLimitedEvent } from './events.js';
 import { FailureBudget, NO_SLOT, WINDOW_MARGIN_MS, seconds, type Reservation } from './lockout.js';
@@ -46,12 +45,15 @@ export interface RateLimitOptions {
    * Where the counters live. `redis`: shared by every instance, on `redis` or, by default, on the RedisStore's
    * own connection; if Redis fails or is slower than `timeout`, each instance counts for itself meanwhile and
    * says so (the `rate.fallback` event). `memory`: per process, no I/O. Default: `redis` when the
-   * store is a RedisStore (or `redis` is given), else `memory`.
+   * store shares its counters (`Store.counters`, as RedisStore does) or `redis` is given, else `memory`.
    */
   backend?: 'memory' | 'redis';
-  /** A node-redis v5 client for the counters: single node, cluster or sentinel. Default: the RedisStore's connection. */
+  /** A node-redis v5 client for the counters: single node, cluster or sentinel. Default: the store's counters. */
   redis?: RateLimitRedisClient;
-  /** Prefix of the counters' Redis keys (no `{` or `}`: keys carry their own hash tags). Default: the RedisStore's prefix + `rl:` (else `netauth:rl:`). */
+  /**
+   * Prefix of the counters' Redis keys (no `{` or `}`: keys carry their own hash tags). Default: the store's prefix +
+   * `rl:` when it shares its counters (else `netauth:rl:`).
+   */
   keyPrefix?: string;
   /** Milliseconds a Redis counter may take before the per-process counter answers instead. Default 500. */
   timeout?: number;
@@ -275,7 +277,11 @@ export class RateLimits {
    * allowance, so one client's excess never uses up what other clients may ask for the same subscriber. Both
    * in one step (one script with Redis: their keys share the subscriber's hash tag).
    */
-  async subscriber(endpoint: LimitedEndpoint, clientId: string, subscriberId: string): Promise<SubscriberLimitHit | undefined> {
+  async subscriber(
+    endpoint: LimitedEndpoint,
+    clientId: string,
+    subscriberId: string,
+  ): Promise<SubscriberLimitHit | undefined> {
     const entries: Array<{ limit: CounterLimit; key: CounterKey }> = [];
     const kinds: Array<SubscriberLimitHit['limit']> = [];
     const pair = this.perClientAndSubscriber[endpoint];
@@ -323,22 +329,25 @@ export class RateLimits {
   }
 }
 
-/** Memory counters, or Redis counters (on the store's connection or a client given) with memory ones as their stand-in. */
+/** Memory counters, or Redis ones (the store's shared counters or a client given) with memory ones standing in. */
 function countersFor(options: RateLimitOptions, store: Store, onError: (error: unknown) => void, events: EventHub): Counters {
-  const redisStore = store instanceof RedisStore ? store : undefined;
-  const backend = options.backend ?? (options.redis !== undefined || redisStore !== undefined ? 'redis' : 'memory');
+  const given = options.redis;
+  // Not asked for when the counters stay in memory: a store may open a connection for them.
+  const shared = options.backend === 'memory' ? undefined : store.counters?.();
+  const backend = options.backend ?? (given !== undefined || shared !== undefined ? 'redis' : 'memory');
   if (backend !== 'memory' && backend !== 'redis') throw new TypeError("rateLimits.backend must be 'memory' or 'redis'");
   const local = new MemoryCounters();
   if (backend === 'memory') return local;
 
-  const given = options.redis;
-  if (given === undefined && redisStore === undefined) throw new TypeError("rateLimits.backend 'redis' needs rateLimits.redis, or a RedisStore");
-  const prefix = options.keyPrefix ?? `${redisStore?.prefix ?? 'netauth:'}rl:`;
+  const prefix = options.keyPrefix ?? `${shared?.prefix ?? 'netauth:'}rl:`;
   if (/[{}]/.test(prefix)) throw new TypeError(`rateLimits.keyPrefix "${prefix}" contains a brace: the counters' keys carry their own hash tags`);
   const timeoutMs = options.timeout ?? 500;
   if (!(timeoutMs > 0)) throw new TypeError('rateLimits.timeout must be a positive number of milliseconds');
-  // The store's own connection by default: one connection, and the store's handling of clusters and failovers.
-  const connection = given !== undefined ? new RedisConnection({ client: given, timeout: timeoutMs, onError }) : connectionOf(redisStore!);
+  // The store's own counters by default: one connection, and the store's handling of clusters and failovers.
+  const connection = given === undefined ? shared : new RedisConnection({ client: given, timeout: timeoutMs, onError });
+  if (connection === undefined) {
+    throw new TypeError("rateLimits.backend 'redis' needs rateLimits.redis, or a store with counters() (RedisStore)");
+  }
   return new RedisCounters(connection, prefix, timeoutMs, local, events, onError);
 }
 
