@@ -39,7 +39,7 @@ export type {
   RateFallbackEvent,
   RequestCompletedEvent,
 } from './ops/events.js';
-export { RATE_LIMIT_DEFAULTS } from './ops/rate-limits.js';
+export { RATE_LIMIT_DEFAULTS } from './defaults.js';
 export { RateLimitFallbackError } from './ops/counters.js';
 export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient, SubscriberLimitRules } from './ops/rate-limits.js';
 export type { MetricsOptions, MetricsRegistry } from './ops/metrics.js';

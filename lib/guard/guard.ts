@@ -12,6 +12,7 @@ import { GuardResponses, camaraError, type AuthScheme, type GuardErrorFormat } f
 import { echoCorrelator } from './correlator.js';
 import { checkSenderConstraint } from './dpop.js';
 import { deviceIdentification, type DeviceOptions, type NetAuthDevice } from './device.js';
+import { GUARD_DEFAULTS } from '../defaults.js';
 
 /** What the guard hands a service-API route, at `req.netauth`: a token issued for a subscriber (three-legged). */
 export interface NetAuthGrant {
@@ -216,11 +217,11 @@ export function createGuard(ctx: GatewayContext, options?: GuardOptions): Reques
 export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): RequestHandler {
   const scopes = list(options.scope);
   const purposes = list(options.purpose);
-  const revocation = options.revocation ?? 'local';
+  const revocation = options.revocation ?? GUARD_DEFAULTS.revocation;
   if (revocation !== 'local' && revocation !== 'store') throw new TypeError("guard revocation must be 'local' or 'store'");
-  const subscriber = options.subscriber ?? 'required';
+  const subscriber = options.subscriber ?? GUARD_DEFAULTS.subscriber;
   if (subscriber !== 'required' && subscriber !== 'optional') throw new TypeError("guard subscriber must be 'required' or 'optional'");
-  const format = options.errorFormat ?? 'oauth';
+  const format = options.errorFormat ?? GUARD_DEFAULTS.errorFormat;
   if (format !== 'oauth' && format !== 'camara') throw new TypeError("guard errorFormat must be 'oauth' or 'camara'");
   if (options.device !== undefined && format !== 'camara') {
     throw new TypeError("guard device identification answers with the CAMARA error codes: set errorFormat: 'camara' beside device");

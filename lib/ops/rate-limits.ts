@@ -6,6 +6,7 @@ import { RedisConnection, type RedisStoreClient } from '../stores/redis-connecti
 import type { EventHub, RateLimitedEvent } from './events.js';
 import { FailureBudget, NO_SLOT, WINDOW_MARGIN_MS, seconds, type Reservation } from './lockout.js';
 import { MemoryCounters, RedisCounters, type CounterKey, type CounterLimit, type Counters } from './counters.js';
+import { RATE_LIMIT_COUNTER_DEFAULTS, RATE_LIMIT_DEFAULTS, REDIS_STORE_DEFAULTS } from '../defaults.js';
 
 /** At most `points` requests per `duration` seconds. */
 export interface RateLimitRule {
@@ -75,20 +76,6 @@ export interface RateLimitOptions {
   clientAuthentication?: { perClientAndAddress?: FailureLimitRule | false; perAddress?: FailureLimitRule | false };
 }
 
-export const RATE_LIMIT_DEFAULTS = {
-  authorize: { perAddress: { points: 300, duration: 60 } },
-  bcAuthorize: {
-    perClient: { points: 3000, duration: 60 },
-    perClientAndSubscriber: { points: 60, duration: 600 },
-    perSubscriber: { points: 600, duration: 600 },
-  },
-  token: {
-    perClient: { points: 6000, duration: 60 },
-    perClientAndSubscriber: { points: 300, duration: 60 },
-    perSubscriber: { points: 3000, duration: 60 },
-  },
-  clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
-} as const;
 
 export type LimitedEndpoint = 'bc-authorize' | 'token';
 
@@ -339,9 +326,10 @@ function countersFor(options: RateLimitOptions, store: Store, onError: (error: u
   const local = new MemoryCounters();
   if (backend === 'memory') return local;
 
-  const prefix = options.keyPrefix ?? `${shared?.prefix ?? 'netauth:'}rl:`;
+  const storePrefix = shared?.prefix ?? REDIS_STORE_DEFAULTS.prefix;
+  const prefix = options.keyPrefix ?? `${storePrefix}${RATE_LIMIT_COUNTER_DEFAULTS.keyPrefixSuffix}`;
   if (/[{}]/.test(prefix)) throw new TypeError(`rateLimits.keyPrefix "${prefix}" contains a brace: the counters' keys carry their own hash tags`);
-  const timeoutMs = options.timeout ?? 500;
+  const timeoutMs = options.timeout ?? RATE_LIMIT_COUNTER_DEFAULTS.timeout;
   if (!(timeoutMs > 0)) throw new TypeError('rateLimits.timeout must be a positive number of milliseconds');
   // The store's own counters by default: one connection, and the store's handling of clusters and failovers.
   const connection = given === undefined ? shared : new RedisConnection({ client: given, timeout: timeoutMs, onError });

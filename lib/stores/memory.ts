@@ -1,10 +1,11 @@
 import type { JsonObject, JsonValue, PutOptions, RecordKind, RecordWrite, Store, StoredRecord } from './store.js';
 import { ExpiryQueue } from './expiry-queue.js';
+import { MEMORY_STORE_DEFAULTS } from '../defaults.js';
 
 export interface MemoryStoreOptions {
   /** Milliseconds clock; tests inject one to expire records without waiting. */
   now?: () => number;
-  /** How often idle expired entries are swept, in ms (they are also swept on every operation). */
+  /** How often idle expired entries are swept, in ms (they are also swept on every operation). Default 30000. */
   sweepInterval?: number;
 }
 
@@ -57,7 +58,7 @@ export class MemoryStore implements Store {
 
   constructor(options: MemoryStoreOptions = {}) {
     this.now = options.now ?? Date.now;
-    const interval = options.sweepInterval ?? 30_000;
+    const interval = options.sweepInterval ?? MEMORY_STORE_DEFAULTS.sweepInterval;
     if (interval > 0) {
       this.timer = setInterval(() => this.sweep(), interval);
       this.timer.unref();

@@ -3,6 +3,7 @@ import { CONSUME, INDEX, PUT, REVOKE } from './redis-scripts.js';
 import { decodeRecord, encodeRecord, grantKey, memberOf, recordKey, tagOfMember, type PlacedKey } from './redis-keys.js';
 import { RedisConnection, type RedisStoreClient } from './redis-connection.js';
 import { DataLossWatch, StoreDataLossError } from './redis-markers.js';
+import { REDIS_STORE_DEFAULTS } from '../defaults.js';
 
 export type { RedisCommandClient, RedisClusterCommandClient, RedisSentinelCommandClient, RedisStoreClient } from './redis-connection.js';
 export { StoreDataLossError } from './redis-markers.js';
@@ -86,16 +87,17 @@ export class RedisStore implements Store {
   private ready: Promise<void> | undefined;
 
   constructor(options: RedisStoreOptions = {}) {
-    this.prefix = options.prefix ?? 'netauth:';
+    this.prefix = options.prefix ?? REDIS_STORE_DEFAULTS.prefix;
     if (/[{}]/.test(this.prefix)) {
       throw new TypeError(`RedisStore prefix "${this.prefix}" contains a brace: keys carry their own hash tags now, so remove the { } (docs/redis-store.md#migrating-from-01)`);
     }
-    const timeout = options.timeout ?? 2000;
+    const timeout = options.timeout ?? REDIS_STORE_DEFAULTS.timeout;
     if (!(timeout > 0)) throw new RangeError('timeout must be a positive number of milliseconds');
     const waitFor = options.waitForReplicas;
     if (waitFor !== undefined && !(Number.isInteger(waitFor) && waitFor >= 0)) throw new RangeError('waitForReplicas must be a whole number >= 0');
     this.replicaOption = waitFor;
-    this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...(options.client ? { client: options.client } : { url: options.url ?? 'redis://localhost:6379' }) });
+    const target = options.client ? { client: options.client } : { url: options.url ?? REDIS_STORE_DEFAULTS.url };
+    this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...target });
     const onDataLoss = options.onDataLoss ?? ((error: StoreDataLossError) => process.emitWarning(error.message, { code: 'NETAUTH_REDIS_DATA_LOSS' }));
     this.watch = new DataLossWatch(this.connection, this.prefix, onDataLoss, 10_000);
   }
