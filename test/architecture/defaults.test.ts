@@ -1,6 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { BODY_LIMIT_DEFAULT, CLIENT_JWKS_DEFAULTS, LIFETIME_DEFAULTS, RATE_LIMIT_COUNTER_DEFAULTS } from '../../lib/defaults.js';
+import {
+  BODY_LIMIT_DEFAULT,
+  CLIENT_JWKS_DEFAULTS,
+  LIFETIME_DEFAULTS,
+  RATE_LIMIT_COUNTER_DEFAULTS,
+} from '../../lib/defaults.js';
 
 const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 const OPERATIONS = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
@@ -13,7 +18,9 @@ function documented(option: string): string | undefined {
 
 describe('lib/defaults.ts is what the options reference says', () => {
   it('lifetimes', () => {
-    for (const [name, value] of Object.entries(LIFETIME_DEFAULTS)) expect(documented(`lifetimes.${name}`)).toBe(`\`${value}\``);
+    for (const [name, value] of Object.entries(LIFETIME_DEFAULTS)) {
+      expect(documented(`lifetimes.${name}`)).toBe(`\`${value}\``);
+    }
   });
 
   it('bodyLimit and clientJwks', () => {
