@@ -230,7 +230,10 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
   const origin = options.publicOrigin === undefined ? new URL(ctx.issuer).origin : originOf(options.publicOrigin);
   const responses = new GuardResponses(format, { realm: options.realm ?? ctx.realm, scope: scopes.join(' ') || undefined, algs: DPOP_ALGORITHMS });
 
-  /** True when the request may go on to the route; false once it was answered. */
+  /**
+   * True when the request may go on to the route; false once it was answered. The checks in their order: the
+   * token, its sender constraint, scope and purpose, subscriber, device, its single use.
+   */
   async function admit(req: Request, res: Response, headers: IncomingHttpHeaders): Promise<boolean> {
     const presented = presentedToken(headers.authorization);
     if (presented === undefined) {
@@ -242,17 +245,7 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       responses.refuse(res, new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }), scheme);
       return false;
     }
-    return check(req, res, scheme, token, await authorize(ctx, token, revocation));
-  }
-
-  /** The checks in their order: the token, its sender constraint, scope and purpose, subscriber, device, its single use. */
-  async function check(
-    req: Request,
-    res: Response,
-    scheme: AuthScheme,
-    token: string,
-    found: FoundToken | undefined,
-  ): Promise<boolean> {
+    const found = await authorize(ctx, token, revocation);
     if (!found) {
       responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), scheme);
       return false;
@@ -267,16 +260,6 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
         return false;
       }
     }
-    return checkGrant(req, res, scheme, token, found);
-  }
-
-  async function checkGrant(
-    req: Request,
-    res: Response,
-    scheme: AuthScheme,
-    token: string,
-    found: FoundToken,
-  ): Promise<boolean> {
     const { grant } = found;
     if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
       responses.refuse(res, new OAuthError('insufficient_scope', 'the access token does not cover this API'), scheme);
@@ -287,11 +270,6 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       responses.refuse(res, noSubscriber, scheme);
       return false;
     }
-    return identifyAndSpend(req, res, scheme, token, found);
-  }
-
-  async function identifyAndSpend(req: Request, res: Response, scheme: AuthScheme, token: string, found: FoundToken): Promise<boolean> {
-    const { grant } = found;
     if (identify) {
       // Typed to take no subscriber too: a token issued with none (two-legged) must name the device in the body.
       const device = await identify(req, res, grant.subscriber as Subscriber | undefined);
