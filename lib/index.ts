@@ -39,7 +39,7 @@ export type {
   RateFallbackEvent,
   RequestCompletedEvent,
 } from './ops/events.js';
-export { RATE_LIMIT_DEFAULTS } from './ops/rate-limits.js';
+export { RATE_LIMIT_DEFAULTS } from './defaults.js';
 export { RateLimitFallbackError } from './ops/counters.js';
 export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient, SubscriberLimitRules } from './ops/rate-limits.js';
 export type { MetricsOptions, MetricsRegistry } from './ops/metrics.js';
@@ -67,7 +67,17 @@ export type { ConsentRecord } from './consent/records.js';
 export { MemoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
 export { StoreUnavailableError, placementTag } from './stores/store.js';
-export type { Store, RecordKind, PutOptions, RecordWrite, StoredRecord, JsonObject, JsonValue } from './stores/store.js';
+export type {
+  Store,
+  RecordKind,
+  PutOptions,
+  RecordWrite,
+  StoredRecord,
+  JsonObject,
+  JsonValue,
+  SharedCounters,
+  CounterScript,
+} from './stores/store.js';
 export { RedisStore, StoreDataLossError } from './stores/redis.js';
 export type {
   RedisStoreOptions,

@@ -16,6 +16,7 @@ import { attachLogger, logInternalError, reportWarning } from '../ops/logging.js
 import { checkConsistency, checkOptions } from './options-check.js';
 import { ClientKeys } from './client-auth/client-keys.js';
 import { ClientJwts } from './client-auth/client-jwt.js';
+import { ACCESS_TOKEN_FORMAT_DEFAULT, BODY_LIMIT_DEFAULT, LIFETIME_DEFAULTS } from '../defaults.js';
 
 /** The options, resolved once: what every endpoint module reads. */
 export interface GatewayContext {
@@ -83,19 +84,19 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const policy = isList(options.consentPolicy) ? new StaticConsentPolicy(options.consentPolicy) : options.consentPolicy;
   const l = options.lifetimes ?? {};
   const lifetimes = {
-    code: seconds('code', l.code, 60),
-    authReqId: seconds('authReqId', l.authReqId, 120),
-    pollInterval: seconds('pollInterval', l.pollInterval, 2),
-    accessToken: seconds('accessToken', l.accessToken, 3600),
-    refreshToken: seconds('refreshToken', l.refreshToken, 14 * 24 * 3600),
-    expiredRetention: seconds('expiredRetention', l.expiredRetention, 600),
-    interaction: seconds('interaction', l.interaction, 600),
+    code: seconds('code', l.code, LIFETIME_DEFAULTS.code),
+    authReqId: seconds('authReqId', l.authReqId, LIFETIME_DEFAULTS.authReqId),
+    pollInterval: seconds('pollInterval', l.pollInterval, LIFETIME_DEFAULTS.pollInterval),
+    accessToken: seconds('accessToken', l.accessToken, LIFETIME_DEFAULTS.accessToken),
+    refreshToken: seconds('refreshToken', l.refreshToken, LIFETIME_DEFAULTS.refreshToken),
+    expiredRetention: seconds('expiredRetention', l.expiredRetention, LIFETIME_DEFAULTS.expiredRetention),
+    interaction: seconds('interaction', l.interaction, LIFETIME_DEFAULTS.interaction),
   };
   const clients = isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients;
   const subscribers = isList(options.subscribers) ? new StaticSubscriberDirectory(options.subscribers) : options.subscribers;
   const network = options.network ? new NetworkIdentifier(options.network) : undefined;
   const consentPage = resolveConsentPage(options.consentPage, issuerUrl);
-  const accessTokenFormat = options.accessTokenFormat ?? 'opaque';
+  const accessTokenFormat = options.accessTokenFormat ?? ACCESS_TOKEN_FORMAT_DEFAULT;
   if (accessTokenFormat !== 'opaque' && accessTokenFormat !== 'jwt') throw new TypeError("accessTokenFormat must be 'opaque' or 'jwt'");
   const idTokens = options.idTokens ?? false;
   const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
@@ -153,7 +154,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     accessTokenAudience: options.accessTokenAudience ?? issuer,
     pairwiseSubject,
     revocations,
-    bodyLimit: options.bodyLimit ?? '16kb',
+    bodyLimit: options.bodyLimit ?? BODY_LIMIT_DEFAULT,
     onError,
     now,
     events,

@@ -6,7 +6,6 @@ import { frontendHeaders, methodNotAllowed, noStore } from './http/respond.js';
 import { frontendErrorHandler, jsonErrorHandler } from './http/render-error.js';
 import { observe } from './http/observe.js';
 import { action, beginRequest } from './http/request-context.js';
-import { releaseListenersOnClose } from './http/release-listeners.js';
 import { bcAuthorize } from './endpoints/bc-authorize.js';
 import { tokenEndpoint } from './endpoints/token.js';
 import { discoveryEndpoint } from './endpoints/discovery.js';
@@ -28,11 +27,6 @@ interface EndpointStacks {
   /** The `Allow` header of the 405 every other method gets. */
   allow: string;
 }
-
-const release: RequestHandler = (_req, res, next) => {
-  releaseListenersOnClose(res);
-  next();
-};
 
 /**
  * The gateway router: each endpoint is an express.Router route (case-insensitive, one trailing slash optional,
@@ -61,7 +55,7 @@ export function createRouter(ctx: GatewayContext): Router {
     stacks: EndpointStacks,
     observer = observe(ctx.events, name),
   ): void {
-    const route = router.route(path).all(release, beginRequest, observer, ...(stacks.all ?? []));
+    const route = router.route(path).all(beginRequest, observer, ...(stacks.all ?? []));
     if (stacks.get) route.get(...stacks.get);
     if (stacks.post) route.post(...stacks.post);
     route.all(methodNotAllowed(stacks.allow), errors);
@@ -110,7 +104,7 @@ export function createWellKnownRouter(ctx: GatewayContext): Router {
   // A RegExp, so that characters of the issuer's path are never read as route syntax (Express 4 and 5 differ).
   router
     .route(new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`))
-    .all(release, beginRequest, observe(ctx.events, 'discovery'))
+    .all(beginRequest, observe(ctx.events, 'discovery'))
     .get(discoveryEndpoint(ctx))
     .all(methodNotAllowed('GET, HEAD'));
   // No error handler here: mounted at the root, it would also catch the errors of the application's own routes.

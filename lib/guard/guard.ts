@@ -3,9 +3,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import type { GatewayContext } from '../gateway/context.js';
-import { releaseListenersOnClose } from '../gateway/http/release-listeners.js';
-import { whenAnswered, type Answer } from '../answer.js';
-import { consumeSingleUseToken, lookUpAccessToken, type AccessTokenRecord } from '../gateway/tokens/access-tokens.js';
+import { consumeSingleUseToken, findAccessToken, type AccessTokenRecord } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
 import { looksLikeJwt, verifyAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
 import { DPOP_ALGORITHMS } from '../gateway/tokens/dpop.js';
@@ -14,7 +12,7 @@ import { GuardResponses, camaraError, type AuthScheme, type GuardErrorFormat } f
 import { echoCorrelator } from './correlator.js';
 import { checkSenderConstraint } from './dpop.js';
 import { deviceIdentification, type DeviceOptions, type NetAuthDevice } from './device.js';
-import { setRequestGrant } from './request-grant.js';
+import { GUARD_DEFAULTS } from '../defaults.js';
 
 /** What the guard hands a service-API route, at `req.netauth`: a token issued for a subscriber (three-legged). */
 export interface NetAuthGrant {
@@ -111,13 +109,14 @@ interface FoundToken {
   singleUse: boolean;
 }
 
-/**
- * The token's grant, or undefined when it is invalid, expired, revoked or used up: at once for an opaque token in a
- * store that reads without I/O (the memory store's `peek`), else through a promise.
- */
-function authorize(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Answer<FoundToken | undefined> {
+/** The token's grant, or undefined when it is invalid, expired, revoked or used up. */
+async function authorize(
+  ctx: GatewayContext,
+  token: string,
+  revocation: 'local' | 'store',
+): Promise<FoundToken | undefined> {
   if (ctx.keys && looksLikeJwt(token)) return authorizeJwt(ctx, token, revocation);
-  return whenAnswered(lookUpAccessToken(ctx, token), foundOpaque);
+  return foundOpaque(await findAccessToken(ctx, token));
 }
 
 /** A JWT access token, verified offline: the token record is never read (but for a single-use token, which the guard spends). */
@@ -218,11 +217,11 @@ export function createGuard(ctx: GatewayContext, options?: GuardOptions): Reques
 export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): RequestHandler {
   const scopes = list(options.scope);
   const purposes = list(options.purpose);
-  const revocation = options.revocation ?? 'local';
+  const revocation = options.revocation ?? GUARD_DEFAULTS.revocation;
   if (revocation !== 'local' && revocation !== 'store') throw new TypeError("guard revocation must be 'local' or 'store'");
-  const subscriber = options.subscriber ?? 'required';
+  const subscriber = options.subscriber ?? GUARD_DEFAULTS.subscriber;
   if (subscriber !== 'required' && subscriber !== 'optional') throw new TypeError("guard subscriber must be 'required' or 'optional'");
-  const format = options.errorFormat ?? 'oauth';
+  const format = options.errorFormat ?? GUARD_DEFAULTS.errorFormat;
   if (format !== 'oauth' && format !== 'camara') throw new TypeError("guard errorFormat must be 'oauth' or 'camara'");
   if (options.device !== undefined && format !== 'camara') {
     throw new TypeError("guard device identification answers with the CAMARA error codes: set errorFormat: 'camara' beside device");
@@ -232,10 +231,10 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
   const responses = new GuardResponses(format, { realm: options.realm ?? ctx.realm, scope: scopes.join(' ') || undefined, algs: DPOP_ALGORITHMS });
 
   /**
-   * True when the request may go on to the route; false once it was answered. At once on the common path (a plain
-   * Bearer token read from the memory store), else through a promise: no microtask turn where nothing waits.
+   * True when the request may go on to the route; false once it was answered. The checks in their order: the
+   * token, its sender constraint, scope and purpose, subscriber, device, its single use.
    */
-  function admit(req: Request, res: Response, headers: IncomingHttpHeaders): Answer<boolean> {
+  async function admit(req: Request, res: Response, headers: IncomingHttpHeaders): Promise<boolean> {
     const presented = presentedToken(headers.authorization);
     if (presented === undefined) {
       responses.refuse(res, undefined, undefined);
@@ -246,30 +245,21 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       responses.refuse(res, new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }), scheme);
       return false;
     }
-    const found = authorize(ctx, token, revocation);
-    // Not whenAnswered: its callback would be a closure made on every call, the common one included.
-    return found instanceof Promise ? found.then((f) => check(req, res, scheme, token, f)) : check(req, res, scheme, token, found);
-  }
-
-  /** The checks in their order: the token, its sender constraint, scope and purpose, subscriber, device, its single use. */
-  function check(req: Request, res: Response, scheme: AuthScheme, token: string, found: FoundToken | undefined): Answer<boolean> {
+    const found = await authorize(ctx, token, revocation);
     if (!found) {
       responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), scheme);
       return false;
     }
-    // A Bearer token bound to no key has nothing to check: nothing awaited on the common path.
-    if (found.jkt === undefined && scheme !== 'DPoP') return checkGrant(req, res, scheme, token, found);
-    return checkSenderConstraint(ctx, req, { scheme, token }, found.jkt, origin).then(
-      () => checkGrant(req, res, scheme, token, found),
-      (error: unknown) => {
+    // A Bearer token bound to no key has no proof to check.
+    if (found.jkt !== undefined || scheme === 'DPoP') {
+      try {
+        await checkSenderConstraint(ctx, req, { scheme, token }, found.jkt, origin);
+      } catch (error) {
         if (!(error instanceof OAuthError)) throw error;
         responses.refuse(res, error, scheme);
         return false;
-      },
-    );
-  }
-
-  function checkGrant(req: Request, res: Response, scheme: AuthScheme, token: string, found: FoundToken): Answer<boolean> {
+      }
+    }
     const { grant } = found;
     if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
       responses.refuse(res, new OAuthError('insufficient_scope', 'the access token does not cover this API'), scheme);
@@ -280,14 +270,6 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       responses.refuse(res, noSubscriber, scheme);
       return false;
     }
-    // A reusable token with no device to identify has nothing left to await.
-    if (identify || found.singleUse) return identifyAndSpend(req, res, scheme, token, found);
-    grantTo(req, res, grant);
-    return true;
-  }
-
-  async function identifyAndSpend(req: Request, res: Response, scheme: AuthScheme, token: string, found: FoundToken): Promise<boolean> {
-    const { grant } = found;
     if (identify) {
       // Typed to take no subscriber too: a token issued with none (two-legged) must name the device in the body.
       const device = await identify(req, res, grant.subscriber as Subscriber | undefined);
@@ -312,33 +294,22 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
   }
 
   function grantTo(req: Request, res: Response, grant: NetAuthAnyGrant): void {
-    if (grant.subscriber !== undefined) setRequestGrant(req, grant);
+    if (grant.subscriber !== undefined) req.netauth = grant as NetAuthGrant;
     if (subscriber === 'optional') (res.locals as Partial<NetAuthLocals>).netauth = grant;
   }
 
   return (req: Request, res: Response, next: NextFunction) => {
-    releaseListenersOnClose(res);
-    // Read once: every property read on a request is a slow lookup (Express gives each its own hidden class).
     const { headers } = req;
     if (echoCorrelator(headers, res) === 'invalid' && format === 'camara') {
       // Commonalities §5.8.5: a value that fails the pattern is 400 INVALID_ARGUMENT (and is not echoed).
       responses.fail(res, camaraError(400, 'INVALID_ARGUMENT', 'x-correlator does not match its pattern.'));
       return;
     }
-    let admitted: Answer<boolean>;
-    try {
-      admitted = admit(req, res, headers);
-    } catch (error) {
-      failed(res, error);
-      return;
-    }
-    if (admitted === true) next();
-    else if (admitted !== false)
-      admitted.then(
-        (ok) => {
-          if (ok) next();
-        },
-        (error: unknown) => failed(res, error),
-      );
+    admit(req, res, headers).then(
+      (ok) => {
+        if (ok) next();
+      },
+      (error: unknown) => failed(res, error),
+    );
   };
 }

@@ -3,23 +3,21 @@
  * rate-limiter-flexible counts them (a counter starts its window of `duration` seconds at its first point; a
  * refused request is counted too), and every operation atomic.
  *
- * - memory: per process, no I/O, answered at once (lib/ops/fixed-windows.ts);
- * - Redis: one Lua script per operation (lib/ops/counter-scripts.ts) over the store's adapter
- *   (lib/stores/redis-connection.ts: a URL, or a node-redis client, cluster client or sentinel client), run with
- *   EVALSHA. rate-limiter-flexible's RateLimiterRedis counts one key per call with a full EVAL; here one call
- *   counts every counter a request needs (the per-(client, subscriber) allowance and the subscriber-wide
- *   ceiling, or a lock-out slot with the failures that tell a locked key from a busy one). The keys of one
- *   call share a Redis Cluster hash tag, so it runs on one shard.
+ * - memory: per process, no I/O (lib/ops/fixed-windows.ts);
+ * - Redis: one Lua script per operation (lib/ops/counter-scripts.ts), run with EVALSHA where the store shares its
+ *   counters (`Store.counters`: RedisStore's connection, a node-redis client, cluster client or sentinel client),
+ *   or on the Redis `rateLimits.redis` names. rate-limiter-flexible's RateLimiterRedis counts one key per call
+ *   with a full EVAL; here one call counts every counter a request needs (the per-(client, subscriber) allowance
+ *   and the subscriber-wide ceiling, or a lock-out slot with the failures that tell a locked key from a busy
+ *   one). The keys of one call share a Redis Cluster hash tag, so it runs on one shard.
  *
  * When Redis fails (an outage, a timeout, an ACL that refuses the scripts), the same operation runs on this
  * process's memory counters and the failure is reported, never hidden: the `rate.fallback` event (logged as a
  * warning, counted by the metrics) and, when Redis refused the scripts rather than being unavailable,
  * `RateLimitFallbackError` to `onError`. The limits keep holding, per instance.
  */
-import type { Answer } from '../answer.js';
 import { FixedWindows } from './fixed-windows.js';
-import type { RedisConnection } from '../stores/redis-connection.js';
-import { StoreUnavailableError } from '../stores/store.js';
+import { StoreUnavailableError, type SharedCounters } from '../stores/store.js';
 import type { EventHub, RateFallbackEvent } from './events.js';
 import { CHAIN, RELEASE, RESERVE, SPEND, TAKE } from './counter-scripts.js';
 
@@ -52,15 +50,15 @@ export interface Counters {
   /** Counters in Redis, shared by every instance: worth holding slots and taking points ahead (see lockout.ts, rate-limits.ts). */
   readonly shared: boolean;
   /** One request on each counter in turn, each counted only while every one before it let the request through. */
-  chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Answer<Refusal | undefined>;
+  chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Promise<Refusal | undefined>;
   /** Up to `want` points at once (at least one is counted, as a refused request is): how many were taken. */
-  take(limit: CounterLimit, key: CounterKey, want: number): Answer<{ taken: number; msBeforeNext: number }>;
+  take(limit: CounterLimit, key: CounterKey, want: number): Promise<{ taken: number; msBeforeNext: number }>;
   /** A lock-out slot: one more on `attempts` while it is under its points; else the failures counted so far. */
-  reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Answer<ReserveAnswer>;
+  reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Promise<ReserveAnswer>;
   /** Gives a slot back (`shared`: where it was taken). */
-  release(attempts: CounterLimit, key: CounterKey, shared: boolean): Answer<void>;
+  release(attempts: CounterLimit, key: CounterKey, shared: boolean): Promise<void>;
   /** Counts a failure: the failures so far and milliseconds until their window ends. */
-  spend(failures: CounterLimit, key: CounterKey): Answer<{ failures: number; msBeforeNext: number }>;
+  spend(failures: CounterLimit, key: CounterKey): Promise<{ failures: number; msBeforeNext: number }>;
   /** The gateway closes: what fails from now on is not reported. */
   close(): void;
 }
@@ -70,7 +68,7 @@ export function keyText(key: CounterKey): string {
   return `{${key.tag}}${key.rest ?? ''}`;
 }
 
-/** Per-process counters, answered at once: the memory backend, and Redis's stand-in while it fails. */
+/** Per-process counters: the memory backend, and Redis's stand-in while it fails. */
 export class MemoryCounters implements Counters {
   readonly shared = false;
   private readonly limits = new Map<string, FixedWindows>();
@@ -81,7 +79,7 @@ export class MemoryCounters implements Counters {
     return windows;
   }
 
-  chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Refusal | undefined {
+  async chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Promise<Refusal | undefined> {
     for (let index = 0; index < entries.length; index++) {
       const { limit, key } = entries[index]!;
       const counted = this.windows(limit).add(keyText(key), 1);
@@ -91,12 +89,12 @@ export class MemoryCounters implements Counters {
   }
 
   // One point at a time: in one process taking ahead saves nothing.
-  take(limit: CounterLimit, key: CounterKey): { taken: number; msBeforeNext: number } {
+  async take(limit: CounterLimit, key: CounterKey): Promise<{ taken: number; msBeforeNext: number }> {
     const counted = this.windows(limit).add(keyText(key), 1);
     return { taken: counted.count > limit.points ? 0 : 1, msBeforeNext: counted.msBeforeNext };
   }
 
-  reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): ReserveAnswer {
+  async reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Promise<ReserveAnswer> {
     const text = keyText(key);
     const windows = this.windows(attempts);
     // Taken with one increment, then given back when over the budget: nothing is compared for it.
@@ -107,14 +105,14 @@ export class MemoryCounters implements Counters {
     return { taken: false, failures: spent?.count ?? 0, msBeforeNext: spent?.msBeforeNext ?? 0 };
   }
 
-  release(attempts: CounterLimit, key: CounterKey): void {
+  async release(attempts: CounterLimit, key: CounterKey): Promise<void> {
     const text = keyText(key);
     const windows = this.windows(attempts);
     // A window that ended meanwhile took the slot with it: giving it back would free one in the next window.
     if ((windows.get(text)?.count ?? 0) > 0) windows.add(text, -1);
   }
 
-  spend(failures: CounterLimit, key: CounterKey): { failures: number; msBeforeNext: number } {
+  async spend(failures: CounterLimit, key: CounterKey): Promise<{ failures: number; msBeforeNext: number }> {
     const counted = this.windows(failures).add(keyText(key), 1);
     return { failures: counted.count, msBeforeNext: counted.msBeforeNext };
   }
@@ -160,7 +158,8 @@ export class RedisCounters implements Counters {
   private closing = false;
 
   constructor(
-    private readonly connection: RedisConnection,
+    /** The store's shared counters, or a connection to the Redis `rateLimits.redis` names. */
+    private readonly connection: Pick<SharedCounters, 'script' | 'describe'>,
     private readonly prefix: string,
     private readonly timeoutMs: number,
     private readonly local: MemoryCounters,
@@ -168,7 +167,7 @@ export class RedisCounters implements Counters {
     private readonly onError: (error: unknown) => void,
   ) {}
 
-  chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Promise<Refusal | undefined> {
+  async chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Promise<Refusal | undefined> {
     const keys = entries.map(({ limit, key }) => this.key(limit, key));
     const args = entries.flatMap(({ limit }) => [String(limit.points), String(limit.duration)]);
     return this.run(CHAIN, keys, args, (reply) => {
@@ -177,7 +176,7 @@ export class RedisCounters implements Counters {
     }, () => this.local.chain(entries));
   }
 
-  take(limit: CounterLimit, key: CounterKey, want: number): Promise<{ taken: number; msBeforeNext: number }> {
+  async take(limit: CounterLimit, key: CounterKey, want: number): Promise<{ taken: number; msBeforeNext: number }> {
     return this.run(TAKE, [this.key(limit, key)], [String(limit.points), String(limit.duration), String(want)], (reply) => {
       const [taken, ms] = integers(reply, 2) as [number, number];
       return { taken, msBeforeNext: ms };
@@ -193,14 +192,14 @@ export class RedisCounters implements Counters {
 
   async release(attempts: CounterLimit, key: CounterKey, shared: boolean): Promise<void> {
     if (!shared) {
-      this.local.release(attempts, key);
+      await this.local.release(attempts, key);
       return;
     }
     // A slot Redis holds goes back to Redis; if that fails it stays counted there until its window ends.
-    await this.run(RELEASE, [this.key(attempts, key)], [], () => undefined, () => undefined);
+    await this.run(RELEASE, [this.key(attempts, key)], [], () => undefined, async () => undefined);
   }
 
-  spend(failures: CounterLimit, key: CounterKey): Promise<{ failures: number; msBeforeNext: number }> {
+  async spend(failures: CounterLimit, key: CounterKey): Promise<{ failures: number; msBeforeNext: number }> {
     return this.run(SPEND, [this.key(failures, key)], [String(failures.duration)], (reply) => {
       const [spent, ms] = integers(reply, 2) as [number, number];
       return { failures: spent, msBeforeNext: ms };
@@ -215,7 +214,13 @@ export class RedisCounters implements Counters {
     return `${this.prefix}${limit.name}:${keyText(key)}`;
   }
 
-  private async run<T>(script: typeof CHAIN, keys: string[], args: string[], parse: (reply: unknown) => T, fallback: () => T): Promise<T> {
+  private async run<T>(
+    script: typeof CHAIN,
+    keys: string[],
+    args: string[],
+    parse: (reply: unknown) => T,
+    fallback: () => Promise<T>,
+  ): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     try {
       const deadline = new Promise<never>((_, reject) => {
@@ -226,7 +231,7 @@ export class RedisCounters implements Counters {
       return answer;
     } catch (error) {
       this.fellBack(error);
-      return fallback();
+      return await fallback();
     } finally {
       clearTimeout(timer);
     }

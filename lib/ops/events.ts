@@ -255,7 +255,8 @@ export class EventHub implements NetAuthEventEmitter {
     for (const listener of listeners) {
       try {
         const result = listener(payload, name);
-        if (result instanceof Promise) result.catch(this.onListenerError);
+        // An async listener (its `void` type allows one): its rejection is reported like a throw.
+        if (result !== undefined) Promise.resolve(result).catch(this.onListenerError);
       } catch (error) {
         this.onListenerError(error);
       }

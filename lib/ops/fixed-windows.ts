@@ -13,13 +13,12 @@ interface Window {
 
 /**
  * One limit's counters in this process: fixed windows with rate-limiter-flexible's meaning (a counter starts its
- * window of `duration` seconds at its first point; every point counts, a refused request's too), answered at once.
+ * window of `duration` seconds at its first point; every point counts, a refused request's too).
  *
- * Why not rate-limiter-flexible's RateLimiterMemory: it answers only through a promise, a RateLimiterRes per call
- * and a timer per window. The gateway counts several times per request (the lock-out's slot, a client's limit, a
- * subscriber's): in the bench's backend flow that machinery cost 27 us per flow, these counters 5 (bench/README.md).
- * Expired windows go from a min-heap of their ends on every operation, so memory holds only live windows, with no
- * timer.
+ * Why not rate-limiter-flexible's RateLimiterMemory: it makes a result object per call and a timer per window, and
+ * the gateway counts several times per request (the lock-out's slot, a client's limit, a subscriber's); the cost
+ * is in bench/README.md. Expired windows go from a min-heap of their ends on every operation, so memory holds only
+ * live windows, with no timer.
  */
 export class FixedWindows {
   private readonly windows = new Map<string, Window>();

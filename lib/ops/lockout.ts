@@ -1,4 +1,3 @@
-import { whenAnswered, type Answer } from '../answer.js';
 import { keyText, type CounterKey, type CounterLimit, type Counters, type ReserveAnswer } from './counters.js';
 
 /**
@@ -15,7 +14,7 @@ export interface AttemptSlot {
 export type Reservation = { slot: AttemptSlot } | { retryAfter: number };
 
 /** A failure budget's counters never fail a request: a broken counter is reported and lets it through. */
-export type Guarded = <T>(operation: () => Answer<T>) => Answer<T | undefined>;
+export type Guarded = <T>(operation: () => Promise<T>) => Promise<T | undefined>;
 
 /** Seconds to wait, whole and at least 1. */
 export function seconds(ms: number): number {
@@ -129,11 +128,8 @@ export class FailureBudget {
     return this.attempts.points;
   }
 
-  /**
-   * A slot, or the seconds to wait. At once when this process can answer (a lock known here, a held slot, memory
-   * counters); through a promise when Redis is asked or the request waits for a check in flight to end.
-   */
-  reserve(counterKey: CounterKey): Answer<Reservation> {
+  /** A slot, or the seconds to wait (after waiting for a check in flight here to end, when one is). */
+  async reserve(counterKey: CounterKey): Promise<Reservation> {
     const key = keyText(counterKey);
     const now = this.now();
     const locked = this.locks.lockedFor(key, now);
@@ -143,18 +139,18 @@ export class FailureBudget {
     // A check of this key ending while the reservation is refused may free a slot: looking again misses no wake-up.
     const watched = this.inFlight.get(key);
     const settledBefore = watched?.settled;
-    const answer = this.guarded(() => this.counters.reserve(this.attempts, this.failures, counterKey));
-    return whenAnswered(answer, (reply) => this.decide(key, counterKey, reply, watched, settledBefore));
+    const answer = await this.guarded(() => this.counters.reserve(this.attempts, this.failures, counterKey));
+    return this.decide(key, counterKey, answer, watched, settledBefore);
   }
 
   /** What the counters answered: a slot, a wait for a check in flight here, or the seconds to wait. */
-  private decide(
+  private async decide(
     key: string,
     counterKey: CounterKey,
     answer: ReserveAnswer | undefined,
     watched: InFlight | undefined,
     settledBefore: number | undefined,
-  ): Answer<Reservation> {
+  ): Promise<Reservation> {
     // A counter that failed lets the check run, uncounted (reported through `guarded`).
     if (answer === undefined) return { slot: NO_SLOT };
     if (answer.taken) {
@@ -163,7 +159,10 @@ export class FailureBudget {
     }
     if (watched !== undefined && watched.settled !== settledBefore) return this.reserve(counterKey);
     const local = this.inFlight.get(key);
-    if (local !== undefined) return new Promise<void>((resolve) => local.waiters.push(resolve)).then(() => this.reserve(counterKey));
+    if (local !== undefined) {
+      await new Promise<void>((resolve) => local.waiters.push(resolve));
+      return this.reserve(counterKey);
+    }
     if (answer.failures >= this.budget) {
       this.locks.lock(key, this.now() + answer.msBeforeNext);
       return { retryAfter: seconds(answer.msBeforeNext) };
@@ -257,7 +256,8 @@ export class FailureBudget {
           settle(false);
           return;
         }
-        void whenAnswered(this.guarded(() => this.counters.release(this.attempts, counterKey, origin.shared)), () => settle(false));
+        const released = this.guarded(() => this.counters.release(this.attempts, counterKey, origin.shared));
+        void released.then(() => settle(false));
       },
       spend: async () => {
         if (settled) return;

@@ -1,8 +1,9 @@
 import express, { type Router } from 'express';
 import type * as PromClient from 'prom-client';
 import type { EventHub } from './events.js';
-import { methodNotAllowed } from '../gateway/http/respond.js';
+import { methodNotAllowed } from '../method-not-allowed.js';
 import { requirePeer } from '../optional-peer.js';
+import { METRICS_DEFAULTS } from '../defaults.js';
 
 /**
  * A prom-client `Registry`, described by the members the package uses: the public types then compile
@@ -39,8 +40,8 @@ export function createMetricsRouter(events: EventHub, options: MetricsOptions = 
   const { Counter, Histogram, Registry } = requirePeer<typeof PromClient>('prom-client', 'netauth.metricsRouter()');
   // Any Registry the caller passes is prom-client's (the type above is its public surface).
   const registry = (options.registry as PromClient.Registry | undefined) ?? new Registry();
-  const p = options.prefix ?? 'netauth_';
-  const withClient = options.clientIdLabel ?? true;
+  const p = options.prefix ?? METRICS_DEFAULTS.prefix;
+  const withClient = options.clientIdLabel ?? METRICS_DEFAULTS.clientIdLabel;
   const client = (clientId: string): { client_id?: string } => (withClient ? { client_id: clientId } : {});
   const labels = <T extends string>(...names: T[]): (T | 'client_id')[] => (withClient ? ['client_id', ...names] : names);
   const counter = <T extends string>(name: string, help: string, labelNames: T[]) =>

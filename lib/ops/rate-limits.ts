@@ -2,12 +2,11 @@ import { sha256 } from '../crypto.js';
 import ipaddr from 'ipaddr.js';
 import { OAuthError } from '../errors.js';
 import type { Store } from '../stores/store.js';
-import { RedisStore, connectionOf } from '../stores/redis.js';
 import { RedisConnection, type RedisStoreClient } from '../stores/redis-connection.js';
 import type { EventHub, RateLimitedEvent } from './events.js';
 import { FailureBudget, NO_SLOT, WINDOW_MARGIN_MS, seconds, type Reservation } from './lockout.js';
-import { whenAnswered, type Answer } from '../answer.js';
 import { MemoryCounters, RedisCounters, type CounterKey, type CounterLimit, type Counters } from './counters.js';
+import { RATE_LIMIT_COUNTER_DEFAULTS, RATE_LIMIT_DEFAULTS, REDIS_STORE_DEFAULTS } from '../defaults.js';
 
 /** At most `points` requests per `duration` seconds. */
 export interface RateLimitRule {
@@ -47,12 +46,15 @@ export interface RateLimitOptions {
    * Where the counters live. `redis`: shared by every instance, on `redis` or, by default, on the RedisStore's
    * own connection; if Redis fails or is slower than `timeout`, each instance counts for itself meanwhile and
    * says so (the `rate.fallback` event). `memory`: per process, no I/O. Default: `redis` when the
-   * store is a RedisStore (or `redis` is given), else `memory`.
+   * store shares its counters (`Store.counters`, as RedisStore does) or `redis` is given, else `memory`.
    */
   backend?: 'memory' | 'redis';
-  /** A node-redis v5 client for the counters: single node, cluster or sentinel. Default: the RedisStore's connection. */
+  /** A node-redis v5 client for the counters: single node, cluster or sentinel. Default: the store's counters. */
   redis?: RateLimitRedisClient;
-  /** Prefix of the counters' Redis keys (no `{` or `}`: keys carry their own hash tags). Default: the RedisStore's prefix + `rl:` (else `netauth:rl:`). */
+  /**
+   * Prefix of the counters' Redis keys (no `{` or `}`: keys carry their own hash tags). Default: the store's prefix +
+   * `rl:` when it shares its counters (else `netauth:rl:`).
+   */
   keyPrefix?: string;
   /** Milliseconds a Redis counter may take before the per-process counter answers instead. Default 500. */
   timeout?: number;
@@ -74,20 +76,6 @@ export interface RateLimitOptions {
   clientAuthentication?: { perClientAndAddress?: FailureLimitRule | false; perAddress?: FailureLimitRule | false };
 }
 
-export const RATE_LIMIT_DEFAULTS = {
-  authorize: { perAddress: { points: 300, duration: 60 } },
-  bcAuthorize: {
-    perClient: { points: 3000, duration: 60 },
-    perClientAndSubscriber: { points: 60, duration: 600 },
-    perSubscriber: { points: 600, duration: 600 },
-  },
-  token: {
-    perClient: { points: 6000, duration: 60 },
-    perClientAndSubscriber: { points: 300, duration: 60 },
-    perSubscriber: { points: 3000, duration: 60 },
-  },
-  clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
-} as const;
 
 export type LimitedEndpoint = 'bc-authorize' | 'token';
 
@@ -230,11 +218,11 @@ export class RateLimits {
   }
 
   /** GET /authorize: one request from `ip`. Seconds to wait when over the limit, else undefined. */
-  authorize(ip: string | undefined): Answer<number | undefined> {
+  async authorize(ip: string | undefined): Promise<number | undefined> {
     const limit = this.authorizePerAddress;
     if (limit === undefined) return undefined;
-    const refusal = this.guarded(() => this.counters.chain([{ limit, key: { tag: part(addressKey(ip)) } }]));
-    return whenAnswered(refusal, (r) => r && seconds(r.msBeforeNext));
+    const refusal = await this.guarded(() => this.counters.chain([{ limit, key: { tag: part(addressKey(ip)) } }]));
+    return refusal && seconds(refusal.msBeforeNext);
   }
 
   /**
@@ -243,12 +231,12 @@ export class RateLimits {
    * takes more than the limit leaves, so the limit holds across instances (near it, a request may be refused
    * while another instance still holds a few points).
    */
-  client(endpoint: LimitedEndpoint, clientId: string): Answer<number | undefined> {
+  async client(endpoint: LimitedEndpoint, clientId: string): Promise<number | undefined> {
     const limit = this.perClient[endpoint];
     if (limit === undefined) return undefined;
     if (!this.counters.shared) {
-      const answer = this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, 1));
-      return whenAnswered(answer, (a) => (a === undefined || a.taken > 0 ? undefined : seconds(a.msBeforeNext)));
+      const answer = await this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, 1));
+      return answer === undefined || answer.taken > 0 ? undefined : seconds(answer.msBeforeNext);
     }
     const id = `${endpoint} ${clientId}`;
     const ahead = this.ahead.get(id);
@@ -259,17 +247,15 @@ export class RateLimits {
       }
       this.ahead.delete(id);
     }
-    const answer = this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, pointsAhead(limit.points)));
-    return whenAnswered(answer, (a) => {
-      if (a === undefined) return undefined;
-      if (a.taken === 0) return seconds(a.msBeforeNext);
-      if (a.taken > 1) {
-        // Bounded: past this size what was taken ahead is forgotten (it expires with its window in Redis).
-        if (this.ahead.size >= 10_000) this.ahead.clear();
-        this.ahead.set(id, { left: a.taken - 1, until: Date.now() + a.msBeforeNext - WINDOW_MARGIN_MS });
-      }
-      return undefined;
-    });
+    const a = await this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, pointsAhead(limit.points)));
+    if (a === undefined) return undefined;
+    if (a.taken === 0) return seconds(a.msBeforeNext);
+    if (a.taken > 1) {
+      // Bounded: past this size what was taken ahead is forgotten (it expires with its window in Redis).
+      if (this.ahead.size >= 10_000) this.ahead.clear();
+      this.ahead.set(id, { left: a.taken - 1, until: Date.now() + a.msBeforeNext - WINDOW_MARGIN_MS });
+    }
+    return undefined;
   }
 
   /**
@@ -278,7 +264,11 @@ export class RateLimits {
    * allowance, so one client's excess never uses up what other clients may ask for the same subscriber. Both
    * in one step (one script with Redis: their keys share the subscriber's hash tag).
    */
-  subscriber(endpoint: LimitedEndpoint, clientId: string, subscriberId: string): Answer<SubscriberLimitHit | undefined> {
+  async subscriber(
+    endpoint: LimitedEndpoint,
+    clientId: string,
+    subscriberId: string,
+  ): Promise<SubscriberLimitHit | undefined> {
     const entries: Array<{ limit: CounterLimit; key: CounterKey }> = [];
     const kinds: Array<SubscriberLimitHit['limit']> = [];
     const pair = this.perClientAndSubscriber[endpoint];
@@ -292,8 +282,8 @@ export class RateLimits {
       kinds.push('subscriber');
     }
     if (entries.length === 0) return undefined;
-    const refusal = this.guarded(() => this.counters.chain(entries));
-    return whenAnswered(refusal, (r) => r && { limit: kinds[r.index]!, retryAfter: seconds(r.msBeforeNext) });
+    const refusal = await this.guarded(() => this.counters.chain(entries));
+    return refusal && { limit: kinds[refusal.index]!, retryAfter: seconds(refusal.msBeforeNext) };
   }
 
   /**
@@ -302,7 +292,7 @@ export class RateLimits {
    * client), else per address. A slot, or the seconds to wait when the budget is spent (or, across instances,
    * full of checks in flight). A client's own requests from an address that has not failed always get a slot.
    */
-  reserve(clientId: string | undefined, ip: string | undefined): Answer<Reservation> {
+  async reserve(clientId: string | undefined, ip: string | undefined): Promise<Reservation> {
     const address = part(addressKey(ip));
     const budget = clientId === undefined ? this.failuresPerAddress : this.failuresPerClientAndAddress;
     if (budget === undefined) return { slot: NO_SLOT };
@@ -316,39 +306,36 @@ export class RateLimits {
   }
 
   /** Runs a counter operation; a failure is reported and lets the request through. */
-  private guarded<T>(operation: () => Answer<T>): Answer<T | undefined> {
-    let answer: Answer<T>;
+  private async guarded<T>(operation: () => Promise<T>): Promise<T | undefined> {
     try {
-      answer = operation();
+      return await operation();
     } catch (error) {
       this.onError(error);
       return undefined;
     }
-    return answer instanceof Promise ? answer.catch((error: unknown) => this.fail(error)) : answer;
-  }
-
-  private fail(error: unknown): undefined {
-    this.onError(error);
-    return undefined;
   }
 }
 
-/** Memory counters, or Redis counters (on the store's connection or a client given) with memory ones as their stand-in. */
+/** Memory counters, or Redis ones (the store's shared counters or a client given) with memory ones standing in. */
 function countersFor(options: RateLimitOptions, store: Store, onError: (error: unknown) => void, events: EventHub): Counters {
-  const redisStore = store instanceof RedisStore ? store : undefined;
-  const backend = options.backend ?? (options.redis !== undefined || redisStore !== undefined ? 'redis' : 'memory');
+  const given = options.redis;
+  // Not asked for when the counters stay in memory: a store may open a connection for them.
+  const shared = options.backend === 'memory' ? undefined : store.counters?.();
+  const backend = options.backend ?? (given !== undefined || shared !== undefined ? 'redis' : 'memory');
   if (backend !== 'memory' && backend !== 'redis') throw new TypeError("rateLimits.backend must be 'memory' or 'redis'");
   const local = new MemoryCounters();
   if (backend === 'memory') return local;
 
-  const given = options.redis;
-  if (given === undefined && redisStore === undefined) throw new TypeError("rateLimits.backend 'redis' needs rateLimits.redis, or a RedisStore");
-  const prefix = options.keyPrefix ?? `${redisStore?.prefix ?? 'netauth:'}rl:`;
+  const storePrefix = shared?.prefix ?? REDIS_STORE_DEFAULTS.prefix;
+  const prefix = options.keyPrefix ?? `${storePrefix}${RATE_LIMIT_COUNTER_DEFAULTS.keyPrefixSuffix}`;
   if (/[{}]/.test(prefix)) throw new TypeError(`rateLimits.keyPrefix "${prefix}" contains a brace: the counters' keys carry their own hash tags`);
-  const timeoutMs = options.timeout ?? 500;
+  const timeoutMs = options.timeout ?? RATE_LIMIT_COUNTER_DEFAULTS.timeout;
   if (!(timeoutMs > 0)) throw new TypeError('rateLimits.timeout must be a positive number of milliseconds');
-  // The store's own connection by default: one connection, and the store's handling of clusters and failovers.
-  const connection = given !== undefined ? new RedisConnection({ client: given, timeout: timeoutMs, onError }) : connectionOf(redisStore!);
+  // The store's own counters by default: one connection, and the store's handling of clusters and failovers.
+  const connection = given === undefined ? shared : new RedisConnection({ client: given, timeout: timeoutMs, onError });
+  if (connection === undefined) {
+    throw new TypeError("rateLimits.backend 'redis' needs rateLimits.redis, or a store with counters() (RedisStore)");
+  }
   return new RedisCounters(connection, prefix, timeoutMs, local, events, onError);
 }
 

@@ -1,10 +1,11 @@
 import type { JsonObject, JsonValue, PutOptions, RecordKind, RecordWrite, Store, StoredRecord } from './store.js';
 import { ExpiryQueue } from './expiry-queue.js';
+import { MEMORY_STORE_DEFAULTS } from '../defaults.js';
 
 export interface MemoryStoreOptions {
   /** Milliseconds clock; tests inject one to expire records without waiting. */
   now?: () => number;
-  /** How often idle expired entries are swept, in ms (they are also swept on every operation). */
+  /** How often idle expired entries are swept, in ms (they are also swept on every operation). Default 30000. */
   sweepInterval?: number;
 }
 
@@ -57,7 +58,7 @@ export class MemoryStore implements Store {
 
   constructor(options: MemoryStoreOptions = {}) {
     this.now = options.now ?? Date.now;
-    const interval = options.sweepInterval ?? 30_000;
+    const interval = options.sweepInterval ?? MEMORY_STORE_DEFAULTS.sweepInterval;
     if (interval > 0) {
       this.timer = setInterval(() => this.sweep(), interval);
       this.timer.unref();
@@ -102,11 +103,6 @@ export class MemoryStore implements Store {
   }
 
   async get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined> {
-    return this.peek<T>(kind, id);
-  }
-
-  /** `get` with no promise: the records are in this process (the guard's read of every call). */
-  peek<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): StoredRecord<T> | undefined {
     const entry = this.live(`${kind}:${id}`);
     return entry ? { value: entry.value as T, consumed: entry.consumed } : undefined;
   }

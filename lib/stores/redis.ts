@@ -1,8 +1,9 @@
-import type { JsonObject, PutOptions, RecordKind, RecordWrite, Store, StoredRecord } from './store.js';
+import type { JsonObject, PutOptions, RecordKind, RecordWrite, SharedCounters, Store, StoredRecord } from './store.js';
 import { CONSUME, INDEX, PUT, REVOKE } from './redis-scripts.js';
 import { decodeRecord, encodeRecord, grantKey, memberOf, recordKey, tagOfMember, type PlacedKey } from './redis-keys.js';
 import { RedisConnection, type RedisStoreClient } from './redis-connection.js';
 import { DataLossWatch, StoreDataLossError } from './redis-markers.js';
+import { REDIS_STORE_DEFAULTS } from '../defaults.js';
 
 export type { RedisCommandClient, RedisClusterCommandClient, RedisSentinelCommandClient, RedisStoreClient } from './redis-connection.js';
 export { StoreDataLossError } from './redis-markers.js';
@@ -40,17 +41,6 @@ export interface RedisStoreOptions {
    * has answered survives a failover. Default: 1 when every shard has a replica when the store connects, else 0.
    */
   waitForReplicas?: number;
-}
-
-/** Each store's connection, for companions inside the package that count on the same Redis (connectionOf). */
-const connections = new WeakMap<RedisStore, RedisConnection>();
-
-/**
- * The store's connection, for the gateway's rate-limit counters (lib/ops/counters.ts): they run their own
- * scripts on it, with the store's handling of clusters, Sentinel and failovers. Not part of the public API.
- */
-export function connectionOf(store: RedisStore): RedisConnection {
-  return connections.get(store)!;
 }
 
 /** A key the script of a grant (or write) must update, grouped by hash tag. */
@@ -97,17 +87,17 @@ export class RedisStore implements Store {
   private ready: Promise<void> | undefined;
 
   constructor(options: RedisStoreOptions = {}) {
-    this.prefix = options.prefix ?? 'netauth:';
+    this.prefix = options.prefix ?? REDIS_STORE_DEFAULTS.prefix;
     if (/[{}]/.test(this.prefix)) {
       throw new TypeError(`RedisStore prefix "${this.prefix}" contains a brace: keys carry their own hash tags now, so remove the { } (docs/redis-store.md#migrating-from-01)`);
     }
-    const timeout = options.timeout ?? 2000;
+    const timeout = options.timeout ?? REDIS_STORE_DEFAULTS.timeout;
     if (!(timeout > 0)) throw new RangeError('timeout must be a positive number of milliseconds');
     const waitFor = options.waitForReplicas;
     if (waitFor !== undefined && !(Number.isInteger(waitFor) && waitFor >= 0)) throw new RangeError('waitForReplicas must be a whole number >= 0');
     this.replicaOption = waitFor;
-    this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...(options.client ? { client: options.client } : { url: options.url ?? 'redis://localhost:6379' }) });
-    connections.set(this, this.connection);
+    const target = options.client ? { client: options.client } : { url: options.url ?? REDIS_STORE_DEFAULTS.url };
+    this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...target });
     const onDataLoss = options.onDataLoss ?? ((error: StoreDataLossError) => process.emitWarning(error.message, { code: 'NETAUTH_REDIS_DATA_LOSS' }));
     this.watch = new DataLossWatch(this.connection, this.prefix, onDataLoss, 10_000);
   }
@@ -123,6 +113,16 @@ export class RedisStore implements Store {
     // Through prepared(), so the first operation finds it done instead of preparing again.
     this.ready = undefined;
     await this.prepared();
+  }
+
+  /** The rate limits' shared counters: on the store's connection, with its handling of clusters and failovers. */
+  counters(): SharedCounters {
+    const connection = this.connection;
+    return {
+      prefix: this.prefix,
+      script: (script, keys, args) => connection.script(script, keys, args),
+      describe: () => connection.describe(),
+    };
   }
 
   async put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void> {

@@ -1,8 +1,7 @@
 /**
  * The store contract. Every piece of server-side state (codes, backchannel requests, access tokens,
- * consent records, consent-page interactions) goes through these six operations (and an optional immediate
- * read), so the memory store and the Redis store are interchangeable and pass one shared contract test suite
- * (test/stores/contract.ts).
+ * consent records, consent-page interactions) goes through these six operations, so the memory store and the
+ * Redis store are interchangeable and pass one shared contract test suite (test/stores/contract.ts).
  *
  * Modelled on express-session's Store and node-oidc-provider's adapter, reduced to what the grants need:
  * - `put` writes a whole record with a TTL; the store forgets it after the TTL.
@@ -21,6 +20,10 @@
  * keeps them on one, so it can update them in one atomic step. The gateway gives every record of one grant
  * (its code or auth_req_id, their poll state, the tokens issued from them, the grant itself) one random tag,
  * and all consent records of one client and subscriber another.
+ *
+ * Shared counters: a store that every gateway instance of a fleet reaches may also offer `counters()`, where the
+ * rate limits and the client-authentication lock-out count, so their limits hold across the fleet. A store without
+ * it (MemoryStore: one process) leaves each instance counting for itself.
  */
 
 /** The kinds of record the package keeps. A store may use them as key prefixes. */
@@ -85,16 +88,33 @@ export interface StoredRecord<T extends JsonObject = JsonObject> {
   consumed: boolean;
 }
 
+/** A Lua script of the counters (lib/ops/counter-scripts.ts): its source, and the SHA-1 EVALSHA names it by. */
+export interface CounterScript {
+  readonly source: string;
+  readonly sha: string;
+}
+
+/**
+ * Where the rate limits and the lock-out count when a store shares its counters (`Store.counters`): a Redis (or any
+ * server that runs Redis Lua scripts) every instance reaches. Each call is one script, so each count is atomic.
+ */
+export interface SharedCounters {
+  /** The store's key prefix: the counters' keys go under it + `rl:` unless `rateLimits.keyPrefix` names another. */
+  readonly prefix: string;
+  /**
+   * Runs `script` over `keys` (which share one Redis Cluster hash tag) and `args`: EVALSHA, loading the script
+   * when the server does not know it. Rejects when it cannot (StoreUnavailableError when unreachable); the
+   * rate limits then count in the process meanwhile, and say so.
+   */
+  script(script: CounterScript, keys: string[], args: string[]): Promise<unknown>;
+  /** Where the counters are, for messages: hosts and ports, never credentials. */
+  describe(): string;
+}
+
 export interface Store {
   /** Writes (or overwrites, resetting `consumed`) the record. */
   put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void>;
   get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined>;
-  /**
-   * Optional: `get`'s answer at once, for a store whose records live in this process (the memory store). The
-   * guard reads every presented token with it when there is one, with no promise; a store that does I/O leaves it
-   * out, and `get` is used.
-   */
-  peek?<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): StoredRecord<T> | undefined;
   /**
    * Writes the record only if no live record has this kind and id. True only for the one call that wrote it:
    * of concurrent calls with the same id exactly one gets `true`.
@@ -111,6 +131,11 @@ export interface Store {
   revokeGrant(grantId: string): Promise<void>;
   /** Releases timers and connections. */
   close?(): Promise<void>;
+  /**
+   * Optional: the counters every instance on this store shares, for the rate limits and the lock-out (RedisStore:
+   * its Redis). Without it each process counts for itself, unless `rateLimits.redis` names a Redis.
+   */
+  counters?(): SharedCounters;
 }
 
 /** Thrown by a store whose backend is unreachable; endpoints answer 503 temporarily_unavailable. */

@@ -7,6 +7,9 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LIB = join(ROOT, 'lib');
 /** The layout issue's bound: a folder a newcomer can take in at a glance. */
 const MAX_FILES_PER_FOLDER = 12;
+/** The rooms below the gateway: they never import `gateway/` or `guard/` (issue 30). */
+const LOWER_ROOMS = ['ops', 'stores', 'consent', 'identity', 'registry'];
+const UPPER_ROOMS = ['gateway', 'guard'];
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -24,6 +27,43 @@ function importsOf(file: string): string[] {
     found.push(normalize(join(dirname(file), match[1]!)).replace(/\.js$/, '.ts'));
   }
   return found;
+}
+
+/** Imports from a lower room into an upper one, as `importer -> imported` (paths from the root). */
+function upwardImports(graph: Map<string, string[]>): string[] {
+  const room = (file: string): string | undefined => relative(LIB, file).split('/')[0];
+  return [...graph].flatMap(([file, deps]) => {
+    if (!LOWER_ROOMS.includes(room(file) ?? '')) return [];
+    const upward = deps.filter((dep) => UPPER_ROOMS.includes(room(dep) ?? ''));
+    return upward.map((dep) => `${relative(ROOT, file)} -> ${relative(ROOT, dep)}`);
+  });
+}
+
+/**
+ * Where a module reaches into Node's or Express's internals: Node's listener table (`_events`, `_eventsCount`),
+ * or a property defined on a prototype (one named `…prototype…`, or one obtained through `getPrototypeOf`).
+ */
+function internalsReached(text: string): string[] {
+  const found: string[] = [];
+  if (/_events\b|_eventsCount/.test(text)) found.push('_events');
+  if (/\bdefinePropert(?:y|ies)\s*\(\s*[\w.$]*proto/i.test(text)) found.push('defineProperty on a prototype');
+  if (/\bdefinePropert(?:y|ies)\s*\(/.test(text) && /\bgetPrototypeOf\s*\(/.test(text)) {
+    found.push('defineProperty beside getPrototypeOf');
+  }
+  return found;
+}
+
+/** Results that may come at once or through a promise: `Answer<T>`-style types and `instanceof Promise` branches. */
+function mixedResults(text: string): string[] {
+  const found: string[] = [];
+  if (/instanceof\s+Promise\b/.test(text)) found.push('instanceof Promise');
+  if (/\bAnswer</.test(text)) found.push('Answer<');
+  return found;
+}
+
+/** Every finding of `rule` in lib/, as `file: finding`. */
+function findingsIn(files: readonly string[], rule: (text: string) => string[]): string[] {
+  return files.flatMap((file) => rule(readFileSync(file, 'utf8')).map((what) => `${relative(ROOT, file)}: ${what}`));
 }
 
 /** Every import cycle, each as the list of files around it (Tarjan's strongly connected components). */
@@ -93,5 +133,38 @@ describe('the layout of lib/', () => {
     const known = [...files, ...sources(join(ROOT, 'test'))].map((f) => relative(ROOT, f));
     expect(named.length).toBeGreaterThan(30);
     expect(named.filter((name) => !known.some((file) => file === name || file.endsWith(`/${name}`)))).toEqual([]);
+  });
+
+  it('the rooms below the gateway never import gateway/ or guard/', () => {
+    const graph = new Map(files.map((file) => [file, importsOf(file)]));
+    expect(upwardImports(graph)).toEqual([]);
+    // The rule itself: an upward import is found, a downward one is not.
+    const metrics = join(LIB, 'ops/metrics.ts');
+    const headers = join(LIB, 'gateway/http/headers.ts');
+    const both = new Map([
+      [metrics, [headers]],
+      [headers, [metrics]],
+    ]);
+    expect(upwardImports(both)).toEqual(['lib/ops/metrics.ts -> lib/gateway/http/headers.ts']);
+  });
+
+  it('reaches Node and Express through public APIs only: no listener table, nothing defined on a prototype', () => {
+    expect(findingsIn(files, internalsReached)).toEqual([]);
+    // The rule itself.
+    const onPrototype = ['defineProperty on a prototype'];
+    expect(internalsReached('emitter._events[name] = undefined; emitter._eventsCount = 0;')).toEqual(['_events']);
+    expect(internalsReached("Object.defineProperty(app.request.__proto__, 'netauth', accessor)")).toEqual(onPrototype);
+    expect(internalsReached("Object.defineProperty(IncomingMessage.prototype, 'netauth', get)")).toEqual(onPrototype);
+    const viaChain = "const base = Object.getPrototypeOf(req);\nObject.defineProperty(base, 'netauth', accessor);";
+    expect(internalsReached(viaChain)).toEqual(['defineProperty beside getPrototypeOf']);
+    expect(internalsReached('Object.defineProperty(copy, key, { value, enumerable: true })')).toEqual([]);
+  });
+
+  it('functions are synchronous or async, never both: no Answer<T>, no instanceof Promise', () => {
+    expect(findingsIn(files, mixedResults)).toEqual([]);
+    // The rule itself.
+    expect(mixedResults('const x = a instanceof Promise ? await a : a;')).toEqual(['instanceof Promise']);
+    expect(mixedResults('reserve(key: CounterKey): Answer<Reservation>')).toEqual(['Answer<']);
+    expect(mixedResults('reserve(key: CounterKey): Promise<ReserveAnswer>')).toEqual([]);
   });
 });

@@ -74,7 +74,7 @@ describe('service-API guard', () => {
     expect(res.headers['www-authenticate']).toContain('error="invalid_request"');
   });
 
-  // req.netauth lives beside the request (lib/guard/request-grant.ts): it must read as an own property did.
+  // Express resets a request's prototype when a mounted application hands it back: req.netauth must stay.
   it('req.netauth: set for the admitted request only, writable by the app, and still there after a mounted app hands the request back', async () => {
     const { app, netauth } = createTestGateway();
     const token = await tokenFor(app);

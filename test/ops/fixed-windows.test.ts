@@ -52,12 +52,12 @@ describe('fixed windows (the memory counters)', () => {
   });
 });
 
-describe('memory counters answer at once', () => {
+describe('memory counters', () => {
   const attempts: CounterLimit = { name: 'attempts', points: 2, duration: 900 };
   const failures: CounterLimit = { name: 'failures', points: 2, duration: 900 };
   const key = { tag: 'app', rest: '127.0.0.1' };
 
-  it('a chain counts each counter only while every one before it let the request through', () => {
+  it('a chain counts each counter only while every one before it let the request through', async () => {
     const counters = new MemoryCounters();
     const first: CounterLimit = { name: 'first', points: 1, duration: 60 };
     const second: CounterLimit = { name: 'second', points: 5, duration: 60 };
@@ -65,21 +65,21 @@ describe('memory counters answer at once', () => {
       { limit: first, key: { tag: 's' } },
       { limit: second, key: { tag: 's' } },
     ];
-    expect(counters.chain(entries)).toBeUndefined();
-    expect(counters.chain(entries)).toMatchObject({ index: 0 });
-    expect(counters.chain(entries)).toMatchObject({ index: 0 });
+    expect(await counters.chain(entries)).toBeUndefined();
+    expect(await counters.chain(entries)).toMatchObject({ index: 0 });
+    expect(await counters.chain(entries)).toMatchObject({ index: 0 });
     // The refused requests never reached the second counter: it holds the one that got through.
     const third: CounterLimit = { name: 'second', points: 1, duration: 60 };
-    expect(counters.chain([{ limit: third, key: { tag: 's' } }])).toMatchObject({ index: 0 });
+    expect(await counters.chain([{ limit: third, key: { tag: 's' } }])).toMatchObject({ index: 0 });
   });
 
-  it('a lock-out slot past the budget is given back, and reports the failures so far', () => {
+  it('a lock-out slot past the budget is given back, and reports the failures so far', async () => {
     const counters = new MemoryCounters();
-    expect(counters.reserve(attempts, failures, key)).toMatchObject({ taken: true, attempts: 1 });
-    expect(counters.spend(failures, key)).toMatchObject({ failures: 1 });
-    expect(counters.reserve(attempts, failures, key)).toMatchObject({ taken: true, attempts: 2 });
-    expect(counters.reserve(attempts, failures, key)).toMatchObject({ taken: false, failures: 1 });
-    counters.release(attempts, key);
-    expect(counters.reserve(attempts, failures, key)).toMatchObject({ taken: true, attempts: 2 });
+    expect(await counters.reserve(attempts, failures, key)).toMatchObject({ taken: true, attempts: 1 });
+    expect(await counters.spend(failures, key)).toMatchObject({ failures: 1 });
+    expect(await counters.reserve(attempts, failures, key)).toMatchObject({ taken: true, attempts: 2 });
+    expect(await counters.reserve(attempts, failures, key)).toMatchObject({ taken: false, failures: 1 });
+    await counters.release(attempts, key);
+    expect(await counters.reserve(attempts, failures, key)).toMatchObject({ taken: true, attempts: 2 });
   });
 });

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { FailureBudget, HOLD_MS } from '../../lib/ops/lockout.js';
-import type { Answer } from '../../lib/answer.js';
 import { MemoryCounters, type CounterKey, type CounterLimit, type Counters } from '../../lib/ops/counters.js';
 
 const ATTEMPTS: CounterLimit = { name: 'auth-attempts:test', points: 4, duration: 900 };
@@ -30,7 +29,7 @@ function countingCounters(): { counters: Counters; released: CounterKey[] } {
 function budgetAt(start: number) {
   const clock = { now: start };
   const { counters, released } = countingCounters();
-  const guarded = async <T>(operation: () => Answer<T>): Promise<T | undefined> => operation();
+  const guarded = async <T>(operation: () => Promise<T>): Promise<T | undefined> => operation();
   const budget = new FailureBudget(counters, ATTEMPTS, FAILURES, guarded, HOLD_MS, () => clock.now);
   return { budget, clock, released };
 }

@@ -10,6 +10,7 @@ import { recordEvents } from '../helpers/events.js';
 import { expectTooMany, only } from '../helpers/rate-limits.js';
 import { MemoryStore, RateLimitFallbackError, RedisStore, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
 import { RedisServer, freshPrefix, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { wrapStore } from '../helpers/store-wrapper.js';
 
 /**
  * The Redis backend of the rate limits against a real redis-server: the counters are shared by every instance
@@ -156,6 +157,33 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     expect(await raw.keys(`${keyPrefix}*`)).toEqual([`${keyPrefix}bc-authorize:client:{app-1}`]);
     await a.netauth.close();
     await b.netauth.close();
+  });
+
+  it('a custom store shares its counters through the store contract (counters()), not as a RedisStore', async () => {
+    const prefix = freshPrefix('netauth-rl-custom');
+    const rateLimits = only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } });
+    const make = (shares: boolean) => {
+      const inner = new RedisStore({ url: server.url, prefix, timeout: 1000 });
+      stores.push(inner);
+      const store = wrapStore(inner, shares ? { counters: () => inner.counters() } : {});
+      expect(store).not.toBeInstanceOf(RedisStore);
+      return createTestGateway({ store, rateLimits });
+    };
+    const [a, b] = [make(true), make(true)];
+    expect((await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expect((await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    expectTooMany(await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP }));
+    expectTooMany(await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP }));
+    expect(await raw.keys(`${prefix}rl:*`)).toEqual([`${prefix}rl:bc-authorize:client:{app-1}`]);
+    // Without counters() the same store leaves each instance counting for itself.
+    const [c, d] = [make(false), make(false)];
+    await raw.del(`${prefix}rl:bc-authorize:client:{app-1}`);
+    for (const gateway of [c, d, c, d]) {
+      expect((await bcAuthorize(gateway.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    }
+    expectTooMany(await bcAuthorize(c.app, { login_hint: ALICE, scope: SIM_SWAP }));
+    expect(await raw.keys(`${prefix}rl:*`)).toEqual([]);
+    for (const gateway of [a, b, c, d]) await gateway.netauth.close();
   });
 
   it("backend 'memory' keeps the counters per instance, even with a RedisStore", async () => {

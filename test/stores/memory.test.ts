@@ -14,26 +14,6 @@ describeStoreContract('memory', async () => {
   };
 });
 
-describe('memory store peek (the optional immediate read)', () => {
-  it('answers what get answers, with no promise', async () => {
-    let now = 1_700_000_000_000;
-    const store = new MemoryStore({ now: () => now, sweepInterval: 0 });
-    await store.put('code', 'p', { v: 1 }, { ttl: 1 });
-    await store.put('code', 'q', { v: 2 }, { ttl: 60 });
-    expect(store.peek('code', 'p')).toEqual({ value: { v: 1 }, consumed: false });
-    expect(store.peek('code', 'p')).toEqual(await store.get('code', 'p'));
-    expect(store.peek('access_token', 'p')).toBeUndefined();
-    expect(store.peek('code', 'nope')).toBeUndefined();
-    expect(await store.consume('code', 'q')).toBe(true);
-    expect(store.peek('code', 'q')).toEqual({ value: { v: 2 }, consumed: true });
-    now += 1_500;
-    expect(store.peek('code', 'p')).toBeUndefined();
-    expect(await store.get('code', 'p')).toBeUndefined();
-    await store.delete('code', 'q');
-    expect(store.peek('code', 'q')).toBeUndefined();
-  });
-});
-
 describe('memory store reclamation', () => {
   it('reclaims expired entries and their grant index without being asked for them', async () => {
     let now = 0;

@@ -117,9 +117,7 @@ export class ClientAuthenticator {
     const registered = await this.clients.find(claimed);
     let slot: AttemptSlot | undefined;
     if (this.limits) {
-      const answer = this.limits.reserve(registered?.clientId, req.ip);
-      // Memory counters answer at once; only a Redis answer is awaited.
-      const reservation = answer instanceof Promise ? await answer : answer;
+      const reservation = await this.limits.reserve(registered?.clientId, req.ip);
       if ('retryAfter' in reservation) throw this.lockedOut(endpoint, reservation.retryAfter, registered?.clientId);
       slot = reservation.slot;
     }

@@ -1,5 +1,6 @@
 import { createLocalJWKSet, errors, type JWTVerifyGetKey } from 'jose';
 import type { RegisteredClient } from '../../registry/clients.js';
+import { CLIENT_JWKS_DEFAULTS } from '../../defaults.js';
 
 /** How a client's `jwksUri` is fetched. */
 export interface ClientJwksOptions {
@@ -81,9 +82,9 @@ export class ClientKeys {
     options: ClientJwksOptions,
     private readonly now: () => number,
   ) {
-    this.fetchTimeout = positive('clientJwks.fetchTimeout', options.fetchTimeout, 5000);
-    this.maxBytes = positive('clientJwks.maxBytes', options.maxBytes, 65536);
-    this.cacheMaxAge = positive('clientJwks.cacheMaxAge', options.cacheMaxAge, 600) * 1000;
+    this.fetchTimeout = positive('clientJwks.fetchTimeout', options.fetchTimeout, CLIENT_JWKS_DEFAULTS.fetchTimeout);
+    this.maxBytes = positive('clientJwks.maxBytes', options.maxBytes, CLIENT_JWKS_DEFAULTS.maxBytes);
+    this.cacheMaxAge = positive('clientJwks.cacheMaxAge', options.cacheMaxAge, CLIENT_JWKS_DEFAULTS.cacheMaxAge) * 1000;
   }
 
   /** Whether the client registered keys at all. */

@@ -25,8 +25,7 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     request.client = client;
     const limits = ctx.limits;
     if (limits) {
-      const limited = limits.client('bc-authorize', client.clientId);
-      const retryAfter = limited instanceof Promise ? await limited : limited;
+      const retryAfter = await limits.client('bc-authorize', client.clientId);
       if (retryAfter !== undefined) throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: 'client', clientId: client.clientId, retryAfter });
     }
     if (!client.grantTypes.includes(CIBA_GRANT)) {

@@ -20,8 +20,7 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
     const { client, assertion } = await auth.authenticate(req, res, params, 'token');
     request.client = client;
     if (assertion !== undefined) request.assertion = assertion;
-    const limited = ctx.limits?.client('token', client.clientId);
-    const retryAfter = limited instanceof Promise ? await limited : limited;
+    const retryAfter = await ctx.limits?.client('token', client.clientId);
     const grantType = params.require('grant_type');
     const grant = byType.get(grantType);
     if (!grant) throw new OAuthError('unsupported_grant_type', 'this grant_type is not supported');

@@ -8,12 +8,7 @@ export const noStore: RequestHandler = (_req, res, next) => {
   next();
 };
 
-/** Another method on an endpoint path: 405 with Allow, as JSON. */
-export function methodNotAllowed(allow: string): RequestHandler {
-  return (_req, res) => {
-    res.set('Allow', allow).status(405).json({ error: 'invalid_request', error_description: `method not allowed; use ${allow}` });
-  };
-}
+export { methodNotAllowed } from '../../method-not-allowed.js';
 
 /**
  * Headers of every frontend-flow response (authorize, consent page, their errors): never framed, never

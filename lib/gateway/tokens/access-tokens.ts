@@ -1,6 +1,5 @@
 import { OAuthError } from '../../errors.js';
 import { randomTag, sha256, taggedId } from '../../crypto.js';
-import type { Answer } from '../../answer.js';
 import { placementTag, type RecordKind, type RecordWrite, type StoredRecord } from '../../stores/store.js';
 import type { GatewayContext } from '../context.js';
 import type { StoredAuthorization } from '../requests/authorization.js';
@@ -237,15 +236,7 @@ export function consumeSingleUseToken(ctx: GatewayContext, token: string): Promi
  * this process knows is checked too, with no I/O.
  */
 export async function findAccessToken(ctx: GatewayContext, token: string): Promise<AccessTokenRecord | undefined> {
-  return lookUpAccessToken(ctx, token);
-}
-
-/** `findAccessToken`'s answer at once when the store can read without I/O (`Store.peek`): the guard's read. */
-export function lookUpAccessToken(ctx: GatewayContext, token: string): Answer<AccessTokenRecord | undefined> {
-  const key = tokenKey(token);
-  const { store } = ctx;
-  if (store.peek !== undefined) return liveRecord(ctx, store.peek<AccessTokenRecord>('access_token', key));
-  return store.get<AccessTokenRecord>('access_token', key).then((stored) => liveRecord(ctx, stored));
+  return liveRecord(ctx, await ctx.store.get<AccessTokenRecord>('access_token', tokenKey(token)));
 }
 
 function liveRecord(ctx: GatewayContext, stored: StoredRecord<AccessTokenRecord> | undefined): AccessTokenRecord | undefined {

@@ -1,0 +1,67 @@
+/**
+ * Every default of the options, in one place: the options reference (README), the rate limits
+ * (docs/operations.md), the stores and the guard read theirs from here. Durations are in the unit of the option
+ * they stand for: seconds for lifetimes and rules, milliseconds for timeouts and intervals.
+ */
+
+/** `lifetimes` (seconds). */
+export const LIFETIME_DEFAULTS = {
+  code: 60,
+  authReqId: 120,
+  pollInterval: 2,
+  accessToken: 3600,
+  /** 14 days, counted from each rotation. */
+  refreshToken: 14 * 24 * 3600,
+  expiredRetention: 600,
+  interaction: 600,
+} as const;
+
+/** `bodyLimit`: the largest form body (body-parser's notation). */
+export const BODY_LIMIT_DEFAULT = '16kb';
+
+/** `accessTokenFormat`. */
+export const ACCESS_TOKEN_FORMAT_DEFAULT = 'opaque';
+
+/** `clientJwks`: `fetchTimeout` (ms), `maxBytes`, `cacheMaxAge` (seconds). */
+export const CLIENT_JWKS_DEFAULTS = { fetchTimeout: 5000, maxBytes: 65536, cacheMaxAge: 600 } as const;
+
+/**
+ * `rateLimits`: every rule (points or failures per duration in seconds). Exported from the package: a deployment
+ * can scale them rather than restate them.
+ */
+export const RATE_LIMIT_DEFAULTS = {
+  authorize: { perAddress: { points: 300, duration: 60 } },
+  bcAuthorize: {
+    perClient: { points: 3000, duration: 60 },
+    perClientAndSubscriber: { points: 60, duration: 600 },
+    perSubscriber: { points: 600, duration: 600 },
+  },
+  token: {
+    perClient: { points: 6000, duration: 60 },
+    perClientAndSubscriber: { points: 300, duration: 60 },
+    perSubscriber: { points: 3000, duration: 60 },
+  },
+  clientAuthentication: {
+    perClientAndAddress: { failures: 30, duration: 900 },
+    perAddress: { failures: 30, duration: 900 },
+  },
+} as const;
+
+/** `rateLimits.timeout` (ms a Redis counter may take), and what the counters' key prefix is made of. */
+export const RATE_LIMIT_COUNTER_DEFAULTS = {
+  timeout: 500,
+  /** Appended to the store's prefix (or to `netauth:` when the store has none) unless `keyPrefix` is given. */
+  keyPrefixSuffix: 'rl:',
+} as const;
+
+/** `new RedisStore(options)`: `timeout` in ms. */
+export const REDIS_STORE_DEFAULTS = { url: 'redis://localhost:6379', prefix: 'netauth:', timeout: 2000 } as const;
+
+/** `new MemoryStore(options)`: `sweepInterval` in ms (0: no timer, expired records go as they are read). */
+export const MEMORY_STORE_DEFAULTS = { sweepInterval: 30_000 } as const;
+
+/** `netauth.guard(options)`. */
+export const GUARD_DEFAULTS = { revocation: 'local', errorFormat: 'oauth', subscriber: 'required' } as const;
+
+/** `netauth.metricsRouter(options)`. */
+export const METRICS_DEFAULTS = { prefix: 'netauth_', clientIdLabel: true } as const;
