@@ -90,7 +90,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** A base64url segment (unpadded) as bytes; undefined when it cannot be one. */
 function bytesOf(segment: string): Buffer | undefined {
-  // One character short of a byte is no base64 at all.
+  // 4n + 1 characters leave 6 bits over, less than a byte: no base64 encoding has that length.
   return segment.length % 4 !== 1 && SEGMENT.test(segment) ? Buffer.from(segment, 'base64url') : undefined;
 }
 
