@@ -7,6 +7,12 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/** Smallest and largest of the finite values, undefined when there is none. */
+export function range(values: readonly number[]): [number, number] | undefined {
+  const finite = values.filter((v) => Number.isFinite(v));
+  return finite.length ? [Math.min(...finite), Math.max(...finite)] : undefined;
+}
+
 export function fmt(value: number | undefined, digits = 0): string {
   if (value === undefined || !Number.isFinite(value)) return '-';
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });

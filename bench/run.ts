@@ -24,8 +24,8 @@ import { parseArgs } from 'node:util';
 import type { LoadgenReply, LoadgenRequest, RunRequest, RunResult } from './loadgen.js';
 import type { OrchestratorMessage, ServerMessage } from './servers/common.js';
 import { SERVERS, type ServerEntry } from './servers/registry.js';
-import { PENDING_SERVER, SOAK_SERVER, SUITES, TARGETS, type Suite } from './plan.js';
-import { fmt, mb, median, ratio, table } from './report.js';
+import { MIN_PROCESSES, PENDING_SERVER, SOAK_SERVER, SUITES, TARGETS, type Suite } from './plan.js';
+import { fmt, mb, median, range, ratio, table } from './report.js';
 import { RedisServer, redisServerMissing } from '../test/helpers/redis-server.js';
 import { RedisCluster } from '../test/helpers/redis-cluster.js';
 import { countFlows, pendingMemory, redisCostReport, redisTargetLines, type RedisCostRow, type RedisNode } from './redis-costs.js';
@@ -56,18 +56,18 @@ const { values: args } = parseArgs({
 const quick = args.quick === true;
 const settings = {
   quick,
-  // Five rounds: each is a fresh server process per row, so a row's median is one over five draws of the speed a
-  // process settles in (bench/README.md, "One server process, two speeds"), not one draw. 17 rows per round (flow 10,
+  // Each round is a fresh server process per row, so a row's median is one over as many draws of the speed a
+  // process settles in as rounds (bench/README.md, "One server process, two speeds"). 17 rows per round (flow 10,
   // frontend 3, guard 3, hostile 1) of 2 s + 2 s and a start-up, the prefill (<= 45 s), the redis suite and the soak
-  // (60 s): about 8 minutes on 2 cores.
-  rounds: Number(args.rounds ?? (quick ? 1 : 5)),
+  // (60 s): about 13 minutes on 2 cores.
+  rounds: Number(args.rounds ?? (quick ? 1 : MIN_PROCESSES)),
   warmupMs: Number(args.warmup ?? (quick ? 0.3 : 2)) * 1000,
   durationMs: Number(args.duration ?? (quick ? 0.6 : 2)) * 1000,
   connections: Number(args.connections ?? 16),
   pending: Number(args.pending ?? (quick ? 2_000 : 100_000)),
   soakMs: Number(args.soak ?? (quick ? 1.5 : 60)) * 1000,
   /** The run stops adding rounds (for disturbed ones) when it would end later than this. */
-  budgetMs: Number(args.budget ?? (quick ? 20 : 540)) * 1000,
+  budgetMs: Number(args.budget ?? (quick ? 20 : 960)) * 1000,
   /** The prefill of workload 4 stops here, holding however many it made. */
   prefillLimitMs: quick ? 3_000 : 45_000,
   /** The redis suite: flows counted with MONITOR per configuration, and pending auth_req_ids for its memory. */
@@ -337,6 +337,8 @@ interface Measured {
   suite: string;
   server: string;
   round: number;
+  /** The server process measured (runs saved before it was recorded have none: one process per window then). */
+  pid?: number;
   result: RunResult & ServerSide;
   noisy: boolean;
   clientBound: boolean;
@@ -409,7 +411,7 @@ async function measure(suite: Suite, id: string, round: number): Promise<Measure
   }
   const noisy = (result.cpu.foreign ?? 0) > FOREIGN_LIMIT || (result.cpu.steal ?? 0) > STEAL_LIMIT;
   const clientBound = (result.cpu.processes.loadgen ?? 0) > CLIENT_BOUND;
-  const m: Measured = { suite: suiteId, server: server.entry.id, round, result, noisy, clientBound };
+  const m: Measured = { suite: suiteId, server: server.entry.id, round, pid: server.pid, result, noisy, clientBound };
   measured.push(m);
   checkRow(`${suiteId}/${server.entry.id} round ${round + 1}`, result);
   log(
@@ -433,6 +435,11 @@ function rowsOf(suite: string, server: string): Measured[] {
   return clean.length > 0 ? clean : all;
 }
 
+/** How many server processes these windows ran in: one per window but for the pending row, which holds its prefill. */
+function processesOf(ms: readonly Measured[]): number {
+  return new Set(ms.map((m) => m.pid ?? `round ${m.round}`)).size;
+}
+
 const cpuPerOp = (x: RunResult): number => ((x.cpu.processes.server ?? NaN) * x.cpu.wallMs * 1000) / Math.max(1, x.ops);
 
 /**
@@ -443,7 +450,18 @@ function pairedRatio(suite: string, row: string, versus: string, by: 'throughput
   return pairedRatioOf(suite, row, versus, by)?.value;
 }
 
-function pairedRatioOf(suite: string, row: string, versus: string, by: 'throughput' | 'cpu'): { value: number; clean: number } | undefined {
+interface PairedRatio {
+  /** Median of the per-round ratios. */
+  value: number;
+  /** Smallest and largest per-round ratio: the spread the median is taken over. */
+  range: [number, number] | undefined;
+  /** Rounds where both rows were undisturbed. */
+  clean: number;
+  /** Server processes behind the ratio: the fewer of the two rows'. */
+  processes: number;
+}
+
+function pairedRatioOf(suite: string, row: string, versus: string, by: 'throughput' | 'cpu'): PairedRatio | undefined {
   const a = allRowsOf(suite, row);
   const b = allRowsOf(suite, versus);
   if (a.length === 0 || b.length === 0) return undefined;
@@ -454,10 +472,11 @@ function pairedRatioOf(suite: string, row: string, versus: string, by: 'throughp
   }
   const clean = pairs.filter(([x, y]) => !x.noisy && !y.noisy);
   const used = clean.length > 0 ? clean : pairs;
-  const value = median(
-    used.map(([x, y]) => (by === 'throughput' ? x.result.opsPerSec / y.result.opsPerSec : cpuPerOp(y.result) / cpuPerOp(x.result))),
+  const ratios = used.map(([x, y]) =>
+    by === 'throughput' ? x.result.opsPerSec / y.result.opsPerSec : cpuPerOp(y.result) / cpuPerOp(x.result),
   );
-  return { value, clean: clean.length };
+  const processes = Math.min(processesOf(used.map(([x]) => x)), processesOf(used.map(([, y]) => y)));
+  return { value: median(ratios), range: range(ratios), clean: clean.length, processes };
 }
 
 const SHORT: Record<string, string> = { 'oidc-provider': 'vs oidc-prov', 'express-bare': 'vs Express', 'raw-http': 'vs raw http', netauth: 'vs memory' };
@@ -466,7 +485,13 @@ function suiteTable(suiteId: string): string | undefined {
   const suite = SUITES.find((s) => s.id === suiteId)!;
   const refs = suite.references.filter((r) => suite.servers.includes(r));
   const loopColumns = suite.eventLoop ? ['loop p99 ms', 'loop max ms'] : [];
-  const header = ['server', 'ops/s', 'p50 ms', 'p99 ms', 'RSS MB', 'srv us/op', 'srv core', 'GC % (major)', ...loopColumns, ...refs.map((r) => SHORT[r] ?? `vs ${r}`), 'notes'];
+  const header = [
+    ...['server', 'procs', 'ops/s', 'ops/s min-max', 'p50 ms', 'p99 ms', 'RSS MB', 'srv us/op', 'srv core'],
+    'GC % (major)',
+    ...loopColumns,
+    ...refs.map((r) => SHORT[r] ?? `vs ${r}`),
+    'notes',
+  ];
   const rows: string[][] = [];
   for (const id of suite.servers) {
     const all = allRowsOf(suiteId, id);
@@ -482,9 +507,14 @@ function suiteTable(suiteId: string): string | undefined {
     if (SERVERS[id]?.needsRedis) notes.push(`+ redis-server ${fmt(r((x) => x.cpu.processes.redis), 2)} core`);
     const failures = ms.reduce((n, m) => n + m.result.failures, 0);
     if (failures) notes.push(`${failures} failed ops`);
+    const spread = range(ms.map((m) => m.result.opsPerSec));
+    const processes = processesOf(ms);
+    if (processes < ms.length) notes.push(`${ms.length} windows in ${processes} process${processes > 1 ? 'es' : ''}`);
     rows.push([
       SERVERS[id]!.label,
+      String(processes),
       fmt(r((x) => x.opsPerSec)),
+      spread ? `${fmt(spread[0])}-${fmt(spread[1])}` : '-',
       fmt(r((x) => x.latency.p50), 2),
       fmt(r((x) => x.latency.p99), 2),
       mb(r((x) => x.serverRss)),
@@ -536,8 +566,16 @@ function targetLines(): string[] {
         lines.push(`  n/a   ${target.text}  (${why})`);
       } else {
         const byCpu = pairedRatio(target.suite, target.row, target.versus, 'cpu');
-        const basis = paired!.clean > 0 ? `${paired!.clean} undisturbed round${paired!.clean > 1 ? 's' : ''}` : 'DISTURBED rounds only: not reliable';
-        lines.push(`  ${value >= target.min ? 'PASS' : 'MISS'}  ${target.text}: ${ratio(value)} (by server CPU per operation: ${ratio(byCpu)}; ${basis})`);
+        const { clean, processes } = paired!;
+        const basis =
+          clean > 0 ? `${clean} undisturbed round${clean > 1 ? 's' : ''}` : 'DISTURBED rounds only: not reliable';
+        const spread = paired!.range ? `${ratio(paired!.range[0])}-${ratio(paired!.range[1])}` : '-';
+        const pairs = `${processes} process pair${processes === 1 ? '' : 's'}`;
+        const few = processes < MIN_PROCESSES ? `; fewer than the ${MIN_PROCESSES} fresh processes per row asked` : '';
+        lines.push(
+          `  ${value >= target.min ? 'PASS' : 'MISS'}  ${target.text}: ${ratio(value)}, median of ${pairs} ` +
+            `(spread ${spread}; by server CPU per operation: ${ratio(byCpu)}; ${basis}${few})`,
+        );
       }
     } else if (target.kind === 'loop') {
       const rows = rowsOf(target.suite, target.row).filter((m) => m.result.loop !== undefined);
@@ -588,8 +626,11 @@ function report(machine: Machine): string {
   out.push(
     `machine: ${machine.cores} cores (nproc), ${machine.cpu}, node ${machine.node}${machine.os ? `, ${machine.os}` : ''}`,
     `pinning: ${machine.pinning ? `servers on core ${SERVER_CORE}, load generator on core ${LOAD_CORE} (taskset)` : 'none (no taskset or a single core)'}`,
-    `settings: ${settings.rounds} interleaved rounds (more when some are disturbed, time permitting) x ${settings.durationMs / 1000} s measured, ${settings.warmupMs / 1000} s warm-up before each; ` +
-      `${settings.connections} keep-alive connections (undici); medians over rounds${settings.quick ? '  [QUICK SMOKE RUN: numbers are indicative only]' : ''}`,
+    `settings: ${settings.rounds} interleaved rounds (more when some are disturbed, time permitting), each a fresh ` +
+      `server process per row, x ${settings.durationMs / 1000} s measured, ${settings.warmupMs / 1000} s warm-up ` +
+      `before each; ${settings.connections} keep-alive connections (undici); medians over the processes, with their ` +
+      `spread (min-max)` +
+      `${settings.quick ? '  [QUICK SMOKE RUN: numbers are indicative only]' : ''}`,
     '',
   );
   for (const suite of SUITES) {
@@ -612,7 +653,9 @@ function report(machine: Machine): string {
   }
   if (redisCosts.length > 0) out.push(redisCostReport(redisCosts), '');
   out.push(
-    'columns: ops/s = completed operations per second (a flow = bc-authorize + token, or authorize + token);',
+    'columns: procs = server processes the row\'s medians are over (undisturbed windows); ops/s = completed',
+    '  operations per second (a flow = bc-authorize + token, or authorize + token), median over them, min-max their',
+    '  spread;',
     '  p50/p99 = latency of one operation; RSS = server resident memory at the end of a round; srv us/op = server CPU',
     '  time per operation; srv core = server CPU use (1.00 = its core saturated); GC % = share of the window the server',
     '  spent in GC pauses (mark-compact in parentheses); "vs X" = median over rounds of this row\'s throughput / X\'s in',

@@ -11,6 +11,8 @@
  * redis-server bench/run.ts starts for the Redis row, or one node of its Redis Cluster: the store finds the rest).
  * BENCH_RATE_LIMITS=on: every default rate limit on, with budgets no bench flow reaches, so their cost is measured
  * (the redis suite); otherwise off, as in the other rows.
+ * BENCH_ACCESS_TOKENS=jwt: RFC 9068 JWT access tokens, signed with an RS256 key made at start-up (the algorithm of
+ * the development key a deployment without `signingKeys` gets), so the guard verifies a signature per call.
  *
  * The frontend flow (workload 2) identifies the device by its address: `trust proxy` believes the loopback
  * hop (the load generator, standing in for the operator's edge) and its `X-Forwarded-For: 10.20.0.1`, which
@@ -18,7 +20,7 @@
  */
 import http from 'node:http';
 import express from 'express';
-import { exportJWK, generateKeyPair } from 'jose';
+import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import type * as Package from '../../lib/index.js';
 import type { Lifetimes, Store } from '../../lib/index.js';
 import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_DEVICE_IP, BENCH_MOBILE_RANGE, BENCH_PHONE, BENCH_REDIRECT_URI, ISSUER_PATH, quietOnError, serve } from './common.js';
@@ -65,9 +67,14 @@ const rateLimits =
 // peer rows) signs an ID token per flow.
 const idTokenAlg = process.env.BENCH_ID_TOKENS;
 if (idTokenAlg !== undefined && idTokenAlg !== 'RS256' && idTokenAlg !== 'ES256') throw new Error(`unknown BENCH_ID_TOKENS ${idTokenAlg}`);
-const signingKeys = idTokenAlg
-  ? [{ ...(await exportJWK((await generateKeyPair(idTokenAlg, { extractable: true })).privateKey)), alg: idTokenAlg, kid: `bench-${idTokenAlg.toLowerCase()}` }]
-  : undefined;
+const jwtAccessTokens = process.env.BENCH_ACCESS_TOKENS === 'jwt';
+if (jwtAccessTokens && idTokenAlg !== undefined) throw new Error('BENCH_ACCESS_TOKENS=jwt is a row without ID tokens');
+const keyAlg = idTokenAlg ?? (jwtAccessTokens ? 'RS256' : undefined);
+async function signingKeyOf(alg: string): Promise<JWK> {
+  const { privateKey } = await generateKeyPair(alg, { extractable: true });
+  return { ...(await exportJWK(privateKey)), alg, kid: `bench-${alg.toLowerCase()}` };
+}
+const signingKeys = keyAlg ? [await signingKeyOf(keyAlg)] : undefined;
 const netauth = createNetAuth({
   issuer: `http://127.0.0.1${ISSUER_PATH}`,
   clients: [
@@ -94,7 +101,8 @@ const netauth = createNetAuth({
   // Off in the rows compared with the peer and with bare Express, which have none; the rate-limits row and the redis
   // suite measure their cost (BENCH_RATE_LIMITS=on).
   rateLimits,
-  ...(signingKeys ? { idTokens: true, signingKeys, pairwiseSalt: 'bench-salt' } : {}),
+  ...(idTokenAlg ? { idTokens: true, signingKeys, pairwiseSalt: 'bench-salt' } : {}),
+  ...(jwtAccessTokens ? { accessTokenFormat: 'jwt' as const, signingKeys, pairwiseSalt: 'bench-salt' } : {}),
   onError: quietOnError('netauth'),
 });
 

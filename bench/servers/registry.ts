@@ -51,6 +51,14 @@ export const SERVERS: Record<string, ServerEntry> = {
     env: { BENCH_RATE_LIMITS: 'on' },
     params: NETAUTH_PARAMS,
   },
+  // The guard on RFC 9068 JWT access tokens: a signature verified per call instead of a store read.
+  'netauth-jwt': {
+    id: 'netauth-jwt',
+    label: 'express-netauth, JWT access tokens',
+    file: 'netauth.ts',
+    env: { BENCH_ACCESS_TOKENS: 'jwt' },
+    params: NETAUTH_PARAMS,
+  },
   // Like for like with node-oidc-provider: `openid` requested, and a signed ID token in every token response, with
   // the same algorithm as the peer row it is compared with.
   'netauth-idtoken': {

@@ -61,7 +61,7 @@ export const authorizationCodeGrant: Grant = {
     const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, { kind: 'code', id: code }, { ...options, refresh });
     if (!tokens) throw await replayed(ctx, record);
     if (idTokenRequested(ctx, record.scope)) {
-      tokens.id_token = await issueIdToken(ctx, {
+      tokens.id_token = issueIdToken(ctx, {
         clientId: record.clientId,
         subscriber: { id: record.subscriberId },
         // The network identified the subscriber when the code was issued.

@@ -85,7 +85,7 @@ export const cibaGrant: Grant = {
     const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, { kind: 'backchannel', id: authReqId }, { ...options, refresh });
     if (!tokens) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
     if (idTokenRequested(ctx, record.scope)) {
-      tokens.id_token = await issueIdToken(ctx, {
+      tokens.id_token = issueIdToken(ctx, {
         clientId: record.clientId,
         subscriber: { id: record.subscriberId },
         // When the request was approved (by the hook, or at once when created); older records lack approvedAt.

@@ -145,7 +145,7 @@ export async function issueAccessToken(
     // Whole seconds, so the record and the JWT's iat/exp agree.
     issuedAt = Math.floor(issuedAt / 1000) * 1000;
     jti = taggedId(tag, 16);
-    token = await signAccessToken(ctx, {
+    token = signAccessToken(ctx, {
       clientId: authorization.clientId,
       subscriberId: authorization.subscriberId,
       scope: authorization.scope,

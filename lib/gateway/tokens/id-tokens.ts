@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { SignJWT, type JWTPayload } from 'jose';
+import type { JWTPayload } from 'jose';
 import type { Subscriber } from '../../identity/subscribers.js';
 import type { GatewayContext } from '../context.js';
+import { signJws } from './jws.js';
 import { hashAlgorithmOf } from './keys.js';
 
 /**
@@ -43,7 +44,7 @@ export function tokenHash(value: string, alg: string): string {
  * nonce when sent, at_hash when the access token is given. Lifetime: the access token's.
  * Both grants call this: CIBA without a nonce, the authorization code grant with the request's nonce.
  */
-export async function issueIdToken(ctx: GatewayContext, input: IdTokenInput): Promise<string> {
+export function issueIdToken(ctx: GatewayContext, input: IdTokenInput): string {
   const key = ctx.keys?.active;
   if (!key) throw new Error('ID tokens need a signing key');
   const iat = Math.floor(ctx.now() / 1000);
@@ -61,5 +62,5 @@ export async function issueIdToken(ctx: GatewayContext, input: IdTokenInput): Pr
   else delete claims.nonce;
   if (input.accessToken !== undefined) claims.at_hash = tokenHash(input.accessToken, key.alg);
   else delete claims.at_hash;
-  return new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' }).sign(key.privateKey);
+  return signJws(key, 'JWT', claims);
 }

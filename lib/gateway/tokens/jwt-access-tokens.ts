@@ -1,6 +1,7 @@
-import { SignJWT, decodeJwt, jwtVerify, type JWTPayload } from 'jose';
+import { decodeJwt, type JWTPayload } from 'jose';
 import { parseScope } from '../../identity/scope.js';
 import type { GatewayContext } from '../context.js';
+import { signJws, verifyJws, type JsonObject } from './jws.js';
 
 /**
  * JWT access tokens, RFC 9068: header `typ: at+jwt`; claims iss, exp, iat, aud, sub, client_id, scope, jti,
@@ -11,7 +12,8 @@ import type { GatewayContext } from '../context.js';
  * - `single_use: true` on a token good for one API call (the guard then consumes its store record);
  * - `two_legged: true` on a token with no subscriber (client credentials): its `sub` is then the client_id,
  *   as RFC 9068 §2.2 asks, and names no subscriber.
- * `sub` is otherwise the operator's opaque subscriber id (never the phone number): the service APIs need the subscriber.
+ * `sub` is otherwise the operator's opaque subscriber id (never the phone number): the service APIs need the
+ * subscriber.
  * A token bound to a DPoP key carries `cnf.jkt` (RFC 9449 §6.1).
  */
 export interface AccessTokenClaims extends JWTPayload {
@@ -46,7 +48,7 @@ export interface JwtAccessTokenInput {
   jkt?: string;
 }
 
-export async function signAccessToken(ctx: GatewayContext, input: JwtAccessTokenInput): Promise<string> {
+export function signAccessToken(ctx: GatewayContext, input: JwtAccessTokenInput): string {
   const key = ctx.keys?.active;
   if (!key) throw new Error('JWT access tokens need a signing key');
   const claims: AccessTokenClaims = {
@@ -64,7 +66,7 @@ export async function signAccessToken(ctx: GatewayContext, input: JwtAccessToken
     ...(input.subscriberId === null ? { two_legged: true as const } : {}),
     ...(input.jkt === undefined ? {} : { cnf: { jkt: input.jkt } }),
   };
-  return new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }).sign(key.privateKey);
+  return signJws(key, 'at+jwt', claims);
 }
 
 const JWS_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -112,33 +114,49 @@ function confirmationOf(cnf: unknown): { jkt: string | undefined } | undefined {
   return { jkt: (cnf as { jkt: string }).jkt };
 }
 
+/** `typ: at+jwt` (RFC 9068 §4) compared as a media type (RFC 7515 §4.1.9): any case, `application/` implied. */
+function isAccessTokenType(typ: unknown): boolean {
+  if (typeof typ !== 'string') return false;
+  const type = typ.toLowerCase();
+  return type === 'at+jwt' || type === 'application/at+jwt';
+}
+
+const REQUIRED_CLAIMS = ['iss', 'aud', 'sub', 'iat', 'exp', 'jti'];
+
+/**
+ * The registered claims (RFC 7519 §4.1) of a token whose signature holds: all present, issued by this gateway for
+ * the service APIs' audience, `nbf` (when present) reached and `exp` not, on the gateway's clock in whole seconds
+ * with no tolerance (the clock that issued the token is the one that checks it).
+ */
+function registeredClaimsHold(ctx: GatewayContext, claims: JsonObject): boolean {
+  for (const name of REQUIRED_CLAIMS) if (!Object.hasOwn(claims, name)) return false;
+  if (claims.iss !== ctx.issuer) return false;
+  const { aud, iat, nbf, exp } = claims;
+  if (aud !== ctx.accessTokenAudience && !(Array.isArray(aud) && aud.includes(ctx.accessTokenAudience))) return false;
+  const now = Math.floor(ctx.now() / 1000);
+  if (!Number.isFinite(now) || typeof iat !== 'number' || typeof exp !== 'number' || exp <= now) return false;
+  return nbf === undefined || (typeof nbf === 'number' && nbf <= now);
+}
+
 /**
  * Verifies a JWT access token offline: signature with the local key set (by kid; any published key, so
  * rotation works), `typ: at+jwt` (an ID token is not an access token), issuer, audience, and expiry on the
  * gateway's clock. Undefined for anything that does not verify. Revocation is the caller's to check.
  */
-export async function verifyAccessToken(ctx: GatewayContext, token: string): Promise<VerifiedAccessToken | undefined> {
+export function verifyAccessToken(ctx: GatewayContext, token: string): VerifiedAccessToken | undefined {
   const keys = ctx.keys;
   if (!keys) return undefined;
-  let payload: JWTPayload;
-  try {
-    ({ payload } = await jwtVerify(token, keys.verifier, {
-      issuer: ctx.issuer,
-      audience: ctx.accessTokenAudience,
-      typ: 'at+jwt',
-      algorithms: keys.algorithms,
-      currentDate: new Date(ctx.now()),
-      requiredClaims: ['sub', 'exp', 'iat', 'jti'],
-    }));
-  } catch {
-    return undefined;
-  }
-  const { client_id: clientId, scope, purpose, grant_ids: grantIds, sub, jti, iat, exp, single_use: singleUse, two_legged: twoLegged } = payload;
-  const confirmation = confirmationOf(payload.cnf);
+  const verified = verifyJws(keys.keys, token);
+  if (!verified || !isAccessTokenType(verified.header.typ)) return undefined;
+  if (!registeredClaimsHold(ctx, verified.claims)) return undefined;
+  const { client_id: clientId, scope, purpose, grant_ids: grantIds, sub, jti, iat, exp } = verified.claims;
+  const { single_use: singleUse, two_legged: twoLegged } = verified.claims;
+  const confirmation = confirmationOf(verified.claims.cnf);
   if (!confirmation) return undefined;
   if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof purpose !== 'string') return undefined;
   if (!Array.isArray(grantIds) || !grantIds.every((g): g is string => typeof g === 'string')) return undefined;
-  if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return undefined;
+  if (typeof sub !== 'string' || typeof jti !== 'string') return undefined;
+  if (typeof iat !== 'number' || typeof exp !== 'number') return undefined;
   let scopes: string[];
   try {
     const parsed = parseScope(scope);

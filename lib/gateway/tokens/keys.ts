@@ -1,11 +1,13 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
-import { createLocalJWKSet, type JWK, type JWTVerifyGetKey } from 'jose';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import type { JsonWebKey, KeyObject } from 'node:crypto';
+import type { JWK } from 'jose';
+import type { JwsKey } from './jws.js';
 
-/** One signing key, resolved: the private half signs, the public half is published at `{issuer}/jwks`. */
-export interface SigningKey {
-  kid: string;
-  alg: string;
-  privateKey: KeyObject;
+/**
+ * One signing key, resolved: the private half signs, the public half verifies the gateway's own access tokens
+ * (jws.ts, both as key objects made once here) and is published at `{issuer}/jwks`.
+ */
+export interface SigningKey extends JwsKey {
   /** The public JWK as published: no private members, with `kid`, `alg` and `use: "sig"`. */
   publicJwk: JWK;
 }
@@ -18,8 +20,6 @@ export interface KeySet {
   jwks: { keys: JWK[] };
   /** JWS algorithms of the published keys, the active one first. */
   algorithms: string[];
-  /** Key resolver for `jose.jwtVerify`: picks a published key by `kid` and `alg`. */
-  verifier: JWTVerifyGetKey;
   /** True when the key was generated at start-up (no `signingKeys` configured). */
   generated: boolean;
 }
@@ -41,13 +41,20 @@ export function jwkThumbprint(jwk: JWK): string {
 
 /** The JWS algorithm of a key: its JWK `alg`, else the usual one for its type. */
 function algorithmOf(jwk: JWK, where: string): string {
-  const inferred =
-    jwk.kty === 'RSA' ? 'RS256' : jwk.kty === 'EC' ? EC_ALGS[jwk.crv ?? ''] : jwk.kty === 'OKP' && jwk.crv === 'Ed25519' ? 'EdDSA' : undefined;
+  const okp = jwk.kty === 'OKP' && jwk.crv === 'Ed25519' ? 'EdDSA' : undefined;
+  const inferred = jwk.kty === 'RSA' ? 'RS256' : jwk.kty === 'EC' ? EC_ALGS[jwk.crv ?? ''] : okp;
   if (inferred === undefined) {
-    throw new TypeError(`${where}: unsupported key (use RSA, EC P-256/P-384/P-521 or OKP Ed25519; symmetric keys cannot be published)`);
+    throw new TypeError(
+      `${where}: unsupported key (use RSA, EC P-256/P-384/P-521 or OKP Ed25519; symmetric keys cannot be published)`,
+    );
   }
   if (jwk.alg === undefined) return inferred;
-  const fits = jwk.kty === 'RSA' ? RSA_ALGS.has(jwk.alg) : jwk.kty === 'OKP' ? jwk.alg === 'EdDSA' || jwk.alg === 'Ed25519' : jwk.alg === inferred;
+  const fits =
+    jwk.kty === 'RSA'
+      ? RSA_ALGS.has(jwk.alg)
+      : jwk.kty === 'OKP'
+        ? jwk.alg === 'EdDSA' || jwk.alg === 'Ed25519'
+        : jwk.alg === inferred;
   if (!fits) throw new TypeError(`${where}: alg ${jwk.alg} does not fit a ${jwk.kty} key`);
   return jwk.alg;
 }
@@ -65,9 +72,10 @@ function resolveKey(jwk: JWK, where: string): SigningKey {
   if (jwk.kty === 'RSA' && (privateKey.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) {
     throw new TypeError(`${where}: RSA keys must have at least 2048 bits`);
   }
-  const exported = createPublicKey(privateKey).export({ format: 'jwk' }) as JWK;
+  const publicKey = createPublicKey(privateKey);
+  const exported = publicKey.export({ format: 'jwk' }) as JWK;
   const kid = jwk.kid ?? jwkThumbprint(exported);
-  return { kid, alg, privateKey, publicJwk: { ...exported, kid, alg, use: 'sig' } };
+  return { kid, alg, privateKey, publicKey, publicJwk: { ...exported, kid, alg, use: 'sig' } };
 }
 
 /**
@@ -94,7 +102,6 @@ export function resolveKeySet(signingKeys: readonly JWK[] | undefined, needed: b
     keys,
     jwks,
     algorithms: [...new Set(keys.map((k) => k.alg))],
-    verifier: createLocalJWKSet(jwks),
     generated,
   };
 }

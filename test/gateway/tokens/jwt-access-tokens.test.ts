@@ -1,3 +1,4 @@
+import { createPrivateKey, type JsonWebKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import express, { type Express } from 'express';
@@ -7,6 +8,7 @@ import { APP1, CLIENTS, ISSUER, LOCATION, POLICY, SIM_SWAP, SUBSCRIBERS, createT
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { FOREIGN_KEY, KEY_A, KEY_B, NoTokenReadStore, ecKey, rsaKey } from '../../helpers/keys.js';
 
+const KEY_A_PRIVATE = createPrivateKey({ key: KEY_A as JsonWebKey, format: 'jwk' });
 const JWT_OPTIONS: Partial<NetAuthOptions> = { accessTokenFormat: 'jwt', signingKeys: [KEY_A], pairwiseSalt: 'test-salt' };
 
 async function tokenFor(app: Express, scope = SIM_SWAP, authorization = APP1, hint = 'tel:+34600000001'): Promise<string> {
@@ -211,6 +213,64 @@ describe('JWT access tokens (RFC 9068)', () => {
     expect((await call(after.app, opaque)).status).toBe(200);
     expect((await revoke(after.app, opaque)).status).toBe(200);
     expect((await call(after.app, opaque)).status).toBe(401);
+  });
+});
+
+describe('the guard verifies its own tokens as jose\'s jwtVerify did', () => {
+  // The options the guard gave jwtVerify before it verified through node:crypto; every token below must get the
+  // same answer from both.
+  const joseAccepts = (token: string, jwks: { keys: JWK[] }, now: number) =>
+    jwtVerify(token, createLocalJWKSet(jwks), {
+      issuer: ISSUER,
+      audience: ISSUER,
+      typ: 'at+jwt',
+      algorithms: ['RS256'],
+      currentDate: new Date(now),
+      requiredClaims: ['sub', 'exp', 'iat', 'jti'],
+    }).then(
+      () => true,
+      () => false,
+    );
+
+  it('every header and registered claim the old checks looked at', async () => {
+    const { app, clock } = createTestGateway(JWT_OPTIONS);
+    const genuine = decodeJwt(await tokenFor(app));
+    const jwks = (await request(app).get('/apigateway/jwks')).body as { keys: JWK[] };
+    const now = Math.floor(clock.now / 1000);
+    const header = { alg: 'RS256', kid: 'key-a', typ: 'at+jwt' };
+    const cases: Array<[string, Record<string, unknown>, Record<string, unknown>, boolean]> = [
+      ['as issued', header, {}, true],
+      ['typ in capitals', { ...header, typ: 'AT+JWT' }, {}, true],
+      ['typ as a full media type', { ...header, typ: 'application/at+jwt' }, {}, true],
+      ['typ JWT (an ID token)', { ...header, typ: 'JWT' }, {}, false],
+      ['typ application/jwt', { ...header, typ: 'application/jwt' }, {}, false],
+      ['no typ', { alg: 'RS256', kid: 'key-a' }, {}, false],
+      ['no kid', { alg: 'RS256', typ: 'at+jwt' }, {}, true],
+      ['alg PS256 with the RS256 key', { ...header, alg: 'PS256' }, {}, false],
+      ['another issuer', header, { iss: 'https://other.example' }, false],
+      ['aud a list holding the audience', header, { aud: ['https://other.example', ISSUER] }, true],
+      ['aud a list without it', header, { aud: ['https://other.example'] }, false],
+      ['no aud', header, { aud: undefined }, false],
+      ['no iss', header, { iss: undefined }, false],
+      ['no sub', header, { sub: undefined }, false],
+      ['no jti', header, { jti: undefined }, false],
+      ['no iat', header, { iat: undefined }, false],
+      ['iat a string', header, { iat: String(now) }, false],
+      ['no exp', header, { exp: undefined }, false],
+      ['exp now', header, { exp: now }, false],
+      ['exp in one second', header, { exp: now + 1 }, true],
+      ['exp a string', header, { exp: String(now + 60) }, false],
+      ['nbf now', header, { nbf: now }, true],
+      ['nbf in one second', header, { nbf: now + 1 }, false],
+      ['nbf a string', header, { nbf: String(now) }, false],
+    ];
+    for (const [name, protectedHeader, change, accepted] of cases) {
+      const claims = { ...genuine, ...change };
+      const signer = new SignJWT(claims).setProtectedHeader(protectedHeader as { alg: string });
+      const token = await signer.sign(KEY_A_PRIVATE);
+      expect([name, await joseAccepts(token, jwks, clock.now)]).toEqual([name, accepted]);
+      expect([name, (await call(app, token)).status]).toEqual([name, accepted ? 200 : 401]);
+    }
   });
 });
 
