@@ -75,4 +75,5 @@ export type {
   RedisCommandClient,
   RedisClusterCommandClient,
   RedisSentinelCommandClient,
+  ReplicaShortfall,
 } from './stores/redis.js';

@@ -15,6 +15,7 @@
  */
 import { StoreUnavailableError } from './store.js';
 import type { Script } from './redis-scripts.js';
+import type { ReplicaWaits } from './redis-replicas.js';
 import { requirePeer } from '../optional-peer.js';
 
 /** What RedisStore needs of a `createClient()` client. */
@@ -93,6 +94,13 @@ function slotOfTag(tag: string): number {
     for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
   }
   return crc % 16384;
+}
+
+/** The slot of a key: of its hash tag when it has one (every key of the store does). */
+function slotOfKey(key: string): number {
+  const open = key.indexOf('{');
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1);
+  return slotOfTag(close > open + 1 ? key.slice(open + 1, close) : key);
 }
 
 /** A URL's `host:port`, never its credentials. */
@@ -222,32 +230,64 @@ export class RedisConnection {
 
   /**
    * EVALSHA, loading the script with EVAL when the node does not know it (new, restarted or promoted). With
-   * `replicas` > 0, the write is followed by WAIT (see `write`).
+   * `waits`, the write is followed by a best-effort WAIT (see `write`).
    */
-  async script(script: Script, keys: string[], args: string[], replicas = 0): Promise<unknown> {
+  async script(script: Script, keys: string[], args: string[], waits?: ReplicaWaits): Promise<unknown> {
     const tail = [String(keys.length), ...keys, ...args];
     try {
-      return await this.write(keys[0], ['EVALSHA', script.sha, ...tail], replicas);
+      return await this.write(keys[0], ['EVALSHA', script.sha, ...tail], waits);
     } catch (err) {
       if (!(err instanceof Error && err.message.startsWith('NOSCRIPT'))) throw err;
-      return this.write(keys[0], ['EVAL', script.source, ...tail], replicas);
+      return this.write(keys[0], ['EVAL', script.source, ...tail], waits);
     }
   }
 
   /**
-   * A write whose result comes once `replicas` replicas have it, or after REPLICA_WAIT ms (a replica behind or
-   * gone must not stop the service): WAIT is sent right behind the write, on the same connection, so it costs
-   * no extra round trip and counts exactly the writes sent before it. If the connection fails before WAIT
-   * answers, the write may be lost in the failover that follows: the caller gets StoreUnavailableError (503)
-   * rather than a success that may not survive (a token the client holds and Redis forgot).
+   * A write answered once the replicas `waits` names for its master have it, or after REPLICA_WAIT ms. WAIT is
+   * sent right behind the write, on the same connection, so it costs no extra round trip and counts exactly the
+   * writes sent before it. Once Redis has answered the write, nothing turns it into an error: a WAIT that fails
+   * or falls short is reported to `waits` (which stops waiting for a replica that does not answer).
    */
-  async write(key: string | undefined, args: string[], replicas = 0): Promise<unknown> {
+  async write(key: string | undefined, args: string[], waits?: ReplicaWaits): Promise<unknown> {
+    const node = waits && this.nodeOf(key);
+    const replicas = node === undefined ? 0 : waits!.target(node);
     if (replicas === 0) return this.run(key, args);
-    // Both settle before either counts, so a failing WAIT behind a failed write is never left unhandled.
-    const [written, acked] = await Promise.allSettled([this.run(key, args), this.run(key, ['WAIT', String(replicas), String(REPLICA_WAIT)])]);
-    if (written.status === 'rejected') throw written.reason;
-    if (acked.status === 'rejected') throw acked.reason;
-    return written.value;
+    const written = this.run(key, args);
+    const acked = this.run(key, ['WAIT', String(replicas), String(REPLICA_WAIT)]).then(Number, () => -1);
+    const value = await written;
+    let timer: NodeJS.Timeout | undefined;
+    // WAIT answers within REPLICA_WAIT unless its connection broke: then do not hold the answer for the deadline.
+    const late = new Promise<number>((resolve) => (timer = setTimeout(resolve, REPLICA_WAIT + 50, -1)));
+    const answer = await Promise.race([acked, late]);
+    clearTimeout(timer);
+    waits!.acknowledged(node!, replicas, answer);
+    return value;
+  }
+
+  /** The master a key's write goes to (`host:port` on a cluster, '' otherwise); undefined when not known. */
+  nodeOf(key: string | undefined): string | undefined {
+    const route = this.route;
+    if (route?.kind !== 'cluster') return '';
+    return key === undefined ? undefined : route.client.slots[slotOfKey(key)]?.master.address;
+  }
+
+  /** Online replicas per master (by `nodeOf`'s names). */
+  async replicasPerMaster(): Promise<Map<string, number>> {
+    const route = this.route;
+    if (route?.kind !== 'cluster') {
+      const info = String(await this.run(undefined, ['INFO', 'replication']));
+      return new Map([['', (info.match(/^slave\d+:.*state=online/gm) ?? []).length]]);
+    }
+    const nodes = String(await this.run(undefined, ['CLUSTER', 'NODES']))
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' '));
+    const up = (n: string[]) => !n[2]!.includes('fail') && n[7] === 'connected';
+    const counts = new Map<string, number>();
+    for (const master of nodes.filter((n) => n[2]!.includes('master') && up(n) && n.length > 8)) {
+      counts.set(master[1]!.split('@')[0]!, nodes.filter((n) => n[3] === master[0] && up(n)).length);
+    }
+    return counts;
   }
 
   /**
@@ -274,31 +314,6 @@ export class RedisConnection {
     const event = route!.kind === 'cluster' ? 'node-ready' : route!.kind === 'sentinel' ? 'topology-change' : 'ready';
     emitter.on(event, listener);
     return () => emitter.off!(event, listener);
-  }
-
-  /** Replicas of the shard with the fewest (0 without replicas, or when Redis does not say). */
-  async fewestReplicas(): Promise<number> {
-    try {
-      return await this.countReplicas();
-    } catch {
-      // An ACL without INFO or CLUSTER NODES: no waiting unless asked for (waitForReplicas).
-      return 0;
-    }
-  }
-
-  private async countReplicas(): Promise<number> {
-    const route = this.route;
-    if (route?.kind === 'cluster') {
-      const nodes = String(await this.run(undefined, ['CLUSTER', 'NODES']))
-        .trim()
-        .split('\n')
-        .map((line) => line.split(' '));
-      const masters = nodes.filter((n) => n[2]!.includes('master') && !n[2]!.includes('fail') && n.length > 8);
-      const replicas = (id: string) => nodes.filter((n) => n[3] === id && !n[2]!.includes('fail')).length;
-      return masters.length === 0 ? 0 : Math.min(...masters.map((m) => replicas(m[0]!)));
-    }
-    const info = String(await this.run(undefined, ['INFO', 'replication']));
-    return Number(/connected_slaves:(\d+)/.exec(info)?.[1] ?? 0);
   }
 
   private send(key: string | undefined, args: string[]): Promise<unknown> {

@@ -3,9 +3,11 @@ import { CONSUME, INDEX, PUT, REVOKE } from './redis-scripts.js';
 import { decodeRecord, encodeRecord, grantKey, memberOf, recordKey, tagOfMember, type PlacedKey } from './redis-keys.js';
 import { RedisConnection, type RedisStoreClient } from './redis-connection.js';
 import { DataLossWatch, StoreDataLossError } from './redis-markers.js';
+import { ReplicaWaits, type ReplicaShortfall } from './redis-replicas.js';
 
 export type { RedisCommandClient, RedisClusterCommandClient, RedisSentinelCommandClient, RedisStoreClient } from './redis-connection.js';
 export { StoreDataLossError } from './redis-markers.js';
+export type { ReplicaShortfall } from './redis-replicas.js';
 
 export interface RedisStoreOptions {
   /**
@@ -36,10 +38,17 @@ export interface RedisStoreOptions {
    */
   onDataLoss?: (error: StoreDataLossError) => void;
   /**
-   * After each write, wait (`WAIT`, at most 100 ms, no extra round trip) until this many replicas have it, so a write the gateway
-   * has answered survives a failover. Default: 1 when every shard has a replica when the store connects, else 0.
+   * After each write, wait (`WAIT`, at most 100 ms, no extra round trip) until this many replicas have it, so a
+   * write the gateway has answered survives a failover. At most the replicas a master has online (read again on
+   * every topology change). Default 1 (0 on a master without replicas); 0 never waits.
    */
   waitForReplicas?: number;
+  /**
+   * Called when writes to a master reach fewer replicas than they wait for (a replica lagging or gone), once
+   * until its replicas catch up again; the write itself succeeds. `replicaShortfalls` counts such writes.
+   * Default: a process warning (`process.emitWarning`).
+   */
+  onReplicaShortfall?: (shortfall: ReplicaShortfall) => void;
 }
 
 /** Each store's connection, for companions inside the package that count on the same Redis (connectionOf). */
@@ -91,9 +100,7 @@ export class RedisStore implements Store {
   readonly prefix: string;
   private readonly connection: RedisConnection;
   private readonly watch: DataLossWatch;
-  private readonly replicaOption: number | undefined;
-  /** Replicas to wait for after a write, once known. */
-  private replicas = 0;
+  private readonly waits: ReplicaWaits;
   private ready: Promise<void> | undefined;
 
   constructor(options: RedisStoreOptions = {}) {
@@ -105,11 +112,23 @@ export class RedisStore implements Store {
     if (!(timeout > 0)) throw new RangeError('timeout must be a positive number of milliseconds');
     const waitFor = options.waitForReplicas;
     if (waitFor !== undefined && !(Number.isInteger(waitFor) && waitFor >= 0)) throw new RangeError('waitForReplicas must be a whole number >= 0');
-    this.replicaOption = waitFor;
     this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...(options.client ? { client: options.client } : { url: options.url ?? 'redis://localhost:6379' }) });
     connections.set(this, this.connection);
     const onDataLoss = options.onDataLoss ?? ((error: StoreDataLossError) => process.emitWarning(error.message, { code: 'NETAUTH_REDIS_DATA_LOSS' }));
     this.watch = new DataLossWatch(this.connection, this.prefix, onDataLoss, 10_000);
+    const where = (node: string) => (node === '' ? this.connection.describe() : node);
+    const onShortfall =
+      options.onReplicaShortfall ??
+      ((s: ReplicaShortfall) =>
+        process.emitWarning(`Redis at ${where(s.node)}: writes reach ${s.acknowledged} of ${s.expected} replicas`, {
+          code: 'NETAUTH_REDIS_REPLICA_SHORTFALL',
+        }));
+    this.waits = new ReplicaWaits(this.connection, waitFor, onShortfall, 10_000);
+  }
+
+  /** Writes that reached fewer replicas than they waited for (a metric: see `onReplicaShortfall`). */
+  get replicaShortfalls(): number {
+    return this.waits.shortfalls;
   }
 
   /**
@@ -157,14 +176,14 @@ export class RedisStore implements Store {
       keys.push(w.record.key, ...local);
       args.push(String(local.length), String(w.ttl), w.encoded, w.member);
     }
-    return (await this.connection.script(CONSUME, keys, args, this.replicas)) === 1;
+    return (await this.connection.script(CONSUME, keys, args, this.waits)) === 1;
   }
 
   async delete(kind: RecordKind, id: string): Promise<void> {
     await this.prepared();
     // Indexes that still name the record are harmless: REVOKE deletes only records that list the grant.
     const { key } = recordKey(this.prefix, kind, id);
-    await this.connection.write(key, ['DEL', key], this.replicas);
+    await this.connection.write(key, ['DEL', key], this.waits);
   }
 
   /**
@@ -180,10 +199,10 @@ export class RedisStore implements Store {
       const groups: Groups = new Map();
       for (const member of members) addTo(groups, this.connection.cluster ? tagOfMember(member) : index.tag, this.prefix + member);
       for (const [tag, keys] of groups) {
-        if (tag !== index.tag) await this.connection.script(REVOKE, keys, [grantId, '0'], this.replicas);
+        if (tag !== index.tag) await this.connection.script(REVOKE, keys, [grantId, '0'], this.waits);
       }
       const local = groups.get(index.tag) ?? [];
-      const left = await this.connection.script(REVOKE, [index.key, ...local], [grantId, '1', ...members], this.replicas);
+      const left = await this.connection.script(REVOKE, [index.key, ...local], [grantId, '1', ...members], this.waits);
       if (left === 0) return;
     }
   }
@@ -191,6 +210,7 @@ export class RedisStore implements Store {
   /** Stops the data-loss checks and quits the client the store created; an injected client stays open (its owner closes it). */
   async close(): Promise<void> {
     this.watch.stop();
+    this.waits.stop();
     await this.connection.close();
   }
 
@@ -205,7 +225,7 @@ export class RedisStore implements Store {
 
   private async prepare(): Promise<void> {
     await this.watch.start();
-    this.replicas = this.replicaOption ?? Math.min(await this.connection.fewestReplicas(), 1);
+    await this.waits.start();
   }
 
   private prepareWrite(write: RecordWrite): PreparedWrite {
@@ -230,7 +250,7 @@ export class RedisStore implements Store {
   private async writeForeignIndexes(write: PreparedWrite, tag: string): Promise<void> {
     if (!this.connection.cluster) return;
     for (const [other, keys] of write.indexes) {
-      if (other !== tag) await this.connection.script(INDEX, keys, [String(write.ttl), write.member], this.replicas);
+      if (other !== tag) await this.connection.script(INDEX, keys, [String(write.ttl), write.member], this.waits);
     }
   }
 
@@ -239,6 +259,6 @@ export class RedisStore implements Store {
     await this.writeForeignIndexes(write, write.record.tag);
     const keys = [write.record.key, ...this.localIndexes(write, write.record.tag)];
     const args = [String(write.ttl), write.encoded, write.member, onlyIfAbsent ? '1' : '0'];
-    return this.connection.script(PUT, keys, args, this.replicas);
+    return this.connection.script(PUT, keys, args, this.waits);
   }
 }
