@@ -119,6 +119,21 @@ function reason(error: unknown): string {
   return typeof code === 'string' ? code : error.message;
 }
 
+/** What one shard answered, or why it did not. */
+export interface ShardAnswer {
+  address: string;
+  answer?: unknown;
+  error?: unknown;
+}
+
+/** `host:port (why)` for each shard that did not answer, for messages (never credentials). */
+export function describeFailures(answers: readonly ShardAnswer[]): string {
+  return answers
+    .filter((a) => a.answer === undefined)
+    .map((a) => `${a.address} (${reason(a.error)})`)
+    .join(', ');
+}
+
 export interface RedisConnectionOptions {
   client?: RedisStoreClient;
   url?: string;
@@ -183,6 +198,8 @@ export class RedisConnection {
     if (this.url === undefined && !this.route!.client.isOpen) {
       throw new StoreUnavailableError(`the Redis client given to RedisStore (${this.describe()}) is not connected: await client.connect() first`);
     }
+    await this.started();
+    if (this.route?.kind === 'cluster') return this.openShards();
     let role: unknown;
     try {
       role = await this.run(undefined, ['ROLE']);
@@ -193,6 +210,28 @@ export class RedisConnection {
     if (Array.isArray(role) && role[0] !== 'master') {
       throw new StoreUnavailableError(`Redis at ${this.describe()} is a ${String(role[0])}, not a master: give the master's url, or a Sentinel or Cluster client`);
     }
+  }
+
+  /**
+   * A cluster opens when one shard answers: a shard that is down (`cluster-require-full-coverage no`) costs 503s
+   * for its slots only, and the store's data-loss marker is placed there when it returns.
+   */
+  private async openShards(): Promise<void> {
+    const answers = await this.eachShard(['ROLE']);
+    if (answers.some((a) => a.answer !== undefined)) return;
+    const cause = answers[0]?.error;
+    throw new StoreUnavailableError(`cannot reach any Redis Cluster master: ${describeFailures(answers)}`, { cause });
+  }
+
+  /** Runs a command without keys on each shard's master (one node without a cluster), each with its own outcome. */
+  async eachShard(args: string[]): Promise<ShardAnswer[]> {
+    const shards = this.shardTags();
+    const settled = await Promise.allSettled(shards.map(({ tag }) => this.run(`{${tag}}`, args)));
+    return settled.map((result, i) =>
+      result.status === 'fulfilled'
+        ? { address: shards[i]!.address, answer: result.value }
+        : { address: shards[i]!.address, error: (result.reason as { cause?: unknown }).cause ?? result.reason },
+    );
   }
 
   /** Closes a created client; an injected one stays open (its owner closes it). */

@@ -1,3 +1,4 @@
+import { StoreUnavailableError } from './store.js';
 import type { JsonObject, PutOptions, RecordKind, RecordWrite, Store, StoredRecord } from './store.js';
 import { CONSUME, INDEX, PUT, REVOKE } from './redis-scripts.js';
 import { decodeRecord, encodeRecord, grantKey, memberOf, recordKey, tagOfMember, type PlacedKey } from './redis-keys.js';
@@ -49,6 +50,12 @@ export interface RedisStoreOptions {
    * Default: a process warning (`process.emitWarning`).
    */
   onReplicaShortfall?: (shortfall: ReplicaShortfall) => void;
+  /**
+   * `open()` refuses a Redis whose `maxmemory-policy` is not `noeviction` (eviction silently drops tokens,
+   * consumed codes and revocations; docs/redis-store.md#eviction-noeviction), and warns where `CONFIG GET` is not
+   * allowed (managed Redis). `true` skips the check. Default false.
+   */
+  allowEviction?: boolean;
 }
 
 /** Each store's connection, for companions inside the package that count on the same Redis (connectionOf). */
@@ -101,10 +108,12 @@ export class RedisStore implements Store {
   private readonly connection: RedisConnection;
   private readonly watch: DataLossWatch;
   private readonly waits: ReplicaWaits;
+  private readonly allowEviction: boolean;
   private ready: Promise<void> | undefined;
 
   constructor(options: RedisStoreOptions = {}) {
     this.prefix = options.prefix ?? 'netauth:';
+    this.allowEviction = options.allowEviction ?? false;
     if (/[{}]/.test(this.prefix)) {
       throw new TypeError(`RedisStore prefix "${this.prefix}" contains a brace: keys carry their own hash tags now, so remove the { } (docs/redis-store.md#migrating-from-01)`);
     }
@@ -135,13 +144,38 @@ export class RedisStore implements Store {
    * Connects (a created client), checks Redis answers as a writable master, and places the data-loss markers.
    * Rejects with StoreUnavailableError naming where Redis was expected: call it at start-up, so a wrong URL or
    * a Redis that is down stops the start instead of answering every request with 503. Operations do the same
-   * on first use, without failing the start.
+   * on first use, without failing the start. On a cluster it starts when one shard answers. Rejects too when
+   * Redis may evict keys (see `allowEviction`).
    */
   async open(): Promise<void> {
     await this.connection.open();
     // Through prepared(), so the first operation finds it done instead of preparing again.
     this.ready = undefined;
-    await this.prepared();
+    // Side by side: a shard that is down costs each of them the deadline.
+    await Promise.all([this.prepared(), this.allowEviction ? undefined : this.checkEviction()]);
+  }
+
+  /** Each master that answers must keep every key until it expires (`maxmemory-policy noeviction`). */
+  private async checkEviction(): Promise<void> {
+    for (const shard of await this.connection.eachShard(['CONFIG', 'GET', 'maxmemory-policy'])) {
+      if (shard.answer === undefined) {
+        // Not allowed (an ACL, or managed Redis), or the shard is down: the operator checks it.
+        if (!(shard.error instanceof StoreUnavailableError)) {
+          const text = `cannot read maxmemory-policy of Redis at ${shard.address}: make sure it is noeviction`;
+          const code = 'NETAUTH_REDIS_EVICTION_UNKNOWN';
+          process.emitWarning(`${text} (docs/redis-store.md#eviction-noeviction)`, { code });
+        }
+        continue;
+      }
+      const reply = shard.answer as unknown[] | Record<string, unknown>;
+      const policy = String(Array.isArray(reply) ? reply[1] : reply['maxmemory-policy']);
+      if (policy === 'noeviction') continue;
+      throw new Error(
+        `Redis at ${shard.address} evicts keys (maxmemory-policy ${policy}): tokens, used codes and revocations ` +
+          'would vanish before they expire. Set maxmemory-policy noeviction ' +
+          '(docs/redis-store.md#eviction-noeviction), or pass allowEviction: true',
+      );
+    }
   }
 
   async put(kind: RecordKind, id: string, value: JsonObject, options: PutOptions): Promise<void> {
