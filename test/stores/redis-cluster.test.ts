@@ -198,7 +198,7 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters)', () => {
       }
     });
 
-    it("a store started with the shard down places that shard's marker when it returns", { timeout: 30_000 }, async () => {
+    it("a store started with the shard down places its marker when it returns", { timeout: 30_000 }, async () => {
       const losses: unknown[] = [];
       const prefix = freshPrefix();
       const url = cluster.running[0]!.url;

@@ -45,7 +45,7 @@ describe.skipIf(skip)('Redis durability waits', () => {
     await master?.destroy();
   });
 
-  it('a replica killed without failover: every flow succeeds; the store stops waiting for it, says so once', async () => {
+  it('a replica killed, no failover: every flow succeeds; the store stops waiting for it, says so once', async () => {
     const shortfalls: ReplicaShortfall[] = [];
     const onReplicaShortfall = (s: ReplicaShortfall) => void shortfalls.push(s);
     const store = new RedisStore({ url: master.url, prefix: freshPrefix(), onReplicaShortfall });
@@ -94,7 +94,7 @@ describe.skipIf(skip)('Redis durability waits', () => {
     }
   });
 
-  it('an answer lost in transit: 503 after the consume-and-issue ran; retry: invalid_grant; the token is stored', async () => {
+  it('an answer lost in transit: 503 after consume-and-issue ran; retry: invalid_grant; the token is stored', async () => {
     const prefix = freshPrefix();
     const store = new RedisStore({ url: master.url, prefix, timeout: 300, waitForReplicas: 0 });
     const gw = createTestGateway({ store, rateLimits: NO_LIMITS });
