@@ -94,7 +94,7 @@ describe.skipIf(skip)('Redis durability waits', () => {
     }
   });
 
-  it('an answer lost in transit: 503 after consume-and-issue ran; retry: invalid_grant; the token is stored', async () => {
+  it('an answer lost in transit: 503 after consume-and-issue ran; retry: invalid_grant; token stored', async () => {
     const prefix = freshPrefix();
     const store = new RedisStore({ url: master.url, prefix, timeout: 300, waitForReplicas: 0 });
     const gw = createTestGateway({ store, rateLimits: NO_LIMITS });
