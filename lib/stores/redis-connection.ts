@@ -388,6 +388,14 @@ export class RedisConnection {
     slots.rediscover({ options: { socket: { host: ask.host, port: ask.port } } }).catch(this.onError);
   }
 
+  /**
+   * Settles once a created client made its first connection attempt (and found a cluster behind the URL), so the
+   * client listeners are attached to is the one commands go through. Never rejects.
+   */
+  async connecting(): Promise<void> {
+    await this.started();
+  }
+
   /** For a created client: its first connection attempt, started once (on open() or the first command). */
   private started(): Promise<void> | undefined {
     if (this.url === undefined) return undefined;

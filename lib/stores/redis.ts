@@ -258,6 +258,7 @@ export class RedisStore implements Store {
   }
 
   private async prepare(): Promise<void> {
+    await this.connection.connecting();
     await this.watch.start();
     await this.waits.start();
   }

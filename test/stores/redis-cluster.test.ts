@@ -33,13 +33,13 @@ async function keysPerMaster(cluster: RedisCluster, prefix: string): Promise<num
   return Promise.all(masters.map(async (m) => ((await ask(m, ['KEYS', `${prefix}*`])) as string[]).length));
 }
 
-describe.skipIf(skip)('redis store on a Redis Cluster (3 masters)', () => {
+describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each)', () => {
   let cluster: RedisCluster;
   let client: Cluster;
 
   beforeAll(async () => {
     requireRedisServer();
-    cluster = await RedisCluster.start({ masters: 3, requireFullCoverage: false });
+    cluster = await RedisCluster.start({ masters: 3, replicas: 1, requireFullCoverage: false });
     client = cluster.client();
     await client.connect();
   }, 30_000);
@@ -149,19 +149,60 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters)', () => {
     }
   });
 
-  // Last in this suite: it kills a master (no replica here) and brings it back empty.
+  it('waits for a replica after each write, answers 503 while the master is gone, then heals by itself with everything it wrote', { timeout: 60_000 }, async () => {
+    const client = cluster.client();
+    await client.connect();
+    const tag = randomTag();
+    const master = await cluster.masterOf(`{${tag}}`);
+    const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 1000 });
+    // Given only the URL of the master about to die: it must find the others by itself.
+    const fromUrl = new RedisStore({ url: master.url, prefix: store.prefix, timeout: 1000 });
+    try {
+      await store.open();
+      await fromUrl.open();
+      const grant = taggedId(tag, 16);
+      const ids = Array.from({ length: 20 }, () => taggedId(tag, 32));
+      for (const id of ids) await store.put('backchannel', id, { id }, { ttl: 120, grants: [grant] });
+      expect(await store.consume('backchannel', ids[0]!, [{ kind: 'access_token', id: taggedId(tag, 32), value: {}, options: { ttl: 120, grants: [grant] } }])).toBe(true);
+
+      await master.stop();
+      await expect(store.get('backchannel', ids[1]!)).rejects.toBeInstanceOf(StoreUnavailableError);
+
+      // Neither store is restarted: both find the promoted replica once the cluster has failed over.
+      for (const s of [store, fromUrl]) {
+        await vi.waitFor(() => s.get('backchannel', ids[1]!), { timeout: 30_000, interval: 100 });
+      }
+      expect(await cluster.masterOf(`{${tag}}`)).not.toBe(master);
+      // Everything written before the failure survived it: the replica had it before the write was answered.
+      for (const id of ids) expect((await fromUrl.get('backchannel', id))?.value).toEqual({ id });
+      expect(await store.consume('backchannel', ids[0]!)).toBe(false);
+      expect(await store.consume('backchannel', ids[1]!)).toBe(true);
+    } finally {
+      await store.close();
+      await fromUrl.close();
+      client.destroy();
+    }
+  });
+
+  // Last: a whole shard (master and replica) down, then its master back empty.
   describe('one shard down (cluster-require-full-coverage no)', () => {
     let dead: RedisServer;
     let downTag: string;
     let upTag: string;
 
     beforeAll(async () => {
-      dead = (await cluster.masterServers())[0]!;
+      // A shard whose replica runs (not the one the failover above left without).
+      const nodes = await cluster.topology();
+      const up = (n: { flags: string[] }) => !n.flags.includes('fail');
+      const line = nodes.find((m) => m.flags.includes('master') && up(m) && nodes.some((r) => r.masterId === m.id && up(r)))!;
+      dead = cluster.nodes.find((n) => n.address === line.address)!;
+      const replica = cluster.nodes.find((n) => n.address === nodes.find((r) => r.masterId === line.id)!.address)!;
       for (let i = 0; !downTag || !upTag; i++) {
         const tag = `t${i}`;
         if ((await cluster.masterOf(`{${tag}}`)) === dead) downTag ??= tag;
         else upTag ??= tag;
       }
+      await replica.stop();
       await dead.stop();
       // Every other node has marked it failed: the cluster serves the other shards' slots.
       const flags = async () => (await cluster.topology()).find((n) => n.address === dead.address)?.flags;
@@ -218,53 +259,5 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters)', () => {
         await store.close();
       }
     });
-  });
-});
-
-describe.skipIf(skip)('redis store on a Redis Cluster with replicas (3+3) when a master dies', () => {
-  let cluster: RedisCluster;
-
-  beforeAll(async () => {
-    requireRedisServer();
-    cluster = await RedisCluster.start({ masters: 3, replicas: 1 });
-  }, 30_000);
-
-  afterAll(async () => {
-    await cluster?.destroy();
-  });
-
-  it('waits for a replica after each write, answers 503 while the master is gone, then heals by itself with everything it wrote', { timeout: 60_000 }, async () => {
-    const client = cluster.client();
-    await client.connect();
-    const tag = randomTag();
-    const master = await cluster.masterOf(`{${tag}}`);
-    const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 1000 });
-    // Given only the URL of the master about to die: it must find the others by itself.
-    const fromUrl = new RedisStore({ url: master.url, prefix: store.prefix, timeout: 1000 });
-    try {
-      await store.open();
-      await fromUrl.open();
-      const grant = taggedId(tag, 16);
-      const ids = Array.from({ length: 20 }, () => taggedId(tag, 32));
-      for (const id of ids) await store.put('backchannel', id, { id }, { ttl: 120, grants: [grant] });
-      expect(await store.consume('backchannel', ids[0]!, [{ kind: 'access_token', id: taggedId(tag, 32), value: {}, options: { ttl: 120, grants: [grant] } }])).toBe(true);
-
-      await master.stop();
-      await expect(store.get('backchannel', ids[1]!)).rejects.toBeInstanceOf(StoreUnavailableError);
-
-      // Neither store is restarted: both find the promoted replica once the cluster has failed over.
-      for (const s of [store, fromUrl]) {
-        await vi.waitFor(() => s.get('backchannel', ids[1]!), { timeout: 30_000, interval: 100 });
-      }
-      expect(await cluster.masterOf(`{${tag}}`)).not.toBe(master);
-      // Everything written before the failure survived it: the replica had it before the write was answered.
-      for (const id of ids) expect((await fromUrl.get('backchannel', id))?.value).toEqual({ id });
-      expect(await store.consume('backchannel', ids[0]!)).toBe(false);
-      expect(await store.consume('backchannel', ids[1]!)).toBe(true);
-    } finally {
-      await store.close();
-      await fromUrl.close();
-      client.destroy();
-    }
   });
 });
