@@ -295,8 +295,9 @@ export class RedisConnection {
     const acked = this.run(key, ['WAIT', String(replicas), String(REPLICA_WAIT)]).then(Number, () => -1);
     const value = await written;
     let timer: NodeJS.Timeout | undefined;
-    // WAIT answers within REPLICA_WAIT unless its connection broke: then do not hold the answer for the deadline.
-    const late = new Promise<number>((resolve) => (timer = setTimeout(resolve, REPLICA_WAIT + 50, -1)));
+    // WAIT answers within REPLICA_WAIT (plus a busy server's delay) unless the server stopped answering: then do
+    // not hold the answer until the deadline.
+    const late = new Promise<number>((resolve) => (timer = setTimeout(resolve, REPLICA_WAIT * 5, -1)));
     const answer = await Promise.race([acked, late]);
     clearTimeout(timer);
     waits!.acknowledged(node!, replicas, answer);
