@@ -10,14 +10,16 @@
  *
  * Set-ups: a Redis Cluster of 3 masters with a replica each (cluster-node-timeout 1000 and 2000 ms, with
  * cluster-require-full-coverage yes, the default, and no), and Sentinel (one master, one replica, one Sentinel,
- * down-after-milliseconds 1000 and 500). `--only cluster` or `--only sentinel` runs one kind; `--quick` one
- * set-up of each (node-timeout 1000 with full coverage no, down-after-milliseconds 1000).
+ * down-after-milliseconds 1000 and 500), and a master whose replica is killed (no failover). `--only cluster`,
+ * `--only sentinel` or `--only replica` runs one kind; `--quick` one set-up of each (node-timeout 1000 with full
+ * coverage no, down-after-milliseconds 1000).
  */
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RedisCluster, ask } from '../test/helpers/redis-cluster.js';
 import { RedisSentinelSet, SENTINEL_MASTER_NAME } from '../test/helpers/redis-sentinel.js';
+import { RedisServer } from '../test/helpers/redis-server.js';
 import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../test/helpers/gateway-process.js';
 import { bcAuthorizeOn, pollOn } from '../test/helpers/fleet.js';
 import { SIM_SWAP } from '../test/helpers/gateway.js';
@@ -145,6 +147,21 @@ async function cluster(nodeTimeout: number, fullCoverage: boolean): Promise<Outc
   }
 }
 
+/** One master and one replica, the replica killed: no failover, the writes go on without it. */
+async function replicaLoss(): Promise<Outcome> {
+  const master = await RedisServer.start({ args: () => ['--repl-diskless-sync-delay', '0'] });
+  const replica = await RedisServer.start({ args: () => ['--replicaof', '127.0.0.1', String(master.port)] });
+  try {
+    while (!/state=online/.test(String(await ask(master, ['INFO', 'replication'])))) await sleep(25);
+    const env = { REDIS_URL: master.url };
+    const setup = 'one master, its replica killed (no failover)';
+    return await measure(setup, { a: env, b: env }, () => replica.stop(), async () => {});
+  } finally {
+    await replica.destroy();
+    await master.destroy();
+  }
+}
+
 async function sentinel(downAfter: number): Promise<Outcome> {
   const set = await RedisSentinelSet.start({ downAfter });
   try {
@@ -166,14 +183,15 @@ async function sentinel(downAfter: number): Promise<Outcome> {
 }
 
 const outcomes: Outcome[] = [];
-if (args.only !== 'sentinel') {
+if (args.only === undefined || args.only === 'cluster') {
   const setups = args.quick ? ([[1000, false]] as const) : ([[1000, true], [1000, false], [2000, true]] as const);
   for (const [timeout, coverage] of setups) {
     outcomes.push(await cluster(timeout, coverage));
     process.stderr.write(`[failover] ${outcomes.at(-1)!.setup} done\n`);
   }
 }
-if (args.only !== 'cluster') {
+if (args.only === undefined || args.only === 'replica') outcomes.push(await replicaLoss());
+if (args.only !== 'cluster' && args.only !== 'replica') {
   for (const downAfter of args.quick ? [1000] : [1000, 500]) outcomes.push(await sentinel(downAfter));
 }
 
