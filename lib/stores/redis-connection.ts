@@ -124,6 +124,8 @@ export interface ShardAnswer {
   address: string;
   answer?: unknown;
   error?: unknown;
+  /** The shard did not answer (down, or a passing state); false for an error reply such as NOPERM. */
+  unavailable?: boolean;
 }
 
 /** `host:port (why)` for each shard that did not answer, for messages (never credentials). */
@@ -230,7 +232,11 @@ export class RedisConnection {
     return settled.map((result, i) =>
       result.status === 'fulfilled'
         ? { address: shards[i]!.address, answer: result.value }
-        : { address: shards[i]!.address, error: (result.reason as { cause?: unknown }).cause ?? result.reason },
+        : {
+            address: shards[i]!.address,
+            error: (result.reason as { cause?: unknown }).cause ?? result.reason,
+            unavailable: result.reason instanceof StoreUnavailableError,
+          },
     );
   }
 

@@ -1,4 +1,3 @@
-import { StoreUnavailableError } from './store.js';
 import type { JsonObject, PutOptions, RecordKind, RecordWrite, Store, StoredRecord } from './store.js';
 import { CONSUME, INDEX, PUT, REVOKE } from './redis-scripts.js';
 import { decodeRecord, encodeRecord, grantKey, memberOf, recordKey, tagOfMember, type PlacedKey } from './redis-keys.js';
@@ -160,7 +159,7 @@ export class RedisStore implements Store {
     for (const shard of await this.connection.eachShard(['CONFIG', 'GET', 'maxmemory-policy'])) {
       if (shard.answer === undefined) {
         // Not allowed (an ACL, or managed Redis), or the shard is down: the operator checks it.
-        if (!(shard.error instanceof StoreUnavailableError)) {
+        if (!shard.unavailable) {
           const text = `cannot read maxmemory-policy of Redis at ${shard.address}: make sure it is noeviction`;
           const code = 'NETAUTH_REDIS_EVICTION_UNKNOWN';
           process.emitWarning(`${text} (docs/redis-store.md#eviction-noeviction)`, { code });
