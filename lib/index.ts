@@ -85,4 +85,5 @@ export type {
   RedisCommandClient,
   RedisClusterCommandClient,
   RedisSentinelCommandClient,
+  ReplicaShortfall,
 } from './stores/redis.js';

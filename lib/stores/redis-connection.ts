@@ -15,6 +15,7 @@
  */
 import { StoreUnavailableError } from './store.js';
 import type { Script } from './redis-scripts.js';
+import type { ReplicaWaits } from './redis-replicas.js';
 import { requirePeer } from '../optional-peer.js';
 
 /** What RedisStore needs of a `createClient()` client. */
@@ -95,6 +96,13 @@ function slotOfTag(tag: string): number {
   return crc % 16384;
 }
 
+/** The slot of a key: of its hash tag when it has one (every key of the store does). */
+function slotOfKey(key: string): number {
+  const open = key.indexOf('{');
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1);
+  return slotOfTag(close > open + 1 ? key.slice(open + 1, close) : key);
+}
+
 /** A URL's `host:port`, never its credentials. */
 function hostOf(url: string): string {
   try {
@@ -109,6 +117,23 @@ function reason(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' ? code : error.message;
+}
+
+/** What one shard answered, or why it did not. */
+export interface ShardAnswer {
+  address: string;
+  answer?: unknown;
+  error?: unknown;
+  /** The shard did not answer (down, or a passing state); false for an error reply such as NOPERM. */
+  unavailable?: boolean;
+}
+
+/** `host:port (why)` for each shard that did not answer, for messages (never credentials). */
+export function describeFailures(answers: readonly ShardAnswer[]): string {
+  return answers
+    .filter((a) => a.answer === undefined)
+    .map((a) => `${a.address} (${reason(a.error)})`)
+    .join(', ');
 }
 
 export interface RedisConnectionOptions {
@@ -175,6 +200,8 @@ export class RedisConnection {
     if (this.url === undefined && !this.route!.client.isOpen) {
       throw new StoreUnavailableError(`the Redis client given to RedisStore (${this.describe()}) is not connected: await client.connect() first`);
     }
+    await this.started();
+    if (this.route?.kind === 'cluster') return this.openShards();
     let role: unknown;
     try {
       role = await this.run(undefined, ['ROLE']);
@@ -185,6 +212,32 @@ export class RedisConnection {
     if (Array.isArray(role) && role[0] !== 'master') {
       throw new StoreUnavailableError(`Redis at ${this.describe()} is a ${String(role[0])}, not a master: give the master's url, or a Sentinel or Cluster client`);
     }
+  }
+
+  /**
+   * A cluster opens when one shard answers: a shard that is down (`cluster-require-full-coverage no`) costs 503s
+   * for its slots only, and the store's data-loss marker is placed there when it returns.
+   */
+  private async openShards(): Promise<void> {
+    const answers = await this.eachShard(['ROLE']);
+    if (answers.some((a) => a.answer !== undefined)) return;
+    const cause = answers[0]?.error;
+    throw new StoreUnavailableError(`cannot reach any Redis Cluster master: ${describeFailures(answers)}`, { cause });
+  }
+
+  /** Runs a command without keys on each shard's master (one node without a cluster), each with its own outcome. */
+  async eachShard(args: string[]): Promise<ShardAnswer[]> {
+    const shards = this.shardTags();
+    const settled = await Promise.allSettled(shards.map(({ tag }) => this.run(`{${tag}}`, args)));
+    return settled.map((result, i) =>
+      result.status === 'fulfilled'
+        ? { address: shards[i]!.address, answer: result.value }
+        : {
+            address: shards[i]!.address,
+            error: (result.reason as { cause?: unknown }).cause ?? result.reason,
+            unavailable: result.reason instanceof StoreUnavailableError,
+          },
+    );
   }
 
   /** Closes a created client; an injected one stays open (its owner closes it). */
@@ -222,32 +275,65 @@ export class RedisConnection {
 
   /**
    * EVALSHA, loading the script with EVAL when the node does not know it (new, restarted or promoted). With
-   * `replicas` > 0, the write is followed by WAIT (see `write`).
+   * `waits`, the write is followed by a best-effort WAIT (see `write`).
    */
-  async script(script: Script, keys: string[], args: string[], replicas = 0): Promise<unknown> {
+  async script(script: Script, keys: string[], args: string[], waits?: ReplicaWaits): Promise<unknown> {
     const tail = [String(keys.length), ...keys, ...args];
     try {
-      return await this.write(keys[0], ['EVALSHA', script.sha, ...tail], replicas);
+      return await this.write(keys[0], ['EVALSHA', script.sha, ...tail], waits);
     } catch (err) {
       if (!(err instanceof Error && err.message.startsWith('NOSCRIPT'))) throw err;
-      return this.write(keys[0], ['EVAL', script.source, ...tail], replicas);
+      return this.write(keys[0], ['EVAL', script.source, ...tail], waits);
     }
   }
 
   /**
-   * A write whose result comes once `replicas` replicas have it, or after REPLICA_WAIT ms (a replica behind or
-   * gone must not stop the service): WAIT is sent right behind the write, on the same connection, so it costs
-   * no extra round trip and counts exactly the writes sent before it. If the connection fails before WAIT
-   * answers, the write may be lost in the failover that follows: the caller gets StoreUnavailableError (503)
-   * rather than a success that may not survive (a token the client holds and Redis forgot).
+   * A write answered once the replicas `waits` names for its master have it, or after REPLICA_WAIT ms. WAIT is
+   * sent right behind the write, on the same connection, so it costs no extra round trip and counts exactly the
+   * writes sent before it. Once Redis has answered the write, nothing turns it into an error: a WAIT that fails
+   * or falls short is reported to `waits` (which stops waiting for a replica that does not answer).
    */
-  async write(key: string | undefined, args: string[], replicas = 0): Promise<unknown> {
+  async write(key: string | undefined, args: string[], waits?: ReplicaWaits): Promise<unknown> {
+    const node = waits && this.nodeOf(key);
+    const replicas = node === undefined ? 0 : waits!.target(node);
     if (replicas === 0) return this.run(key, args);
-    // Both settle before either counts, so a failing WAIT behind a failed write is never left unhandled.
-    const [written, acked] = await Promise.allSettled([this.run(key, args), this.run(key, ['WAIT', String(replicas), String(REPLICA_WAIT)])]);
-    if (written.status === 'rejected') throw written.reason;
-    if (acked.status === 'rejected') throw acked.reason;
-    return written.value;
+    const written = this.run(key, args);
+    const acked = this.run(key, ['WAIT', String(replicas), String(REPLICA_WAIT)]).then(Number, () => -1);
+    const value = await written;
+    let timer: NodeJS.Timeout | undefined;
+    // WAIT answers within REPLICA_WAIT (plus a busy server's delay) unless the server stopped answering: then do
+    // not hold the answer until the deadline.
+    const late = new Promise<number>((resolve) => (timer = setTimeout(resolve, REPLICA_WAIT * 5, -1)));
+    const answer = await Promise.race([acked, late]);
+    clearTimeout(timer);
+    waits!.acknowledged(node!, replicas, answer);
+    return value;
+  }
+
+  /** The master a key's write goes to (`host:port` on a cluster, '' otherwise); undefined when not known. */
+  nodeOf(key: string | undefined): string | undefined {
+    const route = this.route;
+    if (route?.kind !== 'cluster') return '';
+    return key === undefined ? undefined : route.client.slots[slotOfKey(key)]?.master.address;
+  }
+
+  /** Online replicas per master (by `nodeOf`'s names). */
+  async replicasPerMaster(): Promise<Map<string, number>> {
+    const route = this.route;
+    if (route?.kind !== 'cluster') {
+      const info = String(await this.run(undefined, ['INFO', 'replication']));
+      return new Map([['', (info.match(/^slave\d+:.*state=online/gm) ?? []).length]]);
+    }
+    const nodes = String(await this.run(undefined, ['CLUSTER', 'NODES']))
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' '));
+    const up = (n: string[]) => !n[2]!.includes('fail') && n[7] === 'connected';
+    const counts = new Map<string, number>();
+    for (const master of nodes.filter((n) => n[2]!.includes('master') && up(n) && n.length > 8)) {
+      counts.set(master[1]!.split('@')[0]!, nodes.filter((n) => n[3] === master[0] && up(n)).length);
+    }
+    return counts;
   }
 
   /**
@@ -274,31 +360,6 @@ export class RedisConnection {
     const event = route!.kind === 'cluster' ? 'node-ready' : route!.kind === 'sentinel' ? 'topology-change' : 'ready';
     emitter.on(event, listener);
     return () => emitter.off!(event, listener);
-  }
-
-  /** Replicas of the shard with the fewest (0 without replicas, or when Redis does not say). */
-  async fewestReplicas(): Promise<number> {
-    try {
-      return await this.countReplicas();
-    } catch {
-      // An ACL without INFO or CLUSTER NODES: no waiting unless asked for (waitForReplicas).
-      return 0;
-    }
-  }
-
-  private async countReplicas(): Promise<number> {
-    const route = this.route;
-    if (route?.kind === 'cluster') {
-      const nodes = String(await this.run(undefined, ['CLUSTER', 'NODES']))
-        .trim()
-        .split('\n')
-        .map((line) => line.split(' '));
-      const masters = nodes.filter((n) => n[2]!.includes('master') && !n[2]!.includes('fail') && n.length > 8);
-      const replicas = (id: string) => nodes.filter((n) => n[3] === id && !n[2]!.includes('fail')).length;
-      return masters.length === 0 ? 0 : Math.min(...masters.map((m) => replicas(m[0]!)));
-    }
-    const info = String(await this.run(undefined, ['INFO', 'replication']));
-    return Number(/connected_slaves:(\d+)/.exec(info)?.[1] ?? 0);
   }
 
   private send(key: string | undefined, args: string[]): Promise<unknown> {
@@ -332,6 +393,14 @@ export class RedisConnection {
     const up = masters.find((m) => (m.client as { isReady?: boolean } | undefined)?.isReady);
     const ask = up ?? masters[this.refreshes++ % masters.length]!;
     slots.rediscover({ options: { socket: { host: ask.host, port: ask.port } } }).catch(this.onError);
+  }
+
+  /**
+   * Settles once a created client made its first connection attempt (and found a cluster behind the URL), so the
+   * client listeners are attached to is the one commands go through. Never rejects.
+   */
+  async connecting(): Promise<void> {
+    await this.started();
   }
 
   /** For a created client: its first connection attempt, started once (on open() or the first command). */

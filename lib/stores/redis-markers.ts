@@ -10,7 +10,8 @@
  * reported, once per loss and per store, and the new value remembered, so the next loss is noticed too.
  */
 import { randomId } from '../crypto.js';
-import type { RedisConnection } from './redis-connection.js';
+import { describeFailures, type RedisConnection } from './redis-connection.js';
+import { StoreUnavailableError } from './store.js';
 import { markerKey } from './redis-keys.js';
 import { MARK } from './redis-scripts.js';
 
@@ -32,6 +33,7 @@ export class DataLossWatch {
   /** The value of each marker key when last seen. */
   private readonly seen = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private checking: Promise<void> | undefined;
   private stopped = false;
@@ -61,6 +63,7 @@ export class DataLossWatch {
   stop(): void {
     this.stopped = true;
     clearInterval(this.timer);
+    clearTimeout(this.retry);
     this.unsubscribe?.();
   }
 
@@ -72,9 +75,14 @@ export class DataLossWatch {
     return this.checking;
   }
 
+  /**
+   * Every shard that answers; rejects only when none does, naming each shard and why. A shard that is down now
+   * gets its marker when it answers again (its reconnect, or the next interval).
+   */
   private async checkShards(): Promise<void> {
-    await Promise.all(
-      this.connection.shardTags().map(async ({ tag, address }) => {
+    const shards = this.connection.shardTags();
+    const settled = await Promise.allSettled(
+      shards.map(async ({ tag, address }) => {
         const key = markerKey(this.prefix, tag);
         const value = String(await this.connection.script(MARK, [key], [randomId(12)]));
         const before = this.seen.get(key);
@@ -82,5 +90,23 @@ export class DataLossWatch {
         if (before !== undefined && before !== value && !this.stopped) this.report(new StoreDataLossError(address));
       }),
     );
+    const failed = settled.filter((r) => r.status === 'rejected').length;
+    // A shard down now: look again soon, so its marker is in place shortly after it returns.
+    if (failed > 0 && !this.stopped) {
+      clearTimeout(this.retry);
+      this.retry = setTimeout(() => void this.check().catch(() => {}), 1000);
+      this.retry.unref();
+    }
+    if (failed < settled.length) return;
+    const answers = settled.map((r, i) => ({
+      address: shards[i]!.address,
+      error: unwrap((r as PromiseRejectedResult).reason),
+    }));
+    if (answers.length === 1) throw (settled[0] as PromiseRejectedResult).reason;
+    throw new StoreUnavailableError(`cannot reach Redis at ${describeFailures(answers)}`, { cause: answers[0]?.error });
   }
+}
+
+function unwrap(error: unknown): unknown {
+  return error instanceof StoreUnavailableError && error.cause !== undefined ? error.cause : error;
 }

@@ -4,9 +4,11 @@ import { decodeRecord, encodeRecord, grantKey, memberOf, recordKey, tagOfMember,
 import { RedisConnection, type RedisStoreClient } from './redis-connection.js';
 import { DataLossWatch, StoreDataLossError } from './redis-markers.js';
 import { REDIS_STORE_DEFAULTS } from '../defaults.js';
+import { ReplicaWaits, type ReplicaShortfall } from './redis-replicas.js';
 
 export type { RedisCommandClient, RedisClusterCommandClient, RedisSentinelCommandClient, RedisStoreClient } from './redis-connection.js';
 export { StoreDataLossError } from './redis-markers.js';
+export type { ReplicaShortfall } from './redis-replicas.js';
 
 export interface RedisStoreOptions {
   /**
@@ -37,10 +39,23 @@ export interface RedisStoreOptions {
    */
   onDataLoss?: (error: StoreDataLossError) => void;
   /**
-   * After each write, wait (`WAIT`, at most 100 ms, no extra round trip) until this many replicas have it, so a write the gateway
-   * has answered survives a failover. Default: 1 when every shard has a replica when the store connects, else 0.
+   * After each write, wait (`WAIT`, at most 100 ms, no extra round trip) until this many replicas have it, so a
+   * write the gateway has answered survives a failover. At most the replicas a master has online (read again on
+   * every topology change). Default 1 (0 on a master without replicas); 0 never waits.
    */
   waitForReplicas?: number;
+  /**
+   * Called when writes to a master reach fewer replicas than they wait for (a replica lagging or gone), once
+   * until its replicas catch up again; the write itself succeeds. `replicaShortfalls` counts such writes.
+   * Default: a process warning (`process.emitWarning`).
+   */
+  onReplicaShortfall?: (shortfall: ReplicaShortfall) => void;
+  /**
+   * `open()` refuses a Redis whose `maxmemory-policy` is not `noeviction` (eviction silently drops tokens,
+   * consumed codes and revocations; docs/redis-store.md#eviction-noeviction), and warns where `CONFIG GET` is not
+   * allowed (managed Redis). `true` skips the check. Default false.
+   */
+  allowEviction?: boolean;
 }
 
 /** A key the script of a grant (or write) must update, grouped by hash tag. */
@@ -81,13 +96,13 @@ export class RedisStore implements Store {
   readonly prefix: string;
   private readonly connection: RedisConnection;
   private readonly watch: DataLossWatch;
-  private readonly replicaOption: number | undefined;
-  /** Replicas to wait for after a write, once known. */
-  private replicas = 0;
+  private readonly waits: ReplicaWaits;
+  private readonly allowEviction: boolean;
   private ready: Promise<void> | undefined;
 
   constructor(options: RedisStoreOptions = {}) {
     this.prefix = options.prefix ?? REDIS_STORE_DEFAULTS.prefix;
+    this.allowEviction = options.allowEviction ?? false;
     if (/[{}]/.test(this.prefix)) {
       throw new TypeError(`RedisStore prefix "${this.prefix}" contains a brace: keys carry their own hash tags now, so remove the { } (docs/redis-store.md#migrating-from-01)`);
     }
@@ -95,24 +110,61 @@ export class RedisStore implements Store {
     if (!(timeout > 0)) throw new RangeError('timeout must be a positive number of milliseconds');
     const waitFor = options.waitForReplicas;
     if (waitFor !== undefined && !(Number.isInteger(waitFor) && waitFor >= 0)) throw new RangeError('waitForReplicas must be a whole number >= 0');
-    this.replicaOption = waitFor;
     const target = options.client ? { client: options.client } : { url: options.url ?? REDIS_STORE_DEFAULTS.url };
     this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...target });
     const onDataLoss = options.onDataLoss ?? ((error: StoreDataLossError) => process.emitWarning(error.message, { code: 'NETAUTH_REDIS_DATA_LOSS' }));
     this.watch = new DataLossWatch(this.connection, this.prefix, onDataLoss, 10_000);
+    const where = (node: string) => (node === '' ? this.connection.describe() : node);
+    const onShortfall =
+      options.onReplicaShortfall ??
+      ((s: ReplicaShortfall) =>
+        process.emitWarning(`Redis at ${where(s.node)}: writes reach ${s.acknowledged} of ${s.expected} replicas`, {
+          code: 'NETAUTH_REDIS_REPLICA_SHORTFALL',
+        }));
+    this.waits = new ReplicaWaits(this.connection, waitFor, onShortfall, 10_000);
+  }
+
+  /** Writes that reached fewer replicas than they waited for (a metric: see `onReplicaShortfall`). */
+  get replicaShortfalls(): number {
+    return this.waits.shortfalls;
   }
 
   /**
    * Connects (a created client), checks Redis answers as a writable master, and places the data-loss markers.
    * Rejects with StoreUnavailableError naming where Redis was expected: call it at start-up, so a wrong URL or
    * a Redis that is down stops the start instead of answering every request with 503. Operations do the same
-   * on first use, without failing the start.
+   * on first use, without failing the start. On a cluster it starts when one shard answers. Rejects too when
+   * Redis may evict keys (see `allowEviction`).
    */
   async open(): Promise<void> {
     await this.connection.open();
     // Through prepared(), so the first operation finds it done instead of preparing again.
     this.ready = undefined;
-    await this.prepared();
+    // Side by side: a shard that is down costs each of them the deadline.
+    await Promise.all([this.prepared(), this.allowEviction ? undefined : this.checkEviction()]);
+  }
+
+  /** Each master that answers must keep every key until it expires (`maxmemory-policy noeviction`). */
+  private async checkEviction(): Promise<void> {
+    for (const shard of await this.connection.eachShard(['CONFIG', 'GET', 'maxmemory-policy'])) {
+      if (shard.answer === undefined) {
+        // Not allowed (an ACL, or managed Redis), or the shard is down: the operator checks it.
+        if (!shard.unavailable) {
+          const text = `cannot read maxmemory-policy of Redis at ${shard.address}: make sure it is noeviction`;
+          const code = 'NETAUTH_REDIS_EVICTION_UNKNOWN';
+          process.emitWarning(`${text} (docs/redis-store.md#eviction-noeviction)`, { code });
+        }
+        continue;
+      }
+      const reply = shard.answer as unknown[] | Record<string, unknown>;
+      const policy = String(Array.isArray(reply) ? reply[1] : reply['maxmemory-policy']);
+      if (policy === 'noeviction') continue;
+      throw new Error(
+        `Redis at ${shard.address} evicts keys (maxmemory-policy ${policy}): tokens, used codes and revocations ` +
+          'would vanish before they expire. Set maxmemory-policy noeviction ' +
+          '(docs/redis-store.md#eviction-noeviction), or pass allowEviction: true',
+      );
+    }
   }
 
   /** The rate limits' shared counters: on the store's connection, with its handling of clusters and failovers. */
@@ -157,14 +209,14 @@ export class RedisStore implements Store {
       keys.push(w.record.key, ...local);
       args.push(String(local.length), String(w.ttl), w.encoded, w.member);
     }
-    return (await this.connection.script(CONSUME, keys, args, this.replicas)) === 1;
+    return (await this.connection.script(CONSUME, keys, args, this.waits)) === 1;
   }
 
   async delete(kind: RecordKind, id: string): Promise<void> {
     await this.prepared();
     // Indexes that still name the record are harmless: REVOKE deletes only records that list the grant.
     const { key } = recordKey(this.prefix, kind, id);
-    await this.connection.write(key, ['DEL', key], this.replicas);
+    await this.connection.write(key, ['DEL', key], this.waits);
   }
 
   /**
@@ -180,10 +232,10 @@ export class RedisStore implements Store {
       const groups: Groups = new Map();
       for (const member of members) addTo(groups, this.connection.cluster ? tagOfMember(member) : index.tag, this.prefix + member);
       for (const [tag, keys] of groups) {
-        if (tag !== index.tag) await this.connection.script(REVOKE, keys, [grantId, '0'], this.replicas);
+        if (tag !== index.tag) await this.connection.script(REVOKE, keys, [grantId, '0'], this.waits);
       }
       const local = groups.get(index.tag) ?? [];
-      const left = await this.connection.script(REVOKE, [index.key, ...local], [grantId, '1', ...members], this.replicas);
+      const left = await this.connection.script(REVOKE, [index.key, ...local], [grantId, '1', ...members], this.waits);
       if (left === 0) return;
     }
   }
@@ -191,6 +243,7 @@ export class RedisStore implements Store {
   /** Stops the data-loss checks and quits the client the store created; an injected client stays open (its owner closes it). */
   async close(): Promise<void> {
     this.watch.stop();
+    this.waits.stop();
     await this.connection.close();
   }
 
@@ -204,8 +257,9 @@ export class RedisStore implements Store {
   }
 
   private async prepare(): Promise<void> {
+    await this.connection.connecting();
     await this.watch.start();
-    this.replicas = this.replicaOption ?? Math.min(await this.connection.fewestReplicas(), 1);
+    await this.waits.start();
   }
 
   private prepareWrite(write: RecordWrite): PreparedWrite {
@@ -230,7 +284,7 @@ export class RedisStore implements Store {
   private async writeForeignIndexes(write: PreparedWrite, tag: string): Promise<void> {
     if (!this.connection.cluster) return;
     for (const [other, keys] of write.indexes) {
-      if (other !== tag) await this.connection.script(INDEX, keys, [String(write.ttl), write.member], this.replicas);
+      if (other !== tag) await this.connection.script(INDEX, keys, [String(write.ttl), write.member], this.waits);
     }
   }
 
@@ -239,6 +293,6 @@ export class RedisStore implements Store {
     await this.writeForeignIndexes(write, write.record.tag);
     const keys = [write.record.key, ...this.localIndexes(write, write.record.tag)];
     const args = [String(write.ttl), write.encoded, write.member, onlyIfAbsent ? '1' : '0'];
-    return this.connection.script(PUT, keys, args, this.replicas);
+    return this.connection.script(PUT, keys, args, this.waits);
   }
 }

@@ -18,6 +18,8 @@ export interface RedisClusterOptions {
    * so a failover fits a test; docs/redis-store.md discusses the production value.
    */
   nodeTimeout?: number;
+  /** cluster-require-full-coverage: with false, the other shards keep serving while one is down. Default true. */
+  requireFullCoverage?: boolean;
 }
 
 /** One line of `CLUSTER NODES`. */
@@ -97,6 +99,7 @@ export class RedisCluster {
             '--cluster-allow-replica-migration', 'no',
             // Replicas sync at once (the default waits 5 s for more replicas to share one transfer).
             '--repl-diskless-sync-delay', '0',
+            '--cluster-require-full-coverage', options.requireFullCoverage === false ? 'no' : 'yes',
           ],
         }),
       ),

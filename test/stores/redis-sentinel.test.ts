@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSentinel } from 'redis';
@@ -18,11 +19,12 @@ import { describeStoreContract } from './contract.js';
 
 const skip = skipRedisTests('the Redis Sentinel tests');
 
+/** The client as docs/redis-store.md sets it up (its snippet is compiled by test/package/docs-examples.test.ts). */
 function sentinelClient(set: RedisSentinelSet) {
   const client = createSentinel({
     name: SENTINEL_MASTER_NAME,
     sentinelRootNodes: set.sentinelRootNodes,
-    nodeClientOptions: { disableOfflineQueue: true, socket: { connectTimeout: 500 } },
+    nodeClientOptions: { disableOfflineQueue: true, socket: { connectTimeout: 1000, reconnectStrategy: () => 100 } },
   });
   client.on('error', () => {});
   return client;
@@ -69,6 +71,8 @@ describe.skipIf(skip)('redis store behind Redis Sentinel', () => {
   });
 
   it('answers 503 while the master is gone, then works on the promoted replica with everything it wrote, without a restart', { timeout: 60_000 }, async () => {
+    const docs = readFileSync(new URL('../../docs/redis-store.md', import.meta.url), 'utf8');
+    expect(docs).toContain('socket: { connectTimeout: 1000, reconnectStrategy: () => 100 }');
     const reported: unknown[] = [];
     const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 1000, onDataLoss: (error) => reported.push(error) });
     try {

@@ -247,6 +247,41 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
       }
     });
 
+    it('refuses a Redis that may evict keys, unless allowEviction; warns where it cannot read the policy', async () => {
+      const warnings: string[] = [];
+      const onWarning = (warning: Error) => void warnings.push(warning.message);
+      process.on('warning', onWarning);
+      await raw.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru']);
+      const refused = new RedisStore({ url: server.url, prefix: freshPrefix() });
+      const allowed = new RedisStore({ url: server.url, prefix: freshPrefix(), allowEviction: true });
+      try {
+        await expect(refused.open()).rejects.toThrow(
+          `Redis at ${server.address} evicts keys (maxmemory-policy allkeys-lru): tokens, used codes and revocations ` +
+            'would vanish before they expire. Set maxmemory-policy noeviction ' +
+            '(docs/redis-store.md#eviction-noeviction), or pass allowEviction: true',
+        );
+        await allowed.open();
+        await allowed.put('code', 'Ev.1', { v: 1 }, { ttl: 60 });
+      } finally {
+        await raw.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'noeviction']);
+        await refused.close();
+        await allowed.close();
+      }
+      // A user without CONFIG (managed Redis): a warning, and the store starts.
+      await raw.sendCommand(['ACL', 'SETUSER', 'no-config', 'on', '>no-config-password', '~*', '+@all', '-config']);
+      const url = `redis://no-config:no-config-password@127.0.0.1:${server.port}`;
+      const managed = new RedisStore({ url, prefix: freshPrefix() });
+      try {
+        await managed.open();
+        const warning = `cannot read maxmemory-policy of Redis at ${server.address}: make sure it is noeviction`;
+        await vi.waitFor(() => expect(warnings).toContain(`${warning} (docs/redis-store.md#eviction-noeviction)`));
+      } finally {
+        process.off('warning', onWarning);
+        await managed.close();
+        await raw.sendCommand(['ACL', 'DELUSER', 'no-config']);
+      }
+    });
+
     it('rejects an injected client that was never connected', async () => {
       const client = createClient({ url: server.url });
       const store = new RedisStore({ client });
