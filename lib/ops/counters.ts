@@ -127,6 +127,8 @@ export class MemoryCounters implements Counters {
  */
 export class RateLimitFallbackError extends Error {
   override readonly name = 'RateLimitFallbackError';
+  /** Stable identifier for handlers and logs; the message may change. */
+  readonly code = 'NETAUTH_RATE_LIMIT_FALLBACK';
 }
 
 /** How often a Redis failure that goes on is reported again, and how soon one after a short recovery is. */
