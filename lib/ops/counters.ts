@@ -75,7 +75,10 @@ export class MemoryCounters implements Counters {
 
   private windows(limit: CounterLimit): FixedWindows {
     let windows = this.limits.get(limit.name);
-    if (windows === undefined) this.limits.set(limit.name, (windows = new FixedWindows(limit.duration)));
+    if (windows === undefined) {
+      windows = new FixedWindows(limit.duration);
+      this.limits.set(limit.name, windows);
+    }
     return windows;
   }
 

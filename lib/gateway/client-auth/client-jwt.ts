@@ -2,7 +2,7 @@ import { errors, jwtVerify, type JWTPayload } from 'jose';
 import { sha256 } from '../../crypto.js';
 import { CLIENT_SIGNING_ALGORITHMS, type RegisteredClient } from '../../registry/clients.js';
 import type { Store } from '../../stores/store.js';
-import { ClientKeys, ClientKeysUnavailableError } from './client-keys.js';
+import { type ClientKeys, ClientKeysUnavailableError } from './client-keys.js';
 
 /** The CAMARA profile's window: `exp` at most this many seconds after receipt, and after `iat`. */
 export const MAX_JWT_LIFETIME = 300;

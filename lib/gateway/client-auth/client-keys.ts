@@ -155,7 +155,7 @@ export class ClientKeys {
 
   /** Fetches the client's set unless a fetch is in flight (then waits for it) or one started less than a minute ago. */
   private refresh(state: RemoteKeys): Promise<void> {
-    if (state.pending) return state.pending;
+    if (state.pending !== undefined) return state.pending;
     if (!this.mayFetch(state)) return Promise.resolve();
     state.attemptedAt = this.now();
     const pending = this.fetchKeys(state.uri).then(
