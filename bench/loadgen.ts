@@ -71,7 +71,10 @@ const pools = new Map<string, Connection[]>();
 
 function connections(origin: string, count: number): Connection[] {
   let pool = pools.get(origin);
-  if (!pool) pools.set(origin, (pool = []));
+  if (!pool) {
+    pool = [];
+    pools.set(origin, pool);
+  }
   while (pool.length < count) pool.push(new Connection(origin, recorder));
   return pool.slice(0, count);
 }

@@ -33,13 +33,15 @@ for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n
 
 // Time per sample: timeDeltas[i] is the gap before sample i.
 const selfUs = new Map<number, number>();
-profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+profile.samples.forEach((id, i) => {
+  selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
 const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
 const root = path.resolve('.');
 function label(n: ProfileNode): string {
   const { functionName, url, lineNumber } = n.callFrame;
-  const where = url ? `${url.replace(/^file:\/\//, '').replace(root + '/', '')}:${lineNumber + 1}` : '';
+  const where = url ? `${url.replace(/^file:\/\//, '').replace(`${root}/`, '')}:${lineNumber + 1}` : '';
   return `${functionName || '(anonymous)'} ${where}`.trim();
 }
 

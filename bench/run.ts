@@ -111,10 +111,6 @@ const LOAD_CORE = 0;
 const SERVER_CORE = cores > 1 ? 1 : 0;
 const pinning = hasTaskset && cores > 1;
 
-function pinned(core: number, argv: string[]): [string, string[]] {
-  return pinning ? ['taskset', ['-c', String(core), ...argv]] : [argv[0]!, argv.slice(1)];
-}
-
 /**
  * Pins a running process, every thread of it (`taskset -a`; threads it creates later inherit the mask). The
  * node processes start unpinned and are pinned once ready: loading tsx and the package is start-up work on
@@ -700,7 +696,7 @@ async function main(): Promise<void> {
   buildPackage();
   if (serverFilter) for (const suite of SUITES) suite.servers = suite.servers.filter((s) => serverFilter.has(s));
   const wanted = new Set<string>();
-  for (const suite of SUITES) if (only.has(suite.id)) suite.servers.forEach((s) => wanted.add(s));
+  for (const suite of SUITES) if (only.has(suite.id)) for (const s of suite.servers) wanted.add(s);
   if (only.has('pending') && (!serverFilter || serverFilter.has(PENDING_SERVER))) wanted.add(PENDING_SERVER);
   if (!wanted.has(PENDING_SERVER)) {
     for (const suite of SUITES) suite.servers = suite.servers.filter((s) => s !== PENDING_SERVER);
@@ -854,7 +850,9 @@ async function redisSuite(): Promise<void> {
           await server.ready;
           const flowsPerSec = async (workload: RunRequest['workload']): Promise<number> => {
             const pids: Record<string, number> = { server: server.pid, loadgen: loadgen.pid, orchestrator: process.pid };
-            redisSet.pids.forEach((pid, i) => (pids[`redis${i}`] = pid));
+            redisSet.pids.forEach((pid, i) => {
+              pids[`redis${i}`] = pid;
+            });
             const result = await loadgen.run({ origin: server.origin, workload, params: entry.params, connections: settings.connections, warmupMs: settings.warmupMs, durationMs: settings.durationMs, pids });
             checkRow(`redis/${topology.name}/${rateLimits}/${workload}`, result);
             return result.opsPerSec;

@@ -53,7 +53,10 @@ export class Recorder {
   step(name: string, ms: number): void {
     if (!this.recording) return;
     let h = this.steps.get(name);
-    if (!h) this.steps.set(name, (h = createHistogram()));
+    if (!h) {
+      h = createHistogram();
+      this.steps.set(name, h);
+    }
     h.record(toMicros(ms));
   }
 

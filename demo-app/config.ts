@@ -156,11 +156,11 @@ const schema = z
     if (inRanges(c.network.wifiAddress, c.network.mobileRanges)) issue(['network', 'wifiAddress'], 'must lie outside network.mobileRanges (it plays a WiFi network)');
     if (c.ports.gateway !== 0 && c.ports.gateway === c.ports.app) issue(['ports', 'app'], 'must differ from ports.gateway');
     const rules = new Set(c.consentPolicy.map((r) => `${r.purpose}#${r.scope}`));
-    c.clients.forEach((client, i) =>
+    c.clients.forEach((client, i) => {
       client.scopes.forEach((s, j) => {
         if (!rules.has(s.slice(4))) issue(['clients', i, 'scopes', j], `${s} has no rule in consentPolicy`);
-      }),
-    );
+      });
+    });
     const appClient = c.clients.find((client) => client.clientId === c.app.clientId);
     if (!appClient) {
       issue(['app', 'clientId'], `no client "${c.app.clientId}" in clients`);

@@ -4,7 +4,7 @@
  * line on stderr and exit code 1, never a stack trace.
  */
 import { ConfigError, loadConfig, resolveConfig, type DemoConfig } from './config.js';
-import { DemoStartError, startDemo } from './start.js';
+import { DemoStartError, type RunningDemo, startDemo } from './start.js';
 import { spacedNumber } from './pages.js';
 
 const USAGE = `Usage: npm run demo [-- --config file.json]
@@ -28,11 +28,11 @@ function parseArgs(argv: string[]): { config?: string } {
       process.exit(0);
     } else if (arg === '--config') {
       const file = argv[++i];
-      if (file === undefined || file === '') fail('demo: --config needs a file name\n\n' + USAGE);
+      if (file === undefined || file === '') fail(`demo: --config needs a file name\n\n${USAGE}`);
       out.config = file;
     } else if (arg.startsWith('--config=')) {
       out.config = arg.slice('--config='.length);
-      if (out.config === '') fail('demo: --config needs a file name\n\n' + USAGE);
+      if (out.config === '') fail(`demo: --config needs a file name\n\n${USAGE}`);
     } else {
       fail(`demo: unknown argument ${JSON.stringify(arg)}\n\n${USAGE}`);
     }
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     throw error;
   }
 
-  let demo;
+  let demo: RunningDemo;
   try {
     demo = await startDemo(config, {
       ...(process.env.REDIS_URL ? { redisUrl: process.env.REDIS_URL } : {}),

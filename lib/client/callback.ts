@@ -1,4 +1,4 @@
-import type { Request, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import * as oidc from 'openid-client';
 import type { CallbackOptions } from './options.js';
 import { dpopOption, sent, type ClientContext } from './configuration.js';

@@ -108,7 +108,9 @@ async function dpopHandle(config: oidc.Configuration, option: NetAuthClientOptio
     };
   }
   const isEd25519 = keyPair.privateKey.algorithm.name === 'Ed25519' || keyPair.privateKey.algorithm.name === 'EdDSA';
-  return oidc.getDPoPHandle(config, keyPair, isEd25519 ? { [oidc.modifyAssertion]: (header) => void (header.alg = 'EdDSA') } : {});
+  return oidc.getDPoPHandle(config, keyPair, isEd25519 ? { [oidc.modifyAssertion]: (header) => {
+    header.alg = 'EdDSA';
+  } } : {});
 }
 
 /** Checks the options at construction, so a configuration that cannot work fails at start-up, naming the fix. */
@@ -154,7 +156,9 @@ async function importSigner(key: ClientPrivateKey, signRequests: boolean): Promi
 function clientAuthentication(options: NetAuthClientOptions, signer: ClientSigner | undefined): oidc.ClientAuth {
   if (!signer) return oidc.ClientSecretBasic(options.clientSecret);
   // openid-client names Ed25519 'Ed25519'; the gateways (docs/protocol.md, jose) know it as 'EdDSA'.
-  return oidc.PrivateKeyJwt({ key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) }, { [oidc.modifyAssertion]: (header) => void (header.alg = signer.alg) });
+  return oidc.PrivateKeyJwt({ key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) }, { [oidc.modifyAssertion]: (header) => {
+    header.alg = signer.alg;
+  } });
 }
 
 /** The well-known URL openid-client asks for an issuer (OpenID Connect Discovery §4). */

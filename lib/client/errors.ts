@@ -47,8 +47,16 @@ export type NetAuthClientErrorKind =
   /** The caller's AbortSignal fired. */
   | 'aborted';
 
+/**
+ * The stable code of each kind, in the scheme of the package's other errors (`NETAUTH_…`): `kind` in upper
+ * case after `NETAUTH_APP_`, e.g. `NETAUTH_APP_STATE_MISMATCH`.
+ */
+export type NetAuthClientErrorCode = `NETAUTH_APP_${Uppercase<NetAuthClientErrorKind>}`;
+
 export class NetAuthClientError extends Error {
   readonly kind: NetAuthClientErrorKind;
+  /** Stable identifier for handlers and logs, derived from `kind`; the message may change. */
+  readonly code: NetAuthClientErrorCode;
   /** The gateway's OAuth error code, when there was one. */
   readonly error: string | undefined;
   readonly description: string | undefined;
@@ -61,6 +69,7 @@ export class NetAuthClientError extends Error {
     super(message, cause === undefined ? undefined : { cause });
     this.name = 'NetAuthClientError';
     this.kind = kind;
+    this.code = `NETAUTH_APP_${kind.toUpperCase() as Uppercase<NetAuthClientErrorKind>}`;
     this.error = details.error;
     this.description = details.description;
     this.status = details.status ?? STATUS[kind];

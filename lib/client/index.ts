@@ -82,7 +82,7 @@ export function createNetAuthClient(options: NetAuthClientOptions): NetAuthClien
 }
 
 export { NetAuthClientError } from './errors.js';
-export type { NetAuthClientErrorKind } from './errors.js';
+export type { NetAuthClientErrorCode, NetAuthClientErrorKind } from './errors.js';
 export type {
   NetAuthClientOptions,
   StartOptions,

@@ -65,7 +65,10 @@ async function latest(shared: Map<string, Shared>, first: Promise<Refreshed>): P
 /** One refresh_token grant per refresh token at a time; errors typed (`token_expired` when refused). */
 function refreshTokens(ctx: ClientContext, refreshToken: string): Promise<Refreshed> {
   let shared = sharedByClient.get(ctx);
-  if (!shared) sharedByClient.set(ctx, (shared = new Map()));
+  if (!shared) {
+    shared = new Map();
+    sharedByClient.set(ctx, shared);
+  }
   const now = Date.now();
   for (const [key, entry] of shared) if (entry.until <= now) shared.delete(key);
   const found = shared.get(refreshToken);
@@ -85,7 +88,9 @@ function refreshTokens(ctx: ClientContext, refreshToken: string): Promise<Refres
   };
   shared.set(refreshToken, entry);
   entry.promise.then(
-    () => void (entry.until = Date.now() + SHARED_FOR),
+    () => {
+      entry.until = Date.now() + SHARED_FOR;
+    },
     // A failure is not shared afterwards: a later request may try again (the gateway may be back).
     () => void shared.delete(refreshToken),
   );

@@ -20,7 +20,9 @@ const MAX_PENDING = 5;
 async function authorizationUrl(config: oidc.Configuration, signer: ClientSigner | undefined, params: Record<string, string>): Promise<URL> {
   if (!signer?.signRequests) return oidc.buildAuthorizationUrl(config, params);
   const url = await oidc.buildAuthorizationUrlWithJAR(config, params, { key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) }, {
-    [oidc.modifyAssertion]: (header) => void (header.alg = signer.alg),
+    [oidc.modifyAssertion]: (header) => {
+      header.alg = signer.alg;
+    },
   });
   url.searchParams.set('response_type', 'code');
   url.searchParams.set('scope', params.scope!);

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { OAuthError } from '../errors.js';
 import type { GatewayContext } from '../gateway/context.js';
-import { DpopProofRejected, dpopProofOf, verifyDpopProof } from '../gateway/tokens/dpop.js';
+import { DpopProofRejectedError, dpopProofOf, verifyDpopProof } from '../gateway/tokens/dpop.js';
 import type { AuthScheme } from './responses.js';
 
 /**
@@ -43,7 +43,7 @@ export async function checkSenderConstraint(
     if (proof === undefined) throw refused('a DPoP proof is required with this access token');
     await verifyDpopProof(ctx.store, ctx.now(), proof, { method: req.method, url: resourceUrl(origin, req), accessToken: presented.token, jkt });
   } catch (error) {
-    if (error instanceof DpopProofRejected) throw refused(`the DPoP proof was refused: ${error.reason}`);
+    if (error instanceof DpopProofRejectedError) throw refused(`the DPoP proof was refused: ${error.reason}`);
     throw error;
   }
 }

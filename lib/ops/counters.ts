@@ -75,7 +75,10 @@ export class MemoryCounters implements Counters {
 
   private windows(limit: CounterLimit): FixedWindows {
     let windows = this.limits.get(limit.name);
-    if (windows === undefined) this.limits.set(limit.name, (windows = new FixedWindows(limit.duration)));
+    if (windows === undefined) {
+      windows = new FixedWindows(limit.duration);
+      this.limits.set(limit.name, windows);
+    }
     return windows;
   }
 
@@ -127,6 +130,8 @@ export class MemoryCounters implements Counters {
  */
 export class RateLimitFallbackError extends Error {
   override readonly name = 'RateLimitFallbackError';
+  /** Stable identifier for handlers and logs; the message may change. */
+  readonly code = 'NETAUTH_RATE_LIMIT_FALLBACK';
 }
 
 /** How often a Redis failure that goes on is reported again, and how soon one after a short recovery is. */

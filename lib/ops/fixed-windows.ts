@@ -16,9 +16,9 @@ interface Window {
  * window of `duration` seconds at its first point; every point counts, a refused request's too).
  *
  * Why not rate-limiter-flexible's RateLimiterMemory: it makes a result object per call and a timer per window, and
- * the gateway counts several times per request (the lock-out's slot, a client's limit, a subscriber's); the cost
- * is in bench/README.md. Expired windows go from a min-heap of their ends on every operation, so memory holds only
- * live windows, with no timer.
+ * the gateway counts several times per request (the lock-out's slot, a client's limit, a subscriber's). Expired
+ * windows go from a min-heap of their ends on every operation, so memory holds only live windows, with no timer.
+ * Cost: bench/README.md, "Memory counters answered at once".
  */
 export class FixedWindows {
   private readonly windows = new Map<string, Window>();

@@ -235,7 +235,10 @@ export class FailureBudget {
 
   private slot(key: string, counterKey: CounterKey, origin: SlotOrigin): AttemptSlot {
     let local = this.inFlight.get(key);
-    if (local === undefined) this.inFlight.set(key, (local = { count: 0, settled: 0, waiters: [] }));
+    if (local === undefined) {
+      local = { count: 0, settled: 0, waiters: [] };
+      this.inFlight.set(key, local);
+    }
     const entry = local;
     entry.count++;
     let settled = false;
@@ -244,7 +247,7 @@ export class FailureBudget {
       entry.settled++;
       entry.count--;
       if (entry.count === 0 && this.inFlight.get(key) === entry) this.inFlight.delete(key);
-      if (wakeAll || entry.count === 0) entry.waiters.splice(0).forEach((wake) => wake());
+      if (wakeAll || entry.count === 0) for (const wake of entry.waiters.splice(0)) wake();
       else entry.waiters.shift()?.();
     };
     return {

@@ -66,7 +66,10 @@ const children = new WeakMap<NetAuthLogger, NetAuthLogger>();
 
 function child(logger: NetAuthLogger): NetAuthLogger {
   let found = children.get(logger);
-  if (!found) children.set(logger, (found = childOf(logger)));
+  if (!found) {
+    found = childOf(logger);
+    children.set(logger, found);
+  }
   return found;
 }
 

@@ -100,6 +100,8 @@ export function checkClientKeys(clientId: string, registration: ClientKeyRegistr
       throw new TypeError(`client ${clientId}: jwks must be a JWK Set with at least one key: { keys: [ ...public JWKs ] }`);
     }
     const allowed = signingAlgorithms ?? CLIENT_SIGNING_ALGORITHMS;
-    jwks.keys.forEach((key, i) => checkKey(key, `client ${clientId}: jwks.keys[${i}]`, allowed));
+    jwks.keys.forEach((key, i) => {
+      checkKey(key, `client ${clientId}: jwks.keys[${i}]`, allowed);
+    });
   }
 }

@@ -17,6 +17,9 @@ import { MARK } from './redis-scripts.js';
 
 /** Reported (RedisStore's `onDataLoss`) when a Redis shard came back without the store's data. */
 export class StoreDataLossError extends Error {
+  /** Stable identifier for handlers and logs (also the code of the default `onDataLoss` warning). */
+  readonly code = 'NETAUTH_REDIS_DATA_LOSS';
+
   constructor(
     /** `host:port` of the shard, or a description of the set-up. */
     readonly shard: string,

@@ -2,7 +2,7 @@ import type { JsonObject, PutOptions, RecordKind, RecordWrite, SharedCounters, S
 import { CONSUME, INDEX, PUT, REVOKE } from './redis-scripts.js';
 import { decodeRecord, encodeRecord, grantKey, memberOf, recordKey, tagOfMember, type PlacedKey } from './redis-keys.js';
 import { RedisConnection, type RedisStoreClient } from './redis-connection.js';
-import { DataLossWatch, StoreDataLossError } from './redis-markers.js';
+import { DataLossWatch, type StoreDataLossError } from './redis-markers.js';
 import { REDIS_STORE_DEFAULTS } from '../defaults.js';
 import { ReplicaWaits, type ReplicaShortfall } from './redis-replicas.js';
 

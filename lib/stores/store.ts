@@ -140,6 +140,9 @@ export interface Store {
 
 /** Thrown by a store whose backend is unreachable; endpoints answer 503 temporarily_unavailable. */
 export class StoreUnavailableError extends Error {
+  /** Stable identifier for handlers and logs; the message may change. */
+  readonly code = 'NETAUTH_STORE_UNAVAILABLE';
+
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'StoreUnavailableError';

@@ -8,9 +8,9 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import express from 'express';
+import type express from 'express';
 import * as oidc from 'openid-client';
-import { createNetAuthClient, NetAuthClientError, type BackchannelProgress, type GatewayEndpoints, type NetAuthClient } from '../../lib/client/index.js';
+import { createNetAuthClient, type NetAuthClientError, type BackchannelProgress, type GatewayEndpoints, type NetAuthClient } from '../../lib/client/index.js';
 import { CAMARA_KEY, CAMARA_PUBLIC, GATEWAYS, type GatewayUnderTest } from '../helpers/client-gateways.js';
 import { clientOptions, json, mountClientApp, rejection, startClientFixture, type ClientApp } from '../helpers/client-app.js';
 import { describeNoSecretsInErrors, recordError, recordedErrors, rememberSecrets, watchSecrets } from '../helpers/client-secrets.js';
@@ -151,7 +151,9 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
     });
 
     it('a gateway granting less than the route requires: 403 denied, nothing stored, no redirect loop', async () => {
-      gw.tamperToken((body) => void (body.scope = 'dpv:Marketing#something-else'));
+      gw.tamperToken((body) => {
+        body.scope = 'dpv:Marketing#something-else';
+      });
       const browser = new Browser();
       const { res } = await browser.navigate(`${app.url}/protected`);
       expect(res.status).toBe(403);

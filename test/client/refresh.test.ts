@@ -5,7 +5,7 @@
  * a process; a refused refresh ends the token as an expiry does; client.refresh(token) for the backend flow.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import express from 'express';
+import type express from 'express';
 import * as oidc from 'openid-client';
 import { createNetAuthClient, NetAuthClientError, type NetAuthClient } from '../../lib/client/index.js';
 import { GATEWAYS, type GatewayUnderTest } from '../helpers/client-gateways.js';
@@ -55,7 +55,9 @@ describe.each(GATEWAYS)('refresh tokens on the app side, against $name', ({ star
   }
 
   /** The session's token is within the refresh margin (30 s) of its expiry, on the app's clock. */
-  const expiring = () => void (app.clock.offset = 3600_000 - 10_000);
+  const expiring = () => {
+    app.clock.offset = 3600_000 - 10_000;
+  };
 
   it('fetch() refreshes an expiring token first, and stores the rotated refresh token', async () => {
     const { browser, token, refreshToken } = await signIn();

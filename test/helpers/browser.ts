@@ -42,7 +42,10 @@ export class Browser {
       const eq = pair!.indexOf('=');
       if (eq < 0) continue;
       let cookies = this.jar.get(host);
-      if (!cookies) this.jar.set(host, (cookies = new Map()));
+      if (!cookies) {
+        cookies = new Map();
+        this.jar.set(host, cookies);
+      }
       const value = pair!.slice(eq + 1);
       if (/max-age=0|expires=thu, 01 jan 1970/i.test(line)) cookies.delete(pair!.slice(0, eq).trim());
       else cookies.set(pair!.slice(0, eq).trim(), value);

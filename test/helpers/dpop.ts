@@ -11,7 +11,9 @@ import { sha256 } from '../../lib/crypto.js';
  * for client assertions, where Ed25519 is `EdDSA`, so the header says that.
  */
 export async function dpopHandle(config: oidc.Configuration, alg = 'ES256'): Promise<{ handle: oidc.DPoPHandle; jkt: string }> {
-  const rename = alg === 'EdDSA' ? { [oidc.modifyAssertion]: (header: { alg?: string }) => void (header.alg = 'EdDSA') } : {};
+  const rename = alg === 'EdDSA' ? { [oidc.modifyAssertion]: (header: { alg?: string }) => {
+    header.alg = 'EdDSA';
+  } } : {};
   const handle = oidc.getDPoPHandle(config, await oidc.randomDPoPKeyPair(alg), rename);
   return { handle, jkt: await handle.calculateThumbprint() };
 }

@@ -106,7 +106,9 @@ export async function startOidcProvider(clients: ClientMetadata[], scopes: strin
       return;
     }
     // node-oidc-provider sends no `interval`, so clients would wait CIBA's default 5 s; this gateway says 1 s.
-    if (path === '/op/backchannel') rewriteJsonResponse(res, (body) => void (body.auth_req_id === undefined || (body.interval = 1)));
+    if (path === '/op/backchannel') rewriteJsonResponse(res, (body) => {
+      if (body.auth_req_id !== undefined) body.interval = 1;
+    });
     tamper.apply(path, res);
     // Mounted at the issuer's path, as Express's app.use('/op', …) would: node-oidc-provider reads the mount
     // path from originalUrl.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseLoginHint, normaliseIp } from '../../lib/identity/login-hint.js';
-import { OAuthError } from '../../lib/errors.js';
+import type { OAuthError } from '../../lib/errors.js';
 
 function code(value: string): string | undefined {
   try {

@@ -88,7 +88,7 @@ async function oneOfFifty(run: Running, config: client.Configuration): Promise<v
 
 /** The DPoP challenge of a refusal, with its error. */
 function dpopChallenge(res: Response): string | undefined {
-  return /(?:^|, )(DPoP [^]*)$/.exec(res.headers.get('www-authenticate') ?? '')?.[1];
+  return /(?:^|, )(DPoP [\s\S]*)$/.exec(res.headers.get('www-authenticate') ?? '')?.[1];
 }
 
 describe('interop: DPoP with openid-client v6 (RFC 9449)', () => {

@@ -196,6 +196,7 @@ describe('the emitter', () => {
     netauth.events.on('ciba.requested', () => {
       throw new Error('listener broke');
     });
+    // biome-ignore lint/nursery/noMisusedPromises: an application may pass an async listener; its rejection must reach onError
     netauth.events.on('ciba.requested', async () => {
       throw new Error('async listener broke');
     });

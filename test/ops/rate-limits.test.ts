@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import type { Express } from 'express';
-import { APP1, APP2, CIBA, ISSUER, LOCATION, SECRET, SIM_SWAP, basic, createTestGateway } from '../helpers/gateway.js';
+import { APP1, APP2, ISSUER, LOCATION, SIM_SWAP, basic, createTestGateway } from '../helpers/gateway.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, authorize, callback, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';

@@ -41,5 +41,3 @@ declare global {
   const alerts: { bump(key: string): void };
   const listener: NetAuthEventListener<'token.issued'>;
 }
-
-export {};

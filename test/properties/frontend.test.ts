@@ -196,7 +196,7 @@ describe('the frontend flow under generated requests', () => {
         const headers: Record<string, string> = { ...extra };
         if (d.ip !== '') headers['x-forwarded-for'] = d.ip;
         if (d.port !== undefined) headers['x-source-port'] = d.port;
-        if (d.cookie !== undefined) headers['cookie'] = d.cookie;
+        if (d.cookie !== undefined) headers.cookie = d.cookie;
         const query = queryString(pairs, raw);
         const answer = await gw.send({ method: m, path: `/apigateway/authorize?${query}`, headers });
         // The model reads the query as the form-urlencoded rules say (raw '%xx' and '+' decoded once).

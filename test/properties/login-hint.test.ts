@@ -236,7 +236,7 @@ describe('login_hint properties', () => {
     );
     fc.assert(
       fc.property(anything, (value) => {
-        let hint;
+        let hint: ReturnType<typeof parseLoginHint>;
         try {
           hint = parseLoginHint(value);
         } catch (error) {

@@ -141,7 +141,7 @@ describe('scope properties', () => {
     );
     fc.assert(
       fc.property(anything, (value) => {
-        let parsed;
+        let parsed: ReturnType<typeof parseScope>;
         try {
           parsed = parseScope(value);
         } catch (error) {

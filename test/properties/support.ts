@@ -199,7 +199,7 @@ export function expectJsonEndpointAnswer(
 ): void {
   expectSafe(answer);
   expect(answer.headers['cache-control']).toBe('no-store');
-  expect(answer.headers['pragma']).toBe('no-cache');
+  expect(answer.headers.pragma).toBe('no-cache');
   if (answer.status === 200) {
     expect(answer.headers['content-type']).toMatch(/^application\/json\b/);
     success(JSON.parse(answer.text) as Record<string, unknown>);
@@ -212,7 +212,7 @@ export function expectJsonEndpointAnswer(
     const challenge = answer.headers['www-authenticate'];
     if (challenge !== undefined || !assertionSent) expect(challenge).toMatch(/^Basic realm="[^"]*"$/);
   }
-  if (answer.status === 405) expect(answer.headers['allow']).toBe('POST');
+  if (answer.status === 405) expect(answer.headers.allow).toBe('POST');
   if (answer.status === 413 || answer.status === 405) expect(body.error).toBe('invalid_request');
   if (body.error === 'invalid_client') expect(answer.status).toBe(401);
 }
@@ -251,7 +251,7 @@ export function formOf(pairs: readonly (readonly [string, string, boolean?])[]):
 
 /** Header values node's client can send (no CR, LF or NUL; latin1), from garbage to near-valid. */
 export const headerValue: fc.Arbitrary<string> = fc.oneof(
-  fc.string({ unit: 'binary-ascii', maxLength: 60 }).map((s) => s.replace(/[\0-\x08\x0a-\x1f\x7f]/g, '')),
+  fc.string({ unit: 'binary-ascii', maxLength: 60 }).map((s) => s.replace(/[^\t\x20-\x7e]/g, '')),
   fc.string({ maxLength: 60 }),
   fc.constantFrom('', ' ', 'Basic', 'Basic ', 'Basic ===', 'Basic Og==', 'Bearer', 'Bearer ', 'Negotiate abc', 'basic  YTpi', 'Basic YTpi Og==', 'Basic\tYTpi', 'Basic %', 'Bearer a b', 'x'.repeat(4000)),
   fc.base64String({ maxLength: 64 }).map((b) => `Basic ${b}`),

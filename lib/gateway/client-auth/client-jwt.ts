@@ -2,7 +2,7 @@ import { errors, jwtVerify, type JWTPayload } from 'jose';
 import { sha256 } from '../../crypto.js';
 import { CLIENT_SIGNING_ALGORITHMS, type RegisteredClient } from '../../registry/clients.js';
 import type { Store } from '../../stores/store.js';
-import { ClientKeys, ClientKeysUnavailable } from './client-keys.js';
+import { type ClientKeys, ClientKeysUnavailableError } from './client-keys.js';
 
 /** The CAMARA profile's window: `exp` at most this many seconds after receipt, and after `iat`. */
 export const MAX_JWT_LIFETIME = 300;
@@ -25,16 +25,19 @@ export interface ClientJwtRules {
 }
 
 /** A client's JWT failed a check. `reason` is for error descriptions: it never quotes the token or its claims. */
-export class ClientJwtRejected extends Error {
+export class ClientJwtRejectedError extends Error {
+  /** Stable identifier for handlers and logs; the message may change. */
+  readonly code = 'NETAUTH_CLIENT_JWT_REJECTED';
+
   constructor(readonly reason: string) {
     super(reason);
-    this.name = 'ClientJwtRejected';
+    this.name = 'ClientJwtRejectedError';
   }
 }
 
 /** Why jose refused the JWT, in words that reveal nothing of its content. */
 function reasonOf(error: unknown): string {
-  if (error instanceof ClientKeysUnavailable) return error.message;
+  if (error instanceof ClientKeysUnavailableError) return error.message;
   if (error instanceof errors.JOSEAlgNotAllowed) return 'its alg is not one the client may sign with';
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'its signature does not verify with the client\'s keys';
   if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys) return 'no registered key of the client matches it';
@@ -74,7 +77,7 @@ export class ClientJwts {
 
   async verify(client: RegisteredClient, jwt: string, rules: ClientJwtRules): Promise<JWTPayload> {
     const resolver = this.keys.resolver(client);
-    if (!resolver) throw new ClientJwtRejected('the client has no registered keys (jwks or jwksUri)');
+    if (!resolver) throw new ClientJwtRejectedError('the client has no registered keys (jwks or jwksUri)');
     const nowMs = this.now();
     let payload: JWTPayload;
     let typ: string | undefined;
@@ -92,20 +95,20 @@ export class ClientJwts {
       typ = typeOf(verified.protectedHeader);
     } catch (error) {
       // No cause: jose's claim errors carry the whole payload.
-      throw new ClientJwtRejected(reasonOf(error));
+      throw new ClientJwtRejectedError(reasonOf(error));
     }
-    if (!rules.types.includes(typ)) throw new ClientJwtRejected('its typ header is not one accepted here');
+    if (!rules.types.includes(typ)) throw new ClientJwtRejectedError('its typ header is not one accepted here');
     const now = nowMs / 1000;
     const { exp, iat, jti } = payload as { exp: number; iat?: number; jti: unknown };
-    if (exp <= now) throw new ClientJwtRejected('it has expired');
-    if (exp - now > MAX_JWT_LIFETIME) throw new ClientJwtRejected(`its exp is more than ${MAX_JWT_LIFETIME} s away`);
+    if (exp <= now) throw new ClientJwtRejectedError('it has expired');
+    if (exp - now > MAX_JWT_LIFETIME) throw new ClientJwtRejectedError(`its exp is more than ${MAX_JWT_LIFETIME} s away`);
     if (iat !== undefined) {
-      if (iat > now + CLOCK_SKEW) throw new ClientJwtRejected('its iat is in the future');
-      if (exp - iat > MAX_JWT_LIFETIME) throw new ClientJwtRejected(`exp - iat exceeds ${MAX_JWT_LIFETIME} s`);
+      if (iat > now + CLOCK_SKEW) throw new ClientJwtRejectedError('its iat is in the future');
+      if (exp - iat > MAX_JWT_LIFETIME) throw new ClientJwtRejectedError(`exp - iat exceeds ${MAX_JWT_LIFETIME} s`);
     }
-    if (typeof jti !== 'string' || jti === '') throw new ClientJwtRejected('its jti claim is missing or wrong');
+    if (typeof jti !== 'string' || jti === '') throw new ClientJwtRejectedError('its jti claim is missing or wrong');
     if (!(await useJtiOnce(this.store, `client:${client.clientId}`, jti, exp, nowMs))) {
-      throw new ClientJwtRejected('its jti has been used before');
+      throw new ClientJwtRejectedError('its jti has been used before');
     }
     return payload;
   }

@@ -19,10 +19,13 @@ export interface ClientJwksOptions {
 export const JWKS_REFETCH_COOLDOWN = 60_000;
 
 /** A `jwksUri` that could not be fetched or did not hold a JWK Set: the client's JWTs cannot be verified now. */
-export class ClientKeysUnavailable extends Error {
+export class ClientKeysUnavailableError extends Error {
+  /** Stable identifier for handlers and logs; the message may change. */
+  readonly code = 'NETAUTH_CLIENT_KEYS_UNAVAILABLE';
+
   constructor(reason: string) {
     super(`the client's jwks_uri ${reason}`);
-    this.name = 'ClientKeysUnavailable';
+    this.name = 'ClientKeysUnavailableError';
   }
 }
 
@@ -42,7 +45,7 @@ async function readCapped(response: Response, maxBytes: number): Promise<Uint8Ar
   const declared = Number(response.headers.get('content-length'));
   if (declared > maxBytes) {
     await response.body?.cancel().catch(() => {});
-    throw new ClientKeysUnavailable(`answered more than ${maxBytes} bytes`);
+    throw new ClientKeysUnavailableError(`answered more than ${maxBytes} bytes`);
   }
   const reader = response.body?.getReader();
   if (!reader) return new Uint8Array();
@@ -54,7 +57,7 @@ async function readCapped(response: Response, maxBytes: number): Promise<Uint8Ar
     total += value.byteLength;
     if (total > maxBytes) {
       await reader.cancel().catch(() => {});
-      throw new ClientKeysUnavailable(`answered more than ${maxBytes} bytes`);
+      throw new ClientKeysUnavailableError(`answered more than ${maxBytes} bytes`);
     }
     chunks.push(value);
   }
@@ -130,7 +133,7 @@ export class ClientKeys {
     }
     if (!this.fresh(state)) {
       await this.refresh(state);
-      if (!this.fresh(state)) throw new ClientKeysUnavailable('could not be fetched (retried at most once a minute)');
+      if (!this.fresh(state)) throw new ClientKeysUnavailableError('could not be fetched (retried at most once a minute)');
     }
     try {
       return await state.keys!(...args);
@@ -152,7 +155,7 @@ export class ClientKeys {
 
   /** Fetches the client's set unless a fetch is in flight (then waits for it) or one started less than a minute ago. */
   private refresh(state: RemoteKeys): Promise<void> {
-    if (state.pending) return state.pending;
+    if (state.pending !== undefined) return state.pending;
     if (!this.mayFetch(state)) return Promise.resolve();
     state.attemptedAt = this.now();
     const pending = this.fetchKeys(state.uri).then(
@@ -178,14 +181,14 @@ export class ClientKeys {
     });
     if (response.status !== 200) {
       await response.body?.cancel().catch(() => {});
-      throw new ClientKeysUnavailable(`answered ${response.status}`);
+      throw new ClientKeysUnavailableError(`answered ${response.status}`);
     }
     const body = await readCapped(response, this.maxBytes);
     let json: unknown;
     try {
       json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
     } catch {
-      throw new ClientKeysUnavailable('did not answer JSON');
+      throw new ClientKeysUnavailableError('did not answer JSON');
     }
     // jose checks the shape ({keys: [...]}) here and refuses private members when a key is used.
     return createLocalJWKSet(json as Parameters<typeof createLocalJWKSet>[0]);

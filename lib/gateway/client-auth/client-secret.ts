@@ -41,7 +41,8 @@ export function decoyFor(clients: ClientRegistry): RegisteredClient {
 function decoyOf(clients: ClientRegistry): Decoy {
   let decoy = decoys.get(clients);
   if (decoy === undefined) {
-    decoys.set(clients, (decoy = new Decoy()));
+    decoy = new Decoy();
+    decoys.set(clients, decoy);
     if (clients instanceof StaticClientRegistry) for (const client of clients.list()) decoy.learn(client);
   }
   return decoy;

@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import { OAuthError, isOAuthError } from '../../errors.js';
 import { JWT_BEARER_GRANT, type RegisteredClient } from '../../registry/clients.js';
 import type { FormParams } from '../http/form.js';
-import { ClientJwtRejected, type ClientJwts } from './client-jwt.js';
+import { ClientJwtRejectedError, type ClientJwts } from './client-jwt.js';
 import { assertionAudiences } from './private-key-jwt.js';
 import type { ClientAuthMethodModule } from './method.js';
 
@@ -38,7 +38,7 @@ export async function verifyAssertion(
   try {
     return await jwts.verify(client, assertion, rules);
   } catch (error) {
-    if (!(error instanceof ClientJwtRejected)) throw error;
+    if (!(error instanceof ClientJwtRejectedError)) throw error;
     throw new OAuthError('invalid_grant', `the assertion was refused: ${error.reason}`);
   }
 }

@@ -2,7 +2,7 @@ import { decodeJwt } from 'jose';
 import type { Request } from 'express';
 import type { FormParams } from '../http/form.js';
 import { routePath } from '../http/route-path.js';
-import { ClientJwtRejected, type ClientJwts } from './client-jwt.js';
+import { ClientJwtRejectedError, type ClientJwts } from './client-jwt.js';
 import type { ClientAuthMethodModule, Unreadable } from './method.js';
 
 export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -62,7 +62,7 @@ export function privateKeyJwt(jwts: ClientJwts, issuer: string): ClientAuthMetho
             types: ASSERTION_TYPES,
           });
         } catch (error) {
-          if (error instanceof ClientJwtRejected) return { known: client };
+          if (error instanceof ClientJwtRejectedError) return { known: client };
           throw error;
         }
         return { client, known: client };

@@ -57,7 +57,7 @@ function interactions(req: Request): Interactions {
 /** Reads without writing: a session is only created (and a cookie set) by `start`. */
 function lookup(req: Request, id: string | undefined): Interaction | undefined {
   const all = (req.session as unknown as { netauth?: Interactions } | undefined)?.netauth;
-  return id === undefined || !all || !Object.prototype.hasOwnProperty.call(all, id) ? undefined : all[id];
+  return id === undefined || !all || !Object.hasOwn(all, id) ? undefined : all[id];
 }
 
 function save(req: Request): Promise<void> {

@@ -4,7 +4,7 @@ import type { RegisteredClient } from '../../registry/clients.js';
 import { limitSubscriber } from '../requests/subscriber-limit.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { authorizationOf, decideScope, type StoredAuthorization } from '../requests/authorization.js';
+import { authorizationOf, decideScope, type ScopeDecision, type StoredAuthorization } from '../requests/authorization.js';
 import { issueAccessToken, reportIssued, tokenKey } from '../tokens/access-tokens.js';
 import { findRefreshToken, mintRefreshToken, type RefreshTokenRecord } from '../tokens/refresh-tokens.js';
 
@@ -43,7 +43,7 @@ function narrowed(record: RefreshTokenRecord, scope: string | undefined): Stored
  * (the consent grants the tokens will rest on). Anything else: invalid_grant.
  */
 async function consentGrantsNow(ctx: GatewayContext, client: RegisteredClient, record: RefreshTokenRecord): Promise<string[]> {
-  let decision;
+  let decision: ScopeDecision;
   try {
     decision = decideScope(ctx, client, record.scope);
   } catch (error) {

@@ -9,7 +9,7 @@ export class FormParams {
   constructor(private readonly body: Record<string, unknown>) {}
 
   get(name: string): string | undefined {
-    if (!Object.prototype.hasOwnProperty.call(this.body, name)) return undefined;
+    if (!Object.hasOwn(this.body, name)) return undefined;
     const value = this.body[name];
     if (Array.isArray(value)) throw new OAuthError('invalid_request', `${name} must not be sent more than once`);
     if (typeof value !== 'string' || value === '') return undefined;

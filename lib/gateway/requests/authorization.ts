@@ -19,7 +19,10 @@ const registeredScopes = new WeakMap<RegisteredClient, ReadonlySet<string>>();
 
 function scopesOf(client: RegisteredClient): ReadonlySet<string> {
   let scopes = registeredScopes.get(client);
-  if (scopes === undefined) registeredScopes.set(client, (scopes = new Set(client.scopes)));
+  if (scopes === undefined) {
+    scopes = new Set(client.scopes);
+    registeredScopes.set(client, scopes);
+  }
   return scopes;
 }
 

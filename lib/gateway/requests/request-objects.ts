@@ -1,6 +1,6 @@
 import { OAuthError } from '../../errors.js';
 import type { RegisteredClient } from '../../registry/clients.js';
-import { ClientJwtRejected } from '../client-auth/client-jwt.js';
+import { ClientJwtRejectedError } from '../client-auth/client-jwt.js';
 import type { GatewayContext } from '../context.js';
 import { FormParams } from '../http/form.js';
 
@@ -84,7 +84,7 @@ export async function requestParameters(
       types: REQUEST_TYPES,
     });
   } catch (error) {
-    if (error instanceof ClientJwtRejected) throw invalid(`request object refused: ${error.reason}`);
+    if (error instanceof ClientJwtRejectedError) throw invalid(`request object refused: ${error.reason}`);
     throw error;
   }
   const signed = parametersOf(claims, client);

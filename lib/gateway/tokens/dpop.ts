@@ -24,10 +24,13 @@ const MAX_JTI_LENGTH = 256;
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /** A proof failed a check. `reason` is for error descriptions: it never quotes the proof or its claims. */
-export class DpopProofRejected extends Error {
+export class DpopProofRejectedError extends Error {
+  /** Stable identifier for handlers and logs; the message may change. */
+  readonly code = 'NETAUTH_DPOP_PROOF_REJECTED';
+
   constructor(readonly reason: string) {
     super(reason);
-    this.name = 'DpopProofRejected';
+    this.name = 'DpopProofRejectedError';
   }
 }
 
@@ -51,7 +54,7 @@ export function dpopProofOf(req: IncomingMessage): string | undefined {
   if (req.headers.dpop === undefined) return undefined;
   const values = req.headersDistinct.dpop;
   if (values === undefined) return undefined;
-  if (values.length !== 1) throw new DpopProofRejected('more than one DPoP header was sent');
+  if (values.length !== 1) throw new DpopProofRejectedError('more than one DPoP header was sent');
   return values[0]!;
 }
 
@@ -92,11 +95,11 @@ function protectedHeaderOf(proof: string): Record<string, unknown> | undefined {
  * Resolves with the JWK SHA-256 thumbprint of the proof's key (RFC 7638), the `jkt` a token is bound to.
  */
 export async function verifyDpopProof(store: Store, nowMs: number, proof: string, request: DpopRequest): Promise<string> {
-  if (proof.length > MAX_PROOF_LENGTH || !COMPACT_JWS.test(proof)) throw new DpopProofRejected('it is not a compact JWS');
+  if (proof.length > MAX_PROOF_LENGTH || !COMPACT_JWS.test(proof)) throw new DpopProofRejectedError('it is not a compact JWS');
   const jwk = protectedHeaderOf(proof)?.jwk;
   // §4.2: the jwk header is a public key. jose refuses a private one too; this says why.
   if (jwk !== null && typeof jwk === 'object' && PRIVATE_MEMBERS.some((member) => member in jwk)) {
-    throw new DpopProofRejected('its jwk holds private key material');
+    throw new DpopProofRejectedError('its jwk holds private key material');
   }
   let payload: JWTPayload;
   let key: JWK;
@@ -111,25 +114,25 @@ export async function verifyDpopProof(store: Store, nowMs: number, proof: string
     key = verified.protectedHeader.jwk as JWK;
   } catch (error) {
     // No cause: jose's claim errors carry the whole payload.
-    throw new DpopProofRejected(reasonOf(error));
+    throw new DpopProofRejectedError(reasonOf(error));
   }
   const { iat, jti, htm, htu, ath } = payload as { iat: number; jti: unknown; htm: unknown; htu: unknown; ath: unknown };
   const now = nowMs / 1000;
-  if (Math.abs(now - iat) > DPOP_IAT_WINDOW) throw new DpopProofRejected(`its iat is more than ${DPOP_IAT_WINDOW} s from the server's clock`);
-  if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH) throw new DpopProofRejected('its jti claim is missing or wrong');
-  if (htm !== request.method) throw new DpopProofRejected('its htm is not the method of this request');
+  if (Math.abs(now - iat) > DPOP_IAT_WINDOW) throw new DpopProofRejectedError(`its iat is more than ${DPOP_IAT_WINDOW} s from the server's clock`);
+  if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH) throw new DpopProofRejectedError('its jti claim is missing or wrong');
+  if (htm !== request.method) throw new DpopProofRejectedError('its htm is not the method of this request');
   const expected = normalizeHtu(request.url);
   if (typeof htu !== 'string' || expected === undefined || normalizeHtu(htu) !== expected) {
-    throw new DpopProofRejected('its htu is not the URL of this request');
+    throw new DpopProofRejectedError('its htu is not the URL of this request');
   }
   // sha256() is base64url without padding: the §4.2 encoding of ath.
   if (request.accessToken !== undefined && ath !== sha256(request.accessToken)) {
-    throw new DpopProofRejected('its ath is not the hash of the access token');
+    throw new DpopProofRejectedError('its ath is not the hash of the access token');
   }
   const jkt = await calculateJwkThumbprint(key, 'sha256');
-  if (request.jkt !== undefined && jkt !== request.jkt) throw new DpopProofRejected('it is not signed with the key the access token is bound to');
+  if (request.jkt !== undefined && jkt !== request.jkt) throw new DpopProofRejectedError('it is not signed with the key the access token is bound to');
   // Namespaced by key: only the key's holder can make a proof, so no one else can use up its jtis.
-  if (!(await useJtiOnce(store, `dpop:${jkt}`, jti, iat + DPOP_IAT_WINDOW, nowMs))) throw new DpopProofRejected('its jti has been used before');
+  if (!(await useJtiOnce(store, `dpop:${jkt}`, jti, iat + DPOP_IAT_WINDOW, nowMs))) throw new DpopProofRejectedError('its jti has been used before');
   return jkt;
 }
 
@@ -149,7 +152,7 @@ export async function tokenRequestBinding(ctx: GatewayContext, req: IncomingMess
     }
     return await verifyDpopProof(ctx.store, ctx.now(), proof, { method: req.method ?? '', url: `${ctx.issuer}/token` });
   } catch (error) {
-    if (error instanceof DpopProofRejected) throw new OAuthError('invalid_dpop_proof', `the DPoP proof was refused: ${error.reason}`);
+    if (error instanceof DpopProofRejectedError) throw new OAuthError('invalid_dpop_proof', `the DPoP proof was refused: ${error.reason}`);
     throw error;
   }
 }

@@ -69,7 +69,12 @@ describe('the decoy for unknown client ids', () => {
   it.each(['client_secret_basic', 'client_secret_post'] as const)('asks the registry once per %s request, lock-out on (it keys the slot and the check by what it found)', async (method) => {
     const inner = new StaticClientRegistry(CLIENTS.map((c) => ({ ...c, tokenEndpointAuthMethod: method })));
     const asked: string[] = [];
-    const counting: ClientRegistry = { find: (id) => (asked.push(id), inner.find(id)) };
+    const counting: ClientRegistry = {
+      find: (id) => {
+        asked.push(id);
+        return inner.find(id);
+      },
+    };
     const { app } = createTestGateway({ clients: counting });
     const { clientId, clientSecret } = CLIENTS[0]!;
     const form = { login_hint: 'tel:+34600000001', scope: SIM_SWAP };

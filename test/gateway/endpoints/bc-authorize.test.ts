@@ -11,7 +11,7 @@ describe('POST /bc-authorize', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.headers['cache-control']).toBe('no-store');
-    expect(res.headers['pragma']).toBe('no-cache');
+    expect(res.headers.pragma).toBe('no-cache');
     expect(Object.keys(res.body).sort()).toEqual(['auth_req_id', 'expires_in', 'interval']);
     expect(res.body.auth_req_id).toMatch(/^[A-Za-z0-9._-]{22,}$/);
     expect(res.body.expires_in).toBe(120);

@@ -12,7 +12,7 @@ describe('token endpoint, CIBA grant', () => {
     const res = await pollToken(app, await startBackchannel(app, ALICE, SIM_SWAP));
     expect(res.status).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
-    expect(res.headers['pragma']).toBe('no-cache');
+    expect(res.headers.pragma).toBe('no-cache');
     expect(Object.keys(res.body).sort()).toEqual(['access_token', 'expires_in', 'scope', 'token_type']);
     expect(res.body.token_type).toBe('Bearer');
     expect(res.body.expires_in).toBe(3600);

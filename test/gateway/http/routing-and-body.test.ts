@@ -31,7 +31,7 @@ describe('routing', () => {
     for (const method of ['options', 'put'] as const) {
       const res = await request(app)[method]('/apigateway/token');
       expect(res.status).toBe(405);
-      expect(res.headers['allow']).toBe('POST');
+      expect(res.headers.allow).toBe('POST');
       expect(res.headers['cache-control']).toBe('no-store');
     }
   });
