@@ -34,11 +34,13 @@ export interface ClientJwtRules {
 const REQUEST_MEMBERS = ['response_type', 'redirect_uri', 'login_hint', 'request'] as const;
 
 /** Why the claims do not fit the JWT's purpose, or undefined when they do. Names the member, never its value. */
-function crossPurposeReason(purpose: ClientJwtRules['purpose'], payload: JWTPayload, clientId: string): string | undefined {
-  if (purpose === 'request-object') return payload.sub !== undefined ? 'a request object must not carry sub' : undefined;
+function crossPurposeReason(purpose: ClientJwtRules['purpose'], payload: JWTPayload, iss: string): string | undefined {
+  if (purpose === 'request-object') {
+    return payload.sub !== undefined ? 'a request object must not carry sub' : undefined;
+  }
   const member = REQUEST_MEMBERS.find((name) => payload[name] !== undefined);
   if (member !== undefined) return `an assertion must not carry ${member}, a member of authorization requests`;
-  if (payload.client_id !== undefined && payload.client_id !== clientId) return 'its client_id is not its iss';
+  if (payload.client_id !== undefined && payload.client_id !== iss) return 'its client_id is not its iss';
   return undefined;
 }
 

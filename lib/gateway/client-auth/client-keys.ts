@@ -1,5 +1,9 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
 import { createLocalJWKSet, errors, type JWTVerifyGetKey } from 'jose';
 import type { RegisteredClient } from '../../registry/clients.js';
+import { JwksDestinationRefused, JwksDestinations, type PinnedAddress } from '../../registry/jwks-destination.js';
 
 /** How a client's `jwksUri` is fetched. */
 export interface ClientJwksOptions {
@@ -9,6 +13,12 @@ export interface ClientJwksOptions {
   maxBytes?: number;
   /** Seconds a fetched JWK Set is used before it is fetched again. Default 600. */
   cacheMaxAge?: number;
+  /**
+   * Origins (`scheme://host[:port]`) whose `jwksUri`s may use `http:` or lead to private, loopback, link-local or
+   * unique-local addresses: a key server inside the operator's network, a development server. Default none: only
+   * `https:` to public addresses is fetched, at the address checked when the host was resolved.
+   */
+  internalOrigins?: string[];
 }
 
 /**
@@ -37,27 +47,50 @@ interface RemoteKeys {
 }
 
 /** Reads at most `maxBytes` of a response body; more is an error, and the rest is never read. */
-async function readCapped(response: Response, maxBytes: number): Promise<Uint8Array> {
-  const declared = Number(response.headers.get('content-length'));
+async function readCapped(response: IncomingMessage, maxBytes: number): Promise<Uint8Array> {
+  const declared = Number(response.headers['content-length']);
   if (declared > maxBytes) {
-    await response.body?.cancel().catch(() => {});
+    response.destroy();
     throw new ClientKeysUnavailable(`answered more than ${maxBytes} bytes`);
   }
-  const reader = response.body?.getReader();
-  if (!reader) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
+  const chunks: Buffer[] = [];
   let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
+  for await (const chunk of response) {
+    total += (chunk as Buffer).byteLength;
     if (total > maxBytes) {
-      await reader.cancel().catch(() => {});
+      response.destroy();
       throw new ClientKeysUnavailable(`answered more than ${maxBytes} bytes`);
     }
-    chunks.push(value);
+    chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
+}
+
+/** A lookup that answers the address already resolved and checked: the connection goes where the policy allowed. */
+function pinnedLookup(pinned: PinnedAddress): LookupFunction {
+  return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (options?.all) callback(null, [{ address: pinned.address, family: pinned.family }]);
+    else callback(null, pinned.address, pinned.family);
+  }) as unknown as LookupFunction;
+}
+
+/** GET `uri` at the pinned address; redirects are not followed (the registered URL serves the set or nothing does). */
+function get(uri: string, pinned: PinnedAddress, signal: AbortSignal): Promise<IncomingMessage> {
+  const url = new URL(uri);
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(url, {
+      method: 'GET',
+      // A fresh connection per fetch (at most one a minute per client): no pooled socket outlives the check.
+      agent: false,
+      lookup: pinnedLookup(pinned),
+      signal,
+      headers: { accept: 'application/jwk-set+json, application/json' },
+    });
+    req.once('response', resolve);
+    req.once('error', reject);
+    req.end();
+  });
 }
 
 /**
@@ -76,6 +109,7 @@ export class ClientKeys {
   private readonly fetchTimeout: number;
   private readonly maxBytes: number;
   private readonly cacheMaxAge: number;
+  private readonly destinations: JwksDestinations;
 
   constructor(
     options: ClientJwksOptions,
@@ -84,6 +118,12 @@ export class ClientKeys {
     this.fetchTimeout = positive('clientJwks.fetchTimeout', options.fetchTimeout, 5000);
     this.maxBytes = positive('clientJwks.maxBytes', options.maxBytes, 65536);
     this.cacheMaxAge = positive('clientJwks.cacheMaxAge', options.cacheMaxAge, 600) * 1000;
+    this.destinations = new JwksDestinations(options.internalOrigins);
+  }
+
+  /** The destination policy for `jwksUri`s: registrations are checked against it, fetches pinned by it. */
+  get destinationPolicy(): JwksDestinations {
+    return this.destinations;
   }
 
   /** Whether the client registered keys at all. */
@@ -169,15 +209,18 @@ export class ClientKeys {
   }
 
   private async fetchKeys(uri: string): Promise<JWTVerifyGetKey> {
-    const response = await fetch(uri, {
-      signal: AbortSignal.timeout(this.fetchTimeout),
-      // A redirect could lead anywhere (http:, another host): the registered URL serves the set or nothing does.
-      redirect: 'error',
-      headers: { accept: 'application/jwk-set+json, application/json' },
-    });
-    if (response.status !== 200) {
-      await response.body?.cancel().catch(() => {});
-      throw new ClientKeysUnavailable(`answered ${response.status}`);
+    const signal = AbortSignal.timeout(this.fetchTimeout);
+    let pinned: PinnedAddress;
+    try {
+      pinned = await this.destinations.resolve(uri);
+    } catch (error) {
+      if (error instanceof JwksDestinationRefused) throw new ClientKeysUnavailable(error.message);
+      throw error;
+    }
+    const response = await get(uri, pinned, signal);
+    if (response.statusCode !== 200) {
+      response.destroy();
+      throw new ClientKeysUnavailable(`answered ${response.statusCode ?? 'nothing'}`);
     }
     const body = await readCapped(response, this.maxBytes);
     let json: unknown;

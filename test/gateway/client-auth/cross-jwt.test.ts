@@ -4,8 +4,21 @@ import request from 'supertest';
 import type { RegisteredClient } from '../../../lib/index.js';
 import { ISSUER, SIM_SWAP, type TestGateway } from '../../helpers/gateway.js';
 import { CALLBACK, authorize, callback } from '../../helpers/frontend.js';
-import { CAMARA_CLIENT, CAMARA_KEY, assertionFields, clientAssertion, requestObject, signJwt } from '../../helpers/client-jwts.js';
-import { GRANTS_CLIENTS, JWT_BEARER, bearerAssertion, createGrantsGateway, tokenRequest } from '../../helpers/grants.js';
+import {
+  CAMARA_CLIENT,
+  CAMARA_KEY,
+  assertionFields,
+  clientAssertion,
+  requestObject,
+  signJwt,
+} from '../../helpers/client-jwts.js';
+import {
+  GRANTS_CLIENTS,
+  JWT_BEARER,
+  bearerAssertion,
+  createGrantsGateway,
+  tokenRequest,
+} from '../../helpers/grants.js';
 
 /**
  * Cross-JWT confusion (RFC 9101 §10.8, RFC 8725 §3.11; protocol.md, third edition): a JWT signed by a client for
@@ -16,7 +29,11 @@ import { GRANTS_CLIENTS, JWT_BEARER, bearerAssertion, createGrantsGateway, token
 const ALICE = 'tel:+34600000001';
 
 /** A CAMARA client that signs CIBA requests and uses the JWT bearer grant, with one key for everything. */
-const BOTH_CLIENT: RegisteredClient = { ...CAMARA_CLIENT, clientId: 'both-app', grantTypes: [...CAMARA_CLIENT.grantTypes, JWT_BEARER] };
+const BOTH_CLIENT: RegisteredClient = {
+  ...CAMARA_CLIENT,
+  clientId: 'both-app',
+  grantTypes: [...CAMARA_CLIENT.grantTypes, JWT_BEARER],
+};
 
 function gateway(): TestGateway {
   return createGrantsGateway({ clients: [...GRANTS_CLIENTS, CAMARA_CLIENT, BOTH_CLIENT], rateLimits: false });
@@ -40,7 +57,10 @@ describe('a request object is not a client assertion', () => {
 
   it('replayed as client_assertion at /token and /bc-authorize: 401 invalid_client', async () => {
     for (const header of [{ typ: undefined }, { typ: 'JWT' }]) {
-      const atToken = await tokenRequest(gw.app, { grant_type: 'client_credentials', ...assertionFields(await browserRequestObject(gw, header)) });
+      const atToken = await tokenRequest(gw.app, {
+        grant_type: 'client_credentials',
+        ...assertionFields(await browserRequestObject(gw, header)),
+      });
       expectInvalidClient(atToken);
       const atBackchannel = await request(gw.app)
         .post('/apigateway/bc-authorize')
@@ -50,7 +70,8 @@ describe('a request object is not a client assertion', () => {
     }
   });
 
-  const sign = (claims: Record<string, unknown>, header: Record<string, unknown> = {}) => clientAssertion({ now: nowOf(gw), claims, header });
+  const sign = (claims: Record<string, unknown>, header: Record<string, unknown> = {}) =>
+    clientAssertion({ now: nowOf(gw), claims, header });
 
   it.each<[string, () => Promise<string>]>([
     ['response_type', () => sign({ response_type: 'code' })],
@@ -61,23 +82,35 @@ describe('a request object is not a client assertion', () => {
     ['typ oauth-authz-req+jwt', () => sign({}, { typ: 'oauth-authz-req+jwt' })],
     ['typ dpop+jwt', () => sign({}, { typ: 'dpop+jwt' })],
     ['typ at+jwt', () => sign({}, { typ: 'application/at+jwt' })],
-  ])('a client assertion with %s: 401 invalid_client at /bc-authorize, /token, /introspect and /revoke', async (_name, make) => {
-    const paths: Array<[string, Record<string, string>]> = [
-      ['/apigateway/bc-authorize', { login_hint: ALICE, scope: SIM_SWAP }],
-      ['/apigateway/token', { grant_type: 'client_credentials' }],
-      ['/apigateway/introspect', { token: 'x' }],
-      ['/apigateway/revoke', { token: 'x' }],
-    ];
-    for (const [path, fields] of paths) {
-      expectInvalidClient(await request(gw.app).post(path).type('form').send({ ...fields, ...assertionFields(await make()) }));
-    }
-  });
+  ])(
+    'a client assertion with %s: 401 invalid_client at /bc-authorize, /token, /introspect and /revoke',
+    async (_name, make) => {
+      const paths: Array<[string, Record<string, string>]> = [
+        ['/apigateway/bc-authorize', { login_hint: ALICE, scope: SIM_SWAP }],
+        ['/apigateway/token', { grant_type: 'client_credentials' }],
+        ['/apigateway/introspect', { token: 'x' }],
+        ['/apigateway/revoke', { token: 'x' }],
+      ];
+      for (const [path, fields] of paths) {
+        expectInvalidClient(
+          await request(gw.app)
+            .post(path)
+            .type('form')
+            .send({ ...fields, ...assertionFields(await make()) }),
+        );
+      }
+    },
+  );
 
   it('a client assertion whose client_id is its iss still authenticates', async () => {
     const res = await request(gw.app)
       .post('/apigateway/bc-authorize')
       .type('form')
-      .send({ login_hint: ALICE, scope: SIM_SWAP, ...assertionFields(await sign({ client_id: CAMARA_CLIENT.clientId })) });
+      .send({
+        login_hint: ALICE,
+        scope: SIM_SWAP,
+        ...assertionFields(await sign({ client_id: CAMARA_CLIENT.clientId })),
+      });
     expect(res.status).toBe(200);
   });
 });
@@ -85,11 +118,17 @@ describe('a request object is not a client assertion', () => {
 describe('a signed CIBA request is not a JWT bearer assertion', () => {
   const gw = gateway();
   const ciba = (claims: Record<string, unknown>, header: Record<string, unknown> = { typ: undefined }) =>
-    requestObject({ login_hint: ALICE, scope: SIM_SWAP }, { now: nowOf(gw), clientId: BOTH_CLIENT.clientId, claims, header });
+    requestObject(
+      { login_hint: ALICE, scope: SIM_SWAP },
+      { now: nowOf(gw), clientId: BOTH_CLIENT.clientId, claims, header },
+    );
 
   it('with sub=tel:… and aud the token endpoint, as the only authentication: invalid_grant', async () => {
     for (const header of [{ typ: undefined }, { typ: 'JWT' }]) {
-      const res = await tokenRequest(gw.app, { grant_type: JWT_BEARER, assertion: await ciba({ sub: ALICE, aud: `${ISSUER}/token` }, header) });
+      const res = await tokenRequest(gw.app, {
+        grant_type: JWT_BEARER,
+        assertion: await ciba({ sub: ALICE, aud: `${ISSUER}/token` }, header),
+      });
       expect(res.status).toBe(400);
       expect(res.body.error).toBe('invalid_grant');
     }
@@ -103,7 +142,16 @@ describe('a signed CIBA request is not a JWT bearer assertion', () => {
     ['typ dpop+jwt', {}, { typ: 'dpop+jwt' }],
   ])('a bearer assertion with %s: invalid_grant', async (_name, claims, header) => {
     const assertion = await signJwt(
-      { iss: BOTH_CLIENT.clientId, sub: ALICE, aud: `${ISSUER}/token`, iat: nowOf(gw), exp: nowOf(gw) + 60, jti: randomUUID(), scope: SIM_SWAP, ...claims },
+      {
+        iss: BOTH_CLIENT.clientId,
+        sub: ALICE,
+        aud: `${ISSUER}/token`,
+        iat: nowOf(gw),
+        exp: nowOf(gw) + 60,
+        jti: randomUUID(),
+        scope: SIM_SWAP,
+        ...claims,
+      },
       CAMARA_KEY,
       header,
     );
@@ -120,9 +168,18 @@ describe('a signed CIBA request is not a JWT bearer assertion', () => {
 
 describe('a request object that carries sub is refused', () => {
   const gw = gateway();
-  const PLAIN = { response_type: 'code', client_id: CAMARA_CLIENT.clientId, redirect_uri: CALLBACK, scope: SIM_SWAP, state: undefined };
+  const PLAIN = {
+    response_type: 'code',
+    client_id: CAMARA_CLIENT.clientId,
+    redirect_uri: CALLBACK,
+    scope: SIM_SWAP,
+    state: undefined,
+  };
   const sign = (claims: Record<string, unknown>, header: Record<string, unknown> = {}) =>
-    requestObject({ response_type: 'code', redirect_uri: CALLBACK, scope: SIM_SWAP }, { now: nowOf(gw), claims, header });
+    requestObject(
+      { response_type: 'code', redirect_uri: CALLBACK, scope: SIM_SWAP },
+      { now: nowOf(gw), claims, header },
+    );
 
   it('at /authorize: invalid_request_object', async () => {
     const q = callback(await authorize(gw.app, { ...PLAIN, request: await sign({ sub: CAMARA_CLIENT.clientId }) }));
@@ -131,7 +188,10 @@ describe('a request object that carries sub is refused', () => {
   });
 
   it('at /bc-authorize: 400 invalid_request_object', async () => {
-    const signed = await requestObject({ login_hint: ALICE, scope: SIM_SWAP }, { now: nowOf(gw), claims: { sub: ALICE } });
+    const signed = await requestObject(
+      { login_hint: ALICE, scope: SIM_SWAP },
+      { now: nowOf(gw), claims: { sub: ALICE } },
+    );
     const res = await request(gw.app)
       .post('/apigateway/bc-authorize')
       .type('form')
@@ -144,7 +204,9 @@ describe('a request object that carries sub is refused', () => {
     for (const typ of [undefined, 'JWT', 'oauth-authz-req+jwt', 'application/oauth-authz-req+jwt']) {
       expect(callback(await authorize(gw.app, { ...PLAIN, request: await sign({}, { typ }) })).code).toBeDefined();
     }
-    const q = callback(await authorize(gw.app, { ...PLAIN, request: await sign({}, { typ: 'client-authentication+jwt' }) }));
+    const q = callback(
+      await authorize(gw.app, { ...PLAIN, request: await sign({}, { typ: 'client-authentication+jwt' }) }),
+    );
     expect(q.error).toBe('invalid_request_object');
   });
 });

@@ -201,7 +201,7 @@ describe('session fixation: every interaction starts in a new session', () => {
     return cookies(own);
   }
 
-  it('the victim\'s /authorize with a planted cookie sets a new session id; the planted cookie cannot see the request', async () => {
+  it('the victim\'s /authorize with a planted cookie sets a new session id; that cookie cannot see it', async () => {
     const gw = createTestGateway();
     const planted = await plantedCookie(gw);
     const victim = await authorize(gw.app, { scope: LOCATION, state: 'victim' }, { cookie: planted });
@@ -226,10 +226,13 @@ describe('session fixation: every interaction starts in a new session', () => {
     const pagePath = localPath(location(victim));
     const form = consentForm((await request(gw.app).get(pagePath).set('Cookie', renewed)).text);
     // More requests than one session keeps, all with the planted cookie.
-    for (let i = 0; i < 6; i += 1) expect((await authorize(gw.app, { scope: LOCATION }, { ip: BOB_IP, cookie: planted })).status).toBe(302);
-    const byAttacker = await post(gw, '/apigateway/consent', planted, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    for (let i = 0; i < 6; i += 1) {
+      expect((await authorize(gw.app, { scope: LOCATION }, { ip: BOB_IP, cookie: planted })).status).toBe(302);
+    }
+    const answerForm = { interaction: form.interaction, csrf: form.csrf, decision: 'allow' };
+    const byAttacker = await post(gw, '/apigateway/consent', planted, answerForm);
     expect(byAttacker.status).toBe(403);
-    const answer = await post(gw, '/apigateway/consent', renewed, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    const answer = await post(gw, '/apigateway/consent', renewed, answerForm);
     expect(answer.status).toBe(303);
     expect(callback(answer)).toMatchObject({ state: 'victim', code: expect.any(String) });
   });

@@ -32,7 +32,10 @@ function inverse(a: bigint, m: bigint): bigint {
 
 /** A valid RSA key pair of 3,072 bits whose public exponent has about 3,000 bits (the review's proof key). */
 async function hugeExponentKey(): Promise<ProofKey> {
-  const jwk = generateKeyPairSync('rsa', { modulusLength: 3072 }).privateKey.export({ format: 'jwk' }) as Record<string, string>;
+  const jwk = generateKeyPairSync('rsa', { modulusLength: 3072 }).privateKey.export({ format: 'jwk' }) as Record<
+    string,
+    string
+  >;
   const p = toBig(jwk.p!);
   const q = toBig(jwk.q!);
   const lambda = ((p - 1n) * (q - 1n)) / gcd(p - 1n, q - 1n);
@@ -41,12 +44,25 @@ async function hugeExponentKey(): Promise<ProofKey> {
   while (gcd(e, lambda) !== 1n || e < 1n << 2900n);
   const d = inverse(e, lambda);
   const publicJwk: JWK = { kty: 'RSA', n: jwk.n!, e: toB64(e) };
-  const privateJwk = { ...publicJwk, d: toB64(d), p: jwk.p!, q: jwk.q!, dp: toB64(d % (p - 1n)), dq: toB64(d % (q - 1n)), qi: jwk.qi! };
+  const privateJwk = {
+    ...publicJwk,
+    d: toB64(d),
+    p: jwk.p!,
+    q: jwk.q!,
+    dp: toB64(d % (p - 1n)),
+    dq: toB64(d % (q - 1n)),
+    qi: jwk.qi!,
+  };
   return { privateKey: (await importJWK(privateJwk, 'RS256')) as CryptoKey, publicJwk, alg: 'RS256' };
 }
 
 function tokenRequest(gw: TestGateway, authReqId: string, proof: string) {
-  return request(gw.app).post('/apigateway/token').set('Authorization', APP1).set('DPoP', proof).type('form').send({ grant_type: CIBA, auth_req_id: authReqId });
+  return request(gw.app)
+    .post('/apigateway/token')
+    .set('Authorization', APP1)
+    .set('DPoP', proof)
+    .type('form')
+    .send({ grant_type: CIBA, auth_req_id: authReqId });
 }
 
 const now = (gw: TestGateway): number => Math.floor(gw.clock.now / 1000);
@@ -61,13 +77,20 @@ describe('DPoP proof keys are bounded before their signature is verified', () =>
     small = { ...(await proofKey('ES256')), publicJwk: rsa1024 };
   }, 60_000);
 
-  it('a 3,072-bit key with a huge exponent at the token endpoint: 400 invalid_dpop_proof, the auth_req_id not used up', async () => {
+  it('a 3,072-bit key with a huge exponent at /token: 400 invalid_dpop_proof, the auth_req_id not used up', async () => {
     const gw = createTestGateway();
     const id = await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP);
     const res = await tokenRequest(gw, id, await handProof({ key: huge, htm: 'POST', htu: TOKEN_URL, iat: now(gw) }));
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: 'invalid_dpop_proof', error_description: 'the DPoP proof was refused: its jwk is an RSA key with an exponent other than 65537' });
-    const retry = await tokenRequest(gw, id, await handProof({ key: await proofKey('ES256'), htm: 'POST', htu: TOKEN_URL, iat: now(gw) }));
+    expect(res.body).toEqual({
+      error: 'invalid_dpop_proof',
+      error_description: 'the DPoP proof was refused: its jwk is an RSA key with an exponent other than 65537',
+    });
+    const retry = await tokenRequest(
+      gw,
+      id,
+      await handProof({ key: await proofKey('ES256'), htm: 'POST', htu: TOKEN_URL, iat: now(gw) }),
+    );
     expect(retry.body.token_type).toBe('DPoP');
   });
 
@@ -77,7 +100,10 @@ describe('DPoP proof keys are bounded before their signature is verified', () =>
     const es = await proofKey('ES256');
     const cases: Array<[ProofKey, string]> = [
       [small, 'its jwk is not an RSA key of 2048 to 4096 bits'],
-      [{ ...es, publicJwk: { ...es.publicJwk, crv: 'secp256k1' } }, 'its jwk is not an EC key on P-256, P-384 or P-521'],
+      [
+        { ...es, publicJwk: { ...es.publicJwk, crv: 'secp256k1' } },
+        'its jwk is not an EC key on P-256, P-384 or P-521',
+      ],
       [{ ...es, publicJwk: { kty: 'oct' } }, 'its jwk is not an RSA, EC or OKP key'],
     ];
     for (const [key, reason] of cases) {
@@ -91,7 +117,11 @@ describe('DPoP proof keys are bounded before their signature is verified', () =>
     const gw = createTestGateway();
     for (const alg of ['RS256', 'ES256', 'EdDSA']) {
       const id = await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP);
-      const res = await tokenRequest(gw, id, await handProof({ key: await proofKey(alg), htm: 'POST', htu: TOKEN_URL, iat: now(gw) }));
+      const res = await tokenRequest(
+        gw,
+        id,
+        await handProof({ key: await proofKey(alg), htm: 'POST', htu: TOKEN_URL, iat: now(gw) }),
+      );
       expect(res.status, alg).toBe(200);
       expect(res.body.token_type).toBe('DPoP');
     }
@@ -101,7 +131,9 @@ describe('DPoP proof keys are bounded before their signature is verified', () =>
     const gw = createTestGateway();
     const bound = await proofKey('ES256');
     const id = await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP);
-    const token = (await tokenRequest(gw, id, await handProof({ key: bound, htm: 'POST', htu: TOKEN_URL, iat: now(gw) }))).body.access_token as string;
+    const token = (
+      await tokenRequest(gw, id, await handProof({ key: bound, htm: 'POST', htu: TOKEN_URL, iat: now(gw) }))
+    ).body.access_token as string;
     const res = await request(gw.app)
       .post('/sim-swap/check')
       .set('Authorization', `DPoP ${token}`)
