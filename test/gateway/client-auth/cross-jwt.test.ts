@@ -21,7 +21,7 @@ import {
 } from '../../helpers/grants.js';
 
 /**
- * Cross-JWT confusion (RFC 9101 §10.8, RFC 8725 §3.11; protocol.md, third edition): a JWT signed by a client for
+ * Cross-JWT confusion (RFC 9101 §10.8, RFC 8725 §3.11; issue 32): a JWT signed by a client for
  * one purpose is never accepted for another. Request objects travel through browsers, so whoever sees one must not
  * be able to authenticate as the client with it, or to obtain a token for the subscriber it names.
  */
