@@ -92,6 +92,8 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
         ...(c.tokenEndpointAuthMethod === 'private_key_jwt' ? { jwksUri: `${appUrl}${APP_JWKS_PATH}`, requireSignedRequestObject: true } : {}),
       };
     }),
+    // The sample app serves its keys from this machine: its origin is let through the jwksUri destination policy.
+    clientJwks: { internalOrigins: [new URL(appUrl).origin] },
     subscribers: config.subscribers.map((s) => ({ id: s.id, phoneNumber: s.phoneNumber, addresses: s.addresses ?? [] })),
     consentPolicy: config.consentPolicy,
     ...(options.store ? { store: options.store } : {}),

@@ -1,6 +1,7 @@
 import { ConsentRecords } from '../consent/records.js';
 import { StaticConsentPolicy, type ConsentPolicy } from '../consent/policy.js';
 import { StaticClientRegistry, type ClientRegistry } from '../registry/clients.js';
+import { checkedRegistry, type RegistrationRefusal } from '../registry/client-checks.js';
 import { StaticSubscriberDirectory, type SubscriberDirectory } from '../identity/subscribers.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
@@ -92,7 +93,10 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     expiredRetention: seconds('expiredRetention', l.expiredRetention, LIFETIME_DEFAULTS.expiredRetention),
     interaction: seconds('interaction', l.interaction, LIFETIME_DEFAULTS.interaction),
   };
-  const clients = isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients;
+  const clientKeys = new ClientKeys(options.clientJwks ?? {}, now);
+  let reportRefusal = (_refusal: RegistrationRefusal): void => {};
+  const registry = isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients;
+  const clients = checkedRegistry(registry, clientKeys.destinationPolicy, (refusal) => reportRefusal(refusal));
   const subscribers = isList(options.subscribers) ? new StaticSubscriberDirectory(options.subscribers) : options.subscribers;
   const network = options.network ? new NetworkIdentifier(options.network) : undefined;
   const consentPage = resolveConsentPage(options.consentPage, issuerUrl);
@@ -101,7 +105,6 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const idTokens = options.idTokens ?? false;
   const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
   const pairwiseSubject = createPairwiseSubject(options.pairwiseSalt);
-  const clientKeys = new ClientKeys(options.clientJwks ?? {}, now);
   const warnings = checkConsistency({ options, clients, policy, lifetimes, generatedKey: keys?.generated ?? false });
 
   // Everything checked: now what holds state (the default store's timer, the counters).
@@ -119,6 +122,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   };
   const events = new EventHub(onError);
   if (logger) attachLogger(logger, events);
+  reportRefusal = (refusal) => events.emit('client.registration_refused', refusal);
   let limits: RateLimits | undefined;
   try {
     limits = options.rateLimits === false ? undefined : new RateLimits(options.rateLimits ?? {}, store, onError, events);

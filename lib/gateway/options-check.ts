@@ -89,7 +89,12 @@ const TEXTS = optionNames<ConsentPageTexts>({
   answeredDeny: true,
   returnLink: true,
 });
-const CLIENT_JWKS = optionNames<ClientJwksOptions>({ fetchTimeout: true, maxBytes: true, cacheMaxAge: true });
+const CLIENT_JWKS = optionNames<ClientJwksOptions>({
+  fetchTimeout: true,
+  maxBytes: true,
+  cacheMaxAge: true,
+  internalOrigins: true,
+});
 const RATE_LIMITS = optionNames<RateLimitOptions>({
   backend: true,
   redis: true,

@@ -107,6 +107,18 @@ export interface ClientAuthenticationFailedEvent {
   reason: 'missing' | 'malformed' | 'invalid_credentials' | 'client_id_mismatch';
 }
 
+/**
+ * A custom `ClientRegistry` found a registration that fails the checks a static one passes at start-up (or the
+ * `jwksUri` destination policy): the client is treated as unknown. Reported once per record content.
+ */
+export interface ClientRegistrationRefusedEvent {
+  clientId: string;
+  /** The registration field at fault (`jwksUri`, `redirectUris`, ...). */
+  field: string;
+  /** The check's words: they name the field and may quote a URI, never a secret or key material. */
+  reason: string;
+}
+
 export interface RateLimitedEvent {
   endpoint: Endpoint;
   /**
@@ -171,6 +183,7 @@ export interface NetAuthEvents {
   'token.issued': TokenIssuedEvent;
   'token.revoked': TokenRevokedEvent;
   'client.authentication_failed': ClientAuthenticationFailedEvent;
+  'client.registration_refused': ClientRegistrationRefusedEvent;
   'rate.limited': RateLimitedEvent;
   'rate.fallback': RateFallbackEvent;
   'request.completed': RequestCompletedEvent;
@@ -197,6 +210,7 @@ export const EVENT_NAMES: readonly NetAuthEventName[] = [
   'token.issued',
   'token.revoked',
   'client.authentication_failed',
+  'client.registration_refused',
   'rate.limited',
   'rate.fallback',
   'request.completed',

@@ -52,6 +52,7 @@ export const REDACT_PATHS: readonly string[] = [...SENSITIVE, ...SENSITIVE.map((
 const LEVELS: Partial<Record<NetAuthEventName, Level>> = {
   'code.replayed': 'warn',
   'client.authentication_failed': 'warn',
+  'client.registration_refused': 'error',
   'rate.limited': 'warn',
   'rate.fallback': 'warn',
   'request.completed': 'debug',

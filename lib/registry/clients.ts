@@ -65,7 +65,8 @@ export interface RegisteredClient {
    */
   jwks?: { keys: JWK[] };
   /**
-   * Where the client publishes its JWK Set (`https:`, or `http:` on loopback). Fetched with a timeout and a
+   * Where the client publishes its JWK Set: `https:` to a public address, unless its origin is listed in
+   * `clientJwks.internalOrigins`. Fetched at the address checked when its host was resolved, with a timeout and a
    * size limit, cached, and fetched again for an unknown `kid` at most once a minute.
    */
   jwksUri?: string;
@@ -286,6 +287,18 @@ function checkGrantTypes(client: RegisteredClient): void {
   }
 }
 
+/**
+ * Every check of one registration, as a TypeError naming the client and the field: a static list's at start-up,
+ * any other registry's records as they are found (`client-checks.ts`).
+ */
+export function checkRegistration(client: RegisteredClient): void {
+  checkFields(client);
+  checkCredentials(client);
+  checkGrantTypes(client);
+  checkClientKeys(client.clientId, client);
+  for (const uri of client.redirectUris ?? []) checkRedirectUri(client.clientId, uri);
+}
+
 /** A registry from a fixed list (the embedded default). Every registration is checked here, at start-up. */
 export class StaticClientRegistry implements ClientRegistry {
   private readonly clients = new Map<string, RegisteredClient>();
@@ -295,12 +308,8 @@ export class StaticClientRegistry implements ClientRegistry {
   constructor(clients: readonly RegisteredClient[]) {
     if (!Array.isArray(clients)) throw new TypeError('clients must be a list of registrations or a ClientRegistry');
     for (const client of clients) {
-      checkFields(client);
-      checkCredentials(client);
-      checkGrantTypes(client);
-      checkClientKeys(client.clientId, client);
+      checkRegistration(client);
       if (this.clients.has(client.clientId)) throw new TypeError(`client ${client.clientId} is registered twice`);
-      for (const uri of client.redirectUris ?? []) checkRedirectUri(client.clientId, uri);
       this.clients.set(client.clientId, client);
     }
     const used = new Set(clients.map((c) => c.tokenEndpointAuthMethod ?? 'client_secret_basic'));

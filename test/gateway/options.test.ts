@@ -56,7 +56,7 @@ const refused: Array<[string, NetAuthOptions, RegExp]> = [
   ['a client field typo', withClient({ requirePKCE: true }), /client app-1: requirePKCE: unknown field \(did you mean "requirePkce"\?\)/],
   ['a subscriber field typo', withSubscribers({ id: 's', phone: '+34600000009' }), /subscriber s: phone: unknown field \(did you mean "phoneNumber"\?\)/],
   ['a consent rule field typo', withRules({ purpose: 'Marketing', scope: 'sim-swap', bassis: 'consent' }), /consentPolicy\[0\]\.bassis: unknown field \(did you mean "basis"\?\)/],
-  ['clientJwks.timeout, too far from any name for a guess', withOptions({ clientJwks: { timeout: 5 } }), /clientJwks\.timeout: unknown option; correct or remove it \(known: fetchTimeout, maxBytes, cacheMaxAge\)/],
+  ['clientJwks.timeout, too far from any name for a guess', withOptions({ clientJwks: { timeout: 5 } }), /clientJwks\.timeout: unknown option; correct or remove it \(known: fetchTimeout, maxBytes, cacheMaxAge, internalOrigins\)/],
 
   // The issue's defects.
   ['a malformed clientSecretHash (issue 20)', withClient({ clientSecret: undefined, clientSecretHash: 'sha256:abc' }), /client app-1: clientSecretHash is not a hash from hashClientSecret\(\) .*register await hashClientSecret\(secret\)/],

@@ -43,6 +43,8 @@ describe('interop: openid-client v6 with private_key_jwt and signed requests (CA
       clients: [...CLIENTS, CAMARA_CLIENT, SIGNED_ONLY_CLIENT, remote],
       now: Date.now,
       lifetimes: { pollInterval: 1 },
+      // The remote client's development key server, on loopback.
+      clientJwks: { internalOrigins: [new URL(remote.jwksUri!).origin] },
     });
     server.on('request', gw.app);
   });

@@ -181,6 +181,11 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP, client_secret: SECRET, client_id: 'app-1' }, basic('app-1', 'another-guess-Kx'))).status).toBe(400);
     keep('another-guess-Kx', basic('app-1', 'another-guess-Kx'));
 
+    // A developer portal's registration that fails the checks (http: redirect URI): reported, its secret never.
+    const insecure = { ...GRANTS_CLIENTS[0]!, redirectUris: ['http://app.example/callback'] };
+    const portal = createTestGateway({ ...format, clients: { find: async () => structuredClone(insecure) }, logger: log.logger });
+    expect((await authorize(portal.app, { redirect_uri: 'http://app.example/callback' })).status).toBe(400);
+
     // An internal error (a listener failing) goes to the log too.
     netauth.events.on('token.issued', () => {
       throw new Error('listener failed on purpose');

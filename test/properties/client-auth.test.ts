@@ -162,7 +162,9 @@ describe('Basic credentials at the endpoints', () => {
     await fc.assert(
       fc.asyncProperty(id, secret, fc.string({ minLength: 1, maxLength: 3 }), fc.constantFrom('/apigateway/token', '/apigateway/bc-authorize'), async (clientId, s, tweak, path) => {
         generated.clear();
-        generated.set(clientId, { clientId, clientSecret: s, grantTypes: ['urn:openid:params:grant-type:ciba'], scopes: [] });
+        // A registration that passes the checks every registry's records pass (one scope at least).
+        const scopes = ['dpv:FraudPreventionAndDetection#sim-swap'];
+        generated.set(clientId, { clientId, clientSecret: s, grantTypes: ['urn:openid:params:grant-type:ciba'], scopes });
         const post = (authorization: string) =>
           gw.send({ method: 'POST', path, headers: { authorization, 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
         const codes = path.endsWith('token') ? TOKEN_ERRORS : [...TOKEN_ERRORS, 'invalid_scope', 'unknown_user_id'];

@@ -22,6 +22,26 @@ export interface ClientJwtRules {
    * one. Keeps a JWT made for one purpose (a request object) from passing as another (a client assertion).
    */
   types: readonly (string | undefined)[];
+  /**
+   * What the JWT is for (RFC 9101 §10.8, RFC 8725 §3.11): an `assertion` (client assertion, JWT bearer grant)
+   * must not carry authorization-request members; a `request-object` must not carry `sub`. So a JWT signed for
+   * one purpose, and seen by others (request objects travel through browsers), never passes as the other.
+   */
+  purpose: 'assertion' | 'request-object';
+}
+
+/** Members of an authorization request: an assertion carrying one was made to be a request object. */
+const REQUEST_MEMBERS = ['response_type', 'redirect_uri', 'login_hint', 'request'] as const;
+
+/** Why the claims do not fit the JWT's purpose, or undefined when they do. Names the member, never its value. */
+function crossPurposeReason(purpose: ClientJwtRules['purpose'], payload: JWTPayload, iss: string): string | undefined {
+  if (purpose === 'request-object') {
+    return payload.sub !== undefined ? 'a request object must not carry sub' : undefined;
+  }
+  const member = REQUEST_MEMBERS.find((name) => payload[name] !== undefined);
+  if (member !== undefined) return `an assertion must not carry ${member}, a member of authorization requests`;
+  if (payload.client_id !== undefined && payload.client_id !== iss) return 'its client_id is not its iss';
+  return undefined;
 }
 
 /** A client's JWT failed a check. `reason` is for error descriptions: it never quotes the token or its claims. */
@@ -98,6 +118,8 @@ export class ClientJwts {
       throw new ClientJwtRejectedError(reasonOf(error));
     }
     if (!rules.types.includes(typ)) throw new ClientJwtRejectedError('its typ header is not one accepted here');
+    const crossPurpose = crossPurposeReason(rules.purpose, payload, client.clientId);
+    if (crossPurpose !== undefined) throw new ClientJwtRejectedError(crossPurpose);
     const now = nowMs / 1000;
     const { exp, iat, jti } = payload as { exp: number; iat?: number; jti: unknown };
     if (exp <= now) throw new ClientJwtRejectedError('it has expired');

@@ -1,6 +1,10 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
 import { createLocalJWKSet, errors, type JWTVerifyGetKey } from 'jose';
 import type { RegisteredClient } from '../../registry/clients.js';
 import { CLIENT_JWKS_DEFAULTS } from '../../defaults.js';
+import { JwksDestinationRefusedError, JwksDestinations, type PinnedAddress } from '../../registry/jwks-destination.js';
 
 /** How a client's `jwksUri` is fetched. */
 export interface ClientJwksOptions {
@@ -10,6 +14,12 @@ export interface ClientJwksOptions {
   maxBytes?: number;
   /** Seconds a fetched JWK Set is used before it is fetched again. Default 600. */
   cacheMaxAge?: number;
+  /**
+   * Origins (`scheme://host[:port]`) whose `jwksUri`s may use `http:` or lead to private, loopback, link-local or
+   * unique-local addresses: a key server inside the operator's network, a development server. Default none: only
+   * `https:` to public addresses is fetched, at the address checked when the host was resolved.
+   */
+  internalOrigins?: string[];
 }
 
 /**
@@ -41,27 +51,50 @@ interface RemoteKeys {
 }
 
 /** Reads at most `maxBytes` of a response body; more is an error, and the rest is never read. */
-async function readCapped(response: Response, maxBytes: number): Promise<Uint8Array> {
-  const declared = Number(response.headers.get('content-length'));
+async function readCapped(response: IncomingMessage, maxBytes: number): Promise<Uint8Array> {
+  const declared = Number(response.headers['content-length']);
   if (declared > maxBytes) {
-    await response.body?.cancel().catch(() => {});
+    response.destroy();
     throw new ClientKeysUnavailableError(`answered more than ${maxBytes} bytes`);
   }
-  const reader = response.body?.getReader();
-  if (!reader) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
+  const chunks: Buffer[] = [];
   let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
+  for await (const chunk of response) {
+    total += (chunk as Buffer).byteLength;
     if (total > maxBytes) {
-      await reader.cancel().catch(() => {});
+      response.destroy();
       throw new ClientKeysUnavailableError(`answered more than ${maxBytes} bytes`);
     }
-    chunks.push(value);
+    chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
+}
+
+/** A lookup that answers the address already resolved and checked: the connection goes where the policy allowed. */
+function pinnedLookup(pinned: PinnedAddress): LookupFunction {
+  return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (options?.all) callback(null, [{ address: pinned.address, family: pinned.family }]);
+    else callback(null, pinned.address, pinned.family);
+  }) as unknown as LookupFunction;
+}
+
+/** GET `uri` at the pinned address; redirects are not followed (the registered URL serves the set or nothing does). */
+function get(uri: string, pinned: PinnedAddress, signal: AbortSignal): Promise<IncomingMessage> {
+  const url = new URL(uri);
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(url, {
+      method: 'GET',
+      // A fresh connection per fetch (at most one a minute per client): no pooled socket outlives the check.
+      agent: false,
+      lookup: pinnedLookup(pinned),
+      signal,
+      headers: { accept: 'application/jwk-set+json, application/json' },
+    });
+    req.once('response', resolve);
+    req.once('error', reject);
+    req.end();
+  });
 }
 
 /**
@@ -80,6 +113,7 @@ export class ClientKeys {
   private readonly fetchTimeout: number;
   private readonly maxBytes: number;
   private readonly cacheMaxAge: number;
+  private readonly destinations: JwksDestinations;
 
   constructor(
     options: ClientJwksOptions,
@@ -88,6 +122,12 @@ export class ClientKeys {
     this.fetchTimeout = positive('clientJwks.fetchTimeout', options.fetchTimeout, CLIENT_JWKS_DEFAULTS.fetchTimeout);
     this.maxBytes = positive('clientJwks.maxBytes', options.maxBytes, CLIENT_JWKS_DEFAULTS.maxBytes);
     this.cacheMaxAge = positive('clientJwks.cacheMaxAge', options.cacheMaxAge, CLIENT_JWKS_DEFAULTS.cacheMaxAge) * 1000;
+    this.destinations = new JwksDestinations(options.internalOrigins);
+  }
+
+  /** The destination policy for `jwksUri`s: registrations are checked against it, fetches pinned by it. */
+  get destinationPolicy(): JwksDestinations {
+    return this.destinations;
   }
 
   /** Whether the client registered keys at all. */
@@ -173,15 +213,18 @@ export class ClientKeys {
   }
 
   private async fetchKeys(uri: string): Promise<JWTVerifyGetKey> {
-    const response = await fetch(uri, {
-      signal: AbortSignal.timeout(this.fetchTimeout),
-      // A redirect could lead anywhere (http:, another host): the registered URL serves the set or nothing does.
-      redirect: 'error',
-      headers: { accept: 'application/jwk-set+json, application/json' },
-    });
-    if (response.status !== 200) {
-      await response.body?.cancel().catch(() => {});
-      throw new ClientKeysUnavailableError(`answered ${response.status}`);
+    const signal = AbortSignal.timeout(this.fetchTimeout);
+    let pinned: PinnedAddress;
+    try {
+      pinned = await this.destinations.resolve(uri);
+    } catch (error) {
+      if (error instanceof JwksDestinationRefusedError) throw new ClientKeysUnavailableError(error.message);
+      throw error;
+    }
+    const response = await get(uri, pinned, signal);
+    if (response.statusCode !== 200) {
+      response.destroy();
+      throw new ClientKeysUnavailableError(`answered ${response.statusCode ?? 'nothing'}`);
     }
     const body = await readCapped(response, this.maxBytes);
     let json: unknown;

@@ -34,7 +34,13 @@ export async function verifyAssertion(
   req: Request,
 ): Promise<JWTPayload> {
   const audience = assertionAudiences(issuer, req);
-  const rules = { audience, subjectIsClient: false, requireIat: true, types: ASSERTION_TYPES };
+  const rules = {
+    audience,
+    subjectIsClient: false,
+    requireIat: true,
+    types: ASSERTION_TYPES,
+    purpose: 'assertion' as const,
+  };
   try {
     return await jwts.verify(client, assertion, rules);
   } catch (error) {

@@ -60,6 +60,7 @@ export function privateKeyJwt(jwts: ClientJwts, issuer: string): ClientAuthMetho
             subjectIsClient: true,
             requireIat: false,
             types: ASSERTION_TYPES,
+            purpose: 'assertion',
           });
         } catch (error) {
           if (error instanceof ClientJwtRejectedError) return { known: client };

@@ -30,6 +30,8 @@ export interface PendingConsent extends StoredAuthorization {
  */
 export interface AnsweredConsent {
   answered: 'allow' | 'deny';
+  /** Whose answer it was: a renewed session keeps only its own subscriber's interactions. */
+  subscriberId: string;
   clientName: string;
   /** Where "return to the application" leads: the origin of the registered redirect_uri (http and https only). */
   returnTo: string | null;
@@ -58,6 +60,23 @@ function interactions(req: Request): Interactions {
 function lookup(req: Request, id: string | undefined): Interaction | undefined {
   const all = (req.session as unknown as { netauth?: Interactions } | undefined)?.netauth;
   return id === undefined || !all || !Object.hasOwn(all, id) ? undefined : all[id];
+}
+
+/**
+ * A new session id for the interaction that starts (no session fixation): a cookie planted in this browser, by an
+ * attacker who started a session of their own, never sees or evicts the request, because that session is destroyed
+ * and the browser gets a new cookie. The browser's other interactions move along when they are the same
+ * subscriber's (tabs); another subscriber's (the planted ones) are dropped. A session that holds nothing was just
+ * created by express-session with a fresh id (a planted id it cannot load is never adopted): nothing to renew.
+ */
+async function renew(req: Request, subscriberId: string): Promise<void> {
+  const all = (req.session as unknown as { netauth?: Interactions }).netauth;
+  if (!all || Object.keys(all).length === 0) return;
+  const kept = Object.entries(all).filter(([, interaction]) => interaction.subscriberId === subscriberId);
+  await new Promise<void>((resolve, reject) => {
+    req.session.regenerate((error: unknown) => (error ? reject(error) : resolve()));
+  });
+  if (kept.length > 0) (req.session as unknown as { netauth?: Interactions }).netauth = Object.fromEntries(kept);
 }
 
 function save(req: Request): Promise<void> {
@@ -156,6 +175,7 @@ export class ConsentPage {
       // express-session would silently not set the cookie and the page would never find the request.
       throw new Error('express-netauth: the issuer is https but the request is not secure; set Express "trust proxy" to your TLS proxy');
     }
+    await renew(req, pending.subscriberId);
     const id = randomBytes(16).toString('base64url');
     const all = interactions(req);
     const now = this.ctx.now();
@@ -231,7 +251,13 @@ export class ConsentPage {
     // Answered already (a double submission): the first answer stands.
     if (!(await this.ctx.store.consume('interaction', id))) throw refused('This consent request was already answered.');
     request.redirectTarget = target;
-    await remember(req, id, { answered: decision, clientName: pending.clientName, returnTo: applicationHome(pending.redirectUri), expiresAt: pending.expiresAt });
+    await remember(req, id, {
+      answered: decision,
+      subscriberId: pending.subscriberId,
+      clientName: pending.clientName,
+      returnTo: applicationHome(pending.redirectUri),
+      expiresAt: pending.expiresAt,
+    });
 
     const subject = { clientId: pending.clientId, subscriberId: pending.subscriberId, purpose: pending.purpose, scopes: pending.consentScopes };
     if (decision === 'deny') {

@@ -11,7 +11,7 @@ export type SignedRequestEndpoint = 'authorize' | 'bc-authorize';
 const REQUEST_TYPES = [undefined, 'jwt', 'oauth-authz-req+jwt'] as const;
 
 /** Claims about the JWT itself, not request parameters. */
-const JWT_CLAIMS = new Set(['iss', 'aud', 'iat', 'exp', 'nbf', 'jti', 'sub']);
+const JWT_CLAIMS = new Set(['iss', 'aud', 'iat', 'exp', 'nbf', 'jti']);
 
 /** Parameters the endpoints read: inside a request object they must be strings. Other claims of other types are ignored. */
 const STRING_PARAMETERS = new Set([
@@ -82,6 +82,7 @@ export async function requestParameters(
       subjectIsClient: false,
       requireIat: true,
       types: REQUEST_TYPES,
+      purpose: 'request-object',
     });
   } catch (error) {
     if (error instanceof ClientJwtRejectedError) throw invalid(`request object refused: ${error.reason}`);

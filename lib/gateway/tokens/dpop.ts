@@ -7,6 +7,7 @@ import { PRIVATE_MEMBERS } from '../../registry/client-jwks.js';
 import type { Store } from '../../stores/store.js';
 import { useJtiOnce } from '../client-auth/client-jwt.js';
 import type { GatewayContext } from '../context.js';
+import { proofKeyRefusal } from './dpop-proof-key.js';
 
 /**
  * DPoP proofs (RFC 9449 §4): checked at the token endpoint (the token is then bound to the proof's key) and by
@@ -101,6 +102,9 @@ export async function verifyDpopProof(store: Store, nowMs: number, proof: string
   if (jwk !== null && typeof jwk === 'object' && PRIVATE_MEMBERS.some((member) => member in jwk)) {
     throw new DpopProofRejectedError('its jwk holds private key material');
   }
+  // Before the signature: the proof chooses its key, so an expensive one is refused without using it.
+  const refusal = jwk !== null && typeof jwk === 'object' ? proofKeyRefusal(jwk as Record<string, unknown>) : undefined;
+  if (refusal !== undefined) throw new DpopProofRejectedError(refusal);
   let payload: JWTPayload;
   let key: JWK;
   try {

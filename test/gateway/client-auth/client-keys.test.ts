@@ -57,6 +57,11 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** The loopback origins of these clients' jwksUris: the destination policy lets only listed ones through. */
+function internalOrigins(clients: readonly RegisteredClient[]): string[] {
+  return [...new Set(clients.flatMap((c) => (c.jwksUri === undefined ? [] : [new URL(c.jwksUri).origin])))];
+}
+
 function remoteClient(clientId: string, jwksUri: string): RegisteredClient {
   const { jwks: _inline, ...rest } = CAMARA_CLIENT;
   return { ...rest, clientId, jwksUri };
@@ -78,10 +83,8 @@ describe('jwksUri: fetched, cached, refetched for an unknown kid at most once a 
 
   beforeAll(async () => {
     good = await jwksServer(serve(200, keySet(CAMARA_KEY)));
-    gw = createTestGateway({
-      clients: [...CLIENTS, remoteClient('remote', good.url), remoteClient('remote-2', good.url), remoteClient('remote-3', good.url)],
-      rateLimits: false,
-    });
+    const clients = [...CLIENTS, ...['remote', 'remote-2', 'remote-3'].map((id) => remoteClient(id, good.url))];
+    gw = createTestGateway({ clients, rateLimits: false, clientJwks: { internalOrigins: internalOrigins(clients) } });
   });
   afterAll(() => good.close());
 
@@ -186,23 +189,32 @@ describe('jwksUri that fails: invalid_client in bounded time, never holding up o
     for (const [name, handler] of garbage) garbageClients.push(remoteClient(`garbage-${name}`, await start(handler)));
 
     const base = [...CLIENTS, CAMARA_CLIENT, remoteClient('good-remote', goodUrl)];
+    const clients = [
+      ...base,
+      ...garbageClients,
+      remoteClient('unreachable', unreachable),
+      remoteClient('never', never),
+      remoteClient('stalls', stalls),
+    ];
     gw = createTestGateway({
-      clients: [...base, ...garbageClients, remoteClient('unreachable', unreachable), remoteClient('never', never), remoteClient('stalls', stalls)],
+      clients,
       rateLimits: false,
       // Short, so the bounded-time cases end quickly.
-      clientJwks: { fetchTimeout: 300 },
+      clientJwks: { fetchTimeout: 300, internalOrigins: internalOrigins(clients) },
     });
     // Long timeouts: here only the byte cap (or the test releasing the server) can end a fetch.
+    const hugeClients = [...base, remoteClient('endless', endless), remoteClient('declared-huge', declaredHuge)];
     hugeGw = createTestGateway({
-      clients: [...base, remoteClient('endless', endless), remoteClient('declared-huge', declaredHuge)],
+      clients: hugeClients,
       rateLimits: false,
-      clientJwks: { fetchTimeout: 60_000, maxBytes: 64 * 1024 },
+      clientJwks: { fetchTimeout: 60_000, maxBytes: 64 * 1024, internalOrigins: internalOrigins(hugeClients) },
     });
     const holding = await start((_req, res) => void waiting.push(res));
+    const slowClients = [...base, remoteClient('held', holding)];
     slowGw = createTestGateway({
-      clients: [...base, remoteClient('held', holding)],
+      clients: slowClients,
       rateLimits: false,
-      clientJwks: { fetchTimeout: 60_000 },
+      clientJwks: { fetchTimeout: 60_000, internalOrigins: internalOrigins(slowClients) },
     });
   });
 
@@ -238,7 +250,9 @@ describe('jwksUri that fails: invalid_client in bounded time, never holding up o
   it('a garbage answer is fetched again at most once a minute, and a repaired set is then used', async () => {
     const server = await jwksServer(serve(200, 'garbage'));
     servers.push(server);
-    const local = createTestGateway({ clients: [...CLIENTS, remoteClient('repaired', server.url)], rateLimits: false });
+    const clients = [...CLIENTS, remoteClient('repaired', server.url)];
+    const clientJwks = { internalOrigins: internalOrigins(clients) };
+    const local = createTestGateway({ clients, rateLimits: false, clientJwks });
     expect((await authenticate(local, 'repaired')).status).toBe(401);
     expect((await authenticate(local, 'repaired')).status).toBe(401);
     expect(server.hits).toBe(1);

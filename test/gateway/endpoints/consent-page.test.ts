@@ -3,6 +3,7 @@ import request from 'supertest';
 import { MemoryStore, createNetAuth, type RecordKind, type Store } from '../../../lib/index.js';
 import { CLIENTS, ISSUER, POLICY, SUBSCRIBERS, createTestGateway } from '../../helpers/gateway.js';
 import {
+  BOB_IP,
   CALLBACK,
   LOCATION,
   answerConsent,
@@ -174,10 +175,11 @@ describe('allow and deny, driven as a browser would', () => {
   it('two tabs of one browser: each request keeps its own form', async () => {
     const gw = createTestGateway();
     const first = await authorize(gw.app, { scope: LOCATION, state: 'one' });
-    const cookie = cookies(first);
-    const second = await authorize(gw.app, { scope: LOCATION, state: 'two' }, { cookie });
-    // The same session (its cookie at most refreshed), holding both requests.
-    expect([cookie, '']).toContain(cookies(second));
+    const second = await authorize(gw.app, { scope: LOCATION, state: 'two' }, { cookie: cookies(first) });
+    // A new session id for the second request (no fixation), holding both requests of the same subscriber.
+    const cookie = cookies(second);
+    expect(cookie).toMatch(/^netauth\.sid=/);
+    expect(cookie).not.toBe(cookies(first));
     const pageOne = await request(gw.app).get(localPath(location(first))).set('Cookie', cookie);
     const pageTwo = await request(gw.app).get(localPath(location(second))).set('Cookie', cookie);
     const formOne = consentForm(pageOne.text);
@@ -188,6 +190,59 @@ describe('allow and deny, driven as a browser would', () => {
     const answerOne = await post(gw, '/apigateway/consent', cookie, { interaction: formOne.interaction, csrf: formOne.csrf, decision: 'allow' });
     expect(callback(answerOne).state).toBe('one');
     expect(callback(answerOne).code).toBeDefined();
+  });
+});
+
+describe('session fixation: every interaction starts in a new session', () => {
+  /** The attacker's own /authorize, from their own device: a session cookie they then plant in the victim's browser. */
+  async function plantedCookie(gw: TestGateway): Promise<string> {
+    const own = await authorize(gw.app, { scope: LOCATION, state: 'attacker' }, { ip: BOB_IP });
+    expect(own.status).toBe(302);
+    return cookies(own);
+  }
+
+  it('the victim\'s /authorize with a planted cookie sets a new session id; that cookie cannot see it', async () => {
+    const gw = createTestGateway();
+    const planted = await plantedCookie(gw);
+    const victim = await authorize(gw.app, { scope: LOCATION, state: 'victim' }, { cookie: planted });
+    expect(victim.status).toBe(302);
+    const renewed = cookies(victim);
+    expect(renewed).toMatch(/^netauth\.sid=/);
+    expect(renewed).not.toBe(planted);
+    const pagePath = localPath(location(victim));
+    const seenByAttacker = await request(gw.app).get(pagePath).set('Cookie', planted);
+    expect(seenByAttacker.status).toBe(400);
+    expect(seenByAttacker.text).not.toContain('<form');
+    const page = await request(gw.app).get(pagePath).set('Cookie', renewed);
+    expect(page.status).toBe(200);
+    expect(consentForm(page.text).interaction).toBe(location(victim).searchParams.get('interaction'));
+  });
+
+  it('the planted cookie cannot evict the victim\'s request, nor answer it', async () => {
+    const gw = createTestGateway();
+    const planted = await plantedCookie(gw);
+    const victim = await authorize(gw.app, { scope: LOCATION, state: 'victim' }, { cookie: planted });
+    const renewed = cookies(victim);
+    const pagePath = localPath(location(victim));
+    const form = consentForm((await request(gw.app).get(pagePath).set('Cookie', renewed)).text);
+    // More requests than one session keeps, all with the planted cookie.
+    for (let i = 0; i < 6; i += 1) {
+      expect((await authorize(gw.app, { scope: LOCATION }, { ip: BOB_IP, cookie: planted })).status).toBe(302);
+    }
+    const answerForm = { interaction: form.interaction, csrf: form.csrf, decision: 'allow' };
+    const byAttacker = await post(gw, '/apigateway/consent', planted, answerForm);
+    expect(byAttacker.status).toBe(403);
+    const answer = await post(gw, '/apigateway/consent', renewed, answerForm);
+    expect(answer.status).toBe(303);
+    expect(callback(answer)).toMatchObject({ state: 'victim', code: expect.any(String) });
+  });
+
+  it('the attacker\'s request is not carried into the victim\'s new session', async () => {
+    const gw = createTestGateway();
+    const planted = await authorize(gw.app, { scope: LOCATION, state: 'attacker' }, { ip: BOB_IP });
+    const victim = await authorize(gw.app, { scope: LOCATION, state: 'victim' }, { cookie: cookies(planted) });
+    const attackerPage = await request(gw.app).get(localPath(location(planted))).set('Cookie', cookies(victim));
+    expect(attackerPage.status).toBe(400);
   });
 });
 

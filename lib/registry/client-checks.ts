@@ -1,0 +1,126 @@
+import { checkRegistration, StaticClientRegistry, type ClientRegistry, type RegisteredClient } from './clients.js';
+import type { JwksDestinations } from './jwks-destination.js';
+
+/** Why a registration was refused: its client id, the field at fault, and the check's words (never a secret). */
+export interface RegistrationRefusal {
+  clientId: string;
+  field: string;
+  reason: string;
+}
+
+/** Registration fields, as the checks' messages name them (`redirect URI` is how one of `redirectUris` is named). */
+const FIELD_NAMES: ReadonlyArray<[string, string]> = [
+  ...[
+    'clientId',
+    'name',
+    'clientSecretHash',
+    'clientSecret',
+    'redirectUris',
+    'grantTypes',
+    'scopes',
+    'tokenEndpointAuthMethod',
+    'jwksUri',
+    'jwks',
+    'signingAlgorithms',
+    'requireSignedRequestObject',
+    'requirePkce',
+    'dpopBoundAccessTokens',
+  ].map((field): [string, string] => [field, field]),
+  ['redirect URI', 'redirectUris'],
+  ['private_key_jwt', 'tokenEndpointAuthMethod'],
+];
+
+/** The registration field a check's message (`client <id>: ...`) names first; `registration` when none. */
+function fieldOf(clientId: string, message: string): string {
+  const prefix = `client ${clientId}: `;
+  const rest = message.startsWith(prefix) ? message.slice(prefix.length) : message;
+  let found: { at: number; field: string } | undefined;
+  for (const [words, field] of FIELD_NAMES) {
+    const at = rest.indexOf(words);
+    if (at >= 0 && (found === undefined || at < found.at)) found = { at, field };
+  }
+  return found?.field ?? 'registration';
+}
+
+/** Every check of a registration: the static list's, and the `jwksUri` destination policy's. */
+function refusalOf(client: RegisteredClient, destinations: JwksDestinations): RegistrationRefusal | undefined {
+  try {
+    checkRegistration(client);
+    if (typeof client.jwksUri === 'string') destinations.check(client.clientId, client.jwksUri);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    const clientId = typeof client?.clientId === 'string' ? client.clientId : '';
+    return { clientId, field: fieldOf(clientId, error.message), reason: error.message };
+  }
+}
+
+/**
+ * A static list's registrations against the `jwksUri` destination policy, at start-up (its other checks ran when it
+ * was built): a `jwksUri` that is not `https:` or names an internal address literal is a start-up error.
+ */
+export function checkStaticDestinations(registry: StaticClientRegistry, destinations: JwksDestinations): void {
+  for (const client of registry.list())
+    if (client.jwksUri !== undefined) destinations.check(client.clientId, client.jwksUri);
+}
+
+/**
+ * Any other `ClientRegistry` (the operator's developer portal): each record it finds passes the checks a static
+ * registration passes at start-up, and the `jwksUri` destination policy, before the gateway uses it. A record that
+ * fails is no client (`invalid_client`, the error page at /authorize) and is reported once. The verdict is kept per
+ * record object, and per client id while the record's content stays the same (a registry that builds a new object
+ * per lookup), so a record is checked once.
+ */
+export class CheckedClientRegistry implements ClientRegistry {
+  private readonly byObject = new WeakMap<RegisteredClient, RegistrationRefusal | null>();
+  private readonly byContent = new Map<string, { source: string; refusal: RegistrationRefusal | null }>();
+  readonly authMethods: ClientRegistry['authMethods'];
+  readonly grantTypes: ClientRegistry['grantTypes'];
+
+  constructor(
+    private readonly registry: ClientRegistry,
+    private readonly destinations: JwksDestinations,
+    private readonly onRefused: (refusal: RegistrationRefusal) => void,
+  ) {
+    this.authMethods = registry.authMethods;
+    this.grantTypes = registry.grantTypes;
+  }
+
+  async find(clientId: string): Promise<RegisteredClient | undefined> {
+    const client = await this.registry.find(clientId);
+    if (client === undefined) return undefined;
+    return this.verdict(client) === null ? client : undefined;
+  }
+
+  private verdict(client: RegisteredClient): RegistrationRefusal | null {
+    const known = typeof client === 'object' && client !== null ? this.byObject.get(client) : undefined;
+    if (known !== undefined) return known;
+    const source = JSON.stringify(client) ?? '';
+    const id = typeof client?.clientId === 'string' ? client.clientId : '';
+    const cached = this.byContent.get(id);
+    let refusal: RegistrationRefusal | null;
+    if (cached?.source === source) {
+      refusal = cached.refusal;
+    } else {
+      refusal = refusalOf(client, this.destinations) ?? null;
+      this.byContent.set(id, { source, refusal });
+      // Reported when the record is first judged, not on every request that names it.
+      if (refusal !== null) this.onRefused(refusal);
+    }
+    if (typeof client === 'object' && client !== null) this.byObject.set(client, refusal);
+    return refusal;
+  }
+}
+
+/** The registry the gateway uses: a static list checked whole at start-up, any other checked record by record. */
+export function checkedRegistry(
+  registry: ClientRegistry,
+  destinations: JwksDestinations,
+  onRefused: (refusal: RegistrationRefusal) => void,
+): ClientRegistry {
+  if (registry instanceof StaticClientRegistry) {
+    checkStaticDestinations(registry, destinations);
+    return registry;
+  }
+  return new CheckedClientRegistry(registry, destinations, onRefused);
+}
