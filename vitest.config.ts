@@ -1,10 +1,23 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Files that must start in a fresh process: they check what happens once per process (a start-up warning on
- * stderr is printed once, however many gateways are made), which a file run after another cannot see.
+ * Files that start in a fresh process each: those that check what happens once per process (a start-up
+ * warning on stderr is printed once, however many gateways are made), and those that start Redis servers,
+ * child processes or a browser, whose clients and timers are safest ended with their process.
  */
-const FRESH_PROCESS = ['test/gateway/options.test.ts', 'test/gateway/endpoints/keys-discovery.test.ts'];
+const FRESH_PROCESS = [
+  'test/gateway/options.test.ts',
+  'test/gateway/endpoints/keys-discovery.test.ts',
+  'test/stores/**/*.test.ts',
+  'test/demo/**/*.test.ts',
+  'test/ops/**/*.test.ts',
+  'test/package/**/*.test.ts',
+  'test/gateway/client-auth/jti-redis.test.ts',
+  'test/gateway/client-auth/lockout.test.ts',
+  'test/gateway/grants/grants-redis.test.ts',
+  'test/client/helpers.test.ts',
+  'test/interop/dpop-openid-client.test.ts',
+];
 
 export default defineConfig({
   test: {
