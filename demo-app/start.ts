@@ -5,11 +5,19 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { RedisStore as SessionRedisStore } from 'connect-redis';
-import { createClient } from 'redis';
+import * as nodeRedis from 'redis';
+import type { RedisClientOptions, RedisClientType } from 'redis';
 import { RedisStore } from '../lib/index.js';
 import type { DemoConfig } from './config.js';
 import { createGateway } from './gateway.js';
 import { createApplication } from './application.js';
+
+type NoModules = Record<never, never>;
+type SessionClientOptions = RedisClientOptions<NoModules, NoModules, NoModules, 2, NoModules>;
+type SessionClient = RedisClientType<NoModules, NoModules, NoModules, 2, NoModules>;
+// node-redis's factory typed without its default modules (JSON, search, ...): sessions need plain commands, and
+// the modules' command types alone cost a type-check about 500 MB.
+const createClient = nodeRedis.createClient as unknown as (options: SessionClientOptions) => SessionClient;
 
 export interface StartOptions {
   /** Redis for both sides (gateway: the package's RedisStore; app: connect-redis). Default: memory. */
@@ -119,7 +127,9 @@ export async function startDemo(config: DemoConfig, options: StartOptions = {}):
       }
       connected = true;
       closeRedis = () => redis.close().catch(() => redis.destroy());
-      sessionStore = new SessionRedisStore({ client: redis, prefix: 'netauth-demo:sess:' });
+      // connect-redis names the module-laden type; the object is the same client.
+      const client = redis as unknown as SessionRedisStore['client'];
+      sessionStore = new SessionRedisStore({ client, prefix: 'netauth-demo:sess:' });
     }
 
     const gateway = createGateway(config, { gatewayUrl, appUrl, ...(store ? { store } : {}), ...(options.log ? { log: options.log } : {}) });

@@ -16,6 +16,7 @@
 import { StoreUnavailableError } from './store.js';
 import type { Script } from './redis-scripts.js';
 import type { ReplicaWaits } from './redis-replicas.js';
+import type { RedisClientOptions, RedisClientType, RedisClusterOptions, RedisClusterType } from 'redis';
 import { requirePeer } from '../optional-peer.js';
 
 /** What RedisStore needs of a `createClient()` client. */
@@ -56,8 +57,16 @@ interface Emitter {
   off(event: string, listener: (...args: unknown[]) => void): unknown;
 }
 
-type NodeRedis = typeof import('redis');
-type OwnedClient = ReturnType<NodeRedis['createClient']> | ReturnType<NodeRedis['createCluster']>;
+// node-redis's factories without its default modules (JSON, search, ...), whose command types alone cost the
+// type-check about 500 MB: the connection sends raw commands only.
+type NoModules = Record<never, never>;
+type SingleClient = RedisClientType<NoModules, NoModules, NoModules, 2, NoModules>;
+type ClusterClient = RedisClusterType<NoModules, NoModules, NoModules, 2, NoModules>;
+type OwnedClient = SingleClient | ClusterClient;
+interface NodeRedis {
+  createClient(options: RedisClientOptions<NoModules, NoModules, NoModules, 2, NoModules>): SingleClient;
+  createCluster(options: RedisClusterOptions<NoModules, NoModules, NoModules, 2, NoModules>): ClusterClient;
+}
 
 /** The longest a write waits for its replicas (ms). */
 const REPLICA_WAIT = 100;
@@ -449,7 +458,7 @@ export class RedisConnection {
   private detecting: Promise<void> | undefined;
 
   /** A URL that names a Redis Cluster node: replace the plain client by a cluster client started from it. */
-  private detectCluster(redis: NodeRedis, client: ReturnType<NodeRedis['createClient']>): Promise<void> {
+  private detectCluster(redis: NodeRedis, client: SingleClient): Promise<void> {
     this.detecting ??= (async () => {
       const info = String(await client.sendCommand(['INFO', 'cluster']));
       if (!/cluster_enabled:1/.test(info)) return;

@@ -3,7 +3,7 @@
  * allowed and denied, the WiFi failure, out-of-band consent on the subscriber's phone. The demo runs in this
  * process on free ports, as `npm run demo` would run it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { resolveConfig } from '../../demo-app/config.js';
 import { startDemo, type RunningDemo } from '../../demo-app/start.js';
@@ -37,8 +37,12 @@ describe.skipIf(skip)('demo in the browser', () => {
     browser = await launchChromium();
   });
 
+  // Each test's profile closes with it: its renderer processes go, so the browser holds one test's pages at most.
+  afterEach(async () => {
+    for (const context of contexts.splice(0)) await context.close().catch(() => {});
+  });
+
   afterAll(async () => {
-    for (const context of contexts) await context.close().catch(() => {});
     await browser?.close();
     await demo?.close();
   });

@@ -4,7 +4,7 @@
  * the consent record, the app's session with the token).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
+import { createClient } from '../helpers/node-redis.js';
 import { resolveConfig } from '../../demo-app/config.js';
 import { DemoStartError, startDemo, type RunningDemo } from '../../demo-app/start.js';
 import { verifyNumber } from '../helpers/demo.js';

@@ -45,6 +45,9 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      // One renderer for the demo's two loopback origins (one site): fewer processes, less memory.
+      '--renderer-process-limit=1',
+      '--disable-features=site-per-process',
     ],
   });
 }

@@ -41,8 +41,13 @@ export function rememberSecrets(...values: Array<string | undefined>): void {
 
 let installed = false;
 
-/** Wraps the global fetch for the rest of the test file. */
+/**
+ * Wraps the global fetch (once per worker: files share it) and starts this file's record afresh, as files
+ * share their worker's modules.
+ */
 export function watchSecrets(): void {
+  errors.length = 0;
+  secrets.clear();
   if (installed) return;
   installed = true;
   const original = globalThis.fetch;

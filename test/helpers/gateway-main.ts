@@ -20,7 +20,7 @@
  * loss of the store's data the store reports. SIGTERM closes the server and the store, then exits.
  */
 import express from 'express';
-import { createCluster, createSentinel } from 'redis';
+import { createCluster, createSentinel } from './node-redis.js';
 import { createNetAuth, MemoryStore, RedisStore, StoreUnavailableError, isOAuthError, type RegisteredClient, type RedisStoreClient } from '../../lib/index.js';
 import { CLIENTS, ISSUER, MOBILE_RANGES, POLICY, PORT_HEADER, SUBSCRIBERS } from './gateway.js';
 

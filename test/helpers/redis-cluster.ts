@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient, createCluster } from 'redis';
+import { createClient, createCluster } from './node-redis.js';
 import { RedisServer } from './redis-server.js';
 
 const CLI = process.env.REDIS_CLI_BIN ?? 'redis-cli';

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import pino from 'pino';
-import { createClient } from 'redis';
+import { createClient } from '../helpers/node-redis.js';
 import { APP1, APP2, CIBA, LOCATION, SECRET, SIM_SWAP, basic, createTestGateway } from '../helpers/gateway.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, authorize, callback, consentForm, cookies, formTarget, localPath, location, pkcePair, redeem } from '../helpers/frontend.js';

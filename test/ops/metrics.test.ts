@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { Registry, register as globalRegistry } from 'prom-client';
-import { createClient } from 'redis';
+import { createClient } from '../helpers/node-redis.js';
 import { APP1, APP2, CIBA, LOCATION, SIM_SWAP, basic, createTestGateway } from '../helpers/gateway.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, answerConsent, authorize, callback, codeFor, redeem } from '../helpers/frontend.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import request from 'supertest';
 import type { Express } from 'express';
-import { createClient } from 'redis';
+import { createClient } from '../helpers/node-redis.js';
 import { APP1, APP2, LOCATION, SIM_SWAP, basic, createTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, codeFor, redeem } from '../helpers/frontend.js';

@@ -6,7 +6,7 @@ import { randomTag, taggedId } from '../../lib/crypto.js';
 import { freshPrefix, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { RedisCluster, ask } from '../helpers/redis-cluster.js';
 import type { RedisServer } from '../helpers/redis-server.js';
-import { createCluster } from 'redis';
+import { createCluster } from '../helpers/node-redis.js';
 import { readFileSync } from 'node:fs';
 import request from 'supertest';
 import { APP1, APP2, SIM_SWAP, basic, createTestGateway, type TestGateway } from '../helpers/gateway.js';

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
-import { createClient } from 'redis';
+import { createClient } from '../helpers/node-redis.js';
 import { RedisStore } from '../../lib/index.js';
 import { sha256 } from '../../lib/crypto.js';
 import { LOCATION, createTestGateway } from '../helpers/gateway.js';

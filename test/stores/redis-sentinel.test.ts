@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createSentinel } from 'redis';
+import { createSentinel } from '../helpers/node-redis.js';
 import { RedisStore } from '../../lib/stores/redis.js';
 import { StoreUnavailableError } from '../../lib/stores/store.js';
 import { freshPrefix, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
