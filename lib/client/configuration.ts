@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createPrivateKey, type JsonWebKey } from 'node:crypto';
-import { importJWK, type JWK } from 'jose';
+import { randomBytes } from 'node:crypto';
+import { SignJWT, importJWK, type JWK } from 'jose';
 import * as oidc from 'openid-client';
 import type { ClientPrivateKey, NetAuthClientOptions } from './options.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
@@ -12,6 +13,17 @@ export interface ClientSigner {
   alg: string;
   /** Sign authorization requests too (JAR, signed bc-authorize). */
   signRequests: boolean;
+  /** What the JWTs it signs name as `aud`: the issuer, or the URL of the endpoint they are sent to. */
+  audience: 'issuer' | 'endpoint';
+}
+
+/** The endpoints a JWT of this client is sent to. */
+export type SignedFor = 'token_endpoint' | 'authorization_endpoint' | 'backchannel_authentication_endpoint';
+
+/** The `aud` of a JWT the client signs for an endpoint: the issuer, or that endpoint's URL (the `assertionAudience` option). */
+export function audienceFor(config: oidc.Configuration, signer: ClientSigner, endpoint: SignedFor): string {
+  const metadata = config.serverMetadata();
+  return signer.audience === 'endpoint' ? (metadata[endpoint] ?? metadata.issuer) : metadata.issuer;
 }
 
 /** What the client loads once: the gateway's configuration, the signing key, and the DPoP handle when `dpop` is on. */
@@ -120,6 +132,9 @@ export function checkOptions(options: NetAuthClientOptions): void {
   if (options.signedRequests && options.privateKey === undefined) {
     throw new TypeError('createNetAuthClient: signedRequests needs privateKey (requests are signed with the client key)');
   }
+  if (options.assertionAudience !== undefined && options.assertionAudience !== 'issuer' && options.assertionAudience !== 'endpoint') {
+    throw new TypeError("createNetAuthClient: assertionAudience must be 'issuer' or 'endpoint'");
+  }
   const margin = options.refreshBeforeExpiry;
   if (margin !== undefined && !(Number.isInteger(margin) && margin >= 0)) {
     throw new TypeError('createNetAuthClient: refreshBeforeExpiry must be a whole number of seconds, 0 or more');
@@ -144,15 +159,44 @@ export function checkOptions(options: NetAuthClientOptions): void {
   }
 }
 
-async function importSigner(key: ClientPrivateKey, signRequests: boolean): Promise<ClientSigner> {
-  if (!isJwk(key)) return { key: key.key, kid: key.kid, alg: cryptoKeyAlgorithm(key.key), signRequests };
+async function importSigner(key: ClientPrivateKey, options: NetAuthClientOptions): Promise<ClientSigner> {
+  const signRequests = options.signedRequests === true;
+  const audience = options.assertionAudience ?? 'issuer';
+  if (!isJwk(key)) return { key: key.key, kid: key.kid, alg: cryptoKeyAlgorithm(key.key), signRequests, audience };
   const alg = jwkAlgorithm(key);
-  return { key: (await importJWK(key, alg)) as oidc.CryptoKey, kid: key.kid, alg, signRequests };
+  return { key: (await importJWK(key, alg)) as oidc.CryptoKey, kid: key.kid, alg, signRequests, audience };
 }
 
-/** The client authentication method the options describe. */
-function clientAuthentication(options: NetAuthClientOptions, signer: ClientSigner | undefined): oidc.ClientAuth {
+/** A client assertion (RFC 7523 §2.2) for `aud`: `iss` = `sub` = client_id, 60 s of life, a random `jti`. */
+export async function clientAssertion(signer: ClientSigner, clientId: string, aud: string): Promise<string> {
+  // The gateway checks these against its own clock: the real time, not the injected one.
+  const iat = Math.floor(Date.now() / 1000);
+  return new SignJWT({})
+    .setProtectedHeader({ alg: signer.alg, ...(signer.kid ? { kid: signer.kid } : {}) })
+    .setIssuer(clientId)
+    .setSubject(clientId)
+    .setAudience(aud)
+    .setIssuedAt(iat)
+    .setNotBefore(iat)
+    .setExpirationTime(iat + 60)
+    .setJti(randomBytes(16).toString('base64url'))
+    .sign(signer.key);
+}
+
+/**
+ * The client authentication method the options describe. With `assertionAudience: 'endpoint'` the assertion
+ * names the URL it is sent to, which openid-client does not hand to a ClientAuth: the form body is marked here
+ * and the assertion signed in the gateway fetch, where the URL is known.
+ */
+function clientAuthentication(options: NetAuthClientOptions, signer: ClientSigner | undefined, unsigned: WeakMap<URLSearchParams, string>): oidc.ClientAuth {
   if (!signer) return oidc.ClientSecretBasic(options.clientSecret);
+  if (signer.audience === 'endpoint') {
+    return (_as, client, body) => {
+      body.set('client_id', client.client_id);
+      body.set('client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
+      unsigned.set(body, client.client_id);
+    };
+  }
   // openid-client names Ed25519 'Ed25519'; the gateways (docs/protocol.md, jose) know it as 'EdDSA'.
   return oidc.PrivateKeyJwt({ key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) }, { [oidc.modifyAssertion]: (header) => void (header.alg = signer.alg) });
 }
@@ -174,7 +218,17 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
   // Every request to the gateway goes through here: it marks the caller's probe, and sends the discovery
   // request for the issuer to `discoveryUrl` instead, so openid-client still checks the document's issuer.
   const redirected = typeof options.gateway === 'string' && options.discoveryUrl !== undefined ? { from: wellKnownOf(options.gateway), to: options.discoveryUrl } : undefined;
-  const gatewayFetch: oidc.CustomFetch = (url, init) => {
+  // Form bodies whose client assertion is signed here, for the URL they are sent to (`assertionAudience: 'endpoint'`).
+  const unsigned = new WeakMap<URLSearchParams, string>();
+  let signer: ClientSigner | undefined;
+  const gatewayFetch: oidc.CustomFetch = async (url, init) => {
+    const clientId = init.body instanceof URLSearchParams ? unsigned.get(init.body) : undefined;
+    if (clientId !== undefined && signer !== undefined && init.body instanceof URLSearchParams) {
+      const endpoint = new URL(url);
+      endpoint.search = '';
+      endpoint.hash = '';
+      init.body.set('client_assertion', await clientAssertion(signer, clientId, endpoint.href));
+    }
     const probe = sent.getStore();
     if (probe) probe.sent = true;
     const caller = withSignal.getStore();
@@ -182,8 +236,8 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
     return fetch(redirected && url === redirected.from ? redirected.to : url, { ...(init as RequestInit), ...(signal ? { signal } : {}) });
   };
   const build = async () => {
-    const signer = options.privateKey === undefined ? undefined : await importSigner(options.privateKey, options.signedRequests === true);
-    const auth = clientAuthentication(options, signer);
+    signer = options.privateKey === undefined ? undefined : await importSigner(options.privateKey, options);
+    const auth = clientAuthentication(options, signer, unsigned);
     let config: oidc.Configuration;
     if (typeof options.gateway === 'string') {
       try {

@@ -119,8 +119,27 @@ const CLIENT_CONFIGURATION = new Set(['invalid_client', 'unauthorized_client', '
 /** Errors that say the request as sent was refused. */
 const BAD_REQUEST = new Set(['invalid_request', 'invalid_scope', 'invalid_grant', 'invalid_request_object', 'invalid_binding_message', 'invalid_target', 'invalid_authorization_details']);
 
+/**
+ * The message with the gateway's `error_description`, which often names the fix (a wrong client authentication
+ * method, a missing scope): what a log line of `error.message` should show. Cut short: it came over the wire.
+ */
+function described(message: string, description: string | undefined): string {
+  if (description === undefined || description === '') return message;
+  return `${message} (the gateway says: ${description.length > 300 ? `${description.slice(0, 300)}…` : description})`;
+}
+
 /** Classifies an OAuth error the gateway returned, in a redirect or a JSON body. Unknown codes: the gateway failed. */
 export function fromOAuthError(error: string, description: string | undefined, cause?: unknown): NetAuthClientError {
+  const classified = classify(error, description, cause);
+  return new NetAuthClientError(classified.kind, described(classified.message, description), {
+    error,
+    ...(description === undefined ? {} : { description }),
+    status: classified.status,
+    cause,
+  });
+}
+
+function classify(error: string, description: string | undefined, cause?: unknown): NetAuthClientError {
   const details = { error, ...(description === undefined ? {} : { description }), cause };
   switch (error) {
     case 'access_denied':
