@@ -208,6 +208,29 @@ function wellKnownOf(issuer: string): string {
   return url.href;
 }
 
+/** The HTTP status of a discovery that was answered: in a JSON error, or the response openid-client refused. */
+function statusOf(cause: unknown): number | undefined {
+  if (cause instanceof oidc.ResponseBodyError) return cause.status;
+  const inner = (cause as { cause?: unknown } | undefined)?.cause;
+  return inner instanceof Response ? inner.status : undefined;
+}
+
+/**
+ * A failed discovery. A 4xx (a 404 above all) says the metadata is not where the options point: `misconfigured`,
+ * naming the URL and the status. No answer, or a 5xx, is the gateway's failure: `unavailable`, naming them too.
+ */
+function discoveryFailed(cause: unknown, url: string): NetAuthClientError {
+  const error = fromOpenIdClientError(cause);
+  if (error.kind === 'misconfigured' || error.kind === 'aborted') return error;
+  const status = statusOf(cause);
+  if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) {
+    const fix = 'set the option gateway to the issuer, or discoveryUrl to where the gateway publishes its metadata';
+    return new NetAuthClientError('misconfigured', `no gateway metadata at ${url}: HTTP ${status}; ${fix}`, { cause });
+  }
+  const answered = status === undefined ? 'no usable answer' : `HTTP ${status}`;
+  return new NetAuthClientError('unavailable', `could not discover the gateway metadata at ${url}: ${answered}`, { cause });
+}
+
 /**
  * The openid-client configuration, built once: discovered from the issuer (or `discoveryUrl`), or from
  * explicit endpoints. A failed discovery is not cached, so the next request tries again.
@@ -249,8 +272,7 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
         if ((cause as { code?: unknown }).code === 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED') {
           throw new NetAuthClientError('misconfigured', `the metadata at ${redirected?.to ?? wellKnownOf(options.gateway)} does not name ${options.gateway} as its issuer: set the option gateway to the issuer the gateway announces`, { cause });
         }
-        const error = fromOpenIdClientError(cause);
-        throw error.kind === 'misconfigured' ? error : new NetAuthClientError('unavailable', 'could not discover the gateway metadata', { cause });
+        throw discoveryFailed(cause, redirected?.to ?? wellKnownOf(options.gateway));
       }
     } else {
       config = new oidc.Configuration({ ...options.gateway }, options.clientId, undefined, auth);

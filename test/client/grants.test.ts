@@ -1,7 +1,7 @@
 /**
  * Issue 33, app side: `clientCredentials()` and `jwtBearer()` against this package's gateway over HTTP (client
  * authentication and DPoP as in the other flows); `assertionAudience: 'endpoint'` on every JWT the client signs;
- * the gateway's error_description in the error's message.
+ * the gateway's error_description in the error's message; a 404 discovery named as a misconfiguration.
  */
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import express from 'express';
@@ -170,6 +170,24 @@ describe("assertionAudience 'endpoint' in the CAMARA client's other flows", () =
 
   it('an option other than issuer or endpoint is a TypeError at construction', () => {
     expect(() => bearerClient({ assertionAudience: 'token' as 'endpoint' })).toThrow(/assertionAudience/);
+  });
+});
+
+describe('discovery', () => {
+  it('a 404: misconfigured, naming the URL and the status', async () => {
+    const client = createNetAuthClient({ ...base, gateway: `${server.url}/no-gateway-here`, clientId: 'x', clientSecret: 'y' });
+    const error = await rejection(client.clientCredentials({ scope: POPULATION }));
+    expect(error).toMatchObject({ kind: 'misconfigured', status: 500 });
+    expect(error.message).toContain(`${server.url}/no-gateway-here/.well-known/openid-configuration`);
+    expect(error.message).toContain('HTTP 404');
+  });
+
+  it('a 404 at discoveryUrl: the same, naming that URL', async () => {
+    const discoveryUrl = `${server.url}/.well-known/oauth-authorization-server/nowhere`;
+    const client = createNetAuthClient({ ...base, discoveryUrl, clientId: 'x', clientSecret: 'y' });
+    const error = await rejection(client.configuration());
+    expect(error.kind).toBe('misconfigured');
+    expect(error.message).toContain(`${discoveryUrl}: HTTP 404`);
   });
 });
 
