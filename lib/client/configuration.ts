@@ -20,7 +20,7 @@ export interface ClientSigner {
 /** The endpoints a JWT of this client is sent to. */
 export type SignedFor = 'token_endpoint' | 'authorization_endpoint' | 'backchannel_authentication_endpoint';
 
-/** The `aud` of a JWT the client signs for an endpoint: the issuer, or that endpoint's URL (the `assertionAudience` option). */
+/** The `aud` of a JWT the client signs for an endpoint: the issuer, or that endpoint's URL (`assertionAudience`). */
 export function audienceFor(config: oidc.Configuration, signer: ClientSigner, endpoint: SignedFor): string {
   const metadata = config.serverMetadata();
   return signer.audience === 'endpoint' ? (metadata[endpoint] ?? metadata.issuer) : metadata.issuer;
@@ -132,7 +132,8 @@ export function checkOptions(options: NetAuthClientOptions): void {
   if (options.signedRequests && options.privateKey === undefined) {
     throw new TypeError('createNetAuthClient: signedRequests needs privateKey (requests are signed with the client key)');
   }
-  if (options.assertionAudience !== undefined && options.assertionAudience !== 'issuer' && options.assertionAudience !== 'endpoint') {
+  const audience = options.assertionAudience;
+  if (audience !== undefined && audience !== 'issuer' && audience !== 'endpoint') {
     throw new TypeError("createNetAuthClient: assertionAudience must be 'issuer' or 'endpoint'");
   }
   const margin = options.refreshBeforeExpiry;
@@ -188,7 +189,11 @@ export async function clientAssertion(signer: ClientSigner, clientId: string, au
  * names the URL it is sent to, which openid-client does not hand to a ClientAuth: the form body is marked here
  * and the assertion signed in the gateway fetch, where the URL is known.
  */
-function clientAuthentication(options: NetAuthClientOptions, signer: ClientSigner | undefined, unsigned: WeakMap<URLSearchParams, string>): oidc.ClientAuth {
+function clientAuthentication(
+  options: NetAuthClientOptions,
+  signer: ClientSigner | undefined,
+  unsigned: WeakMap<URLSearchParams, string>,
+): oidc.ClientAuth {
   if (!signer) return oidc.ClientSecretBasic(options.clientSecret);
   if (signer.audience === 'endpoint') {
     return (_as, client, body) => {
@@ -228,7 +233,8 @@ function discoveryFailed(cause: unknown, url: string): NetAuthClientError {
     return new NetAuthClientError('misconfigured', `no gateway metadata at ${url}: HTTP ${status}; ${fix}`, { cause });
   }
   const answered = status === undefined ? 'no usable answer' : `HTTP ${status}`;
-  return new NetAuthClientError('unavailable', `could not discover the gateway metadata at ${url}: ${answered}`, { cause });
+  const message = `could not discover the gateway metadata at ${url}: ${answered}`;
+  return new NetAuthClientError('unavailable', message, { cause });
 }
 
 /**

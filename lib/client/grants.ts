@@ -28,7 +28,12 @@ export interface JwtBearerParams {
 }
 
 /** Runs a gateway request under the caller's signal, with errors typed. */
-async function granted(ctx: ClientContext, signal: AbortSignal | undefined, scope: string, call: () => Promise<oidc.TokenEndpointResponse>): Promise<BackchannelToken> {
+async function granted(
+  ctx: ClientContext,
+  signal: AbortSignal | undefined,
+  scope: string,
+  call: () => Promise<oidc.TokenEndpointResponse>,
+): Promise<BackchannelToken> {
   if (signal?.aborted) throw new NetAuthClientError('aborted', 'aborted');
   try {
     return backchannelToken(ctx, await (signal ? withSignal.run(signal, call) : call()), scope);
@@ -38,7 +43,7 @@ async function granted(ctx: ClientContext, signal: AbortSignal | undefined, scop
 }
 
 /** `grant_type=client_credentials`: a token that represents no subscriber. */
-export async function clientCredentials(ctx: ClientContext, params: ClientCredentialsParams): Promise<BackchannelToken> {
+export function clientCredentials(ctx: ClientContext, params: ClientCredentialsParams): Promise<BackchannelToken> {
   return granted(ctx, params.signal, params.scope, async () => {
     const { config, dpop } = await ctx.load();
     return oidc.clientCredentialsGrant(config, { scope: params.scope }, dpopOption(dpop));
@@ -49,10 +54,13 @@ export async function clientCredentials(ctx: ClientContext, params: ClientCreden
  * The JWT bearer grant: an assertion signed with `privateKey`, `iss` the client, `sub` the subscriber, the
  * `scope` claim, 60 s of life and a single-use `jti` (the CAMARA profile's short life, within its 300 s).
  */
-export async function jwtBearer(ctx: ClientContext, params: JwtBearerParams): Promise<BackchannelToken> {
+export function jwtBearer(ctx: ClientContext, params: JwtBearerParams): Promise<BackchannelToken> {
   return granted(ctx, params.signal, params.scope, async () => {
     const { config, signer, dpop } = await ctx.load();
-    if (!signer) throw new NetAuthClientError('misconfigured', 'jwtBearer signs its assertion with the client key: set the client option privateKey');
+    if (!signer) {
+      const message = 'jwtBearer signs its assertion with the client key: set the client option privateKey';
+      throw new NetAuthClientError('misconfigured', message);
+    }
     // The gateway checks these against its own clock: the real time, not the injected one.
     const iat = Math.floor(Date.now() / 1000);
     const assertion = await new SignJWT({ scope: params.scope })

@@ -26,8 +26,13 @@ const issuer = `${server.url}/apigateway`;
 const gw = createGrantsGateway({ issuer, now: Date.now });
 host.use(gw.app);
 // The CAMARA client (private_key_jwt, signed requests required) of the app-side fixture, for the other flows.
-const camaraGw = await startNetAuthGateway({ secret: [`${server.url}/unused/callback`], camara: [`${server.url}/endpoint-aud/callback`] });
-const endpointApp = mountClientApp(host, server.url, '/endpoint-aud', camaraGw, 'camara', { assertionAudience: 'endpoint' });
+const camaraGw = await startNetAuthGateway({
+  secret: [`${server.url}/unused/callback`],
+  camara: [`${server.url}/endpoint-aud/callback`],
+});
+const endpointApp = mountClientApp(host, server.url, '/endpoint-aud', camaraGw, 'camara', {
+  assertionAudience: 'endpoint',
+});
 afterAll(async () => {
   await server.close();
   await camaraGw.close();
@@ -38,6 +43,8 @@ const serviceClient = (extra: Partial<NetAuthClientOptions> = {}) =>
   createNetAuthClient({ ...base, clientId: SERVICE_CLIENT.clientId, clientSecret: 'service-secret', ...extra });
 const bearerClient = (extra: Partial<NetAuthClientOptions> = {}) =>
   createNetAuthClient({ ...base, clientId: BEARER_CLIENT.clientId, privateKey: CAMARA_KEY.privateJwk, ...extra });
+
+const bearer = (token: string): RequestInit => ({ headers: { authorization: `Bearer ${token}` } });
 
 /** The form bodies the client sent to a URL whose path ends with `suffix`. */
 function sentBodies(spy: { mock: { calls: unknown[][] } }, suffix: string): URLSearchParams[] {
@@ -51,7 +58,7 @@ describe('clientCredentials()', () => {
     const token = await serviceClient().clientCredentials({ scope: POPULATION });
     expect(token).toMatchObject({ token_type: 'bearer', scope: POPULATION, expires_in: 3600 });
     expect(token.refresh_token).toBeUndefined();
-    const res = await fetch(`${server.url}/population`, { headers: { authorization: `Bearer ${token.access_token}` } });
+    const res = await fetch(`${server.url}/population`, bearer(token.access_token));
     expect(await res.json()).toEqual({ clientId: 'service-app', subscriber: null, onRequest: null });
   });
 
@@ -59,7 +66,7 @@ describe('clientCredentials()', () => {
     const client = serviceClient({ dpop: true });
     const token = await client.clientCredentials({ scope: POPULATION });
     expect(token.token_type.toLowerCase()).toBe('dpop');
-    const bare = await fetch(`${server.url}/population`, { headers: { authorization: `Bearer ${token.access_token}` } });
+    const bare = await fetch(`${server.url}/population`, bearer(token.access_token));
     expect(bare.status).toBe(401);
     expect((await client.fetch(token, `${server.url}/population`)).status).toBe(200);
   });
@@ -74,7 +81,8 @@ describe('clientCredentials()', () => {
   it('an aborted signal: kind aborted, nothing sent', async () => {
     const spy = vi.spyOn(globalThis, 'fetch');
     try {
-      const error = await rejection(serviceClient().clientCredentials({ scope: POPULATION, signal: AbortSignal.abort() }));
+      const signal = AbortSignal.abort();
+      const error = await rejection(serviceClient().clientCredentials({ scope: POPULATION, signal }));
       expect(error.kind).toBe('aborted');
       expect(spy).not.toHaveBeenCalled();
     } finally {
@@ -84,13 +92,13 @@ describe('clientCredentials()', () => {
 });
 
 describe('jwtBearer()', () => {
-  it('an assertion signed with privateKey names the subscriber and scope; the token works; aud is the issuer by default', async () => {
+  it('an assertion signed with privateKey names subscriber and scope; the token works; aud: the issuer', async () => {
     const spy = vi.spyOn(globalThis, 'fetch');
     try {
       const token = await bearerClient().jwtBearer({ sub: 'tel:+34600000001', scope: SIM_SWAP });
       expect(token).toMatchObject({ token_type: 'bearer', scope: SIM_SWAP });
       expect(token.refresh_token).toBeUndefined();
-      const res = await fetch(`${server.url}/sim-swap/check`, { method: 'POST', headers: { authorization: `Bearer ${token.access_token}` } });
+      const res = await fetch(`${server.url}/sim-swap/check`, { method: 'POST', ...bearer(token.access_token) });
       expect(await res.json()).toMatchObject({ subscriber: 'sub-alice', clientId: 'backend-app' });
 
       const [sent] = sentBodies(spy, '/apigateway/token');
@@ -99,7 +107,8 @@ describe('jwtBearer()', () => {
       const assertion = decodeJwt(sent!.get('assertion')!);
       expect(assertion).toMatchObject({ iss: 'backend-app', sub: 'tel:+34600000001', aud: issuer, scope: SIM_SWAP });
       expect(assertion.exp! - assertion.iat!).toBeLessThanOrEqual(300);
-      expect(decodeJwt(sent!.get('client_assertion')!)).toMatchObject({ iss: 'backend-app', sub: 'backend-app', aud: issuer });
+      const clientAssertion = decodeJwt(sent!.get('client_assertion')!);
+      expect(clientAssertion).toMatchObject({ iss: 'backend-app', sub: 'backend-app', aud: issuer });
     } finally {
       spy.mockRestore();
     }
@@ -108,7 +117,8 @@ describe('jwtBearer()', () => {
   it("assertionAudience 'endpoint': both JWTs name the token endpoint; the gateway accepts them", async () => {
     const spy = vi.spyOn(globalThis, 'fetch');
     try {
-      const token = await bearerClient({ assertionAudience: 'endpoint', dpop: true }).jwtBearer({ sub: 'tel:+34600000001', scope: SIM_SWAP });
+      const client = bearerClient({ assertionAudience: 'endpoint', dpop: true });
+      const token = await client.jwtBearer({ sub: 'tel:+34600000001', scope: SIM_SWAP });
       expect(token.token_type.toLowerCase()).toBe('dpop');
       const [sent] = sentBodies(spy, '/apigateway/token');
       expect(decodeJwt(sent!.get('assertion')!).aud).toBe(`${issuer}/token`);
@@ -144,7 +154,8 @@ describe("assertionAudience 'endpoint' in the CAMARA client's other flows", () =
   it('backend flow: the client assertions and the signed bc-authorize request name their endpoints', async () => {
     const spy = vi.spyOn(globalThis, 'fetch');
     try {
-      const token = await endpointApp.client.backchannel({ login_hint: camaraGw.hints.approved, scope: camaraGw.scope });
+      const { approved } = camaraGw.hints;
+      const token = await endpointApp.client.backchannel({ login_hint: approved, scope: camaraGw.scope });
       expect(token.scope).toBe(camaraGw.scope);
       const metadata = (await endpointApp.client.configuration()).serverMetadata();
       const [started] = sentBodies(spy, new URL(metadata.backchannel_authentication_endpoint!).pathname);
@@ -175,7 +186,8 @@ describe("assertionAudience 'endpoint' in the CAMARA client's other flows", () =
 
 describe('discovery', () => {
   it('a 404: misconfigured, naming the URL and the status', async () => {
-    const client = createNetAuthClient({ ...base, gateway: `${server.url}/no-gateway-here`, clientId: 'x', clientSecret: 'y' });
+    const gateway = `${server.url}/no-gateway-here`;
+    const client = createNetAuthClient({ ...base, gateway, clientId: 'x', clientSecret: 'y' });
     const error = await rejection(client.clientCredentials({ scope: POPULATION }));
     expect(error).toMatchObject({ kind: 'misconfigured', status: 500 });
     expect(error.message).toContain(`${server.url}/no-gateway-here/.well-known/openid-configuration`);
