@@ -64,6 +64,10 @@ function pack(): string {
   }
   const manifest = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], work)) as Record<string, unknown>;
   for (const field of ['repository', 'homepage', 'bugs', 'license', 'peerDependencies']) check(manifest[field], `package.json lacks ${field}`);
+  // Type packages are the user's to install (README: TypeScript): none rides along into every install.
+  const dependencies = Object.keys((manifest.dependencies ?? {}) as Record<string, string>);
+  const typings = dependencies.filter((name) => name.startsWith('@types/'));
+  check(typings.length === 0, `package.json has type packages in dependencies: ${typings.join(', ')}`);
   log(`${info.filename}: ${files.size} files, LICENSE, CHANGELOG.md, no TypeScript sources, no dangling source maps`);
   return tarball;
 }
@@ -204,6 +208,19 @@ function clientTypes(dir: string): void {
   log('cjs: the application side type-checks with skipLibCheck off and no redis, prom-client or pino');
 }
 
+/**
+ * The gateway alone compiles with skipLibCheck off without @types/express-session (an optional peer, for the
+ * application side): none of the gateway's declarations reaches express-session's types.
+ */
+function gatewayTypesAlone(dir: string): void {
+  run('npm', ['uninstall', '--no-audit', '--no-fund', '--loglevel=error', '@types/express-session'], dir);
+  const compilerOptions = { ...TSCONFIG.compilerOptions, skipLibCheck: false, noEmit: true };
+  const tsconfig = { ...TSCONFIG, compilerOptions, files: ['gateway.ts'] };
+  writeFileSync(join(dir, 'tsconfig.gateway.json'), JSON.stringify(tsconfig, null, 2));
+  run(process.execPath, [TSC, '-p', join(dir, 'tsconfig.gateway.json')], dir);
+  log('cjs: the gateway type-checks with skipLibCheck off and no @types/express-session');
+}
+
 /** Every TypeScript block of README.md and docs/*.md against the tarball's types. */
 function docsAgainstTarball(dir: string): void {
   mkdirSync(join(dir, 'docs'));
@@ -219,10 +236,12 @@ function docsAgainstTarball(dir: string): void {
   log(`esm: the ${files.length} TypeScript blocks of README.md and docs/*.md compile against the tarball`);
 }
 
+/** Each installs what the README's table names for what it uses: the app side with `@types/express-session`. */
+const APP_SIDE = ['express-session', '@types/express-session', '@types/node@^20.19'];
 const PROJECTS: Project[] = [
-  { name: 'esm', type: 'module', packages: ['express@^5', 'express-session', '@types/express@^5', '@types/node@^20.19', 'pino', 'redis'] },
-  { name: 'cjs', type: 'commonjs', packages: ['express@^5', 'express-session', '@types/express@^5', '@types/node@^20.19'] },
-  { name: 'express4', type: 'module', packages: ['express@^4.21.2', 'express-session', '@types/express@^4.17.21', '@types/node@^20.19'] },
+  { name: 'esm', type: 'module', packages: ['express@^5', '@types/express@^5', ...APP_SIDE, 'pino', 'redis'] },
+  { name: 'cjs', type: 'commonjs', packages: ['express@^5', '@types/express@^5', ...APP_SIDE] },
+  { name: 'express4', type: 'module', packages: ['express@^4.21.2', '@types/express@^4.17.21', ...APP_SIDE] },
 ];
 
 async function main(): Promise<void> {
@@ -240,6 +259,7 @@ async function main(): Promise<void> {
     if (project.name === 'cjs') {
       optionalPeers(dir);
       clientTypes(dir);
+      gatewayTypesAlone(dir);
     }
     if (project.name === 'esm') docsAgainstTarball(dir);
   }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SignJWT } from 'jose';
 import * as oidc from 'openid-client';
-import { dpopOption, type ClientContext, type ClientSigner } from './configuration.js';
+import { audienceFor, dpopOption, type ClientContext, type ClientSigner } from './configuration.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
 import { expiryOf } from './session.js';
 
@@ -89,7 +89,7 @@ async function signedRequest(config: oidc.Configuration, signer: ClientSigner, p
   return new SignJWT({ login_hint: params.login_hint, scope: params.scope })
     .setProtectedHeader({ alg: signer.alg, typ: 'oauth-authz-req+jwt', ...(signer.kid ? { kid: signer.kid } : {}) })
     .setIssuer(config.clientMetadata().client_id)
-    .setAudience(config.serverMetadata().issuer)
+    .setAudience(audienceFor(config, signer, 'backchannel_authentication_endpoint'))
     .setIssuedAt(iat)
     .setNotBefore(iat)
     .setExpirationTime(iat + 60)

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createPrivateKey, type JsonWebKey } from 'node:crypto';
-import { importJWK, type JWK } from 'jose';
+import { randomBytes } from 'node:crypto';
+import { SignJWT, importJWK, type JWK } from 'jose';
 import * as oidc from 'openid-client';
 import type { ClientPrivateKey, NetAuthClientOptions } from './options.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
@@ -12,6 +13,17 @@ export interface ClientSigner {
   alg: string;
   /** Sign authorization requests too (JAR, signed bc-authorize). */
   signRequests: boolean;
+  /** What the JWTs it signs name as `aud`: the issuer, or the URL of the endpoint they are sent to. */
+  audience: 'issuer' | 'endpoint';
+}
+
+/** The endpoints a JWT of this client is sent to. */
+export type SignedFor = 'token_endpoint' | 'authorization_endpoint' | 'backchannel_authentication_endpoint';
+
+/** The `aud` of a JWT the client signs for an endpoint: the issuer, or that endpoint's URL (`assertionAudience`). */
+export function audienceFor(config: oidc.Configuration, signer: ClientSigner, endpoint: SignedFor): string {
+  const metadata = config.serverMetadata();
+  return signer.audience === 'endpoint' ? (metadata[endpoint] ?? metadata.issuer) : metadata.issuer;
 }
 
 /** What the client loads once: the gateway's configuration, the signing key, and the DPoP handle when `dpop` is on. */
@@ -122,6 +134,10 @@ export function checkOptions(options: NetAuthClientOptions): void {
   if (options.signedRequests && options.privateKey === undefined) {
     throw new TypeError('createNetAuthClient: signedRequests needs privateKey (requests are signed with the client key)');
   }
+  const audience = options.assertionAudience;
+  if (audience !== undefined && audience !== 'issuer' && audience !== 'endpoint') {
+    throw new TypeError("createNetAuthClient: assertionAudience must be 'issuer' or 'endpoint'");
+  }
   const margin = options.refreshBeforeExpiry;
   if (margin !== undefined && !(Number.isInteger(margin) && margin >= 0)) {
     throw new TypeError('createNetAuthClient: refreshBeforeExpiry must be a whole number of seconds, 0 or more');
@@ -146,15 +162,48 @@ export function checkOptions(options: NetAuthClientOptions): void {
   }
 }
 
-async function importSigner(key: ClientPrivateKey, signRequests: boolean): Promise<ClientSigner> {
-  if (!isJwk(key)) return { key: key.key, kid: key.kid, alg: cryptoKeyAlgorithm(key.key), signRequests };
+async function importSigner(key: ClientPrivateKey, options: NetAuthClientOptions): Promise<ClientSigner> {
+  const signRequests = options.signedRequests === true;
+  const audience = options.assertionAudience ?? 'issuer';
+  if (!isJwk(key)) return { key: key.key, kid: key.kid, alg: cryptoKeyAlgorithm(key.key), signRequests, audience };
   const alg = jwkAlgorithm(key);
-  return { key: (await importJWK(key, alg)) as oidc.CryptoKey, kid: key.kid, alg, signRequests };
+  return { key: (await importJWK(key, alg)) as oidc.CryptoKey, kid: key.kid, alg, signRequests, audience };
 }
 
-/** The client authentication method the options describe. */
-function clientAuthentication(options: NetAuthClientOptions, signer: ClientSigner | undefined): oidc.ClientAuth {
+/** A client assertion (RFC 7523 §2.2) for `aud`: `iss` = `sub` = client_id, 60 s of life, a random `jti`. */
+export async function clientAssertion(signer: ClientSigner, clientId: string, aud: string): Promise<string> {
+  // The gateway checks these against its own clock: the real time, not the injected one.
+  const iat = Math.floor(Date.now() / 1000);
+  return new SignJWT({})
+    .setProtectedHeader({ alg: signer.alg, ...(signer.kid ? { kid: signer.kid } : {}) })
+    .setIssuer(clientId)
+    .setSubject(clientId)
+    .setAudience(aud)
+    .setIssuedAt(iat)
+    .setNotBefore(iat)
+    .setExpirationTime(iat + 60)
+    .setJti(randomBytes(16).toString('base64url'))
+    .sign(signer.key);
+}
+
+/**
+ * The client authentication method the options describe. With `assertionAudience: 'endpoint'` the assertion
+ * names the URL it is sent to, which openid-client does not hand to a ClientAuth: the form body is marked here
+ * and the assertion signed in the gateway fetch, where the URL is known.
+ */
+function clientAuthentication(
+  options: NetAuthClientOptions,
+  signer: ClientSigner | undefined,
+  unsigned: WeakMap<URLSearchParams, string>,
+): oidc.ClientAuth {
   if (!signer) return oidc.ClientSecretBasic(options.clientSecret);
+  if (signer.audience === 'endpoint') {
+    return (_as, client, body) => {
+      body.set('client_id', client.client_id);
+      body.set('client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
+      unsigned.set(body, client.client_id);
+    };
+  }
   // openid-client names Ed25519 'Ed25519'; the gateways (docs/protocol.md, jose) know it as 'EdDSA'.
   return oidc.PrivateKeyJwt({ key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) }, { [oidc.modifyAssertion]: (header) => {
     header.alg = signer.alg;
@@ -168,6 +217,30 @@ function wellKnownOf(issuer: string): string {
   return url.href;
 }
 
+/** The HTTP status of a discovery that was answered: in a JSON error, or the response openid-client refused. */
+function statusOf(cause: unknown): number | undefined {
+  if (cause instanceof oidc.ResponseBodyError) return cause.status;
+  const inner = (cause as { cause?: unknown } | undefined)?.cause;
+  return inner instanceof Response ? inner.status : undefined;
+}
+
+/**
+ * A failed discovery. A 4xx (a 404 above all) says the metadata is not where the options point: `misconfigured`,
+ * naming the URL and the status. No answer, or a 5xx, is the gateway's failure: `unavailable`, naming them too.
+ */
+function discoveryFailed(cause: unknown, url: string): NetAuthClientError {
+  const error = fromOpenIdClientError(cause);
+  if (error.kind === 'misconfigured' || error.kind === 'aborted') return error;
+  const status = statusOf(cause);
+  if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) {
+    const fix = 'set the option gateway to the issuer, or discoveryUrl to where the gateway publishes its metadata';
+    return new NetAuthClientError('misconfigured', `no gateway metadata at ${url}: HTTP ${status}; ${fix}`, { cause });
+  }
+  const answered = status === undefined ? 'no usable answer' : `HTTP ${status}`;
+  const message = `could not discover the gateway metadata at ${url}: ${answered}`;
+  return new NetAuthClientError('unavailable', message, { cause });
+}
+
 /**
  * The openid-client configuration, built once: discovered from the issuer (or `discoveryUrl`), or from
  * explicit endpoints. A failed discovery is not cached, so the next request tries again.
@@ -178,7 +251,17 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
   // Every request to the gateway goes through here: it marks the caller's probe, and sends the discovery
   // request for the issuer to `discoveryUrl` instead, so openid-client still checks the document's issuer.
   const redirected = typeof options.gateway === 'string' && options.discoveryUrl !== undefined ? { from: wellKnownOf(options.gateway), to: options.discoveryUrl } : undefined;
-  const gatewayFetch: oidc.CustomFetch = (url, init) => {
+  // Form bodies whose client assertion is signed here, for the URL they are sent to (`assertionAudience: 'endpoint'`).
+  const unsigned = new WeakMap<URLSearchParams, string>();
+  let signer: ClientSigner | undefined;
+  const gatewayFetch: oidc.CustomFetch = async (url, init) => {
+    const clientId = init.body instanceof URLSearchParams ? unsigned.get(init.body) : undefined;
+    if (clientId !== undefined && signer !== undefined && init.body instanceof URLSearchParams) {
+      const endpoint = new URL(url);
+      endpoint.search = '';
+      endpoint.hash = '';
+      init.body.set('client_assertion', await clientAssertion(signer, clientId, endpoint.href));
+    }
     const probe = sent.getStore();
     if (probe) probe.sent = true;
     const caller = withSignal.getStore();
@@ -186,8 +269,8 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
     return fetch(redirected && url === redirected.from ? redirected.to : url, { ...(init as RequestInit), ...(signal ? { signal } : {}) });
   };
   const build = async () => {
-    const signer = options.privateKey === undefined ? undefined : await importSigner(options.privateKey, options.signedRequests === true);
-    const auth = clientAuthentication(options, signer);
+    signer = options.privateKey === undefined ? undefined : await importSigner(options.privateKey, options);
+    const auth = clientAuthentication(options, signer, unsigned);
     let config: oidc.Configuration;
     if (typeof options.gateway === 'string') {
       try {
@@ -199,8 +282,7 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
         if ((cause as { code?: unknown }).code === 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED') {
           throw new NetAuthClientError('misconfigured', `the metadata at ${redirected?.to ?? wellKnownOf(options.gateway)} does not name ${options.gateway} as its issuer: set the option gateway to the issuer the gateway announces`, { cause });
         }
-        const error = fromOpenIdClientError(cause);
-        throw error.kind === 'misconfigured' ? error : new NetAuthClientError('unavailable', 'could not discover the gateway metadata', { cause });
+        throw discoveryFailed(cause, redirected?.to ?? wellKnownOf(options.gateway));
       }
     } else {
       config = new oidc.Configuration({ ...options.gateway }, options.clientId, undefined, auth);

@@ -128,28 +128,39 @@ const CLIENT_CONFIGURATION = new Set(['invalid_client', 'unauthorized_client', '
 /** Errors that say the request as sent was refused. */
 const BAD_REQUEST = new Set(['invalid_request', 'invalid_scope', 'invalid_grant', 'invalid_request_object', 'invalid_binding_message', 'invalid_target', 'invalid_authorization_details']);
 
+/**
+ * The message with the gateway's `error_description`, which often names the fix (a wrong client authentication
+ * method, a missing scope): what a log line of `error.message` should show. Cut short: it came over the wire.
+ */
+function described(message: string, description: string | undefined): string {
+  if (description === undefined || description === '') return message;
+  return `${message} (the gateway says: ${description.length > 300 ? `${description.slice(0, 300)}…` : description})`;
+}
+
 /** Classifies an OAuth error the gateway returned, in a redirect or a JSON body. Unknown codes: the gateway failed. */
 export function fromOAuthError(error: string, description: string | undefined, cause?: unknown): NetAuthClientError {
   const details = { error, ...(description === undefined ? {} : { description }), cause };
+  const made = (kind: NetAuthClientErrorKind, message: string) =>
+    new NetAuthClientError(kind, described(message, description), details);
   switch (error) {
     case 'access_denied':
       return description !== undefined && NOT_ON_MOBILE_NETWORK.test(description)
-        ? new NetAuthClientError('not_on_mobile_network', 'the device is not on the operator mobile network', details)
-        : new NetAuthClientError('denied', 'the subscriber or the operator denied the request', details);
+        ? made('not_on_mobile_network', 'the device is not on the operator mobile network')
+        : made('denied', 'the subscriber or the operator denied the request');
     case 'consent_required':
     case 'login_required':
     case 'interaction_required':
-      return new NetAuthClientError('consent_required', 'consent is required and was not given', details);
+      return made('consent_required', 'consent is required and was not given');
     case 'expired_token':
-      return new NetAuthClientError('expired', 'the authorization request expired before it was approved', details);
+      return made('expired', 'the authorization request expired before it was approved');
     case 'unknown_user_id':
-      return new NetAuthClientError('unknown_subscriber', 'no subscriber of the operator is known by this login_hint', details);
+      return made('unknown_subscriber', 'no subscriber of the operator is known by this login_hint');
     case 'temporarily_unavailable':
-      return new NetAuthClientError('unavailable', 'the gateway is temporarily unavailable', details);
+      return made('unavailable', 'the gateway is temporarily unavailable');
   }
-  if (CLIENT_CONFIGURATION.has(error)) return new NetAuthClientError('misconfigured', `the gateway refused this client: ${error}`, details);
-  if (BAD_REQUEST.has(error)) return new NetAuthClientError('authorization_error', `the gateway refused the request: ${error}`, details);
-  return new NetAuthClientError('token_error', `the gateway answered ${error}`, details);
+  if (CLIENT_CONFIGURATION.has(error)) return made('misconfigured', `the gateway refused this client: ${error}`);
+  if (BAD_REQUEST.has(error)) return made('authorization_error', `the gateway refused the request: ${error}`);
+  return made('token_error', `the gateway answered ${error}`);
 }
 
 /** Turns what openid-client (or fetch) threw at a gateway endpoint into a NetAuthClientError. */

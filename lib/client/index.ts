@@ -8,6 +8,7 @@ import { requireTokenMiddleware } from './require-token.js';
 import { logoutMiddleware, revokeToken } from './logout.js';
 import { getToken, type TokenState } from './session.js';
 import { refreshBackchannelToken, serviceFetch, type ServiceToken } from './refresh.js';
+import { clientCredentials, jwtBearer, type ClientCredentialsParams, type JwtBearerParams } from './grants.js';
 import {
   pollBackchannel,
   resumeBackchannel,
@@ -54,6 +55,16 @@ export interface NetAuthClient {
   pollBackchannel(request: PendingBackchannel): Promise<BackchannelPoll>;
   /** Step 2, until decided: polls at the interval. Works in any process. */
   resumeBackchannel(request: PendingBackchannel, options?: Pick<BackchannelParams, 'signal' | 'onProgress'>): Promise<BackchannelToken>;
+  /**
+   * A two-legged token (`client_credentials`, RFC 6749 §4.4) for APIs that process no personal data; no refresh
+   * token. With the client's authentication and DPoP key, as the other flows.
+   */
+  clientCredentials(params: ClientCredentialsParams): Promise<BackchannelToken>;
+  /**
+   * A token for a subscriber the backend already knows (the JWT bearer grant, RFC 7523 §2.1): an assertion signed
+   * with `privateKey` names the subscriber (`sub`) and the `scope`; no refresh token.
+   */
+  jwtBearer(params: JwtBearerParams): Promise<BackchannelToken>;
   /** The underlying openid-client configuration, for anything else. */
   configuration(): Promise<oidc.Configuration>;
 }
@@ -77,6 +88,8 @@ export function createNetAuthClient(options: NetAuthClientOptions): NetAuthClien
     startBackchannel: (params) => startBackchannel(ctx, params),
     pollBackchannel: (request) => pollBackchannel(ctx, request),
     resumeBackchannel: (request, resume) => resumeBackchannel(ctx, request, resume),
+    clientCredentials: (params) => clientCredentials(ctx, params),
+    jwtBearer: (params) => jwtBearer(ctx, params),
     configuration: async () => (await ctx.load()).config,
   };
 }
@@ -94,4 +107,5 @@ export type {
 } from './options.js';
 export type { SessionToken, TokenState } from './session.js';
 export type { ServiceToken } from './refresh.js';
+export type { ClientCredentialsParams, JwtBearerParams } from './grants.js';
 export type { BackchannelParams, BackchannelPoll, BackchannelProgress, BackchannelToken, PendingBackchannel } from './backchannel.js';

@@ -42,6 +42,13 @@ export interface NetAuthClientOptions {
    */
   signedRequests?: boolean;
   /**
+   * What the JWTs signed with `privateKey` name as `aud`: client assertions, request objects and JWT-bearer
+   * assertions. `'issuer'` (the default): the issuer, which every CAMARA gateway must accept (and the OpenID
+   * Foundation's 2025 advisory on `private_key_jwt` recommends); `'endpoint'`: the URL of the endpoint each is
+   * sent to, as the CAMARA profile's SHOULD reads.
+   */
+  assertionAudience?: 'issuer' | 'endpoint';
+  /**
    * The redirect URI registered for this application, absolute. The callback uses it as given, never the
    * request's Host or protocol, so it works behind TLS-terminating proxies.
    */

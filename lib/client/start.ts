@@ -1,7 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import * as oidc from 'openid-client';
 import type { StartOptions } from './options.js';
-import type { ClientContext, ClientSigner } from './configuration.js';
+import { audienceFor, type ClientContext, type ClientSigner } from './configuration.js';
 import { fromOpenIdClientError } from './errors.js';
 import { checkSessionCookie, promisify, sessionOf, type PendingAuthorization } from './session.js';
 import { middleware } from './middleware.js';
@@ -20,8 +20,9 @@ const MAX_PENDING = 5;
 async function authorizationUrl(config: oidc.Configuration, signer: ClientSigner | undefined, params: Record<string, string>): Promise<URL> {
   if (!signer?.signRequests) return oidc.buildAuthorizationUrl(config, params);
   const url = await oidc.buildAuthorizationUrlWithJAR(config, params, { key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) }, {
-    [oidc.modifyAssertion]: (header) => {
+    [oidc.modifyAssertion]: (header, payload) => {
       header.alg = signer.alg;
+      payload.aud = audienceFor(config, signer, 'authorization_endpoint');
     },
   });
   url.searchParams.set('response_type', 'code');

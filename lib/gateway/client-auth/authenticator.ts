@@ -129,12 +129,19 @@ export class ClientAuthenticator {
       throw error;
     }
     // A client may authenticate only with the method it is registered for.
-    if (verified.client && (verified.client.tokenEndpointAuthMethod ?? 'client_secret_basic') === method) {
+    const registeredFor = verified.client?.tokenEndpointAuthMethod ?? 'client_secret_basic';
+    if (verified.client && registeredFor === method) {
       slot?.release();
       return verified;
     }
     await slot?.spend();
-    const { client: _refused, ...failed } = verified;
+    const { client: proved, ...failed } = verified;
+    // The caller proved the client's secret by another method (openid-client's default is client_secret_basic):
+    // name the registered one. Only then, so a caller without the credentials learns nothing of the registration.
+    if (proved && !failed.refusal) {
+      const description = `this client is registered for ${registeredFor}, not ${method}`;
+      return { ...failed, refusal: this.invalidClient(method, description) };
+    }
     return failed;
   }
 
@@ -146,7 +153,11 @@ export class ClientAuthenticator {
   private failed(endpoint: Endpoint, reason: FailureReason, failure: Failure = {}): OAuthError {
     const { clientId, description = 'client authentication failed', via, refusal } = failure;
     this.events?.emit('client.authentication_failed', clientId === undefined ? { endpoint, reason } : { endpoint, clientId, reason });
-    if (refusal) return refusal;
+    return refusal ?? this.invalidClient(via, description);
+  }
+
+  /** 401 invalid_client; with a Basic challenge unless the client sent an assertion (see `failed`). */
+  private invalidClient(via: ClientAuthMethod | undefined, description: string): OAuthError {
     if (via === 'private_key_jwt') return new OAuthError('invalid_client', description);
     const headers = { 'WWW-Authenticate': `Basic realm="${this.realm.replace(/["\\]/g, '')}"` };
     return new OAuthError('invalid_client', description, { headers });

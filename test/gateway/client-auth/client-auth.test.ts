@@ -82,7 +82,16 @@ describe('client authentication', () => {
   });
 
   it('client_secret_post only for clients registered with it', async () => {
-    expectInvalidClient(await post(undefined, { client_id: 'app-1', client_secret: SECRET }));
+    // With the right secret, the answer names the registered method (openid-client's default is Basic)...
+    const proved = await post(undefined, { client_id: 'app-1', client_secret: SECRET });
+    expectInvalidClient(proved);
+    expect(proved.body.error_description).toBe(
+      'this client is registered for client_secret_basic, not client_secret_post',
+    );
+    // ...and only then: without the secret nothing about the registration is told.
+    const guessed = await post(undefined, { client_id: 'app-1', client_secret: 'wrong' });
+    expectInvalidClient(guessed);
+    expect(guessed.body.error_description).toBe('client authentication failed');
     const { app: postApp } = createTestGateway({
       clients: [
         {
@@ -101,6 +110,9 @@ describe('client authentication', () => {
     expect(ok.status).toBe(200);
     const basicForPoster = await request(postApp).post('/apigateway/bc-authorize').set('Authorization', basic('poster', 's3cret')).type('form').send(body);
     expectInvalidClient(basicForPoster);
+    expect(basicForPoster.body.error_description).toBe(
+      'this client is registered for client_secret_post, not client_secret_basic',
+    );
   });
 
   it('secrets registered as hashes (sha256 and scrypt) authenticate', async () => {
