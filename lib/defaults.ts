@@ -22,6 +22,9 @@ export const BODY_LIMIT_DEFAULT = '16kb';
 /** `accessTokenFormat`. */
 export const ACCESS_TOKEN_FORMAT_DEFAULT = 'opaque';
 
+/** scrypt client-secret checks, process-wide: derivations at once, and checks waiting (then 503). */
+export const SCRYPT_DEFAULTS = { concurrency: 2, queue: 32 } as const;
+
 /** `clientJwks`: `fetchTimeout` (ms), `maxBytes`, `cacheMaxAge` (seconds). */
 export const CLIENT_JWKS_DEFAULTS = { fetchTimeout: 5000, maxBytes: 65536, cacheMaxAge: 600 } as const;
 
