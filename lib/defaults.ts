@@ -44,6 +44,8 @@ export const RATE_LIMIT_DEFAULTS = {
     perClientAndSubscriber: { points: 300, duration: 60 },
     perSubscriber: { points: 3000, duration: 60 },
   },
+  /** At most twice `points` live tokens per client, whatever the token lifetime up to `duration`. */
+  clientCredentials: { perClient: { points: 100, duration: 3600 } },
   clientAuthentication: {
     perClientAndAddress: { failures: 30, duration: 900 },
     perAddress: { failures: 30, duration: 900 },
