@@ -44,8 +44,9 @@ export interface SubscriberLimitRules {
 export interface RateLimitOptions {
   /**
    * Where the counters live. `redis`: shared by every instance, on `redis` or, by default, on the RedisStore's
-   * own connection; if Redis fails or is slower than `timeout`, each instance counts for itself meanwhile and
-   * says so (the `rate.fallback` event). `memory`: per process, no I/O. Default: `redis` when the
+   * own connection; if Redis fails or is slower than `timeout`, each instance counts for itself meanwhile (the
+   * lock-out refuses instead) and says so (the `rate.fallback` event). `memory`: per process, no I/O.
+   * Default: `redis` when the
    * store shares its counters (`Store.counters`, as RedisStore does) or `redis` is given, else `memory`.
    */
   backend?: 'memory' | 'redis';
