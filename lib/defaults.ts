@@ -22,6 +22,9 @@ export const BODY_LIMIT_DEFAULT = '16kb';
 /** `accessTokenFormat`. */
 export const ACCESS_TOKEN_FORMAT_DEFAULT = 'opaque';
 
+/** scrypt client-secret checks, process-wide: derivations at once, and checks waiting (then 503). */
+export const SCRYPT_DEFAULTS = { concurrency: 2, queue: 32 } as const;
+
 /** `clientJwks`: `fetchTimeout` (ms), `maxBytes`, `cacheMaxAge` (seconds). */
 export const CLIENT_JWKS_DEFAULTS = { fetchTimeout: 5000, maxBytes: 65536, cacheMaxAge: 600 } as const;
 
@@ -41,6 +44,8 @@ export const RATE_LIMIT_DEFAULTS = {
     perClientAndSubscriber: { points: 300, duration: 60 },
     perSubscriber: { points: 3000, duration: 60 },
   },
+  /** At most twice `points` live tokens per client, whatever the token lifetime up to `duration`. */
+  clientCredentials: { perClient: { points: 100, duration: 3600 } },
   clientAuthentication: {
     perClientAndAddress: { failures: 30, duration: 900 },
     perAddress: { failures: 30, duration: 900 },

@@ -98,7 +98,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const registry = isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients;
   const clients = checkedRegistry(registry, clientKeys.destinationPolicy, (refusal) => reportRefusal(refusal));
   const subscribers = isList(options.subscribers) ? new StaticSubscriberDirectory(options.subscribers) : options.subscribers;
-  const network = options.network ? new NetworkIdentifier(options.network) : undefined;
+  const warnTrust = (message: string) => reportWarning(options.logger, { option: 'network.portHeader', message });
+  const network = options.network ? new NetworkIdentifier(options.network, warnTrust) : undefined;
   const consentPage = resolveConsentPage(options.consentPage, issuerUrl);
   const accessTokenFormat = options.accessTokenFormat ?? ACCESS_TOKEN_FORMAT_DEFAULT;
   if (accessTokenFormat !== 'opaque' && accessTokenFormat !== 'jwt') throw new TypeError("accessTokenFormat must be 'opaque' or 'jwt'");

@@ -103,8 +103,10 @@ const RATE_LIMITS = optionNames<RateLimitOptions>({
   authorize: true,
   bcAuthorize: true,
   token: true,
+  clientCredentials: true,
   clientAuthentication: true,
 });
+const CLIENT_CREDENTIALS_LIMITS = optionNames<NonNullable<RateLimitOptions['clientCredentials']>>({ perClient: true });
 const AUTHORIZE_LIMITS = optionNames<NonNullable<RateLimitOptions['authorize']>>({ perAddress: true });
 const CLIENT_AUTHENTICATION_LIMITS = optionNames<NonNullable<RateLimitOptions['clientAuthentication']>>({ perClientAndAddress: true, perAddress: true });
 const SUBSCRIBER_LIMITS = optionNames<SubscriberLimitRules>({ perClient: true, perClientAndSubscriber: true, perSubscriber: true });
@@ -193,6 +195,8 @@ function checkRateLimits(limits: NetAuthOptions['rateLimits']): void {
     if (rules === undefined) continue;
     for (const name of SUBSCRIBER_LIMITS) checkRule(rules[name as keyof SubscriberLimitRules], `rateLimits.${group}.${name}`, RATE_RULE);
   }
+  checkOptionObject(limits.clientCredentials, 'rateLimits.clientCredentials', CLIENT_CREDENTIALS_LIMITS);
+  checkRule(limits.clientCredentials?.perClient, 'rateLimits.clientCredentials.perClient', RATE_RULE);
   const auth = limits.clientAuthentication;
   checkOptionObject(auth, 'rateLimits.clientAuthentication', CLIENT_AUTHENTICATION_LIMITS, GONE_CLIENT_AUTHENTICATION);
   checkRule(auth?.perClientAndAddress, 'rateLimits.clientAuthentication.perClientAndAddress', FAILURE_RULE);

@@ -163,7 +163,8 @@ function missingSubscriber(found: FoundToken, option: 'required' | 'optional'): 
 }
 
 /**
- * A single-use token (the scope's policy rule) is spent here, last, once every other check passed: of any number
+ * A single-use token (the scope's policy rule) is spent here, once the token itself passed (valid, sender-bound,
+ * covering the route), before the request's device is compared, whatever the call's answer then: of any number
  * of concurrent calls with it exactly one gets through (the store's atomic `consume`), on every store, for both
  * token formats; the others, and every later call, are 401 invalid_token.
  */
@@ -232,7 +233,7 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
 
   /**
    * True when the request may go on to the route; false once it was answered. The checks in their order: the
-   * token, its sender constraint, scope and purpose, subscriber, device, its single use.
+   * token, its sender constraint, scope and purpose, subscriber, its single use, device.
    */
   async function admit(req: Request, res: Response, headers: IncomingHttpHeaders): Promise<boolean> {
     const presented = presentedToken(headers.authorization);
@@ -270,6 +271,12 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       responses.refuse(res, noSubscriber, scheme);
       return false;
     }
+    // Spent before the device is compared: a mismatch (403) must not leave the token for another number.
+    const spent = found.singleUse ? await spend(ctx, token) : undefined;
+    if (spent) {
+      responses.refuse(res, spent, scheme);
+      return false;
+    }
     if (identify) {
       // Typed to take no subscriber too: a token issued with none (two-legged) must name the device in the body.
       const device = await identify(req, res, grant.subscriber as Subscriber | undefined);
@@ -278,11 +285,6 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
         return false;
       }
       grant.device = device;
-    }
-    const spent = found.singleUse ? await spend(ctx, token) : undefined;
-    if (spent) {
-      responses.refuse(res, spent, scheme);
-      return false;
     }
     grantTo(req, res, grant);
     return true;

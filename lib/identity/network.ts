@@ -8,6 +8,9 @@ export interface NetworkIdentifierOptions {
   portHeader?: string;
 }
 
+/** Told once, at the first request, when the app's `trust proxy` makes the port header believable from anyone. */
+export type TrustWarning = (message: string) => void;
+
 /** Why a device was not identified; the endpoint turns every reason into the same answer. */
 export type NetworkIdentification =
   | { identified: true; subscriber: Subscriber; address: NetworkAddress }
@@ -53,8 +56,12 @@ function fromTrustedHop(req: Request): boolean {
 export class NetworkIdentifier {
   private readonly ranges: Range[];
   private readonly portHeader: string | undefined;
+  private trustChecked = false;
 
-  constructor(options: NetworkIdentifierOptions) {
+  constructor(
+    options: NetworkIdentifierOptions,
+    private readonly warnTrust: TrustWarning = () => undefined,
+  ) {
     if (!Array.isArray(options.mobileRanges)) throw new TypeError('network.mobileRanges must be a list of CIDR ranges');
     this.ranges = options.mobileRanges.map(parseRange);
     if (options.portHeader !== undefined && !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(options.portHeader)) {
@@ -79,7 +86,9 @@ export class NetworkIdentifier {
   deviceAddress(req: Request): NetworkAddress | 'no-address' | 'bad-port' {
     const ip = req.ip === undefined ? undefined : normaliseIp(req.ip);
     if (ip === undefined) return 'no-address';
-    if (this.portHeader === undefined || !fromTrustedHop(req)) return { ip };
+    if (this.portHeader === undefined) return { ip };
+    if (!this.trustChecked) this.checkTrust(req);
+    if (!fromTrustedHop(req)) return { ip };
     const header = req.headers[this.portHeader];
     if (header === undefined) return { ip };
     const text = Array.isArray(header) ? undefined : header.trim();
@@ -87,6 +96,22 @@ export class NetworkIdentifier {
     const port = Number(text);
     if (port < 1 || port > 65535) return 'bad-port';
     return { ip, port };
+  }
+
+  /**
+   * `trust proxy` as `true` or a hop count trusts whatever peer connects, so any device reaching the gateway
+   * directly could name its port, and so any subscriber behind its CGNAT address. Only the app knows the
+   * setting, so it is read at the first request (the app the router is mounted on is not known before).
+   */
+  private checkTrust(req: Request): void {
+    this.trustChecked = true;
+    // A request outside an Express app has no setting to read.
+    const setting: unknown = (req as Partial<Request>).app?.get('trust proxy');
+    if (setting !== true && typeof setting !== 'number') return;
+    this.warnTrust(
+      `trust proxy is ${String(setting)}: every peer is trusted, so network.portHeader is believed from any ` +
+        'connection. Set trust proxy to the addresses of the operator\'s edge proxies.',
+    );
   }
 
   async identify(req: Request, directory: SubscriberDirectory): Promise<NetworkIdentification> {

@@ -14,7 +14,8 @@
  * When Redis fails (an outage, a timeout, an ACL that refuses the scripts), the same operation runs on this
  * process's memory counters and the failure is reported, never hidden: the `rate.fallback` event (logged as a
  * warning, counted by the metrics) and, when Redis refused the scripts rather than being unavailable,
- * `RateLimitFallbackError` to `onError`. The limits keep holding, per instance.
+ * `RateLimitFallbackError` to `onError`. The request-rate limits keep holding, per instance; the lock-out's
+ * reservations fail closed instead (a per-process budget would multiply it by the number of instances).
  */
 import { FixedWindows } from './fixed-windows.js';
 import { StoreUnavailableError, type SharedCounters } from '../stores/store.js';
@@ -134,9 +135,11 @@ export class RateLimitFallbackError extends Error {
   readonly code = 'NETAUTH_RATE_LIMIT_FALLBACK';
 }
 
-/** How often a Redis failure that goes on is reported again, and how soon one after a short recovery is. */
+/** How often a Redis failure that goes on is reported again. */
 const REPORT_EVERY_MS = 60_000;
-const REPORT_AGAIN_MS = 5_000;
+
+/** Redis did not answer within `rateLimits.timeout` (it may be up, but slow or paused). */
+class CounterTimeoutError extends StoreUnavailableError {}
 
 function reason(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
@@ -188,11 +191,17 @@ export class RedisCounters implements Counters {
     }, () => this.local.take(limit, key));
   }
 
+  /**
+   * Fails closed while Redis fails: a lock-out slot counted by this process alone would give every instance a
+   * budget of its own, so the reservation is refused as busy (429, Retry-After: 1) until Redis answers again.
+   */
   async reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Promise<ReserveAnswer> {
-    return this.run(RESERVE, [this.key(attempts, key), this.key(failures, key)], [String(attempts.points), String(attempts.duration)], (reply): ReserveAnswer => {
+    const keys = [this.key(attempts, key), this.key(failures, key)];
+    return this.run(RESERVE, keys, [String(attempts.points), String(attempts.duration)], (reply): ReserveAnswer => {
       const [taken, count, ms] = integers(reply, 3) as [number, number, number];
-      return taken === 1 ? { taken: true, attempts: count, msBeforeNext: ms, shared: true } : { taken: false, failures: count, msBeforeNext: Math.max(ms, 0) };
-    }, () => this.local.reserve(attempts, failures, key));
+      if (taken === 1) return { taken: true, attempts: count, msBeforeNext: ms, shared: true };
+      return { taken: false, failures: count, msBeforeNext: Math.max(ms, 0) };
+    }, async () => ({ taken: false, failures: 0, msBeforeNext: 1000 }));
   }
 
   async release(attempts: CounterLimit, key: CounterKey, shared: boolean): Promise<void> {
@@ -229,7 +238,11 @@ export class RedisCounters implements Counters {
     let timer: NodeJS.Timeout | undefined;
     try {
       const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms (rateLimits.timeout)`)), this.timeoutMs);
+        const message = `Redis did not answer within ${this.timeoutMs} ms (rateLimits.timeout)`;
+        const late = () => reject(new CounterTimeoutError(message));
+        // Timers run before the event loop reads its sockets: after a busy stretch a reply that came in time is
+        // still unread when the timer fires. setImmediate runs after that read, so only a reply really late loses.
+        timer = setTimeout(() => setImmediate(late), this.timeoutMs);
       });
       const answer = parse(await Promise.race([this.connection.script(script, keys, args), deadline]));
       this.answered();
@@ -254,12 +267,14 @@ export class RedisCounters implements Counters {
   private fellBack(error: unknown): void {
     if (this.closing) return;
     this.operations++;
-    this.cause = error instanceof StoreUnavailableError ? 'unavailable' : 'error';
-    const starting = !this.failing;
+    const unavailable = error instanceof StoreUnavailableError ? 'unavailable' : 'error';
+    const cause = error instanceof CounterTimeoutError ? 'timeout' : unavailable;
+    const starting = !this.failing || cause !== this.cause;
+    this.cause = cause;
     this.failing = true;
-    // A new failure is told at once (unless a Redis that flaps was just reported), one that lasts once a minute.
+    // Every new failure (or a new cause) is told at once, with its cause; one that lasts, once a minute.
     const now = Date.now();
-    if (now - this.lastReport < (starting ? REPORT_AGAIN_MS : REPORT_EVERY_MS)) return;
+    if (!starting && now - this.lastReport < REPORT_EVERY_MS) return;
     this.lastReport = now;
     this.told = true;
     this.emit('failing');

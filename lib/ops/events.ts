@@ -138,17 +138,18 @@ export interface RateLimitedEvent {
 
 /**
  * The shared (Redis) rate-limit counters failed and this instance counts for itself, with the same rules, until
- * they answer again: the limits then hold per instance. Emitted when it starts, at most once a minute while it
- * lasts, and when Redis counts again.
+ * they answer again: the request-rate limits then hold per instance, and the lock-out refuses (fails closed).
+ * Emitted when a failure starts or changes cause, at most once a minute while it lasts, and when Redis counts again.
  */
 export interface RateFallbackEvent {
   /** `failing`: counted in memory since the previous event, Redis still failing; `recovered`: Redis answers again. */
   state: 'failing' | 'recovered';
   /**
-   * `unavailable`: Redis down, restarting, failing over or slower than `rateLimits.timeout`; `error`: Redis
-   * refused the counters' scripts (an ACL without `evalsha`, say), which `onError` is told too.
+   * `unavailable`: Redis down, restarting or failing over; `timeout`: no answer within `rateLimits.timeout`;
+   * `error`: Redis refused the counters' scripts (an ACL without `evalsha`, say), which `onError` is told too.
+   * While Redis fails, lock-out reservations are refused (429, Retry-After: 1) rather than counted per process.
    */
-  cause: 'unavailable' | 'error';
+  cause: 'unavailable' | 'timeout' | 'error';
   /** Counter operations this instance answered alone since the previous event. */
   operations: number;
 }

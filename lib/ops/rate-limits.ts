@@ -44,8 +44,9 @@ export interface SubscriberLimitRules {
 export interface RateLimitOptions {
   /**
    * Where the counters live. `redis`: shared by every instance, on `redis` or, by default, on the RedisStore's
-   * own connection; if Redis fails or is slower than `timeout`, each instance counts for itself meanwhile and
-   * says so (the `rate.fallback` event). `memory`: per process, no I/O. Default: `redis` when the
+   * own connection; if Redis fails or is slower than `timeout`, each instance counts for itself meanwhile (the
+   * lock-out refuses instead) and says so (the `rate.fallback` event). `memory`: per process, no I/O.
+   * Default: `redis` when the
    * store shares its counters (`Store.counters`, as RedisStore does) or `redis` is given, else `memory`.
    */
   backend?: 'memory' | 'redis';
@@ -67,6 +68,12 @@ export interface RateLimitOptions {
   bcAuthorize?: SubscriberLimitRules;
   /** POST /token. Defaults: per client 6000 per 60 s; per client and subscriber 300 per 60 s; per subscriber 3000 per 60 s. */
   token?: SubscriberLimitRules;
+  /**
+   * Client-credentials tokens issued per client, so one low-privilege client cannot grow the store without bound:
+   * with a window at least the tokens' lifetime, at most twice `points` of its tokens live at once. Default 100
+   * per 3600 s; past it 429 (the client should reuse the token it holds until it expires).
+   */
+  clientCredentials?: { perClient?: RateLimitRule | false };
   /**
    * Refused client credentials (wrong secret, wrong method, unknown client) on every client-authenticated
    * endpoint, counted where they come from, so no one can lock a client out from an address that has not
@@ -170,6 +177,7 @@ export class RateLimits {
   private readonly perClientAndSubscriber: Partial<Record<LimitedEndpoint, CounterLimit>> = {};
   private readonly perSubscriber: Partial<Record<LimitedEndpoint, CounterLimit>> = {};
   private readonly ahead = new Map<string, Ahead>();
+  private readonly twoLeggedPerClient: CounterLimit | undefined;
   /** The lock-out: refused credentials per (registered client id, address), and per address for unknown ids. */
   private readonly failuresPerClientAndAddress: FailureBudget | undefined;
   private readonly failuresPerAddress: FailureBudget | undefined;
@@ -198,6 +206,9 @@ export class RateLimits {
       if (pair) this.perClientAndSubscriber[endpoint] = limit(`${endpoint}:client-subscriber`, pair);
       if (subscriber) this.perSubscriber[endpoint] = limit(`${endpoint}:subscriber`, subscriber);
     }
+    const twoLeggedRule = o.clientCredentials?.perClient;
+    const twoLegged = resolveRule('clientCredentials.perClient', twoLeggedRule, D.clientCredentials.perClient);
+    this.twoLeggedPerClient = twoLegged && limit('client-credentials:client', twoLegged);
     const ca = o.clientAuthentication;
     if (ca !== undefined && 'perClient' in ca) {
       throw new TypeError(
@@ -256,6 +267,14 @@ export class RateLimits {
       this.ahead.set(id, { left: a.taken - 1, until: Date.now() + a.msBeforeNext - WINDOW_MARGIN_MS });
     }
     return undefined;
+  }
+
+  /** One client-credentials token for `clientId`: seconds to wait when over its limit, else undefined. */
+  async twoLeggedToken(clientId: string): Promise<number | undefined> {
+    const limit = this.twoLeggedPerClient;
+    if (limit === undefined) return undefined;
+    const refusal = await this.guarded(() => this.counters.chain([{ limit, key: { tag: part(clientId) } }]));
+    return refusal && seconds(refusal.msBeforeNext);
   }
 
   /**

@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { checkClientKeys, LOOPBACK_HOSTS, type ClientSigningAlgorithm } from './client-jwks.js';
 import { checkBoolean, checkNames, checkString, describe, isPlainObject, optionNames } from '../option-checks.js';
 import { API_SCOPE, PURPOSE } from '../identity/scope.js';
+import { scryptLimiter } from './scrypt.js';
 
 export { CLIENT_SIGNING_ALGORITHMS, type ClientSigningAlgorithm } from './client-jwks.js';
 
@@ -136,7 +137,8 @@ export async function hashClientSecret(secret: string, algorithm: 'sha256' | 'sc
 
 /**
  * Compares a presented secret with the registration in constant time: both sides are reduced to
- * fixed-length digests first, so neither length nor content leaks through timing.
+ * fixed-length digests first, so neither length nor content leaks through timing. A `scrypt:` check waits
+ * its turn behind the process-wide limit, and rejects with 503 temporarily_unavailable when too many wait.
  */
 export async function verifyClientSecret(client: RegisteredClient, presented: string): Promise<boolean> {
   const expected = registeredDigest(client);
@@ -145,7 +147,7 @@ export async function verifyClientSecret(client: RegisteredClient, presented: st
     const [algorithm, a, b] = client.clientSecretHash.split(':');
     if (algorithm === 'scrypt' && a && b) {
       const expected = Buffer.from(b, 'base64url');
-      const actual = await scrypt(presented, Buffer.from(a, 'base64url'), expected.length);
+      const actual = await scryptLimiter.scrypt(presented, Buffer.from(a, 'base64url'), expected.length);
       return timingSafeEqual(expected, actual);
     }
   }

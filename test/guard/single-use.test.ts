@@ -64,6 +64,22 @@ describe.each(['opaque', 'jwt'] as const)('single-use, short-lived tokens (%s)',
     expect((await callService(gw.app, token, VERIFY)).status).toBe(200);
   });
 
+  it('a call past token validation spends it whatever its answer: a wrong number (403) leaves nothing to retry', async () => {
+    const gw = gateway();
+    gw.app.post('/number-verification/confirm', gw.netauth.guard({ scope: 'number-verification', errorFormat: 'camara', device: { identifier: 'phoneNumber', confirm: true } }), (req, res) => {
+      res.json({ devicePhoneNumberVerified: true, subscriber: req.netauth?.subscriber.id });
+    });
+    const token = (await nvToken(gw)).access_token as string;
+    const confirm = (phoneNumber: string) => callService(gw.app, token, '/number-verification/confirm').send({ phoneNumber });
+    const wrong = await confirm('+34600000002');
+    expect(wrong.status).toBe(403);
+    expect(wrong.body.code).toBe('INVALID_TOKEN_CONTEXT');
+    // Finding 2 of issue 32: the right number after a wrong one must not be confirmable with the same token.
+    const right = await confirm('+34600000001');
+    expect(right.status).toBe(401);
+    expect(right.headers['www-authenticate']).toContain('error="invalid_token"');
+  });
+
   it('expires after the rule\'s 300 s, not the gateway\'s 3600', async () => {
     const gw = gateway();
     const token = (await nvToken(gw)).access_token as string;

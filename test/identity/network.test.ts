@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import type { Request } from 'express';
+import express, { type Request } from 'express';
 import { NetworkIdentifier } from '../../lib/identity/network.js';
 import { StaticSubscriberDirectory } from '../../lib/index.js';
 import request from 'supertest';
@@ -292,6 +292,21 @@ describe('NetworkIdentifier', () => {
     expect(network.deviceAddress(fakeReq(CGNAT_IP, { 'x-source-port': 'x' }, false))).toEqual({ ip: CGNAT_IP });
     // A request object outside an Express app (no trust proxy function) is not believed either.
     expect(network.deviceAddress({ ip: CGNAT_IP, headers: { 'x-source-port': '3000' } } as unknown as Request)).toEqual({ ip: CGNAT_IP });
+  });
+
+  it('warns once when trust proxy trusts any peer (true or a hop count): the port header believed from anyone', async () => {
+    for (const [setting, warned] of [[true, 1], [1, 1], [['10.0.0.10'], 0], [false, 0]] as const) {
+      const warnings: string[] = [];
+      const options = { mobileRanges: ['100.64.0.0/10'], portHeader: 'x-source-port' };
+      const network = new NetworkIdentifier(options, (m) => warnings.push(m));
+      const app = express();
+      app.set('trust proxy', setting);
+      app.get('/', (req, res) => void res.json(network.deviceAddress(req)));
+      await request(app).get('/');
+      await request(app).get('/');
+      expect(warnings, String(setting)).toHaveLength(warned);
+      if (warned) expect(warnings[0]).toContain('network.portHeader is believed from any connection');
+    }
   });
 
   it('says why a device was not identified', async () => {

@@ -39,7 +39,7 @@ describe('interop: DPoP with refresh, client credentials and JWT bearer (openid-
     }
   }
 
-  it('refresh_token: a proof binds the next access token; without one it is a Bearer token', async () => {
+  it('refresh_token: a proof binds the next access token; without one: invalid_dpop_proof, never Bearer', async () => {
     const config = await configuration('offline-app', client.ClientSecretBasic('offline-secret'));
     const { handle, jkt } = await dpopHandle(config);
     const started = await client.initiateBackchannelAuthentication(config, { login_hint: 'tel:+34600000001', scope: `${SIM_SWAP} offline_access` });
@@ -49,9 +49,11 @@ describe('interop: DPoP with refresh, client credentials and JWT bearer (openid-
     expect(bound.token_type).toBe('dpop');
     expect(decodeJwt(bound.access_token).cnf).toEqual({ jkt });
     expect((await call(config, bound.access_token, '/sim-swap/check', 'POST', handle)).status).toBe(200);
-    const plain = await client.refreshTokenGrant(config, bound.refresh_token!);
-    expect(plain.token_type).toBe('bearer');
-    expect(decodeJwt(plain.access_token).cnf).toBeUndefined();
+    // Issue 32, item 10: a bound grant never turns into a Bearer token.
+    const bare = client.refreshTokenGrant(config, bound.refresh_token!);
+    await expect(bare).rejects.toMatchObject({ error: 'invalid_dpop_proof' });
+    const again = await client.refreshTokenGrant(config, bound.refresh_token!, undefined, { DPoP: handle });
+    expect(again.token_type).toBe('dpop');
   });
 
   it('client_credentials: a proof binds the two-legged token', async () => {

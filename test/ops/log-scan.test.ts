@@ -72,10 +72,20 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
         authorize: { perAddress: { points: 5, duration: 60 } },
         clientAuthentication: { perClientAndAddress: { failures: 3, duration: 900 } },
         token: { perClient: { points: 12, duration: 60 } },
-        // Counters on a Redis client that never connected: each one is counted in memory, and that is logged (rate.fallback).
+      },
+    });
+    // Counters on a Redis client that never connected, the lock-out off (it would fail closed): the request
+    // rate is counted in memory, and that is logged (rate.fallback).
+    const stalled = createTestGateway({
+      ...format,
+      logger: log.logger,
+      rateLimits: {
+        authorize: { perAddress: { points: 5, duration: 60 } },
+        clientAuthentication: { perClientAndAddress: false, perAddress: false },
         redis: createClient({ url: 'redis://127.0.0.1:1', disableOfflineQueue: true }),
       },
     });
+    await request(stalled.app).get('/apigateway/authorize').query({ client_id: 'app-1' });
     const { app, netauth, clock } = gw;
     const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
 

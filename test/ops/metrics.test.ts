@@ -142,7 +142,10 @@ describe('metrics router', () => {
 
   it('counts the rate-limit operations an instance answered alone because the shared counters failed', async () => {
     // A Redis client that never connected: every count falls back to this process's memory.
-    const gw = createTestGateway({ rateLimits: { redis: createClient({ url: 'redis://127.0.0.1:1', disableOfflineQueue: true }) } });
+    // The lock-out off: it fails closed rather than counting in memory.
+    const redis = createClient({ url: 'redis://127.0.0.1:1', disableOfflineQueue: true });
+    const lockout = { perClientAndAddress: false, perAddress: false } as const;
+    const gw = createTestGateway({ rateLimits: { redis, clientAuthentication: lockout } });
     gw.app.use('/metrics', gw.netauth.metricsRouter());
     expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
     const m = parse((await request(gw.app).get('/metrics')).text);

@@ -198,6 +198,7 @@ describe('rateLimits option', () => {
       authorize: { perAddress: { points: 300, duration: 60 } },
       bcAuthorize: { perClient: { points: 3000, duration: 60 }, perClientAndSubscriber: { points: 60, duration: 600 }, perSubscriber: { points: 600, duration: 600 } },
       token: { perClient: { points: 6000, duration: 60 }, perClientAndSubscriber: { points: 300, duration: 60 }, perSubscriber: { points: 3000, duration: 60 } },
+      clientCredentials: { perClient: { points: 100, duration: 3600 } },
       clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
     });
   });

@@ -1,41 +1,37 @@
-import { randomBytes } from 'node:crypto';
 import { StaticClientRegistry, verifyClientSecret, type ClientRegistry, type RegisteredClient } from '../../registry/clients.js';
+import { scryptLimiter } from '../../registry/scrypt.js';
 import type { Verified } from './method.js';
 
-/** The decoy while only plain and `sha256:` secrets are known: one SHA-256, cached like a real client's digest. */
-const SHA256_DECOY: RegisteredClient = { clientId: '', grantTypes: [], scopes: [], clientSecret: '\0' };
-
 /**
- * What an unknown client id is compared against, one per registry: a registration whose check costs what a
- * registered client's does, so unknown ids are not told apart by timing. Plain and `sha256:` secrets cost one
- * SHA-256 (the digest of the registered side is cached); a `scrypt:` hash costs an scrypt derivation, which the
- * decoy then repeats with the same parameters: a random salt and key of the registered hash's lengths (N, r and
- * p are fixed by `verifyClientSecret`). With both kinds registered the decoy costs what scrypt does, so an
- * unknown id answers like a scrypt-registered one, and a sha256-registered id still answers faster (its secret
- * is a generated, high-entropy one; client ids are not secrets, RFC 6749 §2.2).
+ * What an unknown client id costs, one per registry, so unknown ids are not told apart by timing: one SHA-256
+ * while only plain and `sha256:` secrets are known (the digest of the registered side is cached), and once a
+ * `scrypt:` hash is known, a timer as long as a real scrypt check (`scryptLimiter.decoy()`): the answer takes
+ * what a scrypt-registered id's does, at no CPU cost, so unknown ids cannot buy thread-pool work. A
+ * sha256-registered id in a registry that holds both kinds still answers faster (its secret is a generated,
+ * high-entropy one; client ids are not secrets, RFC 6749 §2.2).
  *
  * The kinds come from the registrations seen: all of a StaticClientRegistry's at once, and every client a
  * custom registry returns as it is looked up.
  */
 class Decoy {
-  registration: RegisteredClient = SHA256_DECOY;
+  kind: 'sha256' | 'scrypt' = 'sha256';
   private readonly seen = new WeakSet<RegisteredClient>();
 
   learn(client: RegisteredClient): void {
-    if (this.registration !== SHA256_DECOY || this.seen.has(client)) return;
+    if (this.kind === 'scrypt' || this.seen.has(client)) return;
     this.seen.add(client);
-    const [algorithm, salt, key] = client.clientSecretHash?.split(':') ?? [];
-    if (algorithm !== 'scrypt' || !salt || !key) return;
-    const like = (encoded: string) => randomBytes(Buffer.from(encoded, 'base64url').length).toString('base64url');
-    this.registration = { clientId: '', grantTypes: [], scopes: [], clientSecretHash: `scrypt:${like(salt)}:${like(key)}` };
+    if (client.clientSecretHash?.startsWith('scrypt:')) this.kind = 'scrypt';
   }
 }
 
+/** The decoy while only plain and `sha256:` secrets are known: one SHA-256, cached like a real client's digest. */
+const SHA256_DECOY: RegisteredClient = { clientId: '', grantTypes: [], scopes: [], clientSecret: '\0' };
+
 const decoys = new WeakMap<ClientRegistry, Decoy>();
 
-/** The registration an unknown client id of this registry is compared against. */
-export function decoyFor(clients: ClientRegistry): RegisteredClient {
-  return decoyOf(clients).registration;
+/** What an unknown client id of this registry costs: one SHA-256, or a scrypt check's time on a timer. */
+export function decoyKind(clients: ClientRegistry): 'sha256' | 'scrypt' {
+  return decoyOf(clients).kind;
 }
 
 function decoyOf(clients: ClientRegistry): Decoy {
@@ -55,8 +51,9 @@ function decoyOf(clients: ClientRegistry): Decoy {
 export async function verifySecret(clients: ClientRegistry, client: RegisteredClient | undefined, secret: string): Promise<Verified> {
   const decoy = decoyOf(clients);
   if (!client) {
-    // Spend the same work as a real comparison, so unknown ids are not told apart by timing.
-    await verifyClientSecret(decoy.registration, secret);
+    // As long as a real comparison, so unknown ids are not told apart by timing.
+    if (decoy.kind === 'scrypt') await scryptLimiter.decoy();
+    else await verifyClientSecret(SHA256_DECOY, secret);
     return {};
   }
   decoy.learn(client);

@@ -57,7 +57,7 @@ export const authorizationCodeGrant: Grant = {
     // Consuming the code and storing the token are one atomic step: a replay that finds the code consumed and
     // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent
     // redemptions exactly one wins; the others are replays.
-    const refresh = offeredRefreshToken(ctx, client, record, record.grantId, record.consentGrants);
+    const refresh = offeredRefreshToken(ctx, client, record, record.grantId, record.consentGrants, options.dpopJkt);
     const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, { kind: 'code', id: code }, { ...options, refresh });
     if (!tokens) throw await replayed(ctx, record);
     if (idTokenRequested(ctx, record.scope)) {

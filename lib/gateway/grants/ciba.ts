@@ -81,7 +81,7 @@ export const cibaGrant: Grant = {
 
     // Single use: of concurrent polls for an approved request exactly one wins the token. Consuming the request
     // and storing its token are one atomic step: a failure (503) leaves the request approved, to poll again.
-    const refresh = offeredRefreshToken(ctx, client, record, record.grantId, result.consentGrants);
+    const refresh = offeredRefreshToken(ctx, client, record, record.grantId, result.consentGrants, options.dpopJkt);
     const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, { kind: 'backchannel', id: authReqId }, { ...options, refresh });
     if (!tokens) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
     if (idTokenRequested(ctx, record.scope)) {

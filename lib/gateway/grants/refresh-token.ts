@@ -74,12 +74,17 @@ export const refreshTokenGrant: Grant = {
     const record = stored.value;
     if (record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the refresh_token has expired');
     if (stored.consumed) throw await reused(ctx, record);
+    // RFC 9449 §5: a grant whose tokens were DPoP-bound is never refreshed into a Bearer token.
+    if (typeof record.jkt === 'string' && options.dpopJkt === undefined) {
+      const description = "this grant's tokens are DPoP-bound: send a DPoP proof with the refresh";
+      throw new OAuthError('invalid_dpop_proof', description);
+    }
     const authorization = narrowed(record, scope);
     const consentGrants = await consentGrantsNow(ctx, client, record);
     // Before anything is used: the refresh token stays good for a retry after Retry-After.
     await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId);
 
-    const refresh = mintRefreshToken(ctx, record, record.grantId, consentGrants);
+    const refresh = mintRefreshToken(ctx, record, record.grantId, consentGrants, options.dpopJkt);
     const tokens = await issueAccessToken(ctx, authorization, record.grantId, consentGrants, { kind: 'refresh_token', id: tokenKey(presented) }, { ...options, refresh });
     if (!tokens) throw await reused(ctx, record);
     reportIssued(ctx, authorization, 'refresh_token', tokens);

@@ -78,10 +78,11 @@ export function signJws(key: JwsKey, typ: string, claims: Readonly<Record<string
 
 export type JsonObject = Record<string, unknown>;
 
-/** A verified JWS: its protected header and its claims, both JSON objects. */
+/** A verified JWS: its protected header and its claims, both JSON objects, and the key that verified it. */
 export interface VerifiedJws {
   header: JsonObject;
   claims: JsonObject;
+  key: JwsKey;
 }
 
 const SEGMENT = /^[A-Za-z0-9_-]*$/;
@@ -159,5 +160,5 @@ export function verifyJws(keys: readonly JwsKey[], token: string): VerifiedJws |
   }
   if (!valid) return undefined;
   const claims = jsonObjectOf(payloadBytes);
-  return claims ? { header, claims } : undefined;
+  return claims ? { header, claims, key } : undefined;
 }

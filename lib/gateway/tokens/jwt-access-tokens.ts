@@ -2,6 +2,7 @@ import { decodeJwt, type JWTPayload } from 'jose';
 import { parseScope } from '../../identity/scope.js';
 import type { GatewayContext } from '../context.js';
 import { signJws, verifyJws, type JsonObject } from './jws.js';
+import { openSubscriber, sealSubscriber } from './sealed-subscriber.js';
 
 /**
  * JWT access tokens, RFC 9068: header `typ: at+jwt`; claims iss, exp, iat, aud, sub, client_id, scope, jti,
@@ -12,8 +13,9 @@ import { signJws, verifyJws, type JsonObject } from './jws.js';
  * - `single_use: true` on a token good for one API call (the guard then consumes its store record);
  * - `two_legged: true` on a token with no subscriber (client credentials): its `sub` is then the client_id,
  *   as RFC 9068 §2.2 asks, and names no subscriber.
- * `sub` is otherwise the operator's opaque subscriber id (never the phone number): the service APIs need the
- * subscriber.
+ * `sub` is otherwise pairwise (`pairwiseSalt`, as in ID tokens and introspection): two clients cannot correlate
+ * a subscriber by it (RFC 9068 §6). The operator's subscriber id, which the guard hands the service APIs, travels
+ * sealed for the gateway alone in `subscriber_sealed` (./sealed-subscriber.ts); never the phone number.
  * A token bound to a DPoP key carries `cnf.jkt` (RFC 9449 §6.1).
  */
 export interface AccessTokenClaims extends JWTPayload {
@@ -29,6 +31,7 @@ export interface AccessTokenClaims extends JWTPayload {
   grant_ids: string[];
   single_use?: true;
   two_legged?: true;
+  subscriber_sealed?: string;
   cnf?: { jkt: string };
 }
 
@@ -53,7 +56,7 @@ export function signAccessToken(ctx: GatewayContext, input: JwtAccessTokenInput)
   if (!key) throw new Error('JWT access tokens need a signing key');
   const claims: AccessTokenClaims = {
     iss: ctx.issuer,
-    sub: input.subscriberId ?? input.clientId,
+    sub: input.subscriberId === null ? input.clientId : ctx.pairwiseSubject(input.clientId, input.subscriberId),
     aud: ctx.accessTokenAudience,
     exp: input.exp,
     iat: input.iat,
@@ -63,7 +66,9 @@ export function signAccessToken(ctx: GatewayContext, input: JwtAccessTokenInput)
     purpose: input.purpose,
     grant_ids: [...input.grants],
     ...(input.singleUse ? { single_use: true as const } : {}),
-    ...(input.subscriberId === null ? { two_legged: true as const } : {}),
+    ...(input.subscriberId === null
+      ? { two_legged: true as const }
+      : { subscriber_sealed: sealSubscriber(key.privateKey, input.jti, input.subscriberId) }),
     ...(input.jkt === undefined ? {} : { cnf: { jkt: input.jkt } }),
   };
   return signJws(key, 'at+jwt', claims);
@@ -165,10 +170,13 @@ export function verifyAccessToken(ctx: GatewayContext, token: string): VerifiedA
   } catch {
     return undefined;
   }
+  const sealed = verified.claims.subscriber_sealed;
+  const subscriberId = twoLegged === true ? undefined : openSubscriber(verified.key.privateKey, jti, sealed);
+  if (twoLegged !== true && subscriberId === undefined) return undefined;
   return {
     jti,
     clientId,
-    subscriberId: twoLegged === true ? undefined : sub,
+    subscriberId,
     singleUse: singleUse === true,
     purpose,
     scopes,

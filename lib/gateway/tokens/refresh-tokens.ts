@@ -17,6 +17,11 @@ export interface RefreshTokenRecord extends StoredAuthorization {
   consentGrants: string[];
   issuedAt: number;
   expiresAt: number;
+  /**
+   * The DPoP key thumbprint the grant's access tokens were bound to; null (absent in older records) when unbound.
+   * A refresh of a bound grant must carry a proof again, so it never turns into a Bearer token.
+   */
+  jkt: string | null;
   [key: string]: string | number | null | string[];
 }
 
@@ -25,7 +30,13 @@ export interface RefreshTokenRecord extends StoredAuthorization {
  * keeps it with the grant's other records), stored hashed, written with the grant and its consents (revoking
  * either deletes it). The caller writes it with the access token, in the same atomic step.
  */
-export function mintRefreshToken(ctx: GatewayContext, authorization: StoredAuthorization, grantId: string, consentGrants: readonly string[]): MintedRefreshToken {
+export function mintRefreshToken(
+  ctx: GatewayContext,
+  authorization: StoredAuthorization,
+  grantId: string,
+  consentGrants: readonly string[],
+  jkt: string | undefined,
+): MintedRefreshToken {
   const token = taggedId(placementTag(grantId) ?? randomTag(), 32);
   const issuedAt = ctx.now();
   const lifetime = ctx.lifetimes.refreshToken;
@@ -35,6 +46,7 @@ export function mintRefreshToken(ctx: GatewayContext, authorization: StoredAutho
     consentGrants: [...consentGrants],
     issuedAt,
     expiresAt: issuedAt + lifetime * 1000,
+    jkt: jkt ?? null,
   };
   return { token, write: { kind: 'refresh_token', id: tokenKey(token), value: record, options: { ttl: lifetime, grants: [grantId, ...consentGrants] } } };
 }
@@ -49,9 +61,10 @@ export function offeredRefreshToken(
   authorization: StoredAuthorization,
   grantId: string,
   consentGrants: readonly string[],
+  jkt: string | undefined,
 ): MintedRefreshToken | undefined {
   if (!client.grantTypes.includes('refresh_token') || !authorization.scope.split(' ').includes('offline_access')) return undefined;
-  return mintRefreshToken(ctx, authorization, grantId, consentGrants);
+  return mintRefreshToken(ctx, authorization, grantId, consentGrants, jkt);
 }
 
 /** The stored record of a presented refresh token, used or not (expired ones included), or undefined. */

@@ -1,22 +1,18 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import type { Express } from 'express';
 import request from 'supertest';
 import { StaticClientRegistry, hashClientSecret, type ClientRegistry, type RegisteredClient } from '../../../lib/index.js';
-import { decoyFor, verifySecret } from '../../../lib/gateway/client-auth/client-secret.js';
+import { decoyKind, verifySecret } from '../../../lib/gateway/client-auth/client-secret.js';
+import { SCRYPT_DEFAULTS } from '../../../lib/defaults.js';
+import { ScryptLimiter, deriveScrypt, scryptLimiter, type Derive } from '../../../lib/registry/scrypt.js';
 import { CLIENTS, SIM_SWAP, basic, createTestGateway } from '../../helpers/gateway.js';
 
 /**
- * An unknown client id is compared against a decoy that costs what a registered client's check costs, so
- * unknown ids are not told apart by timing. Timing is not measured here (bench/ measures speed): the work is
- * asserted instead, by the decoy's hash kind and parameters against the registered ones.
+ * An unknown client id costs what a registered client's check costs, so unknown ids are not told apart by timing;
+ * for scrypt that cost is a timer, not a derivation (issue 32, finding 3), and real derivations run behind a
+ * process-wide limit. Timing is not measured here (bench/ measures speed): the kind of decoy, and the number of
+ * derivations the limiter ran or refused, are counted instead.
  */
-
-/** Kind, salt bytes and key bytes of a registration's secret check. */
-function work(client: RegisteredClient): { kind: string; salt?: number; key?: number } {
-  if (client.clientSecretHash === undefined) return { kind: 'sha256' };
-  const [kind, salt, key] = client.clientSecretHash.split(':');
-  if (kind !== 'scrypt') return { kind: kind! };
-  return { kind, salt: Buffer.from(salt!, 'base64url').length, key: Buffer.from(key!, 'base64url').length };
-}
 
 const scryptClient = async (clientId = 'human'): Promise<RegisteredClient> => ({
   clientId,
@@ -25,43 +21,94 @@ const scryptClient = async (clientId = 'human'): Promise<RegisteredClient> => ({
   scopes: [SIM_SWAP],
 });
 
+const bcAuthorize = (app: Express, authorization: string) =>
+  request(app)
+    .post('/apigateway/bc-authorize')
+    .set('Authorization', authorization)
+    .type('form')
+    .send({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+
 describe('the decoy for unknown client ids', () => {
   it('plain and sha256 secrets only: one SHA-256, as a registered check', async () => {
     const registry = new StaticClientRegistry([...CLIENTS, { ...CLIENTS[1]!, clientId: 'hashed', clientSecret: undefined, clientSecretHash: await hashClientSecret('x') }]);
-    expect(work(decoyFor(registry))).toEqual({ kind: 'sha256' });
+    expect(decoyKind(registry)).toBe('sha256');
   });
 
-  it('a static registry with scrypt secrets: the decoy is an scrypt hash with the registered parameters, from the start', async () => {
-    const human = await scryptClient();
-    const registry = new StaticClientRegistry([...CLIENTS, human]);
-    expect(work(decoyFor(registry))).toEqual(work(human));
-    expect(work(human)).toEqual({ kind: 'scrypt', salt: 16, key: 32 });
-    // Its own salt and key: nothing of a real registration is reused.
-    expect(decoyFor(registry).clientSecretHash).not.toBe(human.clientSecretHash);
-  });
-
-  it('an scrypt hash of other lengths: the decoy has those lengths', async () => {
-    const human = await scryptClient();
-    const [, salt] = human.clientSecretHash!.split(':');
-    const longer = { ...human, clientSecretHash: `scrypt:${salt}:${Buffer.alloc(64, 7).toString('base64url')}` };
-    expect(work(decoyFor(new StaticClientRegistry([longer])))).toEqual({ kind: 'scrypt', salt: 16, key: 64 });
+  it('a static registry with scrypt secrets: priced as scrypt from the start', async () => {
+    expect(decoyKind(new StaticClientRegistry([...CLIENTS, await scryptClient()]))).toBe('scrypt');
   });
 
   it('a custom registry: the kinds are learnt from the clients it returns', async () => {
     const human = await scryptClient();
     const inner = new StaticClientRegistry([...CLIENTS, human]);
     const custom: ClientRegistry = { find: (id) => inner.find(id) };
-    expect(work(decoyFor(custom))).toEqual({ kind: 'sha256' });
+    expect(decoyKind(custom)).toBe('sha256');
     expect(await verifySecret(custom, await custom.find('human'), 'wrong')).toEqual({ known: human });
-    expect(work(decoyFor(custom))).toEqual(work(human));
+    expect(decoyKind(custom)).toBe('scrypt');
     expect(await verifySecret(custom, await custom.find('nobody'), 'a person chose this')).toEqual({});
+  });
+
+  it('100 requests with unknown ids beside a scrypt client run no scrypt at all; 401 each', async () => {
+    const human = await scryptClient();
+    const { app } = createTestGateway({ clients: [...CLIENTS, human], rateLimits: false });
+    // One real check first, so the decoy has a measured duration to draw from (no calibration derivation).
+    expect((await bcAuthorize(app, basic('human', 'a person chose this'))).status).toBe(200);
+    const before = scryptLimiter.computed;
+    const unknown = (i: number) => bcAuthorize(app, basic(`nobody-${i}`, 'a person chose this'));
+    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => unknown(i)));
+    expect(answers.map((r) => r.status)).toEqual(Array(100).fill(401));
+    expect(scryptLimiter.computed - before).toBe(0);
+  });
+
+  it('with no real check seen yet, a burst of decoys costs one calibration derivation in all', async () => {
+    const limiter = new ScryptLimiter();
+    await Promise.all(Array.from({ length: 20 }, () => limiter.decoy()));
+    expect(limiter.computed).toBe(1);
+    await Promise.all(Array.from({ length: 20 }, () => limiter.decoy()));
+    expect(limiter.computed).toBe(1);
+  });
+
+  it('past the limit and its queue: 503 with Retry-After, for known and unknown ids', async () => {
+    const human = await scryptClient();
+    const { app } = createTestGateway({ clients: [...CLIENTS, human], rateLimits: false });
+    expect((await bcAuthorize(app, basic('human', 'a person chose this'))).status).toBe(200);
+    // Derivations held until released: 1 runs, 2 wait, every further check is refused.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const held: Derive = async (...args) => (await gate, deriveScrypt(...args));
+    scryptLimiter.configure({ concurrency: 1, queue: 2, derive: held });
+    try {
+      const before = { computed: scryptLimiter.computed, refused: scryptLimiter.refused };
+      // `then` sends each now; each counts once it reached the limiter: running, waiting, or refused.
+      const guess = (i: number) => bcAuthorize(app, basic('human', `guess ${i}`)).then((r) => r);
+      const guesses = Array.from({ length: 10 }, (_, i) => guess(i));
+      const arrived = () =>
+        scryptLimiter.computed - before.computed + scryptLimiter.queued + scryptLimiter.refused - before.refused;
+      await vi.waitFor(() => expect(arrived()).toBe(10), { timeout: 20_000 });
+      const unknown = await bcAuthorize(app, basic('nobody', 'guess'));
+      release();
+      const answers = [...(await Promise.all(guesses)), unknown];
+      const statuses = answers.map((r) => r.status).sort();
+      expect(statuses).toEqual([...Array(3).fill(401), ...Array(8).fill(503)]);
+      for (const res of answers.filter((r) => r.status === 503)) {
+        expect(res.body.error).toBe('temporarily_unavailable');
+        expect(res.headers['retry-after']).toBe('1');
+      }
+      expect(scryptLimiter.computed - before.computed).toBe(3);
+    } finally {
+      scryptLimiter.configure({ ...SCRYPT_DEFAULTS, derive: deriveScrypt });
+    }
   });
 
   it('at the endpoint: an unknown id is 401 as before, the scrypt client authenticates', async () => {
     const human = await scryptClient();
     const { app } = createTestGateway({ clients: [...CLIENTS, human], rateLimits: false });
     const post = (authorization: string) =>
-      request(app).post('/apigateway/bc-authorize').set('Authorization', authorization).type('form').send({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+      request(app)
+    .post('/apigateway/bc-authorize')
+    .set('Authorization', authorization)
+    .type('form')
+    .send({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
     expect((await post(basic('nobody', 'a person chose this'))).status).toBe(401);
     expect((await post(basic('human', 'a person chose this'))).status).toBe(200);
   });

@@ -1,4 +1,6 @@
 import type { AddressInfo } from 'node:net';
+import { SCRYPT_DEFAULTS } from '../../../lib/defaults.js';
+import { scryptLimiter } from '../../../lib/registry/scrypt.js';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
@@ -120,6 +122,8 @@ describeEachBackend('client-authentication lock-out', (backend) => {
       const client = { ...CLIENTS[1]!, clientSecret: undefined, clientSecretHash: await hashClientSecret('other-secret', 'scrypt') };
       const gw = backend.gateway({ clients: [CLIENTS[0]!, client], rateLimits: { clientAuthentication: { perClientAndAddress: rule, perAddress: rule } } });
       failed = 0;
+      // The lock-out alone is under test: no check waits on the scrypt limit (its 503 is decoy.test.ts's).
+      scryptLimiter.configure({ queue: 1000 });
       gw.netauth.events.on('client.authentication_failed', () => {
         failed++;
       });
@@ -129,6 +133,7 @@ describeEachBackend('client-authentication lock-out', (backend) => {
     });
 
     afterAll(async () => {
+      scryptLimiter.configure({ queue: SCRYPT_DEFAULTS.queue });
       await new Promise((resolve) => server.close(resolve));
     });
 

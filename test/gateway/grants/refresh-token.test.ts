@@ -19,6 +19,8 @@ import {
   tokenRequest,
 } from '../../helpers/grants.js';
 import type { TestGateway } from '../../helpers/gateway.js';
+import { ISSUER } from '../../helpers/gateway.js';
+import { handProof, proofKey } from '../../helpers/dpop.js';
 
 /**
  * Refresh tokens (the CAMARA profile's Offline Access; RFC 6749 §6, RFC 9700 §4.14): issued only with
@@ -73,6 +75,23 @@ describe.each(['opaque', 'jwt'] as const)('refresh_token grant (%s access tokens
     expect(tokens.refresh_token).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
     expect(store.written.some((w) => w.includes(tokens.refresh_token!))).toBe(false);
     expect(store.written.some((w) => w.includes(tokens.access_token!))).toBe(false);
+  });
+
+  it('a DPoP-bound grant refreshed without a proof: 400 invalid_dpop_proof, never Bearer; with one, DPoP', async () => {
+    const gw = gateway();
+    const key = await proofKey();
+    const iat = Math.floor(gw.clock.now / 1000);
+    const proof = () => handProof({ key, htm: 'POST', htu: `${ISSUER}/token`, iat });
+    const id = await startBackchannel(gw.app, ALICE, OFFLINE, OFFLINE_AUTH);
+    const poll = await pollToken(gw.app, id, OFFLINE_AUTH).set('DPoP', await proof());
+    expect(poll.body.token_type).toBe('DPoP');
+    const bare = await refresh(gw.app, poll.body.refresh_token as string);
+    expect(bare.status).toBe(400);
+    expect(bare.body.error).toBe('invalid_dpop_proof');
+    // Nothing was used up: the same refresh token, now with a proof, gives a bound token.
+    const proven = await refresh(gw.app, poll.body.refresh_token as string).set('DPoP', await proof());
+    expect(proven.status).toBe(200);
+    expect(proven.body.token_type).toBe('DPoP');
   });
 
   it('refreshing gives a new access token and a new refresh token (rotation); both access tokens work', async () => {

@@ -119,7 +119,7 @@ describe('ID tokens (CIBA)', () => {
     expect(decodeProtectedHeader(body.access_token).typ).toBe('at+jwt');
     expect(at.aud).toBe(ISSUER);
     expect(id.aud).toBe('app-1');
-    expect(at.sub).toBe('sub-alice');
+    expect(at.sub).toBe(pairwise('app-1', 'sub-alice'));
     expect(id.sub).toBe(pairwise('app-1', 'sub-alice'));
     expect(at.scope).toBe(OPENID_SIM_SWAP);
   });

@@ -60,7 +60,7 @@ describe('signJws: the package\'s own signatures through node:crypto', () => {
       expect(verified.protectedHeader).toEqual({ alg, kid: key.kid, typ });
       expect(verified.payload).toEqual(CLAIMS);
       // And the verifier here takes jose's output.
-      expect(verifyJws(keys.keys, theirs)).toEqual({ header: { alg, kid: key.kid, typ }, claims: CLAIMS });
+      expect(verifyJws(keys.keys, theirs)).toEqual({ header: { alg, kid: key.kid, typ }, claims: CLAIMS, key });
     }
   });
 

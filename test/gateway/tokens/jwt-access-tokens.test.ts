@@ -1,13 +1,15 @@
-import { createPrivateKey, type JsonWebKey } from 'node:crypto';
+import { createHash, createPrivateKey, type JsonWebKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import express, { type Express } from 'express';
 import { SignJWT, decodeJwt, decodeProtectedHeader, createLocalJWKSet, jwtVerify, type JWK } from 'jose';
 import { MemoryStore, createNetAuth, type NetAuthOptions } from '../../../lib/index.js';
-import { APP1, CLIENTS, ISSUER, LOCATION, POLICY, SIM_SWAP, SUBSCRIBERS, createTestGateway } from '../../helpers/gateway.js';
+import { APP1, APP2, CLIENTS, ISSUER, LOCATION, POLICY, SIM_SWAP, SUBSCRIBERS, createTestGateway } from '../../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { FOREIGN_KEY, KEY_A, KEY_B, NoTokenReadStore, ecKey, rsaKey } from '../../helpers/keys.js';
 
+const pairwise = (clientId: string, subscriberId: string) =>
+  createHash('sha256').update(clientId + subscriberId + 'test-salt').digest('base64url');
 const KEY_A_PRIVATE = createPrivateKey({ key: KEY_A as JsonWebKey, format: 'jwk' });
 const JWT_OPTIONS: Partial<NetAuthOptions> = { accessTokenFormat: 'jwt', signingKeys: [KEY_A], pairwiseSalt: 'test-salt' };
 
@@ -32,6 +34,21 @@ function tamper(jwt: string, change: (payload: Record<string, unknown>) => void)
 }
 
 describe('JWT access tokens (RFC 9068)', () => {
+  it('carry the pairwise sub: two clients see different ones, neither the internal id; the guard still gets it', async () => {
+    const { app } = createTestGateway(JWT_OPTIONS);
+    const one = await tokenFor(app, SIM_SWAP, APP1);
+    const two = await tokenFor(app, SIM_SWAP, APP2);
+    const [subOne, subTwo] = [decodeJwt(one).sub, decodeJwt(two).sub];
+    expect(subOne).toBe(pairwise('app-1', 'sub-alice'));
+    expect(subTwo).toBe(pairwise('app-2', 'sub-alice'));
+    expect(subOne).not.toBe(subTwo);
+    for (const token of [one, two]) {
+      expect(JSON.stringify(decodeJwt(token))).not.toContain('sub-alice');
+      // Issue 32, finding 4: the guard maps back to the operator's id, with no store read.
+      expect((await call(app, token)).body.subscriber).toBe('sub-alice');
+    }
+  });
+
   it('are at+jwt with the RFC 9068 claims, the purpose and grant ids; never the phone number', async () => {
     const { app, clock } = createTestGateway(JWT_OPTIONS);
     const token = await tokenFor(app);
@@ -41,7 +58,7 @@ describe('JWT access tokens (RFC 9068)', () => {
     const now = Math.floor(clock.now / 1000);
     expect(claims).toEqual({
       iss: ISSUER,
-      sub: 'sub-alice',
+      sub: pairwise('app-1', 'sub-alice'),
       aud: ISSUER,
       exp: now + 3600,
       iat: now,
@@ -50,7 +67,9 @@ describe('JWT access tokens (RFC 9068)', () => {
       scope: SIM_SWAP,
       purpose: 'FraudPreventionAndDetection',
       grant_ids: [expect.stringMatching(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{22}$/)],
+      subscriber_sealed: expect.stringMatching(/^[A-Za-z0-9_-]+$/),
     });
+    expect(JSON.stringify(claims)).not.toContain('sub-alice');
     // The jti carries its grant's placement tag, so a sharded store keeps the token's record with the grant.
     expect((claims.jti as string).split('.')[0]).toBe((claims.grant_ids as string[])[0]!.split('.')[0]);
     expect(token).not.toContain('34600000001');
@@ -110,6 +129,7 @@ describe('JWT access tokens (RFC 9068)', () => {
     const token = await tokenFor(app);
     for (const forged of [
       tamper(token, (c) => (c.sub = 'sub-bob')),
+      tamper(token, (c) => (c.subscriber_sealed = 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')),
       tamper(token, (c) => (c.scope = LOCATION)),
       tamper(token, (c) => (c.exp = (c.exp as number) + 1)),
     ]) {
