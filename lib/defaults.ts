@@ -19,6 +19,9 @@ export const LIFETIME_DEFAULTS = {
 /** `bodyLimit`: the largest form body (body-parser's notation). */
 export const BODY_LIMIT_DEFAULT = '16kb';
 
+/** `idTokens`: a granted `openid` always comes with an ID token (OIDC Core §3.1.3.3). */
+export const ID_TOKENS_DEFAULT = true;
+
 /** `accessTokenFormat`. */
 export const ACCESS_TOKEN_FORMAT_DEFAULT = 'opaque';
 

@@ -16,7 +16,12 @@ import { attachLogger, logInternalError, reportWarning } from '../ops/logging.js
 import { checkConsistency, checkOptions } from './options-check.js';
 import { ClientKeys } from './client-auth/client-keys.js';
 import { ClientJwts } from './client-auth/client-jwt.js';
-import { ACCESS_TOKEN_FORMAT_DEFAULT, BODY_LIMIT_DEFAULT, LIFETIME_DEFAULTS } from '../defaults.js';
+import {
+  ACCESS_TOKEN_FORMAT_DEFAULT,
+  BODY_LIMIT_DEFAULT,
+  ID_TOKENS_DEFAULT,
+  LIFETIME_DEFAULTS,
+} from '../defaults.js';
 
 /** The options, resolved once: what every endpoint module reads. */
 export interface GatewayContext {
@@ -37,6 +42,7 @@ export interface GatewayContext {
   consentPage: ConsentPageConfig;
   /** Signing keys; undefined when nothing is signed (no ID tokens, opaque access tokens, no keys given). */
   keys: KeySet | undefined;
+  /** ID tokens on: a granted `openid` comes with one. Off: `openid` is never granted (requests/authorization.ts). */
   idTokens: boolean;
   accessTokenFormat: 'opaque' | 'jwt';
   accessTokenAudience: string;
@@ -98,7 +104,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const consentPage = resolveConsentPage(options.consentPage, issuerUrl);
   const accessTokenFormat = options.accessTokenFormat ?? ACCESS_TOKEN_FORMAT_DEFAULT;
   if (accessTokenFormat !== 'opaque' && accessTokenFormat !== 'jwt') throw new TypeError("accessTokenFormat must be 'opaque' or 'jwt'");
-  const idTokens = options.idTokens ?? false;
+  const idTokens = options.idTokens ?? ID_TOKENS_DEFAULT;
   const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
   const pairwiseSubject = createPairwiseSubject(options.pairwiseSalt);
   const clientKeys = new ClientKeys(options.clientJwks ?? {}, now);

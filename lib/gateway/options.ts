@@ -163,7 +163,10 @@ export interface NetAuthOptions {
    * (with a warning: tokens stop verifying on restart and across instances).
    */
   signingKeys?: JWK[];
-  /** Issue an ID token when `openid` is in the granted scope. Default false. */
+  /**
+   * Issue an ID token when `openid` is in the granted scope. Default true. `false` never grants `openid` (it is left
+   * out of the granted scope), since OpenID Connect never grants it without an ID token.
+   */
   idTokens?: boolean;
   /** `opaque` (default): random, stored hashed. `jwt`: RFC 9068 `at+jwt`, verifiable offline with the JWKS. */
   accessTokenFormat?: 'opaque' | 'jwt';

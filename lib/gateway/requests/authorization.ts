@@ -25,11 +25,14 @@ function scopesOf(client: RegisteredClient): ReadonlySet<string> {
 
 /**
  * The scope a request asks for, checked against the client's registration and the policy. `offline_access` is
- * granted only to a client registered for `refresh_token` (else it is left out of the granted scope).
+ * granted only to a client registered for `refresh_token`, and `openid` only where ID tokens are on (OIDC Core
+ * §3.1.3.3: no `openid` without an ID token); else they are left out of the granted scope, in every grant.
  */
 export function decideScope(ctx: GatewayContext, client: RegisteredClient, scope: string): ScopeDecision {
   const parsed = parseScope(scope);
-  const requested = parsed.offlineAccess && !client.grantTypes.includes('refresh_token') ? withoutProtocolScopes(parsed, { offlineAccess: true }) : parsed;
+  const drop = { openid: !ctx.idTokens, offlineAccess: !client.grantTypes.includes('refresh_token') };
+  const dropped = (parsed.openid && drop.openid) || (parsed.offlineAccess && drop.offlineAccess);
+  const requested = dropped ? withoutProtocolScopes(parsed, drop) : parsed;
   const registered = scopesOf(client);
   for (const api of requested.scopes) {
     if (!registered.has(`dpv:${requested.purpose}#${api}`)) {

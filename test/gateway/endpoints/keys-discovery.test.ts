@@ -35,7 +35,7 @@ describe('signing keys', () => {
   });
 
   it('nothing signed and no keys given: no key, no jwks_uri, no /jwks', async () => {
-    const { app } = createTestGateway();
+    const { app } = createTestGateway({ idTokens: false });
     expect(stderr.join('')).not.toContain('signingKeys');
     const metadata = (await request(app).get('/apigateway/.well-known/openid-configuration')).body;
     expect(metadata).not.toHaveProperty('jwks_uri');
@@ -105,7 +105,7 @@ describe('discovery', () => {
   });
 
   it('configured keys without ID tokens or JWTs: keys published, openid not offered', async () => {
-    const { app } = createTestGateway({ signingKeys: [KEY_A] });
+    const { app } = createTestGateway({ idTokens: false, signingKeys: [KEY_A] });
     const metadata = (await request(app).get('/apigateway/.well-known/openid-configuration')).body;
     expect(metadata.jwks_uri).toBe(`${ISSUER}/jwks`);
     expect(metadata.scopes_supported).not.toContain('openid');
