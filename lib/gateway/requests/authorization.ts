@@ -23,6 +23,24 @@ function scopesOf(client: RegisteredClient): ReadonlySet<string> {
   return scopes;
 }
 
+/** OIDC Core §5.4: the scopes that ask for standard claims, which only an OpenID Connect request can carry. */
+const CLAIM_SCOPES: readonly string[] = ['profile', 'email', 'phone', 'address'];
+
+/**
+ * An authorization request (GET /authorize, /bc-authorize) asking for OIDC claims (the `claims` parameter, or
+ * a claim scope) without `openid` is invalid_request, the CAMARA profile's "missing openid". Checked on the scope
+ * as sent, before anything is dropped from it.
+ */
+export function checkOpenidForClaims(scope: string, claims: string | undefined): void {
+  const tokens = scope.split(' ');
+  if (tokens.includes('openid')) return;
+  const asked = claims !== undefined ? 'the claims parameter' : CLAIM_SCOPES.find((s) => tokens.includes(s));
+  if (asked !== undefined) {
+    const description = `${asked} asks for OpenID Connect claims: openid is missing from the scope`;
+    throw new OAuthError('invalid_request', description);
+  }
+}
+
 /**
  * The scope a request asks for, checked against the client's registration and the policy. `offline_access` is
  * granted only to a client registered for `refresh_token`, and `openid` only where ID tokens are on (OIDC Core
