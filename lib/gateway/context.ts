@@ -19,6 +19,7 @@ import { ClientJwts } from './client-auth/client-jwt.js';
 import {
   ACCESS_TOKEN_FORMAT_DEFAULT,
   BODY_LIMIT_DEFAULT,
+  CLOCK_TOLERANCE_DEFAULT,
   ID_TOKENS_DEFAULT,
   LIFETIME_DEFAULTS,
 } from '../defaults.js';
@@ -165,6 +166,6 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     now,
     events,
     limits,
-    clientJwts: new ClientJwts(store, clientKeys, now),
+    clientJwts: new ClientJwts(store, clientKeys, now, options.clockTolerance ?? CLOCK_TOLERANCE_DEFAULT),
   };
 }

@@ -47,6 +47,7 @@ const OPTIONS = optionNames<NetAuthOptions>({
   consentPage: true,
   signingKeys: true,
   idTokens: true,
+  clockTolerance: true,
   accessTokenFormat: true,
   accessTokenAudience: true,
   pairwiseSalt: true,
@@ -145,6 +146,16 @@ function checkBodyLimit(value: unknown): void {
   if (!ok) throw new TypeError(`bodyLimit must be a positive number of bytes or a size such as '16kb', not ${JSON.stringify(value)}`);
 }
 
+function checkClockTolerance(value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 60) {
+    const shown = typeof value === 'number' ? String(value) : describe(value);
+    throw new TypeError(
+      `clockTolerance must be a whole number of seconds from 0 to 60 (0: the CAMARA profile's reading), not ${shown}`,
+    );
+  }
+}
+
 function checkSandbox(sandbox: SandboxOptions | undefined): void {
   checkOptionObject(sandbox, 'sandbox', SANDBOX);
   if (sandbox === undefined) return;
@@ -232,6 +243,7 @@ export function checkOptions(options: NetAuthOptions): void {
   checkConsentPage(options.consentPage);
   if (options.signingKeys !== undefined && !Array.isArray(options.signingKeys)) throw new TypeError('signingKeys must be a list of private JWKs');
   checkBoolean(options.idTokens, 'idTokens');
+  checkClockTolerance(options.clockTolerance);
   checkString(options.accessTokenAudience, 'accessTokenAudience', 'the aud of JWT access tokens');
   checkString(options.pairwiseSalt, 'pairwiseSalt', 'a secret, the same on every instance');
   checkRealm(options.realm, 'realm');

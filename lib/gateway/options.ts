@@ -177,6 +177,11 @@ export interface NetAuthOptions {
    * every `sub`. Default: random per process, with a warning.
    */
   pairwiseSalt?: string;
+  /**
+   * Seconds a client's clock may run ahead on client assertions, request objects and JWT-bearer assertions (`iat`,
+   * `nbf` in the future). Default 5. The CAMARA profile's "SHALL reject" an `iat` in the future reads as 0.
+   */
+  clockTolerance?: number;
   /** Realm in `WWW-Authenticate` challenges. Default: the issuer. */
   realm?: string;
   /** Largest accepted form body. Default `16kb`. */
