@@ -16,6 +16,9 @@ export const LIFETIME_DEFAULTS = {
   interaction: 600,
 } as const;
 
+/** `lifetimes.backendAccessToken` under `profile: 'camara'` (seconds): the profile's "short-lived". */
+export const CAMARA_BACKEND_ACCESS_TOKEN_LIFETIME = 300;
+
 /** `bodyLimit`: the largest form body (body-parser's notation). */
 export const BODY_LIMIT_DEFAULT = '16kb';
 

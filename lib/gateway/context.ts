@@ -19,6 +19,7 @@ import { ClientJwts } from './client-auth/client-jwt.js';
 import {
   ACCESS_TOKEN_FORMAT_DEFAULT,
   BODY_LIMIT_DEFAULT,
+  CAMARA_BACKEND_ACCESS_TOKEN_LIFETIME,
   CLOCK_TOLERANCE_DEFAULT,
   ID_TOKENS_DEFAULT,
   LIFETIME_DEFAULTS,
@@ -27,6 +28,8 @@ import {
 /** The options, resolved once: what every endpoint module reads. */
 export interface GatewayContext {
   issuer: string;
+  /** `profile`: what the guard's defaults follow. */
+  profile: NetAuthOptions['profile'];
   realm: string;
   clients: ClientRegistry;
   subscribers: SubscriberDirectory;
@@ -90,11 +93,21 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const now = options.now ?? Date.now;
   const policy = isList(options.consentPolicy) ? new StaticConsentPolicy(options.consentPolicy) : options.consentPolicy;
   const l = options.lifetimes ?? {};
+  const accessToken = seconds('accessToken', l.accessToken, LIFETIME_DEFAULTS.accessToken);
   const lifetimes = {
     code: seconds('code', l.code, LIFETIME_DEFAULTS.code),
     authReqId: seconds('authReqId', l.authReqId, LIFETIME_DEFAULTS.authReqId),
     pollInterval: seconds('pollInterval', l.pollInterval, LIFETIME_DEFAULTS.pollInterval),
-    accessToken: seconds('accessToken', l.accessToken, LIFETIME_DEFAULTS.accessToken),
+    accessToken,
+    // Never longer than any access token; the CAMARA profile's "short-lived" by default under it.
+    backendAccessToken: Math.min(
+      accessToken,
+      seconds(
+        'backendAccessToken',
+        l.backendAccessToken,
+        options.profile === 'camara' ? CAMARA_BACKEND_ACCESS_TOKEN_LIFETIME : accessToken,
+      ),
+    ),
     refreshToken: seconds('refreshToken', l.refreshToken, LIFETIME_DEFAULTS.refreshToken),
     expiredRetention: seconds('expiredRetention', l.expiredRetention, LIFETIME_DEFAULTS.expiredRetention),
     interaction: seconds('interaction', l.interaction, LIFETIME_DEFAULTS.interaction),
@@ -141,6 +154,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   for (const warning of warnings) reportWarning(logger, warning);
   return {
     issuer,
+    profile: options.profile,
     realm: options.realm ?? issuer,
     clients,
     subscribers,
