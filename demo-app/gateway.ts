@@ -2,7 +2,8 @@
  * The operator side: express-netauth's router at the issuer path, two sample network APIs guarded by its
  * tokens, the simulated network edge, and the demo's operator pages (device picker, the subscriber's phone).
  */
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import type { JWK } from 'jose';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
 import { createNetAuth, type BackchannelRequest, type NetAuth, type Store } from '../lib/index.js';
 import { APP_JWKS_PATH, type DemoConfig, type DemoSubscriber } from './config.js';
@@ -104,6 +105,8 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
     // One gateway process on a laptop: fresh secrets per start are all it needs (production gives every
     // instance the same ones; without them createNetAuth warns at start-up).
     pairwiseSalt: randomBytes(32).toString('base64url'),
+    // ID tokens are on by default: an ES256 key per start signs them (without one createNetAuth warns).
+    signingKeys: [generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' }) as JWK],
     consentPage: {
       cookieSecret: randomBytes(32).toString('base64url'),
       operatorName: operator.name,

@@ -16,8 +16,20 @@ export const LIFETIME_DEFAULTS = {
   interaction: 600,
 } as const;
 
+/** `lifetimes.backendAccessToken` under `profile: 'camara'` (seconds): the profile's "short-lived". */
+export const CAMARA_BACKEND_ACCESS_TOKEN_LIFETIME = 300;
+
 /** `bodyLimit`: the largest form body (body-parser's notation). */
 export const BODY_LIMIT_DEFAULT = '16kb';
+
+/** `idTokens`: a granted `openid` always comes with an ID token (OIDC Core §3.1.3.3). */
+export const ID_TOKENS_DEFAULT = true;
+
+/**
+ * `clockTolerance` (seconds): how far ahead a client's clock may run on client assertions, request objects and
+ * JWT-bearer assertions (`iat`, `nbf`). The CAMARA profile's SHALL reads as 0.
+ */
+export const CLOCK_TOLERANCE_DEFAULT = 5;
 
 /** `accessTokenFormat`. */
 export const ACCESS_TOKEN_FORMAT_DEFAULT = 'opaque';

@@ -2,6 +2,7 @@ export { createNetAuth } from './netauth.js';
 export type { NetAuth, ConsentApi, ConsentInput, BackchannelApi } from './netauth.js';
 export type {
   NetAuthOptions,
+  NetAuthProfile,
   Lifetimes,
   BackchannelOptions,
   BackchannelRequest,

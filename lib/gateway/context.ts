@@ -17,11 +17,20 @@ import { attachLogger, logInternalError, reportWarning } from '../ops/logging.js
 import { checkConsistency, checkOptions } from './options-check.js';
 import { ClientKeys } from './client-auth/client-keys.js';
 import { ClientJwts } from './client-auth/client-jwt.js';
-import { ACCESS_TOKEN_FORMAT_DEFAULT, BODY_LIMIT_DEFAULT, LIFETIME_DEFAULTS } from '../defaults.js';
+import {
+  ACCESS_TOKEN_FORMAT_DEFAULT,
+  BODY_LIMIT_DEFAULT,
+  CAMARA_BACKEND_ACCESS_TOKEN_LIFETIME,
+  CLOCK_TOLERANCE_DEFAULT,
+  ID_TOKENS_DEFAULT,
+  LIFETIME_DEFAULTS,
+} from '../defaults.js';
 
 /** The options, resolved once: what every endpoint module reads. */
 export interface GatewayContext {
   issuer: string;
+  /** `profile`: what the guard's defaults follow. */
+  profile: NetAuthOptions['profile'];
   realm: string;
   clients: ClientRegistry;
   subscribers: SubscriberDirectory;
@@ -38,6 +47,7 @@ export interface GatewayContext {
   consentPage: ConsentPageConfig;
   /** Signing keys; undefined when nothing is signed (no ID tokens, opaque access tokens, no keys given). */
   keys: KeySet | undefined;
+  /** ID tokens on: a granted `openid` comes with one. Off: `openid` is never granted (requests/authorization.ts). */
   idTokens: boolean;
   accessTokenFormat: 'opaque' | 'jwt';
   accessTokenAudience: string;
@@ -84,11 +94,21 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const now = options.now ?? Date.now;
   const policy = isList(options.consentPolicy) ? new StaticConsentPolicy(options.consentPolicy) : options.consentPolicy;
   const l = options.lifetimes ?? {};
+  const accessToken = seconds('accessToken', l.accessToken, LIFETIME_DEFAULTS.accessToken);
   const lifetimes = {
     code: seconds('code', l.code, LIFETIME_DEFAULTS.code),
     authReqId: seconds('authReqId', l.authReqId, LIFETIME_DEFAULTS.authReqId),
     pollInterval: seconds('pollInterval', l.pollInterval, LIFETIME_DEFAULTS.pollInterval),
-    accessToken: seconds('accessToken', l.accessToken, LIFETIME_DEFAULTS.accessToken),
+    accessToken,
+    // Never longer than any access token; the CAMARA profile's "short-lived" by default under it.
+    backendAccessToken: Math.min(
+      accessToken,
+      seconds(
+        'backendAccessToken',
+        l.backendAccessToken,
+        options.profile === 'camara' ? CAMARA_BACKEND_ACCESS_TOKEN_LIFETIME : accessToken,
+      ),
+    ),
     refreshToken: seconds('refreshToken', l.refreshToken, LIFETIME_DEFAULTS.refreshToken),
     expiredRetention: seconds('expiredRetention', l.expiredRetention, LIFETIME_DEFAULTS.expiredRetention),
     interaction: seconds('interaction', l.interaction, LIFETIME_DEFAULTS.interaction),
@@ -103,7 +123,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const consentPage = resolveConsentPage(options.consentPage, issuerUrl);
   const accessTokenFormat = options.accessTokenFormat ?? ACCESS_TOKEN_FORMAT_DEFAULT;
   if (accessTokenFormat !== 'opaque' && accessTokenFormat !== 'jwt') throw new TypeError("accessTokenFormat must be 'opaque' or 'jwt'");
-  const idTokens = options.idTokens ?? false;
+  const idTokens = options.idTokens ?? ID_TOKENS_DEFAULT;
   const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
   const pairwiseSubject = createPairwiseSubject(options.pairwiseSalt);
   const warnings = checkConsistency({ options, clients, policy, lifetimes, generatedKey: keys?.generated ?? false });
@@ -139,6 +159,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   for (const warning of warnings) reportWarning(logger, warning);
   return {
     issuer,
+    profile: options.profile,
     realm: options.realm ?? issuer,
     clients,
     subscribers,
@@ -164,6 +185,6 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     now,
     events,
     limits,
-    clientJwts: new ClientJwts(store, clientKeys, now),
+    clientJwts: new ClientJwts(store, clientKeys, now, options.clockTolerance ?? CLOCK_TOLERANCE_DEFAULT),
   };
 }

@@ -1,6 +1,12 @@
 import { checkTokenRules, type ConsentPolicy } from '../consent/policy.js';
 import { E164 } from '../identity/login-hint.js';
-import { CLIENT_AUTH_METHODS, registeredScope, StaticClientRegistry, type ClientRegistry } from '../registry/clients.js';
+import {
+  CLIENT_AUTH_METHODS,
+  registeredScope,
+  StaticClientRegistry,
+  type ClientRegistry,
+  type RegisteredClient,
+} from '../registry/clients.js';
 import type { ClientJwksOptions } from './client-auth/client-keys.js';
 import type { FailureLimitRule, RateLimitOptions, RateLimitRule, SubscriberLimitRules } from '../ops/rate-limits.js';
 import type { StartupWarning } from '../ops/logging.js';
@@ -36,6 +42,7 @@ import type {
 
 const OPTIONS = optionNames<NetAuthOptions>({
   issuer: true,
+  profile: true,
   clients: true,
   subscribers: true,
   consentPolicy: true,
@@ -47,6 +54,7 @@ const OPTIONS = optionNames<NetAuthOptions>({
   consentPage: true,
   signingKeys: true,
   idTokens: true,
+  clockTolerance: true,
   accessTokenFormat: true,
   accessTokenAudience: true,
   pairwiseSalt: true,
@@ -58,7 +66,16 @@ const OPTIONS = optionNames<NetAuthOptions>({
   onError: true,
   now: true,
 });
-const LIFETIMES = optionNames<Lifetimes>({ code: true, authReqId: true, pollInterval: true, accessToken: true, refreshToken: true, expiredRetention: true, interaction: true });
+const LIFETIMES = optionNames<Lifetimes>({
+  code: true,
+  authReqId: true,
+  pollInterval: true,
+  accessToken: true,
+  backendAccessToken: true,
+  refreshToken: true,
+  expiredRetention: true,
+  interaction: true,
+});
 const BACKCHANNEL = optionNames<BackchannelOptions>({ authorize: true, onConsentRequired: true });
 const SANDBOX = optionNames<SandboxOptions>({ allowList: true });
 const NETWORK = optionNames<NetworkOptions>({ mobileRanges: true, portHeader: true });
@@ -152,6 +169,16 @@ function checkBodyLimit(value: unknown): void {
   if (!ok) throw new TypeError(`bodyLimit must be a positive number of bytes or a size such as '16kb', not ${JSON.stringify(value)}`);
 }
 
+function checkClockTolerance(value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 60) {
+    const shown = typeof value === 'number' ? String(value) : describe(value);
+    throw new TypeError(
+      `clockTolerance must be a whole number of seconds from 0 to 60 (0: the CAMARA profile's reading), not ${shown}`,
+    );
+  }
+}
+
 function checkSandbox(sandbox: SandboxOptions | undefined): void {
   checkOptionObject(sandbox, 'sandbox', SANDBOX);
   if (sandbox === undefined) return;
@@ -240,7 +267,12 @@ export function checkOptions(options: NetAuthOptions): void {
   checkOptionObject(options.network, 'network', NETWORK);
   checkConsentPage(options.consentPage);
   if (options.signingKeys !== undefined && !Array.isArray(options.signingKeys)) throw new TypeError('signingKeys must be a list of private JWKs');
+  if (options.profile !== undefined && options.profile !== 'camara') {
+    const shown = typeof options.profile === 'string' ? `'${options.profile}'` : describe(options.profile);
+    throw new TypeError(`profile must be 'camara' (the CAMARA Security and Interoperability Profile), not ${shown}`);
+  }
   checkBoolean(options.idTokens, 'idTokens');
+  checkClockTolerance(options.clockTolerance);
   checkString(options.accessTokenAudience, 'accessTokenAudience', 'the aud of JWT access tokens');
   checkString(options.pairwiseSalt, 'pairwiseSalt', 'a secret, the same on every instance');
   checkRealm(options.realm, 'realm');
@@ -254,6 +286,35 @@ export function checkOptions(options: NetAuthOptions): void {
   checkFunction(options.onError, 'onError', '(error) => void');
   checkFunction(options.now, 'now', '() => milliseconds, like Date.now');
   if (options.now !== undefined && !Number.isFinite(options.now())) throw new TypeError('now must return milliseconds since the epoch, like Date.now');
+}
+
+/**
+ * `profile: 'camara'`: what the profile requires (MUST) cannot be turned off. Every client authenticates with
+ * `private_key_jwt`; OpenID Connect needs ID tokens.
+ */
+function checkCamaraProfile(resolved: ResolvedOptions, registrations: readonly RegisteredClient[]): void {
+  const { options, clients } = resolved;
+  if (options.idTokens === false) {
+    throw new TypeError("idTokens: profile 'camara' requires ID tokens (OpenID Connect); remove idTokens: false");
+  }
+  for (const client of registrations) {
+    const method = client.tokenEndpointAuthMethod ?? 'client_secret_basic';
+    if (method !== 'private_key_jwt') {
+      throw new TypeError(
+        `client ${client.clientId}: profile 'camara' requires private_key_jwt, and this client uses ${method}; ` +
+          "register its public keys (jwks or jwksUri) with tokenEndpointAuthMethod: 'private_key_jwt'",
+      );
+    }
+  }
+  if (!(clients instanceof StaticClientRegistry)) {
+    const methods = clients.authMethods;
+    if (methods === undefined || methods.some((m) => m !== 'private_key_jwt')) {
+      throw new TypeError(
+        "clients.authMethods: profile 'camara' requires private_key_jwt for every client; " +
+          "declare authMethods: ['private_key_jwt'] and register every client with it",
+      );
+    }
+  }
 }
 
 /** What the consistency checks read: the options, resolved. */
@@ -281,6 +342,7 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
   if (!Array.isArray(policy.rules())) throw new TypeError('consentPolicy.rules() must return the list of rules (discovery publishes their scopes)');
   checkTokenRules(policy.rules(), lifetimes.accessToken);
   const registrations = clients instanceof StaticClientRegistry ? clients.list() : [];
+  if (options.profile === 'camara') checkCamaraProfile(resolved, registrations);
   for (const client of registrations) {
     for (const scope of client.scopes) {
       const { purpose, scope: api } = registeredScope(scope)!;

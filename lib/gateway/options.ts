@@ -18,6 +18,11 @@ export interface Lifetimes {
   /** Access token. Default 3600. A consent policy rule may shorten it for its scope (`accessTokenLifetime`). */
   accessToken?: number;
   /**
+   * Access token of the backend grants, client credentials and JWT bearer (no subscriber interaction), at most
+   * `accessToken`. Default: `accessToken`; with `profile: 'camara'`, 300 (the profile's "short-lived").
+   */
+  backendAccessToken?: number;
+  /**
    * Refresh token (`offline_access`, code and CIBA grants): each one lives this long from its issue, and is
    * replaced by a new one at every use (rotation). Default 1209600 (14 days).
    */
@@ -133,12 +138,24 @@ export interface ConsentPageOptions {
   cookieSecret?: string | string[];
 }
 
+/**
+ * `'camara'`: the CAMARA Security and Interoperability Profile's requirements, set at once: every client
+ * `private_key_jwt`, ID tokens on, the guard's `errorFormat: 'camara'` by default, backend access tokens 300 s
+ * by default. The README's table says which option covers which requirement.
+ */
+export type NetAuthProfile = 'camara';
+
 export interface NetAuthOptions {
   /**
    * The issuer identifier: the absolute URL where the router is mounted, e.g.
    * `https://gw.example.com/apigateway`. Endpoints and discovery are published under it.
    */
   issuer: string;
+  /**
+   * A profile whose requirements are set at once (`'camara'`); what it requires is a start-up error to turn
+   * off, what it recommends stays overridable. Default: none.
+   */
+  profile?: NetAuthProfile;
   /** The developer portal's registrations: an implementation, or a static list. */
   clients: ClientRegistry | readonly RegisteredClient[];
   /** The operator's subscribers: an implementation, or a static table. */
@@ -163,7 +180,10 @@ export interface NetAuthOptions {
    * (with a warning: tokens stop verifying on restart and across instances).
    */
   signingKeys?: JWK[];
-  /** Issue an ID token when `openid` is in the granted scope. Default false. */
+  /**
+   * Issue an ID token when `openid` is in the granted scope. Default true. `false` never grants `openid` (it is left
+   * out of the granted scope), since OpenID Connect never grants it without an ID token.
+   */
   idTokens?: boolean;
   /** `opaque` (default): random, stored hashed. `jwt`: RFC 9068 `at+jwt`, verifiable offline with the JWKS. */
   accessTokenFormat?: 'opaque' | 'jwt';
@@ -174,6 +194,11 @@ export interface NetAuthOptions {
    * every `sub`. Default: random per process, with a warning.
    */
   pairwiseSalt?: string;
+  /**
+   * Seconds a client's clock may run ahead on client assertions, request objects and JWT-bearer assertions (`iat`,
+   * `nbf` in the future). Default 5. The CAMARA profile's "SHALL reject" an `iat` in the future reads as 0.
+   */
+  clockTolerance?: number;
   /** Realm in `WWW-Authenticate` challenges. Default: the issuer. */
   realm?: string;
   /** Largest accepted form body. Default `16kb`. */

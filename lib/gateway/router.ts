@@ -85,7 +85,7 @@ export function createRouter(ctx: GatewayContext): Router {
   for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
     endpoint(path, 'discovery', json, { get: [document], allow: 'GET, HEAD' });
   }
-  if (ctx.keys) endpoint('/jwks', 'jwks', json, { get: [jwksEndpoint(ctx.keys)], allow: 'GET, HEAD' });
+  endpoint('/jwks', 'jwks', json, { get: [jwksEndpoint(ctx.keys)], allow: 'GET, HEAD' });
 
   // Errors handed to the router by the application's own middleware before it.
   router.use(json);

@@ -222,7 +222,8 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
   if (revocation !== 'local' && revocation !== 'store') throw new TypeError("guard revocation must be 'local' or 'store'");
   const subscriber = options.subscriber ?? GUARD_DEFAULTS.subscriber;
   if (subscriber !== 'required' && subscriber !== 'optional') throw new TypeError("guard subscriber must be 'required' or 'optional'");
-  const format = options.errorFormat ?? GUARD_DEFAULTS.errorFormat;
+  // The CAMARA profile's error bodies, by default on every route under `profile: 'camara'`.
+  const format = options.errorFormat ?? (ctx.profile === 'camara' ? 'camara' : GUARD_DEFAULTS.errorFormat);
   if (format !== 'oauth' && format !== 'camara') throw new TypeError("guard errorFormat must be 'oauth' or 'camara'");
   if (options.device !== undefined && format !== 'camara') {
     throw new TypeError("guard device identification answers with the CAMARA error codes: set errorFormat: 'camara' beside device");

@@ -231,8 +231,18 @@ describe('warnings are given at start-up, through the logger (else stderr, once)
 
   const warned: Array<[string, Loose, string, RegExp]> = [
     ['no pairwiseSalt (issue 20: was said at the first introspection)', { pairwiseSalt: undefined }, 'pairwiseSalt', /no pairwiseSalt configured; a random one is used/],
-    ['ID tokens without signing keys', { idTokens: true }, 'signingKeys', /no signingKeys configured; a temporary RS256 key was generated for DEVELOPMENT/],
-    ['JWT access tokens without signing keys', { accessTokenFormat: 'jwt' }, 'signingKeys', /no signingKeys configured/],
+    [
+      'ID tokens (the default) without signing keys',
+      { signingKeys: undefined },
+      'signingKeys',
+      /no signingKeys configured; a temporary RS256 key was generated for DEVELOPMENT/,
+    ],
+    [
+      'JWT access tokens without signing keys',
+      { idTokens: false, accessTokenFormat: 'jwt', signingKeys: undefined },
+      'signingKeys',
+      /no signingKeys configured/,
+    ],
     ['sandbox mode with a network', { sandbox: { allowList: ['+34600000001'] } }, 'sandbox', /sandbox mode is on: the network option is ignored/],
     ['empty mobile ranges', { network: { mobileRanges: [] } }, 'network.mobileRanges', /network\.mobileRanges is empty: the frontend flow identifies no device/],
     ['a frontend client and no network', { network: undefined }, 'network', /client app-1 uses authorization_code, but without the network option .* every request ends in access_denied/],
@@ -241,7 +251,7 @@ describe('warnings are given at start-up, through the logger (else stderr, once)
 
   it.each(warned)('%s', async (_name, extra, option, message) => {
     const log = memoryLogger();
-    const netauth = createNetAuth(withOptions({ ...extra, logger: log.logger }));
+    const netauth = createNetAuth(withOptions({ signingKeys: [KEY_A], ...extra, logger: log.logger }));
     // Before any request: at start-up.
     expect(log.warnings()).toEqual([{ option, msg: expect.stringMatching(message) }]);
     await netauth.close();

@@ -23,6 +23,7 @@ import express from 'express';
 import { createCluster, createSentinel } from './node-redis.js';
 import { createNetAuth, MemoryStore, RedisStore, StoreUnavailableError, isOAuthError, type RegisteredClient, type RedisStoreClient } from '../../lib/index.js';
 import { CLIENTS, ISSUER, MOBILE_RANGES, POLICY, PORT_HEADER, SUBSCRIBERS } from './gateway.js';
+import { KEY_A } from './keys.js';
 
 function required(name: string): string {
   const value = process.env[name];
@@ -91,6 +92,8 @@ const netauth = createNetAuth({
   ...(redis ? { consentPage: { cookieSecret: required('NETAUTH_COOKIE_SECRET') } } : {}),
   // The same on every instance, as production has it (and without it the gateway warns at start-up).
   pairwiseSalt: 'gateway-main-pairwise-salt',
+  // ID tokens are on by default: the same key on every instance, as production has it.
+  signingKeys: [KEY_A],
   // Whole seconds are the smallest interval; one keeps openid-client's polling short.
   lifetimes: { pollInterval: 1 },
   ...(process.env.NETAUTH_RATE_LIMITS === 'off' ? { rateLimits: false } : {}),

@@ -244,7 +244,8 @@ describe('logging', () => {
   it('levels: failures and limits are warnings, timing is debug (and not listened to when debug is off)', async () => {
     const log = memoryLogger();
     log.logger.level = 'info';
-    const { app, netauth } = createTestGateway({ logger: log.logger });
+    // With keys: no start-up warning among the lines.
+    const { app, netauth } = createTestGateway({ logger: log.logger, signingKeys: [KEY_A] });
     await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, basic('app-1', 'nope-nope'));
     await startBackchannel(app, ALICE, SIM_SWAP);
     const lines = log.lines();

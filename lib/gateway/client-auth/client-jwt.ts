@@ -6,7 +6,7 @@ import { type ClientKeys, ClientKeysUnavailableError } from './client-keys.js';
 
 /** The CAMARA profile's window: `exp` at most this many seconds after receipt, and after `iat`. */
 export const MAX_JWT_LIFETIME = 300;
-/** Seconds a client's clock may run ahead: `iat` and `nbf` that far in the future still pass. */
+/** Seconds a used `jti` is remembered beyond its JWT's `exp`: the store's margin. */
 export const CLOCK_SKEW = 5;
 
 /** What a JWT signed by a client must satisfy besides its signature, `iss` = client_id, `exp` and `jti`. */
@@ -93,6 +93,8 @@ export class ClientJwts {
     private readonly store: Store,
     readonly keys: ClientKeys,
     private readonly now: () => number,
+    /** `clockTolerance`: seconds a client's clock may run ahead (`iat`, `nbf`); `exp` has none. */
+    private readonly clockTolerance: number,
   ) {}
 
   async verify(client: RegisteredClient, jwt: string, rules: ClientJwtRules): Promise<JWTPayload> {
@@ -109,7 +111,7 @@ export class ClientJwts {
         ...(rules.subjectIsClient ? { subject: client.clientId } : {}),
         requiredClaims: rules.requireIat ? ['exp', 'jti', 'iat'] : ['exp', 'jti'],
         currentDate: new Date(nowMs),
-        clockTolerance: CLOCK_SKEW,
+        clockTolerance: this.clockTolerance,
       });
       payload = verified.payload;
       typ = typeOf(verified.protectedHeader);
@@ -125,7 +127,7 @@ export class ClientJwts {
     if (exp <= now) throw new ClientJwtRejectedError('it has expired');
     if (exp - now > MAX_JWT_LIFETIME) throw new ClientJwtRejectedError(`its exp is more than ${MAX_JWT_LIFETIME} s away`);
     if (iat !== undefined) {
-      if (iat > now + CLOCK_SKEW) throw new ClientJwtRejectedError('its iat is in the future');
+      if (iat > now + this.clockTolerance) throw new ClientJwtRejectedError('its iat is in the future');
       if (exp - iat > MAX_JWT_LIFETIME) throw new ClientJwtRejectedError(`exp - iat exceeds ${MAX_JWT_LIFETIME} s`);
     }
     if (typeof jti !== 'string' || jti === '') throw new ClientJwtRejectedError('its jti claim is missing or wrong');

@@ -4,7 +4,7 @@ import { parseLoginHint, type LoginHint } from '../../identity/login-hint.js';
 import { findByLoginHint, type Subscriber } from '../../identity/subscribers.js';
 import type { RegisteredClient } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
-import { decideScope, storedAuthorization } from '../requests/authorization.js';
+import { checkOpenidForClaims, decideScope, storedAuthorization } from '../requests/authorization.js';
 import type { FormParams } from '../http/form.js';
 import type { RequestContext } from '../http/request-context.js';
 import { sendAuthorizationResponse, type RedirectTarget } from '../http/respond.js';
@@ -54,14 +54,23 @@ function prompts(params: FormParams): Set<string> {
   return set;
 }
 
-function hint(params: FormParams): LoginHint | undefined {
+/**
+ * The login_hint, where it can be used. With network identification, one the server cannot use (a type not served,
+ * such as `msisdn:`, or malformed) is ignored, as the CAMARA profile recommends: the network identifies the
+ * subscriber anyway. In sandbox mode the hint is the identification: there it stays an error.
+ */
+function hint(ctx: GatewayContext, params: FormParams): LoginHint | undefined {
   const value = params.get('login_hint');
   if (value === undefined) return undefined;
   try {
     return parseLoginHint(value);
   } catch (error) {
+    if (!(error instanceof OAuthError)) throw error;
+    if (!ctx.sandboxLines) return undefined;
     // A well-formed hint of a type not served cannot name the subscriber: access_denied, as any other mismatch.
-    if (error instanceof OAuthError && error.code === 'unknown_user_id') throw new OAuthError('access_denied', 'login_hint does not name the subscriber');
+    if (error.code === 'unknown_user_id') {
+      throw new OAuthError('access_denied', 'login_hint does not name the subscriber');
+    }
     throw error;
   }
 }
@@ -134,12 +143,14 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     if (!client.grantTypes.includes('authorization_code')) {
       throw new OAuthError('unauthorized_client', 'the client is not registered for the authorization code grant');
     }
-    const decision = decideScope(ctx, client, params.require('scope'));
+    const scope = params.require('scope');
+    checkOpenidForClaims(scope, params.get('claims'));
+    const decision = decideScope(ctx, client, scope);
     if (decision.basis === 'forbidden') throw new OAuthError('access_denied', 'the policy forbids this purpose and scope');
     const codeChallenge = pkce(client, params);
     const prompt = prompts(params);
     const nonce = params.get('nonce');
-    const loginHint = hint(params);
+    const loginHint = hint(ctx, params);
 
     const subscriber = await identify(ctx, req, loginHint, prompt.has('none'));
 

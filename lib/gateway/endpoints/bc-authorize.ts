@@ -5,7 +5,7 @@ import { findByLoginHint } from '../../identity/subscribers.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
-import { decideScope } from '../requests/authorization.js';
+import { checkOpenidForClaims, decideScope } from '../requests/authorization.js';
 import { requestParameters } from '../requests/request-objects.js';
 import type { RequestContext } from '../http/request-context.js';
 import { sandboxRefusal } from '../requests/sandbox.js';
@@ -40,6 +40,7 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     const loginHint = params.require('login_hint');
     const scope = params.require('scope');
     const hint = parseLoginHint(loginHint);
+    checkOpenidForClaims(scope, params.get('claims'));
     const decision = decideScope(ctx, client, scope);
     if (decision.basis === 'forbidden') throw new OAuthError('access_denied', 'the policy forbids this purpose and scope');
     const refusal = sandboxRefusal(ctx, hint);

@@ -34,9 +34,10 @@ export interface AuthorizationServerMetadata {
   revocation_endpoint_auth_signing_alg_values_supported?: string[];
   /** RFC 9449 §5.1: DPoP proofs are accepted (token endpoint and guard), signed with these. */
   dpop_signing_alg_values_supported: string[];
-  /** Present when signing keys exist (ID tokens, JWT access tokens, or configured keys). */
-  jwks_uri?: string;
-  id_token_signing_alg_values_supported?: string[];
+  /** Always (OIDC Discovery §3 REQUIRED); its set is empty where nothing is signed. */
+  jwks_uri: string;
+  /** Always (REQUIRED): the published keys' algorithms, else RS256, which Discovery says must be listed. */
+  id_token_signing_alg_values_supported: string[];
   [key: string]: unknown;
 }
 
@@ -78,16 +79,14 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
     revocation_endpoint: url('/revoke'),
     revocation_endpoint_auth_methods_supported: authMethods,
     dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
+    jwks_uri: url('/jwks'),
+    // Every published key's algorithm, the signing one first: a key rotated in is announced before use.
+    id_token_signing_alg_values_supported: ctx.keys?.algorithms ?? ['RS256'],
   };
   if (authMethods.includes('private_key_jwt')) {
     document.token_endpoint_auth_signing_alg_values_supported = algorithms;
     document.introspection_endpoint_auth_signing_alg_values_supported = algorithms;
     document.revocation_endpoint_auth_signing_alg_values_supported = algorithms;
-  }
-  if (ctx.keys) {
-    document.jwks_uri = url('/jwks');
-    // Every published key's algorithm, the signing one first: a key rotated in is announced before use.
-    document.id_token_signing_alg_values_supported = ctx.keys.algorithms;
   }
   return document;
 }

@@ -34,7 +34,8 @@ export const clientCredentialsGrant: Grant = {
     }
     const granted = withoutProtocolScopes(decision.requested, { openid: true, offlineAccess: true });
     const authorization: TokenAuthorization = { clientId: client.clientId, subscriberId: null, phoneNumber: null, purpose, scopes, scope: granted.value };
-    const tokens = await issueAccessToken(ctx, authorization, taggedId(randomTag(), 16), [], undefined, options);
+    const issue = { ...options, maxLifetime: ctx.lifetimes.backendAccessToken };
+    const tokens = await issueAccessToken(ctx, authorization, taggedId(randomTag(), 16), [], undefined, issue);
     reportIssued(ctx, authorization, 'client_credentials', tokens);
     return tokens;
   },

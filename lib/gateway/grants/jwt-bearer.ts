@@ -72,7 +72,8 @@ export const jwtBearerGrant: Grant = {
     // No ID token and no refresh token here (CAMARA: this flow MUST NOT return refresh tokens): the granted scope says so.
     const authorization = storedAuthorization(client.clientId, subscriber, withoutProtocolScopes(decision.requested, { openid: true, offlineAccess: true }));
     const grantId = taggedId(randomTag(), 16);
-    const tokens = await issueAccessToken(ctx, authorization, grantId, consentGrants, undefined, issue);
+    const backend = { ...issue, maxLifetime: ctx.lifetimes.backendAccessToken };
+    const tokens = await issueAccessToken(ctx, authorization, grantId, consentGrants, undefined, backend);
     reportIssued(ctx, authorization, JWT_BEARER_GRANT, tokens);
     return tokens;
   },

@@ -26,13 +26,34 @@ function scopesOf(client: RegisteredClient): ReadonlySet<string> {
   return scopes;
 }
 
+/** OIDC Core §5.4: the scopes that ask for standard claims, which only an OpenID Connect request can carry. */
+const CLAIM_SCOPES: readonly string[] = ['profile', 'email', 'phone', 'address'];
+
+/**
+ * An authorization request (GET /authorize, /bc-authorize) asking for OIDC claims (the `claims` parameter, or
+ * a claim scope) without `openid` is invalid_request, the CAMARA profile's "missing openid". Checked on the scope
+ * as sent, before anything is dropped from it.
+ */
+export function checkOpenidForClaims(scope: string, claims: string | undefined): void {
+  const tokens = scope.split(' ');
+  if (tokens.includes('openid')) return;
+  const asked = claims !== undefined ? 'the claims parameter' : CLAIM_SCOPES.find((s) => tokens.includes(s));
+  if (asked !== undefined) {
+    const description = `${asked} asks for OpenID Connect claims: openid is missing from the scope`;
+    throw new OAuthError('invalid_request', description);
+  }
+}
+
 /**
  * The scope a request asks for, checked against the client's registration and the policy. `offline_access` is
- * granted only to a client registered for `refresh_token` (else it is left out of the granted scope).
+ * granted only to a client registered for `refresh_token`, and `openid` only where ID tokens are on (OIDC Core
+ * §3.1.3.3: no `openid` without an ID token); else they are left out of the granted scope, in every grant.
  */
 export function decideScope(ctx: GatewayContext, client: RegisteredClient, scope: string): ScopeDecision {
   const parsed = parseScope(scope);
-  const requested = parsed.offlineAccess && !client.grantTypes.includes('refresh_token') ? withoutProtocolScopes(parsed, { offlineAccess: true }) : parsed;
+  const drop = { openid: !ctx.idTokens, offlineAccess: !client.grantTypes.includes('refresh_token') };
+  const dropped = (parsed.openid && drop.openid) || (parsed.offlineAccess && drop.offlineAccess);
+  const requested = dropped ? withoutProtocolScopes(parsed, drop) : parsed;
   const registered = scopesOf(client);
   for (const api of requested.scopes) {
     if (!registered.has(`dpv:${requested.purpose}#${api}`)) {

@@ -54,6 +54,8 @@ export interface IssueOptions {
   dpopJkt?: string | undefined;
   /** A refresh token to issue with the access token, in the same atomic step (code, CIBA and refresh grants). */
   refresh?: MintedRefreshToken | undefined;
+  /** The longest lifetime this grant gives (the backend grants' `lifetimes.backendAccessToken`), in seconds. */
+  maxLifetime?: number | undefined;
 }
 
 /**
@@ -136,7 +138,9 @@ export async function issueAccessToken(
   const grants = [grantId, ...consentGrants];
   const withdrawn = () => new OAuthError('invalid_grant', 'the consent this grant rests on was withdrawn');
   if (consentGrants.length > 0 && (await ctx.revocations.isAnyGrantRevoked(consentGrants))) throw withdrawn();
-  const { lifetime, singleUse } = accessTokenPolicy(ctx, authorization.purpose, authorization.scopes);
+  const policy = accessTokenPolicy(ctx, authorization.purpose, authorization.scopes);
+  const lifetime = Math.min(policy.lifetime, options.maxLifetime ?? policy.lifetime);
+  const singleUse = policy.singleUse;
   const tag = placementTag(grantId) ?? randomTag();
   let issuedAt = ctx.now();
   let token: string;

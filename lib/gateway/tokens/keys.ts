@@ -79,6 +79,20 @@ function resolveKey(jwk: JWK, where: string): SigningKey {
 }
 
 /**
+ * The development key, generated once per process: ID tokens are on by default, so every gateway without
+ * `signingKeys` needs one, and a process holding several (tests, a demo) need not pay for RSA generation each time.
+ */
+let developmentKey: SigningKey | undefined;
+
+function generatedKey(): SigningKey {
+  if (developmentKey === undefined) {
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    developmentKey = resolveKey({ ...(privateKey.export({ format: 'jwk' }) as JWK), alg: 'RS256' }, 'generated key');
+  }
+  return developmentKey;
+}
+
+/**
  * Resolves `signingKeys`. Without keys: none when nothing needs signing, else a generated RS256 key (the
  * default ID token algorithm of OpenID Connect and openid-client), marked `generated` (the start-up checks warn).
  */
@@ -90,8 +104,7 @@ export function resolveKeySet(signingKeys: readonly JWK[] | undefined, needed: b
     const kids = new Set(keys.map((k) => k.kid));
     if (kids.size !== keys.length) throw new TypeError('signingKeys: two keys have the same kid');
   } else if (needed) {
-    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    keys = [resolveKey({ ...(privateKey.export({ format: 'jwk' }) as JWK), alg: 'RS256' }, 'generated key')];
+    keys = [generatedKey()];
     generated = true;
   } else {
     return undefined;

@@ -120,6 +120,26 @@ describe('private_key_jwt (RFC 7523 §2.2, CAMARA profile): accepted', () => {
   });
 });
 
+describe('clockTolerance: one tolerance for client assertions, request objects and JWT-bearer assertions', () => {
+  it('with 0 (the profile\'s reading), an iat 3 s ahead is refused; at the default (5 s) it passes', async () => {
+    const strict = createTestGateway({ clients: [...CLIENTS, CAMARA_CLIENT], rateLimits: false, clockTolerance: 0 });
+    const lenient = gateway();
+    for (const [gw, status] of [[strict, 401], [lenient, 200]] as const) {
+      const now = nowOf(gw);
+      const assertion = await clientAssertion({ now, claims: { iat: now + 3, exp: now + 60 } });
+      expect((await bcAuthorize(gw.app, assertionFields(assertion))).status).toBe(status);
+    }
+    // On time, the strict gateway accepts.
+    const now = nowOf(strict);
+    expect((await bcAuthorize(strict.app, assertionFields(await clientAssertion({ now })))).status).toBe(200);
+  });
+
+  it.each([-1, 2.5, 61, '5'])('refuses %s at start-up', (value) => {
+    const create = () => createTestGateway({ clockTolerance: value as number });
+    expect(create).toThrow(/clockTolerance must be a whole number of seconds from 0 to 60/);
+  });
+});
+
 describe('private_key_jwt: refused with 401 invalid_client, as a wrong secret', () => {
   const gw = gateway();
   const events = recordEvents(gw.netauth);

@@ -104,7 +104,9 @@ describe('step 2: later errors redirect to redirect_uri with error, error_descri
     ['unknown prompt value', { prompt: 'sometimes' }, 'invalid_request'],
     ['prompt=none with another value', { prompt: 'none consent' }, 'invalid_request'],
     ['response_mode fragment', { response_mode: 'fragment' }, 'invalid_request'],
-    ['malformed login_hint', { login_hint: 'tel:600000001' }, 'invalid_request'],
+    ['OIDC claims without openid: scope phone', { scope: `phone ${SIM_SWAP}` }, 'invalid_request'],
+    ['OIDC claims without openid: scope profile', { scope: `profile ${SIM_SWAP}` }, 'invalid_request'],
+    ['OIDC claims without openid: the claims parameter', { claims: '{"userinfo":{"email":null}}' }, 'invalid_request'],
     ['login_hint sent twice', { login_hint: ['tel:+34600000001', 'tel:+34600000001'] }, 'invalid_request'],
   ])('%s: %s', async (_name, overrides, expected) => {
     const q = await errorFor(overrides, expected);

@@ -45,13 +45,22 @@ describe('POST /bc-authorize', () => {
     ['ipport:10.20.0.1:70000'],
     ['ipport:999.1.1.1'],
     ['+34600000001'],
+    // Ignored at /authorize (the network identifies the subscriber there); here the hint is the identification.
+    ['alice@example.com'],
   ])('malformed login_hint %s: 400 invalid_request', async (loginHint) => {
     const res = await bcAuthorize(app, { login_hint: loginHint, scope: SIM_SWAP });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('invalid_request');
   });
 
-  it.each([['tel:+34699999999'], ['ipport:10.99.0.1'], ['ipport:100.64.0.1'], ['ipport:100.64.0.1:9000'], ['operatortoken:abc']])(
+  it.each([
+    ['tel:+34699999999'],
+    ['ipport:10.99.0.1'],
+    ['ipport:100.64.0.1'],
+    ['ipport:100.64.0.1:9000'],
+    ['operatortoken:abc'],
+    ['msisdn:34600000001'],
+  ])(
     'well formed but nobody behind %s: 400 unknown_user_id',
     async (loginHint) => {
       const res = await bcAuthorize(app, { login_hint: loginHint, scope: SIM_SWAP });
@@ -106,6 +115,23 @@ describe('POST /bc-authorize', () => {
     const res = await bcAuthorize(app, { login_hint: 'tel:+34600000001', scope });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('invalid_scope');
+  });
+
+  it.each<[string, Record<string, string>]>([
+    ['scope phone', { scope: `phone ${SIM_SWAP}` }],
+    ['scope profile', { scope: `profile ${SIM_SWAP}` }],
+    ['scope email', { scope: `email ${SIM_SWAP}` }],
+    ['scope address', { scope: `address ${SIM_SWAP}` }],
+    ['the claims parameter', { scope: SIM_SWAP, claims: '{"id_token":{"phone_number":null}}' }],
+  ])('OIDC claims without openid (%s): 400 invalid_request', async (_name, extra) => {
+    const res = await bcAuthorize(app, { login_hint: 'tel:+34600000001', ...extra });
+    expect(res.status).toBe(400);
+    const description = expect.stringContaining('openid is missing');
+    expect(res.body).toMatchObject({ error: 'invalid_request', error_description: description });
+    // With openid, the claims parameter is accepted (and ignored: claims_parameter_supported is false).
+    const openid = { login_hint: 'tel:+34600000001', scope: `openid ${SIM_SWAP}`, claims: '{}' };
+    const claims = await bcAuthorize(app, openid);
+    expect(claims.status).toBe(200);
   });
 
   it('a scope the client is not registered for: invalid_scope', async () => {

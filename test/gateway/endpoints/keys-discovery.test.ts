@@ -34,14 +34,17 @@ describe('signing keys', () => {
     await jwtVerify(res.body.id_token as string, createLocalJWKSet(jwks.body), { issuer: ISSUER, audience: 'app-1', currentDate: new Date(clock.now) });
   });
 
-  it('nothing signed and no keys given: no key, no jwks_uri, no /jwks', async () => {
-    const { app } = createTestGateway();
+  it('nothing signed and no keys given: no key generated, an empty /jwks, openid not offered', async () => {
+    const { app } = createTestGateway({ idTokens: false });
     expect(stderr.join('')).not.toContain('signingKeys');
     const metadata = (await request(app).get('/apigateway/.well-known/openid-configuration')).body;
-    expect(metadata).not.toHaveProperty('jwks_uri');
-    expect(metadata).not.toHaveProperty('id_token_signing_alg_values_supported');
+    // Still named (OIDC Discovery §3 REQUIRED), with RS256 as Discovery asks.
+    expect(metadata.jwks_uri).toBe(`${ISSUER}/jwks`);
+    expect(metadata.id_token_signing_alg_values_supported).toEqual(['RS256']);
     expect(metadata.scopes_supported).not.toContain('openid');
-    expect((await request(app).get('/apigateway/jwks')).status).toBe(404);
+    const jwks = await request(app).get('/apigateway/jwks');
+    expect(jwks.status).toBe(200);
+    expect(jwks.body).toEqual({ keys: [] });
   });
 
   it('without pairwiseSalt: a random salt, stable within the process, and one warning at start-up', async () => {
@@ -74,7 +77,33 @@ describe('signing keys', () => {
   });
 });
 
+/** What OpenID Connect Discovery 1.0 §3 makes REQUIRED of every provider's metadata. */
+const OIDC_REQUIRED = [
+  'issuer',
+  'authorization_endpoint',
+  'token_endpoint',
+  'jwks_uri',
+  'response_types_supported',
+  'subject_types_supported',
+  'id_token_signing_alg_values_supported',
+];
+
 describe('discovery', () => {
+  it.each<[string, Parameters<typeof createTestGateway>[0]]>([
+    ['the defaults', {}],
+    ['ID tokens off, opaque access tokens, no keys', { idTokens: false }],
+    ['ID tokens off, JWT access tokens', { idTokens: false, accessTokenFormat: 'jwt', signingKeys: [KEY_A] }],
+    ['an EC key', { signingKeys: [ecKey('ec')] }],
+  ])('carries every member OIDC Discovery §3 makes REQUIRED, whatever the options: %s', async (_name, options) => {
+    const { app } = createTestGateway(options);
+    const res = await request(app).get('/apigateway/.well-known/openid-configuration');
+    const metadata = res.body as Record<string, unknown>;
+    for (const member of OIDC_REQUIRED) expect(metadata, member).toHaveProperty(member);
+    expect(metadata.response_types_supported).toEqual(['code']);
+    expect((metadata.id_token_signing_alg_values_supported as string[]).length).toBeGreaterThan(0);
+    expect((await request(app).get('/apigateway/jwks')).status).toBe(200);
+  });
+
   it('advertises introspection and revocation with the auth methods the registered clients use, always', async () => {
     const { app } = createTestGateway();
     const metadata = (await request(app).get('/apigateway/.well-known/openid-configuration')).body;
@@ -105,7 +134,7 @@ describe('discovery', () => {
   });
 
   it('configured keys without ID tokens or JWTs: keys published, openid not offered', async () => {
-    const { app } = createTestGateway({ signingKeys: [KEY_A] });
+    const { app } = createTestGateway({ idTokens: false, signingKeys: [KEY_A] });
     const metadata = (await request(app).get('/apigateway/.well-known/openid-configuration')).body;
     expect(metadata.jwks_uri).toBe(`${ISSUER}/jwks`);
     expect(metadata.scopes_supported).not.toContain('openid');

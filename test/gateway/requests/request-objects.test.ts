@@ -66,8 +66,9 @@ describe('GET /authorize with a request object (RFC 9101, CAMARA profile)', () =
     );
     expect(q.code).toBeDefined();
     expect(q.state).toBeUndefined();
-    // And signed values are: a malformed signed login_hint is an error, with the signed state.
-    const bad = callback(await authorize(gw.app, { ...PLAIN, request: await sign({ login_hint: 'tel:600', state: 's' }) }));
+    // And signed values are: an unknown signed prompt is an error, with the signed state.
+    const signed = await sign({ prompt: 'sometimes', state: 's' });
+    const bad = callback(await authorize(gw.app, { ...PLAIN, request: signed }));
     expect(bad).toMatchObject({ error: 'invalid_request', state: 's' });
   });
 

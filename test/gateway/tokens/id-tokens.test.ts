@@ -65,13 +65,22 @@ describe('ID tokens (CIBA)', () => {
     expect(bob.sub).toBe(pairwise('app-1', 'sub-bob'));
   });
 
-  it('no ID token without openid, nor when ID tokens are not configured (the default)', async () => {
+  it('no ID token without openid; with ID tokens turned off, openid is not granted either', async () => {
     const on = createTestGateway(OPTIONS);
     expect((await tokens(on.app, SIM_SWAP)).body).not.toHaveProperty('id_token');
-    const off = createTestGateway({ signingKeys: [KEY_A] });
+    const off = createTestGateway({ idTokens: false, signingKeys: [KEY_A] });
     const { body } = await tokens(off.app, OPENID_SIM_SWAP);
     expect(body).not.toHaveProperty('id_token');
+    expect(body.scope).toBe(SIM_SWAP);
+  });
+
+  it('ID tokens are on by default: a granted openid comes with one, signed by the development key', async () => {
+    const { app, clock } = createTestGateway();
+    const { body } = await tokens(app, OPENID_SIM_SWAP);
     expect(body.scope).toBe(OPENID_SIM_SWAP);
+    const jwks = await request(app).get('/apigateway/jwks');
+    const expected = { issuer: ISSUER, audience: 'app-1', currentDate: new Date(clock.now) };
+    await jwtVerify(body.id_token!, createLocalJWKSet(jwks.body), expected);
   });
 
   it('auth_time is when the request was created, when approved at once, however late the poll', async () => {
