@@ -80,8 +80,10 @@ child.on('exit', (code, signal) => {
   clearInterval(timer);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const line = [cmd, ...args].join(' ');
-  console.log(`measure: ${line}: ${seconds.toFixed(1)} s wall, peak memory ${(peak.pss / MB).toFixed(0)} MB PSS ` +
-    `(${(peakRss / MB).toFixed(0)} MB summed RSS)`);
+  console.log(
+    `measure: ${line}: ${seconds.toFixed(1)} s wall, peak memory ${(peak.pss / MB).toFixed(0)} MB PSS ` +
+      `(${(peakRss / MB).toFixed(0)} MB summed RSS)`,
+  );
   // Which processes made the peak, largest first: where to look when it grows.
   const top = peak.members.sort((a, b) => b.pss - a.pss).slice(0, 8);
   console.log(`measure: at the peak (MB PSS): ${top.map((p) => `${p.name} ${(p.pss / MB).toFixed(0)}`).join(', ')}`);

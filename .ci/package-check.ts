@@ -45,25 +45,46 @@ function run(command: string, args: string[], cwd: string): string {
 // ---- 1. The tarball ------------------------------------------------------------------------------------------
 
 function pack(): string {
-  const [info] = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', work], ROOT)) as { filename: string; files: { path: string }[] }[];
+  const [info] = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', work], ROOT)) as {
+    filename: string;
+    files: { path: string }[];
+  }[];
   check(info, 'npm pack printed nothing');
   const files = new Set(info.files.map((f) => f.path));
-  for (const required of ['LICENSE', 'README.md', 'CHANGELOG.md', 'package.json', 'dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/lib/client/index.js', 'dist/lib/client/index.d.ts']) {
+  for (const required of [
+    'LICENSE',
+    'README.md',
+    'CHANGELOG.md',
+    'package.json',
+    'dist/lib/index.js',
+    'dist/lib/index.d.ts',
+    'dist/lib/client/index.js',
+    'dist/lib/client/index.d.ts',
+  ]) {
     check(files.has(required), `the tarball lacks ${required}`);
   }
-  const stray = [...files].filter((f) => (f.endsWith('.ts') && !f.endsWith('.d.ts')) || /^(test|demo-app|bench|lib)\//.test(f));
+  const stray = [...files].filter(
+    (f) => (f.endsWith('.ts') && !f.endsWith('.d.ts')) || /^(test|demo-app|bench|lib)\//.test(f),
+  );
   check(stray.length === 0, `the tarball ships sources or tests: ${stray.slice(0, 5).join(', ')}`);
   // A source map may ship only with what it points at (or with the sources inlined).
   const tarball = join(work, info.filename);
   for (const map of [...files].filter((f) => f.endsWith('.map'))) {
-    const content = JSON.parse(run('tar', ['-xzOf', tarball, `package/${map}`], work)) as { sources: string[]; sourcesContent?: unknown[] };
+    const content = JSON.parse(run('tar', ['-xzOf', tarball, `package/${map}`], work)) as {
+      sources: string[];
+      sourcesContent?: unknown[];
+    };
     for (const source of content.sources) {
       const path = join(dirname(map), source).replace(/\\/g, '/');
-      check(content.sourcesContent !== undefined || files.has(path), `${map} points at ${source}, which the package does not contain`);
+      check(
+        content.sourcesContent !== undefined || files.has(path),
+        `${map} points at ${source}, which the package does not contain`,
+      );
     }
   }
   const manifest = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], work)) as Record<string, unknown>;
-  for (const field of ['repository', 'homepage', 'bugs', 'license', 'peerDependencies']) check(manifest[field], `package.json lacks ${field}`);
+  for (const field of ['repository', 'homepage', 'bugs', 'license', 'peerDependencies'])
+    check(manifest[field], `package.json lacks ${field}`);
   // Type packages are the user's to install (README: TypeScript): none rides along into every install.
   const dependencies = Object.keys((manifest.dependencies ?? {}) as Record<string, string>);
   const typings = dependencies.filter((name) => name.startsWith('@types/'));
@@ -107,7 +128,10 @@ function freePort(): Promise<number> {
 function setUp(project: Project, tarball: string, ports: { gateway: number; app: number }): string {
   const dir = join(work, project.name);
   mkdirSync(dir);
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `netauth-${project.name}`, private: true, type: project.type }, null, 2));
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: `netauth-${project.name}`, private: true, type: project.type }, null, 2),
+  );
   run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', tarball, ...project.packages], dir);
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(TSCONFIG, null, 2));
   // The quick start as a reader copies it, on free ports instead of 3000 and 3001.
@@ -118,8 +142,14 @@ function setUp(project: Project, tarball: string, ports: { gateway: number; app:
   run(process.execPath, [TSC, '-p', dir], dir);
   if (project.type === 'commonjs') {
     // The compiled quick start loads the package with require(), as a CommonJS application would.
-    check(readFileSync(join(dir, 'out/gateway.js'), 'utf8').includes('require("express-netauth")'), 'gateway.js does not require() the package');
-    check(readFileSync(join(dir, 'out/app.js'), 'utf8').includes('require("express-netauth/client")'), 'app.js does not require() the client');
+    check(
+      readFileSync(join(dir, 'out/gateway.js'), 'utf8').includes('require("express-netauth")'),
+      'gateway.js does not require() the package',
+    );
+    check(
+      readFileSync(join(dir, 'out/app.js'), 'utf8').includes('require("express-netauth/client")'),
+      'app.js does not require() the client',
+    );
   }
   return dir;
 }
@@ -153,7 +183,10 @@ async function exercise(ports: { gateway: number; app: number }): Promise<void> 
   const oidc = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as { issuer: string };
   check(oidc.issuer === issuer, `discovery: issuer ${oidc.issuer}`);
   const rfc8414 = await fetch(`${gateway}/.well-known/oauth-authorization-server/apigateway`);
-  check(rfc8414.status === 200 && ((await rfc8414.json()) as { issuer: string }).issuer === issuer, `RFC 8414 metadata at the root: ${rfc8414.status}`);
+  check(
+    rfc8414.status === 200 && ((await rfc8414.json()) as { issuer: string }).issuer === issuer,
+    `RFC 8414 metadata at the root: ${rfc8414.status}`,
+  );
 
   const auth = { authorization: basic('my-app', 'my-app-secret') };
   const bc = await fetch(`${issuer}/bc-authorize`, {
@@ -170,14 +203,23 @@ async function exercise(ports: { gateway: number; app: number }): Promise<void> 
   });
   const tokenBody = (await token.json()) as { access_token?: string; scope?: string };
   check(token.status === 200 && tokenBody.access_token, `token: ${token.status} ${JSON.stringify(tokenBody)}`);
-  const api = await fetch(`${gateway}/sim-swap/v1/check`, { method: 'POST', headers: { authorization: `Bearer ${tokenBody.access_token}` } });
+  const api = await fetch(`${gateway}/sim-swap/v1/check`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tokenBody.access_token}` },
+  });
   const apiBody = await api.text();
-  check(api.status === 200 && apiBody === '{"swapped":false,"subscriber":"subscriber-1"}', `the guarded API: ${api.status} ${apiBody}`);
+  check(
+    api.status === 200 && apiBody === '{"swapped":false,"subscriber":"subscriber-1"}',
+    `the guarded API: ${api.status} ${apiBody}`,
+  );
 
   // The frontend flow: the app's start → the gateway's /authorize (loopback is the subscriber's line) → callback → result.
   const { res, url } = await new Browser().navigate(`http://localhost:${ports.app}/`);
   const result = await res.text();
-  check(res.status === 200 && result === '{"swapped":false,"subscriber":"subscriber-1"}', `frontend flow ended at ${url.href}: ${res.status} ${result}`);
+  check(
+    res.status === 200 && result === '{"swapped":false,"subscriber":"subscriber-1"}',
+    `frontend flow ended at ${url.href}: ${res.status} ${result}`,
+  );
 }
 
 /** The optional peers are absent in the cjs project: the features that need them say which package to install. */
@@ -198,12 +240,25 @@ function optionalPeers(dir: string): void {
     netauth.close().then(() => console.log('ok'));
   `;
   check(run(process.execPath, ['-e', script], dir).trim() === 'ok', 'optional peers');
-  log('cjs: require() of both entry points; without redis and prom-client, RedisStore({ url }) and metricsRouter() name the package to install');
+  log(
+    'cjs: require() of both entry points; without redis and prom-client, RedisStore({ url }) and metricsRouter() name the package to install',
+  );
 }
 
 /** The application side alone compiles with skipLibCheck off and none of the gateway's optional peers. */
 function clientTypes(dir: string): void {
-  writeFileSync(join(dir, 'tsconfig.client.json'), JSON.stringify({ ...TSCONFIG, compilerOptions: { ...TSCONFIG.compilerOptions, skipLibCheck: false, noEmit: true }, files: ['app.ts'] }, null, 2));
+  writeFileSync(
+    join(dir, 'tsconfig.client.json'),
+    JSON.stringify(
+      {
+        ...TSCONFIG,
+        compilerOptions: { ...TSCONFIG.compilerOptions, skipLibCheck: false, noEmit: true },
+        files: ['app.ts'],
+      },
+      null,
+      2,
+    ),
+  );
   run(process.execPath, [TSC, '-p', join(dir, 'tsconfig.client.json')], dir);
   log('cjs: the application side type-checks with skipLibCheck off and no redis, prom-client or pino');
 }
@@ -230,8 +285,22 @@ function docsAgainstTarball(dir: string): void {
     writeFileSync(join(dir, file), moduleText(example));
     files.push(file);
   });
-  writeFileSync(join(dir, 'docs/placeholders.d.ts'), readFileSync(join(ROOT, 'test/package/doc-placeholders.d.ts'), 'utf8'));
-  writeFileSync(join(dir, 'tsconfig.docs.json'), JSON.stringify({ ...TSCONFIG, compilerOptions: { ...TSCONFIG.compilerOptions, noEmit: true }, files: ['docs/placeholders.d.ts', ...files] }, null, 2));
+  writeFileSync(
+    join(dir, 'docs/placeholders.d.ts'),
+    readFileSync(join(ROOT, 'test/package/doc-placeholders.d.ts'), 'utf8'),
+  );
+  writeFileSync(
+    join(dir, 'tsconfig.docs.json'),
+    JSON.stringify(
+      {
+        ...TSCONFIG,
+        compilerOptions: { ...TSCONFIG.compilerOptions, noEmit: true },
+        files: ['docs/placeholders.d.ts', ...files],
+      },
+      null,
+      2,
+    ),
+  );
   run(process.execPath, [TSC, '-p', join(dir, 'tsconfig.docs.json')], dir);
   log(`esm: the ${files.length} TypeScript blocks of README.md and docs/*.md compile against the tarball`);
 }
@@ -249,13 +318,17 @@ async function main(): Promise<void> {
   for (const project of PROJECTS) {
     const ports = { gateway: await freePort(), app: await freePort() };
     const dir = setUp(project, tarball, ports);
-    const express = (JSON.parse(readFileSync(join(dir, 'node_modules/express/package.json'), 'utf8')) as { version: string }).version;
+    const express = (
+      JSON.parse(readFileSync(join(dir, 'node_modules/express/package.json'), 'utf8')) as { version: string }
+    ).version;
     await start(dir, 'gateway.js', ports.gateway);
     await start(dir, 'app.js', ports.app);
     await exercise(ports);
     for (const child of children) child.kill();
     children.clear();
-    log(`${project.name} (${project.type}, Express ${express}): the README's quick start compiles under strict and runs: discovery, RFC 8414, backend flow, frontend flow`);
+    log(
+      `${project.name} (${project.type}, Express ${express}): the README's quick start compiles under strict and runs: discovery, RFC 8414, backend flow, frontend flow`,
+    );
     if (project.name === 'cjs') {
       optionalPeers(dir);
       clientTypes(dir);
@@ -269,6 +342,8 @@ main()
   .then(() => rmSync(work, { recursive: true, force: true }))
   .catch((error: unknown) => {
     for (const child of children) child.kill();
-    process.stderr.write(`package-check: FAILED: ${error instanceof Error ? error.message : String(error)}\n(left in ${work})\n`);
+    process.stderr.write(
+      `package-check: FAILED: ${error instanceof Error ? error.message : String(error)}\n(left in ${work})\n`,
+    );
     process.exit(1);
   });

@@ -99,9 +99,17 @@ function load(a: GatewayProcess, b: GatewayProcess, workers = 8) {
   };
 }
 
-async function measure(setup: string, env: { a: Record<string, string>; b: Record<string, string> }, kill: () => Promise<void>, healed: () => Promise<void>): Promise<Outcome> {
+async function measure(
+  setup: string,
+  env: { a: Record<string, string>; b: Record<string, string> },
+  kill: () => Promise<void>,
+  healed: () => Promise<void>,
+): Promise<Outcome> {
   const common = { NETAUTH_COOKIE_SECRET: randomBytes(24).toString('base64url'), NETAUTH_RATE_LIMITS: 'off' };
-  const [a, b] = await Promise.all([startGatewayProcess('A', { ...common, ...env.a }), startGatewayProcess('B', { ...common, ...env.b })]);
+  const [a, b] = await Promise.all([
+    startGatewayProcess('A', { ...common, ...env.a }),
+    startGatewayProcess('B', { ...common, ...env.b }),
+  ]);
   try {
     const running = load(a, b);
     await sleep(2000);
@@ -115,7 +123,10 @@ async function measure(setup: string, env: { a: Record<string, string>; b: Recor
     const errors = after.filter((x) => x.status >= 500);
     const firstError = errors[0]?.at;
     const lastError = errors.at(-1)?.at;
-    const okDuring = firstError === undefined ? 0 : after.filter((x) => x.status === 200 && x.at >= firstError && x.at <= lastError!).length;
+    const okDuring =
+      firstError === undefined
+        ? 0
+        : after.filter((x) => x.status === 200 && x.at >= firstError && x.at <= lastError!).length;
     return {
       setup,
       firstError: firstError === undefined ? undefined : firstError - killedAt,
@@ -134,11 +145,15 @@ async function measure(setup: string, env: { a: Record<string, string>; b: Recor
 async function cluster(nodeTimeout: number, fullCoverage: boolean): Promise<Outcome> {
   const set = await RedisCluster.start({ masters: 3, replicas: 1, nodeTimeout });
   try {
-    if (!fullCoverage) for (const node of set.nodes) await ask(node, ['CONFIG', 'SET', 'cluster-require-full-coverage', 'no']);
+    if (!fullCoverage)
+      for (const node of set.nodes) await ask(node, ['CONFIG', 'SET', 'cluster-require-full-coverage', 'no']);
     const doomed = (await set.masterServers())[0]!;
     return await measure(
       `cluster 3+3, node-timeout ${nodeTimeout} ms, full coverage ${fullCoverage ? 'yes' : 'no'}`,
-      { a: { REDIS_URL: set.nodes[0] === doomed ? set.nodes[1]!.url : set.nodes[0]!.url }, b: { REDIS_CLUSTER: set.nodes.map((n) => n.url).join(',') } },
+      {
+        a: { REDIS_URL: set.nodes[0] === doomed ? set.nodes[1]!.url : set.nodes[0]!.url },
+        b: { REDIS_CLUSTER: set.nodes.map((n) => n.url).join(',') },
+      },
       () => doomed.stop(),
       () => set.waitUntilHealthy(30_000),
     );
@@ -155,7 +170,12 @@ async function replicaLoss(): Promise<Outcome> {
     while (!/state=online/.test(String(await ask(master, ['INFO', 'replication'])))) await sleep(25);
     const env = { REDIS_URL: master.url };
     const setup = 'one master, its replica killed (no failover)';
-    return await measure(setup, { a: env, b: env }, () => replica.stop(), async () => {});
+    return await measure(
+      setup,
+      { a: env, b: env },
+      () => replica.stop(),
+      async () => {},
+    );
   } finally {
     await replica.destroy();
     await master.destroy();
@@ -184,7 +204,13 @@ async function sentinel(downAfter: number): Promise<Outcome> {
 
 const outcomes: Outcome[] = [];
 if (args.only === undefined || args.only === 'cluster') {
-  const setups = args.quick ? ([[1000, false]] as const) : ([[1000, true], [1000, false], [2000, true]] as const);
+  const setups = args.quick
+    ? ([[1000, false]] as const)
+    : ([
+        [1000, true],
+        [1000, false],
+        [2000, true],
+      ] as const);
   for (const [timeout, coverage] of setups) {
     outcomes.push(await cluster(timeout, coverage));
     process.stderr.write(`[failover] ${outcomes.at(-1)!.setup} done\n`);

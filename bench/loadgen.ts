@@ -5,7 +5,15 @@
  */
 import type { RecordableHistogram } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Connection, OperationFailed, Recorder, WORKLOADS, pendingRequest, type ServerParams, type WorkloadId } from './workloads.js';
+import {
+  Connection,
+  OperationFailed,
+  Recorder,
+  WORKLOADS,
+  pendingRequest,
+  type ServerParams,
+  type WorkloadId,
+} from './workloads.js';
 import { cpuBetween, cpuSnapshot, processRss, type CpuUse } from './proc.js';
 
 export interface RunRequest {
@@ -147,10 +155,23 @@ async function run(request: RunRequest): Promise<RunResult> {
     await Promise.all(conns.map((c) => c.close()));
   }
   const cpu = cpuBetween(before, after);
-  return { ops, failures, firstFailure, opsPerSec: ops / (cpu.wallMs / 1000), latency, steps, cpu, serverRss, rssSamples, window: { from, to } };
+  return {
+    ops,
+    failures,
+    firstFailure,
+    opsPerSec: ops / (cpu.wallMs / 1000),
+    latency,
+    steps,
+    cpu,
+    serverRss,
+    rssSamples,
+    window: { from, to },
+  };
 }
 
-async function prefill(request: PrefillRequest): Promise<{ made: number; ms: number; failures: number; firstFailure: string | undefined }> {
+async function prefill(
+  request: PrefillRequest,
+): Promise<{ made: number; ms: number; failures: number; firstFailure: string | undefined }> {
   const conns = connections(request.origin, request.connections);
   let remaining = request.count;
   let made = 0;
@@ -185,7 +206,10 @@ process.on('message', (message: LoadgenRequest) => {
     void Promise.all([...pools.values()].flat().map((c) => c.close())).finally(() => process.exit(0));
     return;
   }
-  const work = message.type === 'run' ? run(message).then((result) => reply({ type: 'result', id: message.id, result })) : prefill(message).then((r) => reply({ type: 'prefilled', id: message.id, ...r }));
+  const work =
+    message.type === 'run'
+      ? run(message).then((result) => reply({ type: 'result', id: message.id, result }))
+      : prefill(message).then((r) => reply({ type: 'prefilled', id: message.id, ...r }));
   work.catch((error: unknown) => reply({ type: 'error', id: message.id, message: describe(error) }));
 });
 process.on('disconnect', () => process.exit(0));

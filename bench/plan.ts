@@ -32,7 +32,8 @@ export const OIDC_PROVIDER_NO_FRONTEND =
 export const SUITES: Suite[] = [
   {
     id: 'flow',
-    title: '(1) backend flow: bc-authorize then the first token poll, memory and Redis stores; (4) the same with 100,000 pending auth_req_ids held',
+    title:
+      '(1) backend flow: bc-authorize then the first token poll, memory and Redis stores; (4) the same with 100,000 pending auth_req_ids held',
     workload: 'backend-flow',
     servers: [
       'netauth',
@@ -50,7 +51,8 @@ export const SUITES: Suite[] = [
   },
   {
     id: 'frontend',
-    title: '(2) frontend flow: GET authorize (network-identified, no consent needed) -> code from the 302 -> token (authorization_code, PKCE)',
+    title:
+      '(2) frontend flow: GET authorize (network-identified, no consent needed) -> code from the 302 -> token (authorization_code, PKCE)',
     workload: 'frontend-flow',
     servers: ['netauth', 'express-bare', 'raw-http'],
     references: ['express-bare', 'raw-http'],
@@ -67,7 +69,8 @@ export const SUITES: Suite[] = [
   },
   {
     id: 'hostile',
-    title: '(5) hostile input: every GET and POST endpoint, queries up to the head limit and bodies up to the body limit of repeated parameters',
+    title:
+      '(5) hostile input: every GET and POST endpoint, queries up to the head limit and bodies up to the body limit of repeated parameters',
     workload: 'hostile-params',
     servers: ['netauth'],
     references: [],
@@ -149,10 +152,37 @@ export const TARGETS: Array<RatioTarget | SoakTarget | LoopTarget> = [
     versus: 'express-bare',
     min: 0.85,
   },
-  { kind: 'ratio', text: 'guard >= 0.9x the same route without it (bare Express)', suite: 'guard', row: 'netauth', versus: 'express-bare', min: 0.9 },
+  {
+    kind: 'ratio',
+    text: 'guard >= 0.9x the same route without it (bare Express)',
+    suite: 'guard',
+    row: 'netauth',
+    versus: 'express-bare',
+    min: 0.9,
+  },
   // "Cost at most 10%": CPU per flow at most 1.1x, i.e. throughput at least 1/1.1 of the same server with them off.
-  { kind: 'ratio', text: 'default rate limits cost <= 10% (>= 0.91x the same server with them off)', suite: 'flow', row: 'netauth-limits', versus: 'netauth', min: 1 / 1.1 },
-  { kind: 'ratio', text: 'Redis store >= 0.6x memory store', suite: 'flow', row: 'netauth-redis', versus: 'netauth', min: 0.6 },
+  {
+    kind: 'ratio',
+    text: 'default rate limits cost <= 10% (>= 0.91x the same server with them off)',
+    suite: 'flow',
+    row: 'netauth-limits',
+    versus: 'netauth',
+    min: 1 / 1.1,
+  },
+  {
+    kind: 'ratio',
+    text: 'Redis store >= 0.6x memory store',
+    suite: 'flow',
+    row: 'netauth-redis',
+    versus: 'netauth',
+    min: 0.6,
+  },
   { kind: 'soak', text: 'RSS flat over a 60 s sustained run', maxGrowth: 0.1 },
-  { kind: 'loop', text: 'event loop responsive under hostile input (max delay <= 100 ms)', suite: 'hostile', row: 'netauth', maxMs: 100 },
+  {
+    kind: 'loop',
+    text: 'event loop responsive under hostile input (max delay <= 100 ms)',
+    suite: 'hostile',
+    row: 'netauth',
+    maxMs: 100,
+  },
 ];

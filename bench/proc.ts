@@ -96,7 +96,8 @@ export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): CpuUse {
     processes[name] = perWall(after - before);
     ours += after - before;
   }
-  const foreign = a.machine && b.machine && known ? Math.max(0, perWall(b.machine.busy - a.machine.busy - ours)) : undefined;
+  const foreign =
+    a.machine && b.machine && known ? Math.max(0, perWall(b.machine.busy - a.machine.busy - ours)) : undefined;
   const steal = a.machine && b.machine ? perWall(b.machine.steal - a.machine.steal) : undefined;
   return { wallMs, processes, foreign, steal };
 }

@@ -63,7 +63,10 @@ for (const [id, us] of selfUs) {
 const keep = (l: string): boolean => !filter || l.includes(filter);
 const print = (title: string, m: Map<string, number>): void => {
   process.stdout.write(`${title}\n`);
-  for (const [l, us] of [...m].filter(([l]) => keep(l)).sort((a, b) => b[1] - a[1]).slice(0, top)) {
+  for (const [l, us] of [...m]
+    .filter(([l]) => keep(l))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)) {
     process.stdout.write(`${((100 * us) / total).toFixed(1).padStart(6)}%  ${l}\n`);
   }
 };
@@ -85,6 +88,9 @@ process.stdout.write(`${file}: ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 
 print('self time:', self);
 print('inclusive time:', inclusive);
 process.stdout.write('self time by package or folder (share of busy time):\n');
-for (const [g, us] of [...groups].filter(([g]) => g !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, top)) {
+for (const [g, us] of [...groups]
+  .filter(([g]) => g !== '(idle)')
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, top)) {
   process.stdout.write(`${((100 * us) / busy).toFixed(1).padStart(6)}%  ${g}\n`);
 }

@@ -11,7 +11,15 @@
  * - flows per second of the same servers, from the load generator (bench/run.ts).
  */
 import { createConnection, type Socket } from 'node:net';
-import { Connection, Recorder, WORKLOADS, CIBA_GRANT, basicAuthorization, type ServerParams, type WorkloadId } from './workloads.js';
+import {
+  Connection,
+  Recorder,
+  WORKLOADS,
+  CIBA_GRANT,
+  basicAuthorization,
+  type ServerParams,
+  type WorkloadId,
+} from './workloads.js';
 import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_PHONE, ISSUER_PATH } from './servers/common.js';
 import { fmt, table } from './report.js';
 
@@ -126,7 +134,13 @@ export class CommandCounter {
     // +1700000000.123456 [0 127.0.0.1:52311] "EVALSHA" "…" "1" "key"
     const match = /^\+[\d.]+ \[\d+ ([^\]]+)\] "([^"]+)"(?: "([^"]*)")?(?: "[^"]*" "([^"]*)")?/.exec(line);
     if (!match || match[1] === 'lua') return;
-    const [, client, name, key, scriptKey] = match as unknown as [string, string, string, string | undefined, string | undefined];
+    const [, client, name, key, scriptKey] = match as unknown as [
+      string,
+      string,
+      string,
+      string | undefined,
+      string | undefined,
+    ];
     const command = name.toLowerCase();
     const firstKey = command === 'evalsha' || command === 'eval' ? scriptKey : key;
     const before = this.roundTrips;
@@ -153,12 +167,23 @@ export class CommandCounter {
     for (const monitor of this.monitors) monitor.close();
     const byCommand: Record<string, number> = {};
     for (const [name, n] of [...this.byCommand].sort((a, b) => b[1] - a[1])) byCommand[name] = n / flows;
-    return { roundTrips: this.roundTrips / flows, rateLimitRoundTrips: this.rateLimitRoundTrips / flows, commands: this.commands / flows, byCommand };
+    return {
+      roundTrips: this.roundTrips / flows,
+      rateLimitRoundTrips: this.rateLimitRoundTrips / flows,
+      commands: this.commands / flows,
+      byCommand,
+    };
   }
 }
 
 /** `flows` operations of a workload, one after another on one connection, counted on the nodes. */
-export async function countFlows(origin: string, params: ServerParams, workload: WorkloadId, nodes: readonly RedisNode[], flows: number): Promise<CommandCount> {
+export async function countFlows(
+  origin: string,
+  params: ServerParams,
+  workload: WorkloadId,
+  nodes: readonly RedisNode[],
+  flows: number,
+): Promise<CommandCount> {
   const recorder = new Recorder();
   const conn = new Connection(origin, recorder);
   const run = WORKLOADS[workload];
@@ -174,13 +199,21 @@ export async function countFlows(origin: string, params: ServerParams, workload:
   }
 }
 
-const FORM = { authorization: basicAuthorization(BENCH_CLIENT_ID, BENCH_CLIENT_SECRET), 'content-type': 'application/x-www-form-urlencoded' };
+const FORM = {
+  authorization: basicAuthorization(BENCH_CLIENT_ID, BENCH_CLIENT_SECRET),
+  'content-type': 'application/x-www-form-urlencoded',
+};
 
 /**
  * Redis memory per pending auth_req_id: `count` bc-authorize requests for a scope whose consent is not on
  * record (they stay pending), then one poll of each (`authorization_pending`, which stores its poll state).
  */
-export async function pendingMemory(origin: string, params: ServerParams, nodes: readonly RedisNode[], count: number): Promise<{ bytes: number; polledBytes: number }> {
+export async function pendingMemory(
+  origin: string,
+  params: ServerParams,
+  nodes: readonly RedisNode[],
+  count: number,
+): Promise<{ bytes: number; polledBytes: number }> {
   if (!params.pendingScope) throw new Error('this server has no pendingScope');
   const conns = Array.from({ length: 8 }, () => new Connection(origin, new Recorder()));
   const ids: string[] = [];
@@ -201,7 +234,8 @@ export async function pendingMemory(origin: string, params: ServerParams, nodes:
       for (let i = c; i < ids.length; i += conns.length) {
         const body = new URLSearchParams({ grant_type: CIBA_GRANT, auth_req_id: ids[i]! }).toString();
         const reply = await conn.post('token', `${ISSUER_PATH}/token`, FORM, body);
-        if (!reply.body.includes('authorization_pending')) throw new Error(`poll: HTTP ${reply.status} ${reply.body.slice(0, 200)}`);
+        if (!reply.body.includes('authorization_pending'))
+          throw new Error(`poll: HTTP ${reply.status} ${reply.body.slice(0, 200)}`);
       }
     }),
   );
@@ -230,7 +264,16 @@ export function redisCostReport(rows: readonly RedisCostRow[]): string {
     '(5) Redis costs per flow (MONITOR on every master; a MULTI block, a pipelined WAIT or PTTL count with their command) and Redis memory',
     '    (INFO used_memory) per pending auth_req_id; rate limits "on" = every default limit, with budgets no flow reaches',
     table(
-      ['topology', 'rate limits', 'CIBA flows/s', 'RT/CIBA flow', 'code flows/s', 'RT/code flow', 'B/pending id', 'B/pending, polled'],
+      [
+        'topology',
+        'rate limits',
+        'CIBA flows/s',
+        'RT/CIBA flow',
+        'code flows/s',
+        'RT/code flow',
+        'B/pending id',
+        'B/pending, polled',
+      ],
       rows.map((r) => [
         r.topology,
         r.rateLimits,
@@ -253,18 +296,23 @@ export function redisCostReport(rows: readonly RedisCostRow[]): string {
 
 /** The issue's Redis targets, as target lines. */
 export function redisTargetLines(rows: readonly RedisCostRow[]): string[] {
-  if (rows.length === 0) return ['  n/a   Redis round trips per CIBA flow <= 4 with default rate limits on  (redis suite not run)'];
+  if (rows.length === 0)
+    return ['  n/a   Redis round trips per CIBA flow <= 4 with default rate limits on  (redis suite not run)'];
   const lines: string[] = [];
   for (const row of rows.filter((r) => r.rateLimits === 'on')) {
     const value = row.ciba.perFlow.roundTrips;
     const limits = row.ciba.perFlow.rateLimitRoundTrips;
     // Two decimals: a client's own limit is taken ahead in chunks, so its refills add a fraction per flow.
     const split = limits === undefined ? '' : ` (store ${fmt(value - limits, 2)}, rate limits ${fmt(limits, 2)})`;
-    lines.push(`  ${value <= REDIS_TARGETS.cibaRoundTrips ? 'PASS' : 'MISS'}  Redis round trips per CIBA flow <= ${REDIS_TARGETS.cibaRoundTrips} with default rate limits on (${row.topology}): ${fmt(value, 2)}${split}`);
+    lines.push(
+      `  ${value <= REDIS_TARGETS.cibaRoundTrips ? 'PASS' : 'MISS'}  Redis round trips per CIBA flow <= ${REDIS_TARGETS.cibaRoundTrips} with default rate limits on (${row.topology}): ${fmt(value, 2)}${split}`,
+    );
   }
   for (const row of rows.filter((r) => r.pending)) {
     const value = row.pending!.bytes;
-    lines.push(`  ${value <= REDIS_TARGETS.pendingBytes ? 'PASS' : 'MISS'}  Redis memory per pending auth_req_id <= 1 KB (${row.topology}): ${fmt(value)} B`);
+    lines.push(
+      `  ${value <= REDIS_TARGETS.pendingBytes ? 'PASS' : 'MISS'}  Redis memory per pending auth_req_id <= 1 KB (${row.topology}): ${fmt(value)} B`,
+    );
   }
   return lines;
 }

@@ -28,7 +28,14 @@ import { MIN_PROCESSES, PENDING_SERVER, SOAK_SERVER, SUITES, TARGETS, type Suite
 import { fmt, mb, median, range, ratio, table } from './report.js';
 import { RedisServer, redisServerMissing } from '../test/helpers/redis-server.js';
 import { RedisCluster } from '../test/helpers/redis-cluster.js';
-import { countFlows, pendingMemory, redisCostReport, redisTargetLines, type RedisCostRow, type RedisNode } from './redis-costs.js';
+import {
+  countFlows,
+  pendingMemory,
+  redisCostReport,
+  redisTargetLines,
+  type RedisCostRow,
+  type RedisNode,
+} from './redis-costs.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -98,7 +105,9 @@ const log = (text: string): void => {
 
 function cpuModel(): string {
   try {
-    return /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model ?? 'unknown';
+    return (
+      /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model ?? 'unknown'
+    );
   } catch {
     return os.cpus()[0]?.model ?? 'unknown';
   }
@@ -148,7 +157,13 @@ class ServerProcess {
     }
     this.child = spawn(process.execPath, [...execArgv, path.join(HERE, 'servers', entry.file)], {
       cwd: ROOT,
-      env: { ...process.env, ...entry.env, ...(entry.needsRedis && redis ? { BENCH_REDIS_URL: redis.url } : {}), ...env, NODE_ENV: 'production' },
+      env: {
+        ...process.env,
+        ...entry.env,
+        ...(entry.needsRedis && redis ? { BENCH_REDIS_URL: redis.url } : {}),
+        ...env,
+        NODE_ENV: 'production',
+      },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     this.child.stderr!.on('data', (chunk: Buffer) => {
@@ -196,10 +211,16 @@ class ServerProcess {
 
   /** The server's event-loop delay between two wall-clock instants. */
   loop(from: number, to: number): Promise<Extract<ServerMessage, { type: 'loop' }>> {
-    return this.ask<Extract<ServerMessage, { type: 'loop' }>>((id) => ({ type: 'loop', id, from, to }), 'an event-loop probe');
+    return this.ask<Extract<ServerMessage, { type: 'loop' }>>(
+      (id) => ({ type: 'loop', id, from, to }),
+      'an event-loop probe',
+    );
   }
 
-  private ask<T extends Exclude<ServerMessage, { type: 'ready' }>>(message: (id: number) => OrchestratorMessage, what: string): Promise<T> {
+  private ask<T extends Exclude<ServerMessage, { type: 'ready' }>>(
+    message: (id: number) => OrchestratorMessage,
+    what: string,
+  ): Promise<T> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, resolve as (m: Exclude<ServerMessage, { type: 'ready' }>) => void);
@@ -242,7 +263,10 @@ class LoadGenerator {
   onWindow: ((id: number) => void) | undefined;
 
   constructor() {
-    this.child = spawn(process.execPath, ['--import', 'tsx', path.join(HERE, 'loadgen.ts')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = spawn(process.execPath, ['--import', 'tsx', path.join(HERE, 'loadgen.ts')], {
+      cwd: ROOT,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     this.ready = new Promise((resolve, reject) => {
       this.child.on('message', (message: LoadgenReply) => {
         if (message.type === 'ready') {
@@ -285,7 +309,11 @@ class LoadGenerator {
    * One round. With `server`, also the server's GC pause time during the measured window (read over IPC at
    * the window's start and when the result arrives, a few milliseconds after its end).
    */
-  async run(request: Omit<RunRequest, 'type' | 'id'>, server?: ServerProcess, options: { loop?: boolean } = {}): Promise<RunResult & ServerSide> {
+  async run(
+    request: Omit<RunRequest, 'type' | 'id'>,
+    server?: ServerProcess,
+    options: { loop?: boolean } = {},
+  ): Promise<RunResult & ServerSide> {
     const id = this.nextId++;
     let atStart: Promise<Extract<ServerMessage, { type: 'memory' }> | undefined> = Promise.resolve(undefined);
     if (server) {
@@ -299,9 +327,13 @@ class LoadGenerator {
     const [start, end] = await Promise.all([atStart, server.memory(false).catch(() => undefined)]);
     // The event loop's delays during the window, asked for by wall-clock time once it is over: a hold that
     // delayed the window's probes is still counted in the window it overlapped.
-    const delay = options.loop ? await server.loop(reply.result.window.from, reply.result.window.to).catch(() => undefined) : undefined;
+    const delay = options.loop
+      ? await server.loop(reply.result.window.from, reply.result.window.to).catch(() => undefined)
+      : undefined;
     const loop = delay ? { loop: { p99Ms: delay.p99Ms, maxMs: delay.maxMs } } : {};
-    return start && end ? { ...reply.result, gc: { ms: end.gcMs - start.gcMs, majorMs: end.majorGcMs - start.majorGcMs }, ...loop } : { ...reply.result, ...loop };
+    return start && end
+      ? { ...reply.result, gc: { ms: end.gcMs - start.gcMs, majorMs: end.majorGcMs - start.majorGcMs }, ...loop }
+      : { ...reply.result, ...loop };
   }
 
   prefill(origin: string, server: ServerEntry, count: number, limitMs: number) {
@@ -357,7 +389,9 @@ function pidsFor(server: ServerProcess): Record<string, number> {
 function checkRow(label: string, result: RunResult): void {
   const total = result.ops + result.failures;
   if (result.ops === 0 || result.failures / Math.max(1, total) > FAILURE_LIMIT) {
-    harnessFailures.push(`${label}: ${result.ops} operations succeeded, ${result.failures} failed; first failure: ${result.firstFailure ?? '-'}`);
+    harnessFailures.push(
+      `${label}: ${result.ops} operations succeeded, ${result.failures} failed; first failure: ${result.firstFailure ?? '-'}`,
+    );
   }
 }
 
@@ -442,7 +476,12 @@ const cpuPerOp = (x: RunResult): number => ((x.cpu.processes.server ?? NaN) * x.
  * Median over rounds of a per-round ratio (throughput by default): paired rounds cancel the machine's drift.
  * Rounds where both rows were undisturbed are used when there are any.
  */
-function pairedRatio(suite: string, row: string, versus: string, by: 'throughput' | 'cpu' = 'throughput'): number | undefined {
+function pairedRatio(
+  suite: string,
+  row: string,
+  versus: string,
+  by: 'throughput' | 'cpu' = 'throughput',
+): number | undefined {
   return pairedRatioOf(suite, row, versus, by)?.value;
 }
 
@@ -475,7 +514,12 @@ function pairedRatioOf(suite: string, row: string, versus: string, by: 'throughp
   return { value: median(ratios), range: range(ratios), clean: clean.length, processes };
 }
 
-const SHORT: Record<string, string> = { 'oidc-provider': 'vs oidc-prov', 'express-bare': 'vs Express', 'raw-http': 'vs raw http', netauth: 'vs memory' };
+const SHORT: Record<string, string> = {
+  'oidc-provider': 'vs oidc-prov',
+  'express-bare': 'vs Express',
+  'raw-http': 'vs raw http',
+  netauth: 'vs memory',
+};
 
 function suiteTable(suiteId: string): string | undefined {
   const suite = SUITES.find((s) => s.id === suiteId)!;
@@ -494,13 +538,20 @@ function suiteTable(suiteId: string): string | undefined {
     const ms = rowsOf(suiteId, id);
     if (ms.length === 0) continue;
     const r = (f: (x: Measured['result']) => number | undefined): number => median(ms.map((m) => f(m.result) ?? NaN));
-    const gcShare = (part: 'ms' | 'majorMs') => (x: Measured['result']) => (x.gc ? (100 * x.gc[part]) / x.cpu.wallMs : undefined);
+    const gcShare = (part: 'ms' | 'majorMs') => (x: Measured['result']) =>
+      x.gc ? (100 * x.gc[part]) / x.cpu.wallMs : undefined;
     const notes: string[] = [];
     const noisy = all.filter((m) => m.noisy).length;
     if (noisy === all.length) notes.push(`all ${noisy} rounds disturbed`);
     else if (noisy) notes.push(`${noisy} disturbed round${noisy > 1 ? 's' : ''} left out, ${ms.length} used`);
     if (ms.some((m) => m.clientBound)) notes.push('client-bound');
-    if (SERVERS[id]?.needsRedis) notes.push(`+ redis-server ${fmt(r((x) => x.cpu.processes.redis), 2)} core`);
+    if (SERVERS[id]?.needsRedis)
+      notes.push(
+        `+ redis-server ${fmt(
+          r((x) => x.cpu.processes.redis),
+          2,
+        )} core`,
+      );
     const failures = ms.reduce((n, m) => n + m.result.failures, 0);
     if (failures) notes.push(`${failures} failed ops`);
     const spread = range(ms.map((m) => m.result.opsPerSec));
@@ -511,23 +562,46 @@ function suiteTable(suiteId: string): string | undefined {
       String(processes),
       fmt(r((x) => x.opsPerSec)),
       spread ? `${fmt(spread[0])}-${fmt(spread[1])}` : '-',
-      fmt(r((x) => x.latency.p50), 2),
-      fmt(r((x) => x.latency.p99), 2),
+      fmt(
+        r((x) => x.latency.p50),
+        2,
+      ),
+      fmt(
+        r((x) => x.latency.p99),
+        2,
+      ),
       mb(r((x) => x.serverRss)),
       fmt(r(cpuPerOp)),
-      fmt(r((x) => x.cpu.processes.server), 2),
+      fmt(
+        r((x) => x.cpu.processes.server),
+        2,
+      ),
       `${fmt(r(gcShare('ms')))} (${fmt(r(gcShare('majorMs')))})`,
-      ...(suite.eventLoop ? [fmt(r((x) => x.loop?.p99Ms), 1), fmt(Math.max(...ms.map((m) => m.result.loop?.maxMs ?? NaN)), 1)] : []),
+      ...(suite.eventLoop
+        ? [
+            fmt(
+              r((x) => x.loop?.p99Ms),
+              1,
+            ),
+            fmt(Math.max(...ms.map((m) => m.result.loop?.maxMs ?? NaN)), 1),
+          ]
+        : []),
       ...refs.map((ref) => (ref === id ? '1.00x' : ratio(pairedRatio(suiteId, id, ref)))),
       notes.join('; '),
     ]);
   }
-  const missing = (plannedServers.get(suiteId) ?? []).filter((id) => unavailable.has(id)).map((id) => `${SERVERS[id]?.label ?? id}: n/a (${unavailable.get(id)})`);
+  const missing = (plannedServers.get(suiteId) ?? [])
+    .filter((id) => unavailable.has(id))
+    .map((id) => `${SERVERS[id]?.label ?? id}: n/a (${unavailable.get(id)})`);
   const na = Object.entries(suite.notApplicable ?? {})
     .filter(([id]) => !serverFilter || serverFilter.has(id))
     .map(([id, why]) => `${SERVERS[id]?.label ?? id}: n/a (${why})`);
   if (rows.length === 0 && missing.length === 0) return undefined;
-  return [suite.title, ...(rows.length ? [table(header, rows)] : []), ...[...missing, ...na].map((line) => `  ${line}`)].join('\n');
+  return [
+    suite.title,
+    ...(rows.length ? [table(header, rows)] : []),
+    ...[...missing, ...na].map((line) => `  ${line}`),
+  ].join('\n');
 }
 
 interface PendingResult {
@@ -558,7 +632,9 @@ function targetLines(): string[] {
       const paired = pairedRatioOf(target.suite, target.row, target.versus, 'throughput');
       const value = paired?.value;
       if (value === undefined) {
-        const why = unavailable.get(target.row) ?? (SERVERS[target.row] ? 'not measured in this run' : `no ${target.row} row: not in this tree yet`);
+        const why =
+          unavailable.get(target.row) ??
+          (SERVERS[target.row] ? 'not measured in this run' : `no ${target.row} row: not in this tree yet`);
         lines.push(`  n/a   ${target.text}  (${why})`);
       } else {
         const byCpu = pairedRatio(target.suite, target.row, target.versus, 'cpu');
@@ -594,7 +670,9 @@ function targetLines(): string[] {
       lines.push(
         `  ${verdict}  ${target.text}: RSS ${mb(soakResult.early)} -> ${mb(soakResult.late)} MB (${growth}, limit ${target.maxGrowth * 100}%) ` +
           `over ${settings.soakMs / 1000} s at ${fmt(soakResult.result.opsPerSec)} flows/s${judged ? '' : ' (not judged: shorter than 60 s)'}` +
-          ((soakResult.result.cpu.foreign ?? 0) > FOREIGN_LIMIT ? `; DISTURBED: other programs used ${fmt(soakResult.result.cpu.foreign, 2)} core` : ''),
+          ((soakResult.result.cpu.foreign ?? 0) > FOREIGN_LIMIT
+            ? `; DISTURBED: other programs used ${fmt(soakResult.result.cpu.foreign, 2)} core`
+            : ''),
         `        live heap after a full GC: ${mb(soakResult.heapEarly)} MB at ${settings.soakMs / 4000} s, ${mb(soakResult.heapLate)} MB at ${(settings.soakMs * 0.95) / 1000} s ` +
           '(flat live heap with growing RSS = V8 sizing its heap, not a leak)',
       );
@@ -640,7 +718,9 @@ function report(machine: Machine): string {
     const withPending = pairedRatio('flow', PENDING_SERVER, 'netauth');
     out.push(
       `(4) ${fmt(p.count)} pending auth_req_ids (consent needed, none on record), created over HTTP at ${fmt(p.count / (p.prefillMs / 1000))}/s` +
-        (p.count < p.asked ? ` (of ${fmt(p.asked)} asked: the prefill stopped at its ${settings.prefillLimitMs / 1000} s limit)` : '') +
+        (p.count < p.asked
+          ? ` (of ${fmt(p.asked)} asked: the prefill stopped at its ${settings.prefillLimitMs / 1000} s limit)`
+          : '') +
         ':',
       `    RSS +${mb(rss)} MB (${fmt(rss / p.count)} B each), live heap after GC +${mb(heap)} MB (${fmt(heap / p.count)} B each); ` +
         `backend flow while held: ${ratio(withPending)} of the same server without them`,
@@ -649,13 +729,13 @@ function report(machine: Machine): string {
   }
   if (redisCosts.length > 0) out.push(redisCostReport(redisCosts), '');
   out.push(
-    'columns: procs = server processes the row\'s medians are over (undisturbed windows); ops/s = completed',
+    "columns: procs = server processes the row's medians are over (undisturbed windows); ops/s = completed",
     '  operations per second (a flow = bc-authorize + token, or authorize + token), median over them, min-max their',
     '  spread;',
     '  p50/p99 = latency of one operation; RSS = server resident memory at the end of a round; srv us/op = server CPU',
     '  time per operation; srv core = server CPU use (1.00 = its core saturated); GC % = share of the window the server',
     '  spent in GC pauses (mark-compact in parentheses); "vs X" = median over rounds of this row\'s throughput / X\'s in',
-    '  the same round; loop p99/max ms (hostile suite) = the server\'s event-loop delay during the window (median p99,',
+    "  the same round; loop p99/max ms (hostile suite) = the server's event-loop delay during the window (median p99,",
     '  worst max): how late a 10 ms timer fired in the server, i.e. how long anything held its loop.',
     'like for like: node-oidc-provider requires `openid` on CIBA and then signs an ID token per flow (RS256 by default; ES256 with',
     '  an EC key and id_token_signed_response_alg); each "+ ID token" row requests `openid` and signs one with the same algorithm, so',
@@ -674,7 +754,9 @@ function report(machine: Machine): string {
       : `CPU check: no other program used more than ${FOREIGN_LIMIT * 100}% of a core during any measured round.`,
   );
   if (measured.some((m) => m.clientBound)) {
-    out.push('client-bound: the load generator used > 90% of its core; that row\'s throughput is a lower bound (compare srv us/op).');
+    out.push(
+      "client-bound: the load generator used > 90% of its core; that row's throughput is a lower bound (compare srv us/op).",
+    );
   }
   return out.join('\n');
 }
@@ -687,7 +769,11 @@ function report(machine: Machine): string {
  */
 function buildPackage(): void {
   const started = performance.now();
-  const result = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, encoding: 'utf8' });
+  const result = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
   if (result.status !== 0) throw new Error(`npm run build failed:\n${result.stdout}${result.stderr}`);
   log(`built dist/ in ${((performance.now() - started) / 1000).toFixed(1)} s (the package as users run it)`);
 }
@@ -726,9 +812,14 @@ async function main(): Promise<void> {
   }
   const suites = SUITES.filter((s) => only.has(s.id) && s.servers.length > 0);
   for (const id of wanted) if (!SERVERS[id]) throw new Error(`no server "${id}" in bench/servers/registry.ts`);
-  log(`starting the load generator${wanted.has(PENDING_SERVER) ? ' and the pending server' : ''}${pinning ? ' (pinned)' : ''}; every other server starts for its window`);
+  log(
+    `starting the load generator${wanted.has(PENDING_SERVER) ? ' and the pending server' : ''}${pinning ? ' (pinned)' : ''}; every other server starts for its window`,
+  );
   loadgen = new LoadGenerator();
-  const [pending] = await Promise.all([wanted.has(PENDING_SERVER) ? serverFor(PENDING_SERVER, {}) : undefined, loadgen.ready]);
+  const [pending] = await Promise.all([
+    wanted.has(PENDING_SERVER) ? serverFor(PENDING_SERVER, {}) : undefined,
+    loadgen.ready,
+  ]);
   if (pending) {
     // Warm the server up with the flow it will be measured on, then count what the pending requests add.
     await loadgen.run({
@@ -753,13 +844,19 @@ async function main(): Promise<void> {
     // A window's time includes starting its server (the median start-up so far).
     const windowMs = (): number => measureMs + (startups.length ? median(startups) : 0);
     const roundMs = suite.servers.length * windowMs();
-    const laterMs = suites.slice(index + 1).reduce((t, s) => t + s.servers.length * windowMs() * settings.rounds, 0) + soakMs;
-    const disturbed = (round: number): boolean => measured.some((m) => m.suite === suite.id && m.round === round && m.noisy);
+    const laterMs =
+      suites.slice(index + 1).reduce((t, s) => t + s.servers.length * windowMs() * settings.rounds, 0) + soakMs;
+    const disturbed = (round: number): boolean =>
+      measured.some((m) => m.suite === suite.id && m.round === round && m.noisy);
     let clean = 0;
     for (let round = 0; ; round++) {
       const planned = round < settings.rounds;
       // Rounds some other program disturbed are run again while the time budget allows, up to as many again.
-      const retry = !planned && clean < settings.rounds && round < 2 * settings.rounds && elapsed() + roundMs + laterMs <= settings.budgetMs;
+      const retry =
+        !planned &&
+        clean < settings.rounds &&
+        round < 2 * settings.rounds &&
+        elapsed() + roundMs + laterMs <= settings.budgetMs;
       if (!planned && !retry) break;
       if (retry) log(`${suite.id}: extra round ${round + 1}, for disturbed ones`);
       // Each round starts one row later (A B C, B C A, C A B, ...): no row is always the one measured first,
@@ -785,9 +882,15 @@ async function main(): Promise<void> {
     // growing) from V8 sizing its heap (RSS growing while the live heap stays flat). Two GCs in 60 s.
     const heapAt = (fraction: number) =>
       new Promise<number | undefined>((resolve) => {
-        setTimeout(() => {
-          soak.memory(true).then((m) => resolve(m.heapUsed), () => resolve(undefined));
-        }, settings.warmupMs + fraction * settings.soakMs);
+        setTimeout(
+          () => {
+            soak.memory(true).then(
+              (m) => resolve(m.heapUsed),
+              () => resolve(undefined),
+            );
+          },
+          settings.warmupMs + fraction * settings.soakMs,
+        );
       });
     const heaps = Promise.all([heapAt(0.25), heapAt(0.95)]);
     const result = await loadgen.run({
@@ -803,7 +906,10 @@ async function main(): Promise<void> {
     checkRow('soak', result);
     // Second quarter against the last: the first quarter still has the heap growing to its working size.
     const samples = result.rssSamples;
-    const quarter = (q: number): number[] => samples.filter(([t]) => t >= (q * settings.soakMs) / 4 && t < ((q + 1) * settings.soakMs) / 4).map(([, rss]) => rss);
+    const quarter = (q: number): number[] =>
+      samples
+        .filter(([t]) => t >= (q * settings.soakMs) / 4 && t < ((q + 1) * settings.soakMs) / 4)
+        .map(([, rss]) => rss);
     const early = median(quarter(1));
     const late = median(quarter(3));
     const [heapEarly, heapLate] = await heaps;
@@ -823,7 +929,10 @@ async function redisSuite(): Promise<void> {
     return;
   }
   const entry = SERVERS['netauth-redis']!;
-  const topologies: Array<{ name: string; start: () => Promise<{ url: string; nodes: RedisNode[]; pids: number[]; stop: () => Promise<void> }> }> = [
+  const topologies: Array<{
+    name: string;
+    start: () => Promise<{ url: string; nodes: RedisNode[]; pids: number[]; stop: () => Promise<void> }>;
+  }> = [
     {
       name: 'single node',
       start: async () => {
@@ -835,7 +944,12 @@ async function redisSuite(): Promise<void> {
       name: 'cluster (3 masters)',
       start: async () => {
         const cluster = await RedisCluster.start({ masters: 3 });
-        return { url: cluster.nodes[0]!.url, nodes: cluster.nodes, pids: cluster.nodes.map((n) => n.pid!), stop: () => cluster.destroy() };
+        return {
+          url: cluster.nodes[0]!.url,
+          nodes: cluster.nodes,
+          pids: cluster.nodes.map((n) => n.pid!),
+          stop: () => cluster.destroy(),
+        };
       },
     },
   ];
@@ -849,23 +963,57 @@ async function redisSuite(): Promise<void> {
         try {
           await server.ready;
           const flowsPerSec = async (workload: RunRequest['workload']): Promise<number> => {
-            const pids: Record<string, number> = { server: server.pid, loadgen: loadgen.pid, orchestrator: process.pid };
+            const pids: Record<string, number> = {
+              server: server.pid,
+              loadgen: loadgen.pid,
+              orchestrator: process.pid,
+            };
             redisSet.pids.forEach((pid, i) => {
               pids[`redis${i}`] = pid;
             });
-            const result = await loadgen.run({ origin: server.origin, workload, params: entry.params, connections: settings.connections, warmupMs: settings.warmupMs, durationMs: settings.durationMs, pids });
+            const result = await loadgen.run({
+              origin: server.origin,
+              workload,
+              params: entry.params,
+              connections: settings.connections,
+              warmupMs: settings.warmupMs,
+              durationMs: settings.durationMs,
+              pids,
+            });
             checkRow(`redis/${topology.name}/${rateLimits}/${workload}`, result);
             return result.opsPerSec;
           };
           const row: RedisCostRow = {
             topology: topology.name,
             rateLimits,
-            ciba: { flowsPerSec: 0, perFlow: await countFlows(server.origin, entry.params, 'backend-flow', redisSet.nodes, settings.redisFlows) },
-            code: { flowsPerSec: 0, perFlow: await countFlows(server.origin, entry.params, 'frontend-flow', redisSet.nodes, settings.redisFlows) },
+            ciba: {
+              flowsPerSec: 0,
+              perFlow: await countFlows(
+                server.origin,
+                entry.params,
+                'backend-flow',
+                redisSet.nodes,
+                settings.redisFlows,
+              ),
+            },
+            code: {
+              flowsPerSec: 0,
+              perFlow: await countFlows(
+                server.origin,
+                entry.params,
+                'frontend-flow',
+                redisSet.nodes,
+                settings.redisFlows,
+              ),
+            },
           };
           row.ciba.flowsPerSec = await flowsPerSec('backend-flow');
           row.code.flowsPerSec = await flowsPerSec('frontend-flow');
-          if (rateLimits === 'off') row.pending = { count: settings.redisPending, ...(await pendingMemory(server.origin, entry.params, redisSet.nodes, settings.redisPending)) };
+          if (rateLimits === 'off')
+            row.pending = {
+              count: settings.redisPending,
+              ...(await pendingMemory(server.origin, entry.params, redisSet.nodes, settings.redisPending)),
+            };
           redisCosts.push(row);
           log(
             `redis ${topology.name}, rate limits ${rateLimits}: CIBA ${fmt(row.ciba.flowsPerSec)}/s ${fmt(row.ciba.perFlow.roundTrips, 1)} RT, ` +
@@ -923,10 +1071,27 @@ await shutdown();
 const text = report(thisMachine());
 process.stdout.write(`\n${text}\n`);
 if (args.json) {
-  writeFileSync(args.json, JSON.stringify({ settings, machine: thisMachine(), measured, pendingResult, soakResult, redisCosts, unavailable: Object.fromEntries(unavailable) }, null, 2));
+  writeFileSync(
+    args.json,
+    JSON.stringify(
+      {
+        settings,
+        machine: thisMachine(),
+        measured,
+        pendingResult,
+        soakResult,
+        redisCosts,
+        unavailable: Object.fromEntries(unavailable),
+      },
+      null,
+      2,
+    ),
+  );
 }
 log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 if (harnessFailures.length) {
-  process.stderr.write(`\nHARNESS FAILURE (the bench itself broke, not a missed target):\n${[...new Set(harnessFailures)].map((f) => `  - ${f}`).join('\n')}\n`);
+  process.stderr.write(
+    `\nHARNESS FAILURE (the bench itself broke, not a missed target):\n${[...new Set(harnessFailures)].map((f) => `  - ${f}`).join('\n')}\n`,
+  );
   process.exit(1);
 }

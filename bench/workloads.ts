@@ -7,7 +7,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { Client } from 'undici';
-import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_DEVICE_IP, BENCH_PHONE, BENCH_REDIRECT_URI, ISSUER_PATH } from './servers/common.js';
+import {
+  BENCH_CLIENT_ID,
+  BENCH_CLIENT_SECRET,
+  BENCH_DEVICE_IP,
+  BENCH_PHONE,
+  BENCH_REDIRECT_URI,
+  ISSUER_PATH,
+} from './servers/common.js';
 
 /** What a server needs the load to send. */
 export interface ServerParams {
@@ -93,7 +100,11 @@ export class Connection {
   }
 
   /** A GET whose answer is a redirect: status and Location (the body, empty for a 302, is drained). */
-  async getRedirect(step: string, path: string, headers: Record<string, string>): Promise<Reply & { location: string | undefined }> {
+  async getRedirect(
+    step: string,
+    path: string,
+    headers: Record<string, string>,
+  ): Promise<Reply & { location: string | undefined }> {
     const started = performance.now();
     const response = await this.client.request({ method: 'GET', path, headers });
     const text = await response.body.text();
@@ -129,7 +140,10 @@ function bcAuthorizeBody(scope: string): string {
 
 /** bc-authorize, then the first poll, which must return the access token. Returns it. */
 export async function backendFlow(conn: Connection, params: ServerParams): Promise<string> {
-  const started = expect(await conn.post('bc-authorize', `${ISSUER_PATH}/bc-authorize`, FORM_HEADERS, bcAuthorizeBody(params.flowScope)), 'bc-authorize');
+  const started = expect(
+    await conn.post('bc-authorize', `${ISSUER_PATH}/bc-authorize`, FORM_HEADERS, bcAuthorizeBody(params.flowScope)),
+    'bc-authorize',
+  );
   const authReqId = started.auth_req_id;
   if (typeof authReqId !== 'string') throw new OperationFailed('bc-authorize: no auth_req_id');
   const body = `grant_type=${encodeURIComponent(CIBA_GRANT)}&auth_req_id=${encodeURIComponent(authReqId)}`;
@@ -141,7 +155,15 @@ export async function backendFlow(conn: Connection, params: ServerParams): Promi
 /** A bc-authorize that stays pending (workload 4's prefill). */
 export async function pendingRequest(conn: Connection, params: ServerParams): Promise<void> {
   if (!params.pendingScope) throw new Error('this server has no pendingScope');
-  expect(await conn.post('bc-authorize (pending)', `${ISSUER_PATH}/bc-authorize`, FORM_HEADERS, bcAuthorizeBody(params.pendingScope)), 'bc-authorize');
+  expect(
+    await conn.post(
+      'bc-authorize (pending)',
+      `${ISSUER_PATH}/bc-authorize`,
+      FORM_HEADERS,
+      bcAuthorizeBody(params.pendingScope),
+    ),
+    'bc-authorize',
+  );
 }
 
 export interface Workload<State> {
@@ -192,12 +214,20 @@ const frontendFlowWorkload: Workload<Pkce[]> = {
       code_challenge_method: 'S256',
     });
     const reply = await conn.getRedirect('authorize', `${ISSUER_PATH}/authorize?${query.toString()}`, DEVICE_HEADERS);
-    if (reply.status !== 302 || !reply.location) throw new OperationFailed(`authorize: HTTP ${reply.status} ${reply.location ?? reply.body.slice(0, 200)}`);
+    if (reply.status !== 302 || !reply.location)
+      throw new OperationFailed(`authorize: HTTP ${reply.status} ${reply.location ?? reply.body.slice(0, 200)}`);
     const location = new URL(reply.location);
     const code = location.searchParams.get('code');
-    if (`${location.origin}${location.pathname}` !== BENCH_REDIRECT_URI || !code) throw new OperationFailed(`authorize: no code in ${reply.location}`);
-    if (location.searchParams.get('state') !== state) throw new OperationFailed(`authorize: state not returned in ${reply.location}`);
-    const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: BENCH_REDIRECT_URI, code_verifier: pkce.verifier }).toString();
+    if (`${location.origin}${location.pathname}` !== BENCH_REDIRECT_URI || !code)
+      throw new OperationFailed(`authorize: no code in ${reply.location}`);
+    if (location.searchParams.get('state') !== state)
+      throw new OperationFailed(`authorize: state not returned in ${reply.location}`);
+    const body = new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: BENCH_REDIRECT_URI,
+      code_verifier: pkce.verifier,
+    }).toString();
     const token = expect(await conn.post('token', `${ISSUER_PATH}/token`, FORM_HEADERS, body), 'token');
     if (typeof token.access_token !== 'string') throw new OperationFailed('token: no access_token');
   },
@@ -252,32 +282,104 @@ function hostileRequests(): HostileRequest[] {
   const authorizeBase = `${ISSUER_PATH}/authorize?response_type=code&client_id=${BENCH_CLIENT_ID}&redirect_uri=${encodeURIComponent(BENCH_REDIRECT_URI)}&state=s`;
   const scopeTokens = (i: number) => `s${i}`;
   const get = (name: string, path: string): HostileRequest => ({ name, method: 'GET', path, headers: device });
-  const post = (name: string, path: string, body: string, headers: Record<string, string> = FORM_HEADERS): HostileRequest => ({ name, method: 'POST', path, headers, body });
+  const post = (
+    name: string,
+    path: string,
+    body: string,
+    headers: Record<string, string> = FORM_HEADERS,
+  ): HostileRequest => ({ name, method: 'POST', path, headers, body });
   const requests: HostileRequest[] = [];
-  for (const path of ['/authorize', '/consent', '/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
-    requests.push(get(`GET ${path}: one name repeated`, fill(`${ISSUER_PATH}${path}?`, () => 'a', QUERY_ROOM)));
+  for (const path of [
+    '/authorize',
+    '/consent',
+    '/.well-known/openid-configuration',
+    '/.well-known/oauth-authorization-server',
+  ]) {
+    requests.push(
+      get(
+        `GET ${path}: one name repeated`,
+        fill(`${ISSUER_PATH}${path}?`, () => 'a', QUERY_ROOM),
+      ),
+    );
   }
   requests.push(
-    get('GET /authorize: client_id repeated', fill(`${ISSUER_PATH}/authorize?`, () => `client_id=${BENCH_CLIENT_ID}`, QUERY_ROOM)),
-    get('GET /authorize: state repeated after a valid request', fill(`${authorizeBase}&`, () => 'state=x', QUERY_ROOM)),
-    get('GET /authorize: a scope of distinct tokens', fill(`${authorizeBase}&scope=dpv%3AFraudPreventionAndDetection`, scopeTokens, QUERY_ROOM, '+')),
-    get('GET /authorize: a scope token repeated', fill(`${authorizeBase}&scope=dpv%3AFraudPreventionAndDetection`, () => 'sim-swap', QUERY_ROOM, '+')),
-    get('GET /authorize: a huge login_hint', fill(`${authorizeBase}&scope=dpv%3AFraudPreventionAndDetection%23sim-swap&login_hint=ipport%3A%5B`, () => '1', QUERY_ROOM, '%3A')),
-    get('GET /consent: interaction repeated', fill(`${ISSUER_PATH}/consent?`, () => 'interaction=x', QUERY_ROOM)),
+    get(
+      'GET /authorize: client_id repeated',
+      fill(`${ISSUER_PATH}/authorize?`, () => `client_id=${BENCH_CLIENT_ID}`, QUERY_ROOM),
+    ),
+    get(
+      'GET /authorize: state repeated after a valid request',
+      fill(`${authorizeBase}&`, () => 'state=x', QUERY_ROOM),
+    ),
+    get(
+      'GET /authorize: a scope of distinct tokens',
+      fill(`${authorizeBase}&scope=dpv%3AFraudPreventionAndDetection`, scopeTokens, QUERY_ROOM, '+'),
+    ),
+    get(
+      'GET /authorize: a scope token repeated',
+      fill(`${authorizeBase}&scope=dpv%3AFraudPreventionAndDetection`, () => 'sim-swap', QUERY_ROOM, '+'),
+    ),
+    get(
+      'GET /authorize: a huge login_hint',
+      fill(
+        `${authorizeBase}&scope=dpv%3AFraudPreventionAndDetection%23sim-swap&login_hint=ipport%3A%5B`,
+        () => '1',
+        QUERY_ROOM,
+        '%3A',
+      ),
+    ),
+    get(
+      'GET /consent: interaction repeated',
+      fill(`${ISSUER_PATH}/consent?`, () => 'interaction=x', QUERY_ROOM),
+    ),
   );
   const formPaths = ['/bc-authorize', '/token', '/introspect', '/revoke', '/consent'];
   for (const path of formPaths) {
-    requests.push(post(`POST ${path}: one name repeated`, `${ISSUER_PATH}${path}`, fill('', () => 'a', BODY_ROOM)));
-    requests.push(post(`POST ${path}: a parameter repeated`, `${ISSUER_PATH}${path}`, fill('', () => 'scope=x', BODY_ROOM)));
+    requests.push(
+      post(
+        `POST ${path}: one name repeated`,
+        `${ISSUER_PATH}${path}`,
+        fill('', () => 'a', BODY_ROOM),
+      ),
+    );
+    requests.push(
+      post(
+        `POST ${path}: a parameter repeated`,
+        `${ISSUER_PATH}${path}`,
+        fill('', () => 'scope=x', BODY_ROOM),
+      ),
+    );
   }
   requests.push(
-    post('POST /bc-authorize: a scope of distinct tokens', `${ISSUER_PATH}/bc-authorize`, fill(`login_hint=tel%3A${encodeURIComponent(BENCH_PHONE)}&scope=dpv%3AFraudPreventionAndDetection`, scopeTokens, BODY_ROOM, '+')),
-    post('POST /bc-authorize: a huge login_hint', `${ISSUER_PATH}/bc-authorize`, fill('scope=dpv%3AFraudPreventionAndDetection%23sim-swap&login_hint=ipport%3A', () => '1.', BODY_ROOM, '')),
-    post('POST /token: a huge auth_req_id', `${ISSUER_PATH}/token`, fill(`grant_type=${encodeURIComponent(CIBA_GRANT)}&auth_req_id=`, () => 'x', BODY_ROOM, '')),
-    post('POST /sim-swap/check (guard): parameters repeated', `/sim-swap/check?${fill('', () => 'a', QUERY_ROOM - 200)}`, fill('', () => 'a', BODY_ROOM), {
-      authorization: 'Bearer not-a-token',
-      'content-type': 'application/x-www-form-urlencoded',
-    }),
+    post(
+      'POST /bc-authorize: a scope of distinct tokens',
+      `${ISSUER_PATH}/bc-authorize`,
+      fill(
+        `login_hint=tel%3A${encodeURIComponent(BENCH_PHONE)}&scope=dpv%3AFraudPreventionAndDetection`,
+        scopeTokens,
+        BODY_ROOM,
+        '+',
+      ),
+    ),
+    post(
+      'POST /bc-authorize: a huge login_hint',
+      `${ISSUER_PATH}/bc-authorize`,
+      fill('scope=dpv%3AFraudPreventionAndDetection%23sim-swap&login_hint=ipport%3A', () => '1.', BODY_ROOM, ''),
+    ),
+    post(
+      'POST /token: a huge auth_req_id',
+      `${ISSUER_PATH}/token`,
+      fill(`grant_type=${encodeURIComponent(CIBA_GRANT)}&auth_req_id=`, () => 'x', BODY_ROOM, ''),
+    ),
+    post(
+      'POST /sim-swap/check (guard): parameters repeated',
+      `/sim-swap/check?${fill('', () => 'a', QUERY_ROOM - 200)}`,
+      fill('', () => 'a', BODY_ROOM),
+      {
+        authorization: 'Bearer not-a-token',
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+    ),
   );
   return requests;
 }
@@ -291,8 +393,12 @@ const hostileParamsWorkload: Workload<HostileRequest[]> = {
   prepare: async () => hostileRequests(),
   operation: async (conn, _params, requests, index) => {
     const r = requests[index % requests.length]!;
-    const reply = r.method === 'GET' ? await conn.getRedirect(r.name, r.path, r.headers) : await conn.post(r.name, r.path, r.headers, r.body ?? '');
-    if (reply.status >= 500 || reply.status === 431) throw new OperationFailed(`${r.name}: HTTP ${reply.status} ${reply.body.slice(0, 200)}`);
+    const reply =
+      r.method === 'GET'
+        ? await conn.getRedirect(r.name, r.path, r.headers)
+        : await conn.post(r.name, r.path, r.headers, r.body ?? '');
+    if (reply.status >= 500 || reply.status === 431)
+      throw new OperationFailed(`${r.name}: HTTP ${reply.status} ${reply.body.slice(0, 200)}`);
   },
 };
 

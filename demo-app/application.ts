@@ -38,7 +38,10 @@ async function generateSigningKey(): Promise<{ privateJwk: JWK; jwks: { keys: JW
   const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
-  return { privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'ES256' }, jwks: { keys: [{ ...publicJwk, kid, alg: 'ES256', use: 'sig' }] } };
+  return {
+    privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'ES256' },
+    jwks: { keys: [{ ...publicJwk, kid, alg: 'ES256', use: 'sig' }] },
+  };
 }
 
 const E164 = /^\+[1-9][0-9]{4,14}$/;
@@ -72,34 +75,57 @@ const FAILURES: Record<NetAuthClientErrorKind, { title: string; text: string }> 
   },
   not_on_mobile_network: {
     title: 'Your phone is not on the mobile network',
-    text: "The operator recognises your number from the mobile connection itself, and this device is on WiFi, so it could not be identified. Switch to a mobile line and try again.",
+    text: 'The operator recognises your number from the mobile connection itself, and this device is on WiFi, so it could not be identified. Switch to a mobile line and try again.',
   },
   invalid_callback: {
-    title: "This answer could not be used",
+    title: 'This answer could not be used',
     text: "The operator's answer was not valid for this request: it was already used, expired, or did not come from the operator. Start again from the home page.",
   },
-  misconfigured: { title: 'The app is not set up correctly', text: 'The app could not talk to the operator as configured.' },
+  misconfigured: {
+    title: 'The app is not set up correctly',
+    text: 'The app could not talk to the operator as configured.',
+  },
   state_mismatch: {
     title: 'This answer does not belong to this browser session',
     text: "The operator's answer did not match a request started here: it was already used, or it comes from another tab or browser. Start again from the home page.",
   },
   consent_required: { title: 'Consent is needed', text: 'The operator needs the subscriber to agree first.' },
-  unknown_subscriber: { title: 'The operator does not know this number', text: 'No subscriber of this operator has that phone number.' },
-  authorization_error: { title: 'The operator refused the request', text: 'The operator could not accept the request as it was sent.' },
-  token_error: { title: 'The operator did not issue a token', text: 'Exchanging the answer for an access token failed.' },
-  expired: { title: 'The request expired', text: 'The subscriber did not answer in time, so the operator closed the request.' },
+  unknown_subscriber: {
+    title: 'The operator does not know this number',
+    text: 'No subscriber of this operator has that phone number.',
+  },
+  authorization_error: {
+    title: 'The operator refused the request',
+    text: 'The operator could not accept the request as it was sent.',
+  },
+  token_error: {
+    title: 'The operator did not issue a token',
+    text: 'Exchanging the answer for an access token failed.',
+  },
+  expired: {
+    title: 'The request expired',
+    text: 'The subscriber did not answer in time, so the operator closed the request.',
+  },
   no_token: { title: 'Not verified yet', text: 'Start the verification first.' },
   token_expired: { title: 'Your verification has expired', text: 'The access token has expired: verify again.' },
-  unavailable: { title: 'The operator is not reachable', text: 'The operator gateway could not be reached or is busy. Try again in a moment.' },
+  unavailable: {
+    title: 'The operator is not reachable',
+    text: 'The operator gateway could not be reached or is busy. Try again in a moment.',
+  },
   aborted: { title: 'Cancelled', text: 'The request was cancelled.' },
 };
 
 function failureOf(error: unknown): Failure {
   if (error instanceof NetAuthClientError) {
     const base = FAILURES[error.kind];
-    return { ...base, ...(error.error ? { code: error.error } : {}), ...(error.kind === 'not_on_mobile_network' ? { device: true } : {}) };
+    return {
+      ...base,
+      ...(error.error ? { code: error.error } : {}),
+      ...(error.kind === 'not_on_mobile_network' ? { device: true } : {}),
+    };
   }
-  if (error instanceof ApiError) return { title: 'The network API answered with an error', text: error.message, code: `HTTP ${error.status}` };
+  if (error instanceof ApiError)
+    return { title: 'The network API answered with an error', text: error.message, code: `HTTP ${error.status}` };
   return { title: 'Something went wrong', text: 'The app could not complete the request.' };
 }
 
@@ -114,7 +140,8 @@ class ApiError extends Error {
 
 async function apiJson(res: globalThis.Response): Promise<Record<string, unknown>> {
   const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-  if (!res.ok) throw new ApiError(res.status, typeof body.message === 'string' ? body.message : `the API answered ${res.status}`);
+  if (!res.ok)
+    throw new ApiError(res.status, typeof body.message === 'string' ? body.message : `the API answered ${res.status}`);
   return body;
 }
 
@@ -210,8 +237,12 @@ ${failure.code ? html`<p class="muted">Error code: <code>${failure.code}</code><
       'Home',
       html`<h1>${appName}</h1>
 <p class="lead">A sample application using ${config.operator.name}'s network APIs through express-netauth.</p>
-${camara ? html`<p class="muted">It connects as the CAMARA profile asks: <code>private_key_jwt</code> client authentication and signed requests, with a key pair generated at start (public key: <a href="${APP_JWKS_PATH}">${APP_JWKS_PATH}</a>).</p>
-` : ''}<div class="cards">
+${
+  camara
+    ? html`<p class="muted">It connects as the CAMARA profile asks: <code>private_key_jwt</code> client authentication and signed requests, with a key pair generated at start (public key: <a href="${APP_JWKS_PATH}">${APP_JWKS_PATH}</a>).</p>
+`
+    : ''
+}<div class="cards">
 <section class="card" aria-labelledby="h-verify"><span class="step">Frontend flow</span>
 <h2 id="h-verify">Verify my number</h2>
 <p>The operator confirms, from this phone's mobile connection, that the number is its own: no SMS code to type.</p>
@@ -252,11 +283,21 @@ ${camara ? html`<p class="muted">It connects as the CAMARA profile asks: <code>p
     data: (req) => ({ phoneNumber: phoneFrom(req) }),
     returnTo: '/verified',
   });
-  app.post('/verify', form, (req, res, next) => {
-    if (!csrf.verify(req)) return void failurePage(res, 403, { title: 'Form expired', text: 'Reload the home page and try again.' });
-    if (!phoneFrom(req)) return void failurePage(res, 400, { title: 'Check the phone number', text: 'Enter it in international format: + and the country code, e.g. +34600000001.' });
-    next();
-  }, start);
+  app.post(
+    '/verify',
+    form,
+    (req, res, next) => {
+      if (!csrf.verify(req))
+        return void failurePage(res, 403, { title: 'Form expired', text: 'Reload the home page and try again.' });
+      if (!phoneFrom(req))
+        return void failurePage(res, 400, {
+          title: 'Check the phone number',
+          text: 'Enter it in international format: + and the country code, e.g. +34600000001.',
+        });
+      next();
+    },
+    start,
+  );
 
   app.get('/callback', client.callback());
 
@@ -289,9 +330,15 @@ ${camara ? html`<p class="muted">It connects as the CAMARA profile asks: <code>p
   // ---- Backend flow -------------------------------------------------------------------------------------
   async function run(job: Job): Promise<void> {
     try {
-      const token = await client.backchannel({ login_hint: `tel:${job.phoneNumber}`, scope: scopes.simSwap, signal: job.abort.signal });
+      const token = await client.backchannel({
+        login_hint: `tel:${job.phoneNumber}`,
+        scope: scopes.simSwap,
+        signal: job.abort.signal,
+      });
       // The token names the line (CAMARA: no phoneNumber in the body beside a three-legged token).
-      const result = await apiJson(await client.fetch(token, `${gatewayUrl}/sim-swap/v1/check`, { method: 'POST', signal: job.abort.signal }));
+      const result = await apiJson(
+        await client.fetch(token, `${gatewayUrl}/sim-swap/v1/check`, { method: 'POST', signal: job.abort.signal }),
+      );
       job.swapped = result.swapped === true;
       job.token = { masked: maskToken(token.access_token), scope: token.scope, expiresAt: token.expires_at };
       job.status = 'done';
@@ -302,9 +349,14 @@ ${camara ? html`<p class="muted">It connects as the CAMARA profile asks: <code>p
   }
 
   app.post('/sim-swap', form, (req, res) => {
-    if (!csrf.verify(req)) return void failurePage(res, 403, { title: 'Form expired', text: 'Reload the home page and try again.' });
+    if (!csrf.verify(req))
+      return void failurePage(res, 403, { title: 'Form expired', text: 'Reload the home page and try again.' });
     const phoneNumber = phoneFrom(req);
-    if (!phoneNumber) return void failurePage(res, 400, { title: 'Check the phone number', text: 'Enter it in international format: + and the country code, e.g. +34600000001.' });
+    if (!phoneNumber)
+      return void failurePage(res, 400, {
+        title: 'Check the phone number',
+        text: 'Enter it in international format: + and the country code, e.g. +34600000001.',
+      });
     // Old jobs go; the map stays small.
     const cutoff = Date.now() - 30 * 60_000;
     for (const [id, old] of jobs) {
@@ -312,7 +364,13 @@ ${camara ? html`<p class="muted">It connects as the CAMARA profile asks: <code>p
       old.abort.abort();
       jobs.delete(id);
     }
-    const job: Job = { id: randomBytes(16).toString('base64url'), phoneNumber, startedAt: Date.now(), status: 'waiting', abort: new AbortController() };
+    const job: Job = {
+      id: randomBytes(16).toString('base64url'),
+      phoneNumber,
+      startedAt: Date.now(),
+      status: 'waiting',
+      abort: new AbortController(),
+    };
     jobs.set(job.id, job);
     void run(job);
     res.redirect(303, `/sim-swap/${job.id}`);
@@ -320,7 +378,11 @@ ${camara ? html`<p class="muted">It connects as the CAMARA profile asks: <code>p
 
   app.get('/sim-swap/:id', (req, res) => {
     const job = jobs.get(req.params.id);
-    if (!job) return void failurePage(res, 404, { title: 'No such check', text: 'This SIM swap check is unknown or too old. Start a new one.' });
+    if (!job)
+      return void failurePage(res, 404, {
+        title: 'No such check',
+        text: 'This SIM swap check is unknown or too old. Start a new one.',
+      });
     if (job.status === 'failed') return void failurePage(res, 200, job.failure!);
     const number = spacedNumber(job.phoneNumber);
     if (job.status === 'waiting') {
@@ -350,9 +412,11 @@ ${camara ? html`<p class="muted">It connects as the CAMARA profile asks: <code>p
   app.use((_req, res) => failurePage(res, 404, { title: 'Not found', text: 'There is no such page in this app.' }));
   const errors: ErrorRequestHandler = (error: unknown, _req, res, _next) => {
     if (res.headersSent) return;
-    if (error instanceof NetAuthClientError || error instanceof ApiError) return void failurePage(res, error.status, failureOf(error));
+    if (error instanceof NetAuthClientError || error instanceof ApiError)
+      return void failurePage(res, error.status, failureOf(error));
     const status = (error as { status?: unknown }).status;
-    if (typeof status === 'number' && status >= 400 && status < 500) return void failurePage(res, status, { title: 'Request not understood', text: 'The request could not be read.' });
+    if (typeof status === 'number' && status >= 400 && status < 500)
+      return void failurePage(res, status, { title: 'Request not understood', text: 'The request could not be read.' });
     console.error('app:', error instanceof Error ? error.message : error);
     failurePage(res, 500, failureOf(error));
   };

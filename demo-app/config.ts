@@ -10,7 +10,8 @@ const E164 = /^\+[1-9][0-9]{4,14}$/;
 const CIBA = 'urn:openid:params:grant-type:ciba';
 // The colour grammar the consent page accepts (lib/gateway/http/consent-template.ts), checked here so a bad
 // colour is reported against the config field rather than as a start-up exception.
-const COLOUR = /^(?:#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})|[a-z]{3,30}|(?:rgba?|hsla?)\([0-9a-z.,%\s/+-]{1,60}\))$/i;
+const COLOUR =
+  /^(?:#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})|[a-z]{3,30}|(?:rgba?|hsla?)\([0-9a-z.,%\s/+-]{1,60}\))$/i;
 const SCOPE = /^dpv:[A-Za-z][A-Za-z0-9]*#[A-Za-z0-9][A-Za-z0-9:._/-]*$/;
 
 /** Where the sample app publishes its public keys (a private_key_jwt app client): its registered jwksUri's path. */
@@ -37,8 +38,15 @@ function inRanges(address: string, ranges: readonly string[]): boolean {
 }
 
 const phone = z.string().regex(E164, { error: 'must be +<E.164>, e.g. +34600000001' });
-const seconds = z.number().int({ error: 'must be a whole number of seconds' }).positive({ error: 'must be at least 1' });
-const port = z.number().int({ error: 'must be a port number' }).min(0, { error: 'must be 0..65535 (0: any free port)' }).max(65535, { error: 'must be 0..65535 (0: any free port)' });
+const seconds = z
+  .number()
+  .int({ error: 'must be a whole number of seconds' })
+  .positive({ error: 'must be at least 1' });
+const port = z
+  .number()
+  .int({ error: 'must be a port number' })
+  .min(0, { error: 'must be 0..65535 (0: any free port)' })
+  .max(65535, { error: 'must be 0..65535 (0: any free port)' });
 const scope = z.string().regex(SCOPE, { error: 'must be dpv:<Purpose>#<scope>' });
 const colour = z.string().regex(COLOUR, { error: 'must be a CSS colour: #rrggbb, rgb(...), hsl(...) or a name' });
 
@@ -46,7 +54,9 @@ const clientSchema = z.strictObject({
   clientId: z.string().regex(/^[\x21-\x7e]{1,128}$/, { error: 'must be 1-128 printable characters, no spaces' }),
   name: z.string().min(1).max(80).optional(),
   /** `private_key_jwt`: the CAMARA profile (the sample app's client only: the app generates its key at start). */
-  tokenEndpointAuthMethod: z.enum(['client_secret_basic', 'private_key_jwt'], { error: 'must be "client_secret_basic" or "private_key_jwt"' }).optional(),
+  tokenEndpointAuthMethod: z
+    .enum(['client_secret_basic', 'private_key_jwt'], { error: 'must be "client_secret_basic" or "private_key_jwt"' })
+    .optional(),
   clientSecret: z.string().min(8, { error: 'must be at least 8 characters' }).optional(),
   redirectUris: z.array(z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })).optional(),
   grantTypes: z
@@ -64,18 +74,26 @@ const subscriberSchema = z.strictObject({
 });
 
 const ruleSchema = z.strictObject({
-  purpose: z.string().regex(/^[A-Za-z][A-Za-z0-9]*$/, { error: 'must be a DPV purpose, e.g. FraudPreventionAndDetection' }),
+  purpose: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9]*$/, { error: 'must be a DPV purpose, e.g. FraudPreventionAndDetection' }),
   scope: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9:._/-]*$/, { error: 'must be an API scope, e.g. sim-swap' }),
-  basis: z.enum(['consent', 'legitimate-interest', 'forbidden'], { error: 'must be "consent", "legitimate-interest" or "forbidden"' }),
+  basis: z.enum(['consent', 'legitimate-interest', 'forbidden'], {
+    error: 'must be "consent", "legitimate-interest" or "forbidden"',
+  }),
   description: z.string().min(1).max(200).optional(),
   consentLifetime: seconds.optional(),
 });
 
 const schema = z
   .strictObject({
-    host: z.string().regex(/^(?:localhost|127(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]{1,2})){3})$/, { error: 'must be "localhost" or a 127.x.y.z address (the demo serves loopback only)' }),
+    host: z.string().regex(/^(?:localhost|127(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]{1,2})){3})$/, {
+      error: 'must be "localhost" or a 127.x.y.z address (the demo serves loopback only)',
+    }),
     ports: z.strictObject({ gateway: port, app: port }),
-    issuerPath: z.string().regex(/^\/[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/, { error: 'must be a path such as /apigateway' }),
+    issuerPath: z
+      .string()
+      .regex(/^\/[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/, { error: 'must be a path such as /apigateway' }),
     operator: z.strictObject({
       name: z.string().min(1).max(60),
       primaryColor: colour.optional(),
@@ -89,17 +107,26 @@ const schema = z
         })
         .optional(),
       privacyPolicyUrl: z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' }).optional(),
-      language: z.string().regex(/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/, { error: 'must be a BCP 47 tag such as en or es-ES' }).optional(),
+      language: z
+        .string()
+        .regex(/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/, { error: 'must be a BCP 47 tag such as en or es-ES' })
+        .optional(),
     }),
     clients: z.array(clientSchema).min(1, { error: 'needs at least one client' }),
     subscribers: z.array(subscriberSchema).min(1, { error: 'needs at least one subscriber' }),
     network: z.strictObject({
-      mobileRanges: z.array(z.string().refine((t) => ipaddr.isValidCIDR(t), { error: 'must be a CIDR range such as 127.0.0.0/8' })),
+      mobileRanges: z.array(
+        z.string().refine((t) => ipaddr.isValidCIDR(t), { error: 'must be a CIDR range such as 127.0.0.0/8' }),
+      ),
       wifiAddress: z.string().refine(isIp, { error: 'must be an IPv4 or IPv6 address' }),
     }),
     consentPolicy: z.array(ruleSchema).min(1, { error: 'needs at least one rule' }),
     sandbox: z
-      .strictObject({ allowList: z.array(z.string().regex(/^(?:tel:)?\+[1-9][0-9]{4,14}$/, { error: 'must be +<E.164> or tel:+<E.164>' })) })
+      .strictObject({
+        allowList: z.array(
+          z.string().regex(/^(?:tel:)?\+[1-9][0-9]{4,14}$/, { error: 'must be +<E.164> or tel:+<E.164>' }),
+        ),
+      })
       .nullable()
       .optional(),
     lifetimes: z.strictObject({
@@ -121,14 +148,29 @@ const schema = z
     // With no client named by app.clientId, that is the problem reported, not what follows from it.
     const appExists = c.clients.some((client) => client.clientId === c.app.clientId);
     c.clients.forEach((client, i) => {
-      if (seen.has(client.clientId)) issue(['clients', i, 'clientId'], `"${client.clientId}" is already used by clients[${seen.get(client.clientId)}]`);
+      if (seen.has(client.clientId))
+        issue(
+          ['clients', i, 'clientId'],
+          `"${client.clientId}" is already used by clients[${seen.get(client.clientId)}]`,
+        );
       seen.set(client.clientId, i);
       const isApp = client.clientId === c.app.clientId;
       if (client.tokenEndpointAuthMethod === 'private_key_jwt') {
-        if (!isApp && appExists) issue(['clients', i, 'tokenEndpointAuthMethod'], 'private_key_jwt is for the sample app\'s client (app.clientId): the app generates its key at start');
-        if (client.clientSecret !== undefined) issue(['clients', i, 'clientSecret'], 'a private_key_jwt client has no secret (it authenticates with its key): remove it');
+        if (!isApp && appExists)
+          issue(
+            ['clients', i, 'tokenEndpointAuthMethod'],
+            "private_key_jwt is for the sample app's client (app.clientId): the app generates its key at start",
+          );
+        if (client.clientSecret !== undefined)
+          issue(
+            ['clients', i, 'clientSecret'],
+            'a private_key_jwt client has no secret (it authenticates with its key): remove it',
+          );
       } else if (client.clientSecret === undefined) {
-        issue(['clients', i, 'clientSecret'], 'is required (or "tokenEndpointAuthMethod": "private_key_jwt" for the sample app\'s client)');
+        issue(
+          ['clients', i, 'clientSecret'],
+          'is required (or "tokenEndpointAuthMethod": "private_key_jwt" for the sample app\'s client)',
+        );
       }
       // The app's callback is registered for it; any other frontend client needs its own.
       if (!isApp && appExists && client.grantTypes.includes('authorization_code') && !client.redirectUris?.length) {
@@ -136,25 +178,34 @@ const schema = z
       }
     });
     const authReqId = c.lifetimes.authReqId ?? 120;
-    if ((c.lifetimes.pollInterval ?? 2) >= authReqId) issue(['lifetimes', 'pollInterval'], `must be shorter than lifetimes.authReqId (${authReqId})`);
+    if ((c.lifetimes.pollInterval ?? 2) >= authReqId)
+      issue(['lifetimes', 'pollInterval'], `must be shorter than lifetimes.authReqId (${authReqId})`);
     const ids = new Map<string, string>();
     const phones = new Map<string, number>();
     const addresses = new Map<string, number>();
     c.subscribers.forEach((s, i) => {
       if (ids.has(s.id)) issue(['subscribers', i, 'id'], `"${s.id}" is already used by ${ids.get(s.id)}`);
       ids.set(s.id, `subscribers[${i}]`);
-      if (phones.has(s.phoneNumber)) issue(['subscribers', i, 'phoneNumber'], `${s.phoneNumber} is already the line of subscribers[${phones.get(s.phoneNumber)}]`);
+      if (phones.has(s.phoneNumber))
+        issue(
+          ['subscribers', i, 'phoneNumber'],
+          `${s.phoneNumber} is already the line of subscribers[${phones.get(s.phoneNumber)}]`,
+        );
       phones.set(s.phoneNumber, i);
       (s.addresses ?? []).forEach((a, j) => {
         if (!isIp(a)) return;
         const key = ipaddr.process(a).toNormalizedString();
-        if (addresses.has(key)) issue(['subscribers', i, 'addresses', j], `${a} is already an address of subscribers[${addresses.get(key)}]`);
+        if (addresses.has(key))
+          issue(['subscribers', i, 'addresses', j], `${a} is already an address of subscribers[${addresses.get(key)}]`);
         addresses.set(key, i);
-        if (!inRanges(a, c.network.mobileRanges)) issue(['subscribers', i, 'addresses', j], `${a} is outside network.mobileRanges`);
+        if (!inRanges(a, c.network.mobileRanges))
+          issue(['subscribers', i, 'addresses', j], `${a} is outside network.mobileRanges`);
       });
     });
-    if (inRanges(c.network.wifiAddress, c.network.mobileRanges)) issue(['network', 'wifiAddress'], 'must lie outside network.mobileRanges (it plays a WiFi network)');
-    if (c.ports.gateway !== 0 && c.ports.gateway === c.ports.app) issue(['ports', 'app'], 'must differ from ports.gateway');
+    if (inRanges(c.network.wifiAddress, c.network.mobileRanges))
+      issue(['network', 'wifiAddress'], 'must lie outside network.mobileRanges (it plays a WiFi network)');
+    if (c.ports.gateway !== 0 && c.ports.gateway === c.ports.app)
+      issue(['ports', 'app'], 'must differ from ports.gateway');
     const rules = new Set(c.consentPolicy.map((r) => `${r.purpose}#${r.scope}`));
     c.clients.forEach((client, i) => {
       client.scopes.forEach((s, j) => {
@@ -167,13 +218,23 @@ const schema = z
       return;
     }
     for (const grant of ['authorization_code', CIBA] as const) {
-      if (!appClient.grantTypes.includes(grant)) issue(['app', 'clientId'], `client "${appClient.clientId}" needs the grant type ${grant} (the app runs both flows)`);
+      if (!appClient.grantTypes.includes(grant))
+        issue(
+          ['app', 'clientId'],
+          `client "${appClient.clientId}" needs the grant type ${grant} (the app runs both flows)`,
+        );
     }
     for (const key of ['numberVerification', 'simSwap'] as const) {
-      if (!appClient.scopes.includes(c.app.scopes[key])) issue(['app', 'scopes', key], `client "${appClient.clientId}" is not registered for ${c.app.scopes[key]}`);
+      if (!appClient.scopes.includes(c.app.scopes[key]))
+        issue(['app', 'scopes', key], `client "${appClient.clientId}" is not registered for ${c.app.scopes[key]}`);
     }
-    if (c.app.scopes.numberVerification.split('#')[1] !== 'number-verification') issue(['app', 'scopes', 'numberVerification'], 'the scope must be #number-verification (the API the gateway serves)');
-    if (c.app.scopes.simSwap.split('#')[1] !== 'sim-swap') issue(['app', 'scopes', 'simSwap'], 'the scope must be #sim-swap (the API the gateway serves)');
+    if (c.app.scopes.numberVerification.split('#')[1] !== 'number-verification')
+      issue(
+        ['app', 'scopes', 'numberVerification'],
+        'the scope must be #number-verification (the API the gateway serves)',
+      );
+    if (c.app.scopes.simSwap.split('#')[1] !== 'sim-swap')
+      issue(['app', 'scopes', 'simSwap'], 'the scope must be #sim-swap (the API the gateway serves)');
   });
 
 export type DemoConfig = z.infer<typeof schema>;
@@ -242,12 +303,21 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     return `${formatPath([...issue.path, key])}: unknown key`;
   }
   if (issue.code === 'invalid_type' && issue.expected !== 'int') {
-    const received = issue.input === undefined ? 'nothing' : Array.isArray(issue.input) ? 'a list' : issue.input === null ? 'null' : typeof issue.input;
-    const expected = issue.expected === 'array' ? 'a list' : issue.expected === 'object' ? 'an object' : `a ${issue.expected}`;
+    const received =
+      issue.input === undefined
+        ? 'nothing'
+        : Array.isArray(issue.input)
+          ? 'a list'
+          : issue.input === null
+            ? 'null'
+            : typeof issue.input;
+    const expected =
+      issue.expected === 'array' ? 'a list' : issue.expected === 'object' ? 'an object' : `a ${issue.expected}`;
     return `${formatPath(issue.path)}: ${issue.input === undefined ? 'is required' : `must be ${expected}, not ${received}`}`;
   }
   if (issue.code !== 'custom' && issue.input === undefined) return `${formatPath(issue.path)}: is required`;
-  if (issue.code === 'too_small' && issue.origin === 'string') return `${formatPath(issue.path)}: ${issue.message.startsWith('Too small') ? 'must not be empty' : issue.message}`;
+  if (issue.code === 'too_small' && issue.origin === 'string')
+    return `${formatPath(issue.path)}: ${issue.message.startsWith('Too small') ? 'must not be empty' : issue.message}`;
   return `${formatPath(issue.path)}: ${issue.message}`;
 }
 
@@ -277,7 +347,9 @@ export function loadConfig(file: string): DemoConfig {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new ConfigError(`demo config ${file}: cannot read the file (${code === 'ENOENT' ? 'no such file' : (code ?? 'error')})`);
+    throw new ConfigError(
+      `demo config ${file}: cannot read the file (${code === 'ENOENT' ? 'no such file' : (code ?? 'error')})`,
+    );
   }
   let parsed: unknown;
   try {

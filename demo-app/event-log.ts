@@ -6,7 +6,12 @@
 import { EVENT_NAMES, type NetAuthEventEmitter, type NetAuthEventName } from '../lib/index.js';
 
 /** Field names shortened for reading; every other field keeps its name. */
-const SHORT: Record<string, string> = { clientId: 'client', subscriberId: 'subscriber', grantType: 'grant', durationMs: 'ms' };
+const SHORT: Record<string, string> = {
+  clientId: 'client',
+  subscriberId: 'subscriber',
+  grantType: 'grant',
+  durationMs: 'ms',
+};
 
 function value(v: unknown): string {
   if (Array.isArray(v)) return v.map(value).join(',');
@@ -25,6 +30,10 @@ export function formatEvent(name: NetAuthEventName, payload: object, at: Date): 
 }
 
 /** Writes every event of the gateway, as it happens. */
-export function logEvents(events: NetAuthEventEmitter, write: (line: string) => void, now: () => Date = () => new Date()): void {
+export function logEvents(
+  events: NetAuthEventEmitter,
+  write: (line: string) => void,
+  now: () => Date = () => new Date(),
+): void {
   for (const name of EVENT_NAMES) events.on(name, (payload: object) => write(formatEvent(name, payload, now())));
 }

@@ -64,7 +64,8 @@ class Inbox {
     for (const other of this.items.values()) {
       const a = other.request;
       const b = item.request;
-      if (a.clientId === b.clientId && a.subscriber.id === b.subscriber.id && a.scope === b.scope) this.items.delete(other.id);
+      if (a.clientId === b.clientId && a.subscriber.id === b.subscriber.id && a.scope === b.scope)
+        this.items.delete(other.id);
     }
   }
 }
@@ -90,12 +91,18 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
         ...c,
         redirectUris: [...(c.redirectUris ?? []), ...(isApp ? [`${appUrl}/callback`] : [])],
         // CAMARA profile: the app's public keys, fetched from the app itself, and signed requests only.
-        ...(c.tokenEndpointAuthMethod === 'private_key_jwt' ? { jwksUri: `${appUrl}${APP_JWKS_PATH}`, requireSignedRequestObject: true } : {}),
+        ...(c.tokenEndpointAuthMethod === 'private_key_jwt'
+          ? { jwksUri: `${appUrl}${APP_JWKS_PATH}`, requireSignedRequestObject: true }
+          : {}),
       };
     }),
     // The sample app serves its keys from this machine: its origin is let through the jwksUri destination policy.
     clientJwks: { internalOrigins: [new URL(appUrl).origin] },
-    subscribers: config.subscribers.map((s) => ({ id: s.id, phoneNumber: s.phoneNumber, addresses: s.addresses ?? [] })),
+    subscribers: config.subscribers.map((s) => ({
+      id: s.id,
+      phoneNumber: s.phoneNumber,
+      addresses: s.addresses ?? [],
+    })),
     consentPolicy: config.consentPolicy,
     ...(options.store ? { store: options.store } : {}),
     lifetimes: config.lifetimes,
@@ -148,19 +155,28 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
   const json: RequestHandler = express.json({ limit: '4kb' });
   const E164 = /^\+[1-9][0-9]{4,14}$/;
 
-  app.post('/sim-swap/v1/check', netauth.guard({ scope: 'sim-swap', errorFormat: 'camara', device: { identifier: 'phoneNumber' } }), (req, res) => {
-    res.json({ swapped: subscriberById.get(req.netauth!.device!.subscriber.id)?.simSwapped ?? false });
-  });
+  app.post(
+    '/sim-swap/v1/check',
+    netauth.guard({ scope: 'sim-swap', errorFormat: 'camara', device: { identifier: 'phoneNumber' } }),
+    (req, res) => {
+      res.json({ swapped: subscriberById.get(req.netauth!.device!.subscriber.id)?.simSwapped ?? false });
+    },
+  );
 
   // Number Verification's body holds the number to check, not an identifier: only the token names the device.
-  app.post('/number-verification/v1/verify', netauth.guard({ scope: 'number-verification', errorFormat: 'camara', device: { identifier: 'none' } }), json, (req, res) => {
-    const body = (req.body ?? {}) as { phoneNumber?: unknown };
-    if (typeof body.phoneNumber !== 'string' || !E164.test(body.phoneNumber)) {
-      res.status(400).json(apiError(400, 'INVALID_ARGUMENT', 'phoneNumber must be +<E.164>'));
-      return;
-    }
-    res.json({ devicePhoneNumberVerified: body.phoneNumber === req.netauth!.device!.subscriber.phoneNumber });
-  });
+  app.post(
+    '/number-verification/v1/verify',
+    netauth.guard({ scope: 'number-verification', errorFormat: 'camara', device: { identifier: 'none' } }),
+    json,
+    (req, res) => {
+      const body = (req.body ?? {}) as { phoneNumber?: unknown };
+      if (typeof body.phoneNumber !== 'string' || !E164.test(body.phoneNumber)) {
+        res.status(400).json(apiError(400, 'INVALID_ARGUMENT', 'phoneNumber must be +<E.164>'));
+        return;
+      }
+      res.json({ devicePhoneNumberVerified: body.phoneNumber === req.netauth!.device!.subscriber.phoneNumber });
+    },
+  );
 
   // ---- Demo pages ---------------------------------------------------------------------------------------
   // The logo is also the favicon (browsers ask every origin for /favicon.ico, the consent page included).
@@ -217,7 +233,8 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
 <form method="post" action="/demo/device" class="card">
 <fieldset><legend>Simulated device</legend>
 ${simulatedDevices(config).map(
-  (d) => html`<label class="choice"><input type="radio" name="device" value="${d.id}"${d.id === current.id ? html` checked` : ''}><span>${d.label}<br><span class="muted">${d.mobile ? 'Mobile network' : 'Outside the mobile network'}, address <code>${d.address}</code></span></span></label>`,
+  (d) =>
+    html`<label class="choice"><input type="radio" name="device" value="${d.id}"${d.id === current.id ? html` checked` : ''}><span>${d.label}<br><span class="muted">${d.mobile ? 'Mobile network' : 'Outside the mobile network'}, address <code>${d.address}</code></span></span></label>`,
 )}
 </fieldset>
 <input type="hidden" name="return" value="${back?.href ?? ''}">
@@ -246,7 +263,9 @@ ${back ? html`<p><a href="${back.href}">Back without changing</a></p>` : ''}`,
   };
   const rulesFor = (clientId: string) => {
     const client = config.clients.find((c) => c.clientId === clientId);
-    return config.consentPolicy.filter((r) => r.basis === 'consent' && client?.scopes.includes(`dpv:${r.purpose}#${r.scope}`));
+    return config.consentPolicy.filter(
+      (r) => r.basis === 'consent' && client?.scopes.includes(`dpv:${r.purpose}#${r.scope}`),
+    );
   };
 
   app.get('/demo/phone/:line', async (req, res) => {
@@ -255,13 +274,27 @@ ${back ? html`<p><a href="${back.href}">Back without changing</a></p>` : ''}`,
     const now = Date.now();
     const pending = inbox.pending(subscriber.id, now);
     const token = csrf.token(req, res);
-    const consents: { clientId: string; clientName: string; scope: string; purpose: string; what: string; status: string }[] = [];
+    const consents: {
+      clientId: string;
+      clientName: string;
+      scope: string;
+      purpose: string;
+      what: string;
+      status: string;
+    }[] = [];
     for (const client of config.clients) {
       for (const rule of rulesFor(client.clientId)) {
         const scope = `dpv:${rule.purpose}#${rule.scope}`;
         const records = await netauth.consent.lookup({ clientId: client.clientId, subscriberId: subscriber.id, scope });
         for (const r of records) {
-          consents.push({ clientId: client.clientId, clientName: client.name ?? client.clientId, scope, purpose: rule.purpose, what: rule.description ?? rule.scope, status: r.status });
+          consents.push({
+            clientId: client.clientId,
+            clientName: client.name ?? client.clientId,
+            scope,
+            purpose: rule.purpose,
+            what: rule.description ?? rule.scope,
+            status: r.status,
+          });
         }
       }
     }
@@ -273,7 +306,10 @@ ${back ? html`<p><a href="${back.href}">Back without changing</a></p>` : ''}`,
       });
     sendPage(res, {
       title: `Phone ${spacedNumber(subscriber.phoneNumber)}`,
-      brand: { ...brand, role: `${subscriber.name ? `${subscriber.name}'s phone` : 'Phone'} · ${spacedNumber(subscriber.phoneNumber)}` },
+      brand: {
+        ...brand,
+        role: `${subscriber.name ? `${subscriber.name}'s phone` : 'Phone'} · ${spacedNumber(subscriber.phoneNumber)}`,
+      },
       narrow: true,
       // With nothing to answer, the inbox looks for new requests every few seconds (no JavaScript).
       ...(pending.length === 0 ? { refresh: 3 } : {}),
@@ -312,7 +348,8 @@ ${consents.map(
     if (!csrf.verify(req)) return void forbidden(res);
     const body = req.body as Record<string, unknown>;
     const item = typeof body.id === 'string' ? inbox.get(body.id) : undefined;
-    if (!item || item.request.subscriber.id !== subscriber.id) return void badRequest(res, 'This request is no longer waiting for an answer.');
+    if (!item || item.request.subscriber.id !== subscriber.id)
+      return void badRequest(res, 'This request is no longer waiting for an answer.');
     if (body.decision !== 'allow' && body.decision !== 'deny') return void badRequest(res, 'Choose Allow or Deny.');
     const input = { clientId: item.request.clientId, subscriberId: subscriber.id, scope: item.request.scope };
     if (body.decision === 'allow') await netauth.consent.grant(input);
@@ -328,23 +365,38 @@ ${consents.map(
     const body = req.body as Record<string, unknown>;
     const clientId = typeof body.clientId === 'string' ? body.clientId : '';
     const scope = typeof body.scope === 'string' ? body.scope : '';
-    if (!rulesFor(clientId).some((r) => `dpv:${r.purpose}#${r.scope}` === scope)) return void badRequest(res, 'Unknown consent.');
+    if (!rulesFor(clientId).some((r) => `dpv:${r.purpose}#${r.scope}` === scope))
+      return void badRequest(res, 'Unknown consent.');
     await netauth.consent.revoke({ clientId, subscriberId: subscriber.id, scope });
     res.redirect(303, `${phoneUrl(subscriber)}?answered=withdrawn`);
   });
 
   function problem(res: express.Response, status: number, title: string, text: string): void {
-    sendPage(res, { status, title, brand, narrow: true, body: html`<h1>${title}</h1><p>${text}</p><p><a href="/">Operator gateway home</a></p>` });
+    sendPage(res, {
+      status,
+      title,
+      brand,
+      narrow: true,
+      body: html`<h1>${title}</h1><p>${text}</p><p><a href="/">Operator gateway home</a></p>`,
+    });
   }
-  const notFound = (res: express.Response) => problem(res, 404, 'Not found', 'There is no such page or phone line on this gateway.');
-  const forbidden = (res: express.Response) => problem(res, 403, 'Form expired', 'This form could not be verified (it is stale or came from another site). Go back, reload the page and try again.');
+  const notFound = (res: express.Response) =>
+    problem(res, 404, 'Not found', 'There is no such page or phone line on this gateway.');
+  const forbidden = (res: express.Response) =>
+    problem(
+      res,
+      403,
+      'Form expired',
+      'This form could not be verified (it is stale or came from another site). Go back, reload the page and try again.',
+    );
   const badRequest = (res: express.Response, text: string) => problem(res, 400, 'Request not understood', text);
 
   app.use((_req, res) => notFound(res));
   const errors: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const status = (error as { status?: unknown }).status;
     if (typeof status === 'number' && status >= 400 && status < 500) {
-      if (req.path.startsWith('/demo/') || req.path === '/') return void problem(res, status, 'Request not understood', 'The request could not be read.');
+      if (req.path.startsWith('/demo/') || req.path === '/')
+        return void problem(res, status, 'Request not understood', 'The request could not be read.');
       return void res.status(status).json(apiError(status, 'INVALID_ARGUMENT', 'the request body could not be read'));
     }
     console.error('gateway:', error instanceof Error ? error.message : error);

@@ -61,7 +61,10 @@ async function main(): Promise<void> {
     throw error;
   }
 
-  const phones = config.subscribers.map((s) => `    ${(s.name ?? s.id).padEnd(10)} ${spacedNumber(s.phoneNumber).padEnd(17)} ${demo.gatewayUrl}/demo/phone/${s.phoneNumber.slice(1)}`);
+  const phones = config.subscribers.map(
+    (s) =>
+      `    ${(s.name ?? s.id).padEnd(10)} ${spacedNumber(s.phoneNumber).padEnd(17)} ${demo.gatewayUrl}/demo/phone/${s.phoneNumber.slice(1)}`,
+  );
   process.stdout.write(
     [
       `express-netauth demo (${demo.stores} stores${args.config ? `, config ${args.config}` : ''})`,

@@ -37,7 +37,10 @@ export function simulatedDevices(config: DemoConfig): SimulatedDevice[] {
       mobile: true,
       subscriber: s,
     }));
-  return [...lines, { id: WIFI, label: 'A phone on WiFi (not the mobile network)', address: config.network.wifiAddress, mobile: false }];
+  return [
+    ...lines,
+    { id: WIFI, label: 'A phone on WiFi (not the mobile network)', address: config.network.wifiAddress, mobile: false },
+  ];
 }
 
 /** The device a cookie names; the first line by default (or WiFi when no line has an address). */

@@ -46,7 +46,9 @@ async function listen(server: Server, port: number, host: string, what: string):
       server.off('listening', onListening);
       reject(
         error.code === 'EADDRINUSE'
-          ? new DemoStartError(`port ${port} (ports.${what}) is already in use: stop what uses it, or choose other ports in a config file (npm run demo -- --config my.json)`)
+          ? new DemoStartError(
+              `port ${port} (ports.${what}) is already in use: stop what uses it, or choose other ports in a config file (npm run demo -- --config my.json)`,
+            )
           : new DemoStartError(`cannot listen on ${host}:${port} (ports.${what}): ${error.code ?? error.message}`),
       );
     };
@@ -111,7 +113,10 @@ export async function startDemo(config: DemoConfig, options: StartOptions = {}):
         url: options.redisUrl,
         // Fail fast while disconnected (503s) rather than queue; give up at once if the first connection fails.
         disableOfflineQueue: true,
-        socket: { connectTimeout: 3000, reconnectStrategy: (retries, cause) => (connected ? Math.min(100 * 2 ** retries, 2000) : cause) },
+        socket: {
+          connectTimeout: 3000,
+          reconnectStrategy: (retries, cause) => (connected ? Math.min(100 * 2 ** retries, 2000) : cause),
+        },
       });
       redis.on('error', () => {
         // Reported through failing requests; node-redis would crash the process on an unhandled 'error'.
@@ -123,7 +128,9 @@ export async function startDemo(config: DemoConfig, options: StartOptions = {}):
         ]);
       } catch (error) {
         if (redis.isOpen) redis.destroy();
-        throw new DemoStartError(`cannot connect to REDIS_URL (${error instanceof Error ? error.message : String(error)})`);
+        throw new DemoStartError(
+          `cannot connect to REDIS_URL (${error instanceof Error ? error.message : String(error)})`,
+        );
       }
       connected = true;
       closeRedis = () => redis.close().catch(() => redis.destroy());
@@ -132,8 +139,18 @@ export async function startDemo(config: DemoConfig, options: StartOptions = {}):
       sessionStore = new SessionRedisStore({ client, prefix: 'netauth-demo:sess:' });
     }
 
-    const gateway = createGateway(config, { gatewayUrl, appUrl, ...(store ? { store } : {}), ...(options.log ? { log: options.log } : {}) });
-    const application = await createApplication(config, { appUrl, gatewayUrl, issuer: gateway.issuer, ...(sessionStore ? { sessionStore } : {}) });
+    const gateway = createGateway(config, {
+      gatewayUrl,
+      appUrl,
+      ...(store ? { store } : {}),
+      ...(options.log ? { log: options.log } : {}),
+    });
+    const application = await createApplication(config, {
+      appUrl,
+      gatewayUrl,
+      issuer: gateway.issuer,
+      ...(sessionStore ? { sessionStore } : {}),
+    });
     gatewayServer.on('request', gateway.app);
     appServer.on('request', application.app);
     // Stop the background checks before the servers, the gateway (its store's timer) after them.

@@ -41,7 +41,9 @@ const oneShot = (crypto as unknown as { hash?: OneShotHash }).hash;
 
 /** SHA-256 of a UTF-8 string, base64url. */
 export function sha256(text: string): string {
-  return oneShot ? oneShot('sha256', text, 'base64url') : crypto.createHash('sha256').update(text, 'utf8').digest('base64url');
+  return oneShot
+    ? oneShot('sha256', text, 'base64url')
+    : crypto.createHash('sha256').update(text, 'utf8').digest('base64url');
 }
 
 /** SHA-256 of a UTF-8 string, as bytes (for constant-time comparison of fixed-length digests). */

@@ -71,7 +71,10 @@ export interface OAuthErrorOptions {
 const MAX_DESCRIPTION = 200;
 
 function wireDescription(text: string): string {
-  const safe = text.replace(/"/g, "'").replace(/\\/g, '/').replace(/[^\x20-\x7e]/gu, '?');
+  const safe = text
+    .replace(/"/g, "'")
+    .replace(/\\/g, '/')
+    .replace(/[^\x20-\x7e]/gu, '?');
   return safe.length <= MAX_DESCRIPTION ? safe : `${safe.slice(0, MAX_DESCRIPTION - 3)}...`;
 }
 
@@ -83,7 +86,10 @@ export class OAuthError extends Error {
 
   constructor(code: OAuthErrorCode, rawDescription?: string, options: OAuthErrorOptions = {}) {
     const description = rawDescription === undefined ? undefined : wireDescription(rawDescription);
-    super(description ? `${code}: ${description}` : code, options.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      description ? `${code}: ${description}` : code,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.name = 'OAuthError';
     this.code = code;
     this.description = description;
@@ -93,7 +99,9 @@ export class OAuthError extends Error {
 
   /** The RFC 6749 §5.2 body. */
   toJSON(): { error: OAuthErrorCode; error_description?: string } {
-    return this.description === undefined ? { error: this.code } : { error: this.code, error_description: this.description };
+    return this.description === undefined
+      ? { error: this.code }
+      : { error: this.code, error_description: this.description };
   }
 }
 

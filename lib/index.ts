@@ -12,7 +12,14 @@ export type {
   ConsentPageOptions,
   ConsentPageTexts,
 } from './gateway/options.js';
-export type { GuardOptions, NetAuthGrant, NetAuthTwoLeggedGrant, NetAuthAnyGrant, NetAuthLocals, NetAuthOptionalSubscriberGuard } from './guard/guard.js';
+export type {
+  GuardOptions,
+  NetAuthGrant,
+  NetAuthTwoLeggedGrant,
+  NetAuthAnyGrant,
+  NetAuthLocals,
+  NetAuthOptionalSubscriberGuard,
+} from './guard/guard.js';
 export type { GuardErrorFormat, CamaraErrorInfo } from './guard/responses.js';
 export type { DeviceOptions, DeviceIdentifier, NetAuthDevice } from './guard/device.js';
 export { EVENT_NAMES } from './ops/events.js';
@@ -42,7 +49,13 @@ export type {
 } from './ops/events.js';
 export { RATE_LIMIT_DEFAULTS } from './defaults.js';
 export { RateLimitFallbackError } from './ops/counters.js';
-export type { RateLimitOptions, RateLimitRule, FailureLimitRule, RateLimitRedisClient, SubscriberLimitRules } from './ops/rate-limits.js';
+export type {
+  RateLimitOptions,
+  RateLimitRule,
+  FailureLimitRule,
+  RateLimitRedisClient,
+  SubscriberLimitRules,
+} from './ops/rate-limits.js';
 export type { MetricsOptions, MetricsRegistry } from './ops/metrics.js';
 export { REDACT_PATHS } from './ops/logging.js';
 export type { NetAuthLogger, LogMethod } from './ops/logging.js';
@@ -53,8 +66,20 @@ export type { IntrospectionResponse } from './gateway/endpoints/introspection.js
 export type { JWK } from 'jose';
 export { OAuthError, isOAuthError } from './errors.js';
 export type { OAuthErrorCode } from './errors.js';
-export { StaticClientRegistry, hashClientSecret, checkRedirectUri, CLIENT_SIGNING_ALGORITHMS, SUPPORTED_GRANT_TYPES } from './registry/clients.js';
-export type { ClientRegistry, RegisteredClient, GrantType, ClientAuthMethod, ClientSigningAlgorithm } from './registry/clients.js';
+export {
+  StaticClientRegistry,
+  hashClientSecret,
+  checkRedirectUri,
+  CLIENT_SIGNING_ALGORITHMS,
+  SUPPORTED_GRANT_TYPES,
+} from './registry/clients.js';
+export type {
+  ClientRegistry,
+  RegisteredClient,
+  GrantType,
+  ClientAuthMethod,
+  ClientSigningAlgorithm,
+} from './registry/clients.js';
 export type { ClientJwksOptions } from './gateway/client-auth/client-keys.js';
 export { StaticSubscriberDirectory } from './identity/subscribers.js';
 export type { Subscriber, SubscriberDirectory, StaticSubscriber } from './identity/subscribers.js';

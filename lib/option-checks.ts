@@ -87,7 +87,8 @@ export function checkFunction(value: unknown, path: string, shape: string): void
 }
 
 export function checkBoolean(value: unknown, path: string): void {
-  if (value !== undefined && typeof value !== 'boolean') throw new TypeError(`${path} must be true or false, not ${describe(value)}`);
+  if (value !== undefined && typeof value !== 'boolean')
+    throw new TypeError(`${path} must be true or false, not ${describe(value)}`);
 }
 
 export function checkString(value: unknown, path: string, meaning: string): void {
@@ -101,7 +102,9 @@ export function checkImplements(value: unknown, path: string, methods: readonly 
   const isObject = typeof value === 'object' && value !== null;
   const missing = methods.filter((m) => typeof (value as Record<string, unknown> | null)?.[m] !== 'function');
   if (isObject && missing.length === 0) return;
-  throw new TypeError(`${path} must ${fix}${isObject ? ` (missing: ${missing.join(', ')})` : `, not ${describe(value)}`}`);
+  throw new TypeError(
+    `${path} must ${fix}${isObject ? ` (missing: ${missing.join(', ')})` : `, not ${describe(value)}`}`,
+  );
 }
 
 /** A value as a message may show it: its type, never its content (a misplaced secret stays out of the message). */

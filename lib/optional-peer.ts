@@ -12,10 +12,14 @@ export function requirePeer<T>(name: string, feature: string): T {
     return load(name) as T;
   } catch (error) {
     const missing =
-      (error as { code?: unknown } | null)?.code === 'MODULE_NOT_FOUND' && (error as Error).message.includes(`'${name}'`);
+      (error as { code?: unknown } | null)?.code === 'MODULE_NOT_FOUND' &&
+      (error as Error).message.includes(`'${name}'`);
     if (!missing) throw error;
-    throw new Error(`express-netauth: ${feature} needs the package "${name}" (an optional peer dependency): npm install ${name}`, {
-      cause: error,
-    });
+    throw new Error(
+      `express-netauth: ${feature} needs the package "${name}" (an optional peer dependency): npm install ${name}`,
+      {
+        cause: error,
+      },
+    );
   }
 }

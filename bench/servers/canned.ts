@@ -5,7 +5,12 @@
 export const SIM_SWAP_SCOPE = 'dpv:FraudPreventionAndDetection#sim-swap';
 
 export const BC_AUTHORIZE_RESPONSE = { auth_req_id: 'x'.repeat(43), expires_in: 120, interval: 2 };
-export const TOKEN_RESPONSE = { access_token: 'y'.repeat(43), token_type: 'Bearer', expires_in: 3600, scope: SIM_SWAP_SCOPE };
+export const TOKEN_RESPONSE = {
+  access_token: 'y'.repeat(43),
+  token_type: 'Bearer',
+  expires_in: 3600,
+  scope: SIM_SWAP_SCOPE,
+};
 export const SERVICE_RESPONSE = { swapped: false };
 /** Workload 2: the code the ceilings' GET /authorize puts in its 302 (any value is accepted by their /token). */
 export const AUTHORIZATION_CODE = 'z'.repeat(43);

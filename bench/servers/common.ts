@@ -23,7 +23,10 @@ export type ServerMessage =
   /** The event loop's delay during a window (wall-clock ms): 99th percentile and worst. */
   | { type: 'loop'; id: number; p99Ms: number; maxMs: number; samples: number };
 
-export type OrchestratorMessage = { type: 'memory'; id: number; gc: boolean } | { type: 'loop'; id: number; from: number; to: number } | { type: 'stop' };
+export type OrchestratorMessage =
+  | { type: 'memory'; id: number; gc: boolean }
+  | { type: 'loop'; id: number; from: number; to: number }
+  | { type: 'stop' };
 
 /** Fixed credentials shared by the servers and the load generator (loopback only, never a real secret). */
 export const BENCH_CLIENT_ID = 'bench-client';
@@ -126,6 +129,7 @@ export function serve(server: Server): void {
 export function quietOnError(label: string): (error: unknown) => void {
   let reported = 0;
   return (error) => {
-    if (reported++ < 5) process.stderr.write(`${label}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+    if (reported++ < 5)
+      process.stderr.write(`${label}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
   };
 }

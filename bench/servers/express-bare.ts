@@ -7,7 +7,14 @@
 import http from 'node:http';
 import express from 'express';
 import { BENCH_REDIRECT_URI, ISSUER_PATH, serve } from './common.js';
-import { BC_AUTHORIZE_RESPONSE, FRONTEND_HEADERS, NO_STORE_HEADERS, SERVICE_RESPONSE, TOKEN_RESPONSE, authorizationRedirect } from './canned.js';
+import {
+  BC_AUTHORIZE_RESPONSE,
+  FRONTEND_HEADERS,
+  NO_STORE_HEADERS,
+  SERVICE_RESPONSE,
+  TOKEN_RESPONSE,
+  authorizationRedirect,
+} from './canned.js';
 
 const ISSUER = `http://127.0.0.1${ISSUER_PATH}`;
 
@@ -20,7 +27,11 @@ router.post('/bc-authorize', form, (_req, res) => {
 router.get('/authorize', (req, res) => {
   const state = typeof req.query.state === 'string' ? req.query.state : undefined;
   const redirectUri = typeof req.query.redirect_uri === 'string' ? req.query.redirect_uri : BENCH_REDIRECT_URI;
-  res.set(FRONTEND_HEADERS).set('Location', authorizationRedirect(redirectUri, state, ISSUER)).status(302).end();
+  res
+    .set(FRONTEND_HEADERS)
+    .set('Location', authorizationRedirect(redirectUri, state, ISSUER))
+    .status(302)
+    .end();
 });
 router.post('/token', form, (_req, res) => {
   res.set(NO_STORE_HEADERS).json(TOKEN_RESPONSE);

@@ -23,10 +23,22 @@ import express from 'express';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import type * as Package from '../../lib/index.js';
 import type { Lifetimes, Store } from '../../lib/index.js';
-import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_DEVICE_IP, BENCH_MOBILE_RANGE, BENCH_PHONE, BENCH_REDIRECT_URI, ISSUER_PATH, quietOnError, serve } from './common.js';
+import {
+  BENCH_CLIENT_ID,
+  BENCH_CLIENT_SECRET,
+  BENCH_DEVICE_IP,
+  BENCH_MOBILE_RANGE,
+  BENCH_PHONE,
+  BENCH_REDIRECT_URI,
+  ISSUER_PATH,
+  quietOnError,
+  serve,
+} from './common.js';
 
 // The compiled package (bench/run.ts builds dist/ first), as users run it; the types are the sources'.
-const { createNetAuth, RedisStore } = (await import(new URL('../../dist/lib/index.js', import.meta.url).href)) as typeof Package;
+const { createNetAuth, RedisStore } = (await import(
+  new URL('../../dist/lib/index.js', import.meta.url).href
+)) as typeof Package;
 
 const variant = process.env.BENCH_VARIANT ?? 'default';
 const lifetimes: Record<string, Lifetimes> = {
@@ -42,7 +54,8 @@ async function createStore(): Promise<Store | undefined> {
   if (kind === 'memory') return undefined; // createNetAuth's default MemoryStore
   if (kind === 'redis') {
     const url = process.env.BENCH_REDIS_URL;
-    if (!url) throw new Error('BENCH_STORE=redis needs BENCH_REDIS_URL (bench/run.ts starts a redis-server and sets it)');
+    if (!url)
+      throw new Error('BENCH_STORE=redis needs BENCH_REDIS_URL (bench/run.ts starts a redis-server and sets it)');
     const redis = new RedisStore({ url, onError: quietOnError('netauth-redis') });
     // Connected before the server reports ready, so the first measured requests do not pay for it.
     await redis.open();
@@ -66,7 +79,8 @@ const rateLimits =
 // BENCH_ID_TOKENS=RS256 or ES256: a key of that algorithm made at start-up (as node-oidc-provider's keystore in the
 // peer rows) signs an ID token per flow.
 const idTokenAlg = process.env.BENCH_ID_TOKENS;
-if (idTokenAlg !== undefined && idTokenAlg !== 'RS256' && idTokenAlg !== 'ES256') throw new Error(`unknown BENCH_ID_TOKENS ${idTokenAlg}`);
+if (idTokenAlg !== undefined && idTokenAlg !== 'RS256' && idTokenAlg !== 'ES256')
+  throw new Error(`unknown BENCH_ID_TOKENS ${idTokenAlg}`);
 const jwtAccessTokens = process.env.BENCH_ACCESS_TOKENS === 'jwt';
 if (jwtAccessTokens && idTokenAlg !== undefined) throw new Error('BENCH_ACCESS_TOKENS=jwt is a row without ID tokens');
 const keyAlg = idTokenAlg ?? (jwtAccessTokens ? 'RS256' : undefined);

@@ -22,7 +22,10 @@ import { SIM_SWAP_SCOPE } from './canned.js';
 // (the like-for-like pair of express-netauth's ES256 row); otherwise RSA-2048 and RS256, its default.
 const alg = process.env.BENCH_ID_TOKEN_ALG ?? 'RS256';
 if (alg !== 'RS256' && alg !== 'ES256') throw new Error(`unknown BENCH_ID_TOKEN_ALG ${alg}`);
-const { privateKey } = alg === 'ES256' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('rsa', { modulusLength: 2048 });
+const { privateKey } =
+  alg === 'ES256'
+    ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
+    : generateKeyPairSync('rsa', { modulusLength: 2048 });
 const jwk = privateKey.export({ format: 'jwk' });
 
 const SUBSCRIBER_ID = 'sub-bench-1';

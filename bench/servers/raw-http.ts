@@ -4,14 +4,25 @@
  */
 import http from 'node:http';
 import { BENCH_REDIRECT_URI, ISSUER_PATH, serve } from './common.js';
-import { BC_AUTHORIZE_RESPONSE, FRONTEND_HEADERS, NO_STORE_HEADERS, SERVICE_RESPONSE, TOKEN_RESPONSE, authorizationRedirect } from './canned.js';
+import {
+  BC_AUTHORIZE_RESPONSE,
+  FRONTEND_HEADERS,
+  NO_STORE_HEADERS,
+  SERVICE_RESPONSE,
+  TOKEN_RESPONSE,
+  authorizationRedirect,
+} from './canned.js';
 
 const ISSUER = `http://127.0.0.1${ISSUER_PATH}`;
 const AUTHORIZE_PATH = `${ISSUER_PATH}/authorize`;
 
 function respond(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { ...headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...headers,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
@@ -22,7 +33,11 @@ const server = http.createServer((req, res) => {
     if (req.method === 'GET' && (url === AUTHORIZE_PATH || url.startsWith(`${AUTHORIZE_PATH}?`))) {
       // Workload 2: the 302 with a code (the state echoed); /token accepts any code, nothing is stored.
       const query = new URLSearchParams(url.slice(AUTHORIZE_PATH.length + 1));
-      const location = authorizationRedirect(query.get('redirect_uri') ?? BENCH_REDIRECT_URI, query.get('state'), ISSUER);
+      const location = authorizationRedirect(
+        query.get('redirect_uri') ?? BENCH_REDIRECT_URI,
+        query.get('state'),
+        ISSUER,
+      );
       res.writeHead(302, { ...FRONTEND_HEADERS, Location: location, 'Content-Length': 0 });
       return res.end();
     }

@@ -32,7 +32,13 @@ export const SERVERS: Record<string, ServerEntry> = {
     env: { BENCH_VARIANT: 'pending' },
     params: NETAUTH_PARAMS,
   },
-  'netauth-soak': { id: 'netauth-soak', label: 'express-netauth (soak, 5 s lifetimes)', file: 'netauth.ts', env: { BENCH_VARIANT: 'soak' }, params: NETAUTH_PARAMS },
+  'netauth-soak': {
+    id: 'netauth-soak',
+    label: 'express-netauth (soak, 5 s lifetimes)',
+    file: 'netauth.ts',
+    env: { BENCH_VARIANT: 'soak' },
+    params: NETAUTH_PARAMS,
+  },
   // RedisStore on the loopback redis-server that bench/run.ts starts (needsRedis: BENCH_REDIS_URL is set then).
   'netauth-redis': {
     id: 'netauth-redis',
@@ -89,6 +95,16 @@ export const SERVERS: Record<string, ServerEntry> = {
     env: { BENCH_ID_TOKEN_ALG: 'ES256' },
     params: { flowScope: `openid ${SIM_SWAP_SCOPE}` },
   },
-  'express-bare': { id: 'express-bare', label: 'bare Express 5 (ceiling)', file: 'express-bare.ts', params: { flowScope: SIM_SWAP_SCOPE } },
-  'raw-http': { id: 'raw-http', label: 'raw node:http (runtime)', file: 'raw-http.ts', params: { flowScope: SIM_SWAP_SCOPE } },
+  'express-bare': {
+    id: 'express-bare',
+    label: 'bare Express 5 (ceiling)',
+    file: 'express-bare.ts',
+    params: { flowScope: SIM_SWAP_SCOPE },
+  },
+  'raw-http': {
+    id: 'raw-http',
+    label: 'raw node:http (runtime)',
+    file: 'raw-http.ts',
+    params: { flowScope: SIM_SWAP_SCOPE },
+  },
 };

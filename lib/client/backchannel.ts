@@ -70,7 +70,12 @@ export interface BackchannelToken {
 }
 
 /** A token response as the backend flow hands it over; `scope` stands in when the gateway did not echo one (RFC 6749 §5.1). */
-export function backchannelToken(ctx: ClientContext, tokens: oidc.TokenEndpointResponse, scope: string | undefined, receivedAt = ctx.now()): BackchannelToken {
+export function backchannelToken(
+  ctx: ClientContext,
+  tokens: oidc.TokenEndpointResponse,
+  scope: string | undefined,
+  receivedAt = ctx.now(),
+): BackchannelToken {
   return {
     access_token: tokens.access_token,
     token_type: tokens.token_type,
@@ -83,7 +88,11 @@ export function backchannelToken(ctx: ClientContext, tokens: oidc.TokenEndpointR
 }
 
 /** The `request` parameter of a signed bc-authorize (CIBA Core §7.1.1; the CAMARA profile's claims, 60 s of life). */
-async function signedRequest(config: oidc.Configuration, signer: ClientSigner, params: BackchannelParams): Promise<string> {
+async function signedRequest(
+  config: oidc.Configuration,
+  signer: ClientSigner,
+  params: BackchannelParams,
+): Promise<string> {
   // The gateway checks these against its own clock: the real time, not the injected one.
   const iat = Math.floor(Date.now() / 1000);
   return new SignJWT({ login_hint: params.login_hint, scope: params.scope })
@@ -106,10 +115,18 @@ export async function startBackchannel(ctx: ClientContext, params: BackchannelPa
   if (params.signal?.aborted) throw aborted();
   try {
     const { config, signer } = await ctx.load();
-    const body: Record<string, string> = signer?.signRequests ? { request: await signedRequest(config, signer, params) } : { login_hint: params.login_hint, scope: params.scope };
+    const body: Record<string, string> = signer?.signRequests
+      ? { request: await signedRequest(config, signer, params) }
+      : { login_hint: params.login_hint, scope: params.scope };
     const started = await oidc.initiateBackchannelAuthentication(config, body);
     const interval = started.interval ?? 5;
-    return { auth_req_id: started.auth_req_id, scope: params.scope, interval, expires_in: started.expires_in, expires_at: ctx.now() + started.expires_in * 1000 };
+    return {
+      auth_req_id: started.auth_req_id,
+      scope: params.scope,
+      interval,
+      expires_in: started.expires_in,
+      expires_at: ctx.now() + started.expires_in * 1000,
+    };
   } catch (cause) {
     throw fromOpenIdClientError(cause);
   }
@@ -129,20 +146,36 @@ function retryAfter(response: Response | undefined, now: number): number | undef
  * `Retry-After` resolve as pending with the wait before the next poll; the rest throws, typed.
  */
 export async function pollBackchannel(ctx: ClientContext, request: PendingBackchannel): Promise<BackchannelPoll> {
-  if (ctx.now() >= request.expires_at) throw new NetAuthClientError('expired', 'the authorization request expired before it was approved');
+  if (ctx.now() >= request.expires_at)
+    throw new NetAuthClientError('expired', 'the authorization request expired before it was approved');
   try {
     const { config, dpop } = await ctx.load();
-    const tokens = await oidc.genericGrantRequest(config, CIBA_GRANT, { auth_req_id: request.auth_req_id }, dpopOption(dpop));
+    const tokens = await oidc.genericGrantRequest(
+      config,
+      CIBA_GRANT,
+      { auth_req_id: request.auth_req_id },
+      dpopOption(dpop),
+    );
     return { status: 'approved', token: backchannelToken(ctx, tokens, request.scope) };
   } catch (cause) {
     const error = cause instanceof oidc.ResponseBodyError ? cause.error : undefined;
     // A JSON error carries its response; openid-client puts a non-JSON one (a proxy's 503 page) in `cause`.
     const inner = (cause as { cause?: unknown }).cause;
-    const response = cause instanceof oidc.ResponseBodyError ? cause.response : inner instanceof Response ? inner : undefined;
+    const response =
+      cause instanceof oidc.ResponseBodyError ? cause.response : inner instanceof Response ? inner : undefined;
     const after = retryAfter(response, Date.now());
-    if (error === 'authorization_pending' || error === 'slow_down' || (response?.status === 503 && after !== undefined)) {
+    if (
+      error === 'authorization_pending' ||
+      error === 'slow_down' ||
+      (response?.status === 503 && after !== undefined)
+    ) {
       const interval = request.interval + (error === 'slow_down' ? 5 : 0);
-      return { status: 'pending', request: { ...request, interval }, retry_after: Math.max(interval, after ?? 0), slow_down: error === 'slow_down' };
+      return {
+        status: 'pending',
+        request: { ...request, interval },
+        retry_after: Math.max(interval, after ?? 0),
+        slow_down: error === 'slow_down',
+      };
     }
     throw fromOpenIdClientError(cause);
   }
@@ -158,7 +191,8 @@ export async function resumeBackchannel(
   let wait = request.interval;
   for (let polls = 1; ; polls++) {
     // No poll can be sent in time: the request will have expired (CIBA: polling sooner is slow_down).
-    if (current.expires_at - ctx.now() <= wait * 1000) throw new NetAuthClientError('expired', 'the authorization request expired before it was approved');
+    if (current.expires_at - ctx.now() <= wait * 1000)
+      throw new NetAuthClientError('expired', 'the authorization request expired before it was approved');
     try {
       await sleep(wait * 1000, undefined, options.signal ? { signal: options.signal } : {});
     } catch (cause) {

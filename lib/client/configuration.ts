@@ -54,12 +54,21 @@ export const withSignal = new AsyncLocalStorage<AbortSignal>();
  */
 export const sent = new AsyncLocalStorage<{ sent: boolean }>();
 
-const ALGORITHM_BY_KEY: Record<string, string> = { RSA: 'RS256', 'EC/P-256': 'ES256', 'EC/P-384': 'ES384', 'EC/P-521': 'ES512', 'OKP/Ed25519': 'EdDSA' };
+const ALGORITHM_BY_KEY: Record<string, string> = {
+  RSA: 'RS256',
+  'EC/P-256': 'ES256',
+  'EC/P-384': 'ES384',
+  'EC/P-521': 'ES512',
+  'OKP/Ed25519': 'EdDSA',
+};
 
 /** The JWS algorithm of a private JWK: its `alg`, else the usual one for its key type. */
 function jwkAlgorithm(jwk: JWK): string {
   const alg = jwk.alg ?? ALGORITHM_BY_KEY[jwk.kty === 'RSA' ? 'RSA' : `${jwk.kty}/${jwk.crv}`];
-  if (alg === undefined) throw new TypeError(`privateKey: a ${jwk.kty}${jwk.crv ? ` ${jwk.crv}` : ''} key has no JWS algorithm this client knows; give the JWK an "alg"`);
+  if (alg === undefined)
+    throw new TypeError(
+      `privateKey: a ${jwk.kty}${jwk.crv ? ` ${jwk.crv}` : ''} key has no JWS algorithm this client knows; give the JWK an "alg"`,
+    );
   return alg;
 }
 
@@ -90,12 +99,17 @@ function isJwk(key: ClientPrivateKey): key is JWK {
 
 /** A private JWK option, checked: it must hold the private key (`d`), have a JWS algorithm, and import. */
 function checkPrivateJwk(name: string, key: JWK): void {
-  if (key.d === undefined) throw new TypeError(`createNetAuthClient: ${name} must be a PRIVATE JWK (it has no "d"); the gateway is given the public part`);
+  if (key.d === undefined)
+    throw new TypeError(
+      `createNetAuthClient: ${name} must be a PRIVATE JWK (it has no "d"); the gateway is given the public part`,
+    );
   jwkAlgorithm(key);
   try {
     createPrivateKey({ key: key as JsonWebKey, format: 'jwk' });
   } catch (cause) {
-    throw new TypeError(`createNetAuthClient: ${name} is not a usable private JWK`, { cause: new Error((cause as Error).message) });
+    throw new TypeError(`createNetAuthClient: ${name} is not a usable private JWK`, {
+      cause: new Error((cause as Error).message),
+    });
   }
 }
 
@@ -106,33 +120,51 @@ const PRIVATE_PARTS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k', 'pri
  * The DPoP handle: openid-client's (`getDPoPHandle`), on the configured key or a fresh ES256 one. openid-client
  * names an Ed25519 proof's alg `Ed25519`; the gateways (docs/protocol.md, jose) accept it as `EdDSA`.
  */
-async function dpopHandle(config: oidc.Configuration, option: NetAuthClientOptions['dpop']): Promise<oidc.DPoPHandle | undefined> {
+async function dpopHandle(
+  config: oidc.Configuration,
+  option: NetAuthClientOptions['dpop'],
+): Promise<oidc.DPoPHandle | undefined> {
   if (!option) return undefined;
   let keyPair: oidc.CryptoKeyPair;
   if (option === true) {
     keyPair = await oidc.randomDPoPKeyPair('ES256');
   } else {
     const alg = jwkAlgorithm(option.privateKey);
-    const publicJwk = Object.fromEntries(Object.entries(option.privateKey).filter(([member]) => !PRIVATE_PARTS.has(member))) as JWK;
+    const publicJwk = Object.fromEntries(
+      Object.entries(option.privateKey).filter(([member]) => !PRIVATE_PARTS.has(member)),
+    ) as JWK;
     keyPair = {
       privateKey: (await importJWK(option.privateKey, alg)) as oidc.CryptoKey,
       publicKey: (await importJWK(publicJwk, alg, { extractable: true })) as oidc.CryptoKey,
     };
   }
   const isEd25519 = keyPair.privateKey.algorithm.name === 'Ed25519' || keyPair.privateKey.algorithm.name === 'EdDSA';
-  return oidc.getDPoPHandle(config, keyPair, isEd25519 ? { [oidc.modifyAssertion]: (header) => {
-    header.alg = 'EdDSA';
-  } } : {});
+  return oidc.getDPoPHandle(
+    config,
+    keyPair,
+    isEd25519
+      ? {
+          [oidc.modifyAssertion]: (header) => {
+            header.alg = 'EdDSA';
+          },
+        }
+      : {},
+  );
 }
 
 /** Checks the options at construction, so a configuration that cannot work fails at start-up, naming the fix. */
 export function checkOptions(options: NetAuthClientOptions): void {
-  if (typeof options.clientId !== 'string' || options.clientId === '') throw new TypeError('createNetAuthClient: clientId is required');
+  if (typeof options.clientId !== 'string' || options.clientId === '')
+    throw new TypeError('createNetAuthClient: clientId is required');
   if ((options.clientSecret === undefined) === (options.privateKey === undefined)) {
-    throw new TypeError('createNetAuthClient: give exactly one of clientSecret (client_secret_basic) and privateKey (private_key_jwt)');
+    throw new TypeError(
+      'createNetAuthClient: give exactly one of clientSecret (client_secret_basic) and privateKey (private_key_jwt)',
+    );
   }
   if (options.signedRequests && options.privateKey === undefined) {
-    throw new TypeError('createNetAuthClient: signedRequests needs privateKey (requests are signed with the client key)');
+    throw new TypeError(
+      'createNetAuthClient: signedRequests needs privateKey (requests are signed with the client key)',
+    );
   }
   const audience = options.assertionAudience;
   if (audience !== undefined && audience !== 'issuer' && audience !== 'endpoint') {
@@ -146,19 +178,28 @@ export function checkOptions(options: NetAuthClientOptions): void {
   if (key !== undefined && isJwk(key)) {
     checkPrivateJwk('privateKey', key);
   } else if (key !== undefined) {
-    if (key.key?.type !== 'private') throw new TypeError('createNetAuthClient: privateKey.key must be a private CryptoKey');
+    if (key.key?.type !== 'private')
+      throw new TypeError('createNetAuthClient: privateKey.key must be a private CryptoKey');
     cryptoKeyAlgorithm(key.key);
   }
   const dpop = options.dpop;
   if (dpop !== undefined && typeof dpop !== 'boolean') {
-    if (dpop === null || typeof dpop !== 'object' || !isJwk(dpop.privateKey)) throw new TypeError('createNetAuthClient: dpop must be true, false or { privateKey: <private JWK> }');
+    if (dpop === null || typeof dpop !== 'object' || !isJwk(dpop.privateKey))
+      throw new TypeError('createNetAuthClient: dpop must be true, false or { privateKey: <private JWK> }');
     checkPrivateJwk('dpop.privateKey', dpop.privateKey);
   }
-  for (const [name, value] of [['redirectUri', options.redirectUri], ['discoveryUrl', options.discoveryUrl], ['gateway', typeof options.gateway === 'string' ? options.gateway : options.gateway.issuer]] as const) {
-    if (value !== undefined && !URL.canParse(value)) throw new TypeError(`createNetAuthClient: ${name} must be an absolute URL`);
+  for (const [name, value] of [
+    ['redirectUri', options.redirectUri],
+    ['discoveryUrl', options.discoveryUrl],
+    ['gateway', typeof options.gateway === 'string' ? options.gateway : options.gateway.issuer],
+  ] as const) {
+    if (value !== undefined && !URL.canParse(value))
+      throw new TypeError(`createNetAuthClient: ${name} must be an absolute URL`);
   }
   if (options.discoveryUrl !== undefined && typeof options.gateway !== 'string') {
-    throw new TypeError('createNetAuthClient: discoveryUrl is for a discovered gateway; with explicit endpoints there is nothing to discover');
+    throw new TypeError(
+      'createNetAuthClient: discoveryUrl is for a discovered gateway; with explicit endpoints there is nothing to discover',
+    );
   }
 }
 
@@ -205,9 +246,14 @@ function clientAuthentication(
     };
   }
   // openid-client names Ed25519 'Ed25519'; the gateways (docs/protocol.md, jose) know it as 'EdDSA'.
-  return oidc.PrivateKeyJwt({ key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) }, { [oidc.modifyAssertion]: (header) => {
-    header.alg = signer.alg;
-  } });
+  return oidc.PrivateKeyJwt(
+    { key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) },
+    {
+      [oidc.modifyAssertion]: (header) => {
+        header.alg = signer.alg;
+      },
+    },
+  );
 }
 
 /** The well-known URL openid-client asks for an issuer (OpenID Connect Discovery §4). */
@@ -250,7 +296,10 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
   const now = options.now ?? Date.now;
   // Every request to the gateway goes through here: it marks the caller's probe, and sends the discovery
   // request for the issuer to `discoveryUrl` instead, so openid-client still checks the document's issuer.
-  const redirected = typeof options.gateway === 'string' && options.discoveryUrl !== undefined ? { from: wellKnownOf(options.gateway), to: options.discoveryUrl } : undefined;
+  const redirected =
+    typeof options.gateway === 'string' && options.discoveryUrl !== undefined
+      ? { from: wellKnownOf(options.gateway), to: options.discoveryUrl }
+      : undefined;
   // Form bodies whose client assertion is signed here, for the URL they are sent to (`assertionAudience: 'endpoint'`).
   const unsigned = new WeakMap<URLSearchParams, string>();
   let signer: ClientSigner | undefined;
@@ -266,7 +315,10 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
     if (probe) probe.sent = true;
     const caller = withSignal.getStore();
     const signal = caller && init.signal ? AbortSignal.any([caller, init.signal]) : (caller ?? init.signal);
-    return fetch(redirected && url === redirected.from ? redirected.to : url, { ...(init as RequestInit), ...(signal ? { signal } : {}) });
+    return fetch(redirected && url === redirected.from ? redirected.to : url, {
+      ...(init as RequestInit),
+      ...(signal ? { signal } : {}),
+    });
   };
   const build = async () => {
     signer = options.privateKey === undefined ? undefined : await importSigner(options.privateKey, options);
@@ -280,7 +332,11 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
         });
       } catch (cause) {
         if ((cause as { code?: unknown }).code === 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED') {
-          throw new NetAuthClientError('misconfigured', `the metadata at ${redirected?.to ?? wellKnownOf(options.gateway)} does not name ${options.gateway} as its issuer: set the option gateway to the issuer the gateway announces`, { cause });
+          throw new NetAuthClientError(
+            'misconfigured',
+            `the metadata at ${redirected?.to ?? wellKnownOf(options.gateway)} does not name ${options.gateway} as its issuer: set the option gateway to the issuer the gateway announces`,
+            { cause },
+          );
         }
         throw discoveryFailed(cause, redirected?.to ?? wellKnownOf(options.gateway));
       }

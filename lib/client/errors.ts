@@ -64,7 +64,11 @@ export class NetAuthClientError extends Error {
   readonly status: number;
 
   /** `cause` is kept only as a sanitized copy (see `sanitized`): no token, code or assertion can ride along. */
-  constructor(kind: NetAuthClientErrorKind, message: string, details: { error?: string; description?: string; status?: number; cause?: unknown } = {}) {
+  constructor(
+    kind: NetAuthClientErrorKind,
+    message: string,
+    details: { error?: string; description?: string; status?: number; cause?: unknown } = {},
+  ) {
     const cause = sanitized(details.cause);
     super(message, cause === undefined ? undefined : { cause });
     this.name = 'NetAuthClientError';
@@ -124,9 +128,25 @@ const NOT_ON_MOBILE_NETWORK = /not identified by the mobile network/i;
 
 /** Errors that say this client's credentials or registration are wrong, not the request. */
 // invalid_dpop_proof: the gateway wants DPoP proofs of this client (dpop_bound_access_tokens) and the `dpop` option is off.
-const CLIENT_CONFIGURATION = new Set(['invalid_client', 'unauthorized_client', 'unsupported_grant_type', 'unsupported_response_type', 'request_uri_not_supported', 'request_not_supported', 'invalid_dpop_proof']);
+const CLIENT_CONFIGURATION = new Set([
+  'invalid_client',
+  'unauthorized_client',
+  'unsupported_grant_type',
+  'unsupported_response_type',
+  'request_uri_not_supported',
+  'request_not_supported',
+  'invalid_dpop_proof',
+]);
 /** Errors that say the request as sent was refused. */
-const BAD_REQUEST = new Set(['invalid_request', 'invalid_scope', 'invalid_grant', 'invalid_request_object', 'invalid_binding_message', 'invalid_target', 'invalid_authorization_details']);
+const BAD_REQUEST = new Set([
+  'invalid_request',
+  'invalid_scope',
+  'invalid_grant',
+  'invalid_request_object',
+  'invalid_binding_message',
+  'invalid_target',
+  'invalid_authorization_details',
+]);
 
 /**
  * The message with the gateway's `error_description`, which often names the fix (a wrong client authentication
@@ -167,7 +187,8 @@ export function fromOAuthError(error: string, description: string | undefined, c
 export function fromOpenIdClientError(error: unknown): NetAuthClientError {
   if (error instanceof NetAuthClientError) return error;
   if (error instanceof oidc.ResponseBodyError || error instanceof oidc.AuthorizationResponseError) {
-    if (error instanceof oidc.ResponseBodyError && error.status === 503) return fromOAuthError('temporarily_unavailable', error.error_description, error);
+    if (error instanceof oidc.ResponseBodyError && error.status === 503)
+      return fromOAuthError('temporarily_unavailable', error.error_description, error);
     return fromOAuthError(error.error, error.error_description, error);
   }
   if (error instanceof oidc.WWWAuthenticateChallengeError) {
@@ -175,17 +196,27 @@ export function fromOpenIdClientError(error: unknown): NetAuthClientError {
     const code = error.cause[0]?.parameters.error ?? (error.status === 401 ? 'invalid_client' : 'server_error');
     return fromOAuthError(code, error.cause[0]?.parameters.error_description, error);
   }
-  if (error instanceof Error && error.name === 'AbortError') return new NetAuthClientError('aborted', 'aborted', { cause: error });
-  if (error instanceof Error && error.name === 'TimeoutError') return new NetAuthClientError('unavailable', 'the gateway did not answer in time', { cause: error });
+  if (error instanceof Error && error.name === 'AbortError')
+    return new NetAuthClientError('aborted', 'aborted', { cause: error });
+  if (error instanceof Error && error.name === 'TimeoutError')
+    return new NetAuthClientError('unavailable', 'the gateway did not answer in time', { cause: error });
   if (error instanceof TypeError && /fetch failed/i.test(error.message)) {
     return new NetAuthClientError('unavailable', 'the gateway could not be reached', { cause: error });
   }
   const code = (error as { code?: unknown } | undefined)?.code;
   if (code === 'OAUTH_HTTP_REQUEST_FORBIDDEN' || code === 'OAUTH_REQUEST_PROTOCOL_FORBIDDEN') {
-    return new NetAuthClientError('misconfigured', 'the gateway is not on https: (allowInsecureRequests is for development only)', { cause: error });
+    return new NetAuthClientError(
+      'misconfigured',
+      'the gateway is not on https: (allowInsecureRequests is for development only)',
+      { cause: error },
+    );
   }
   if (code === 'OAUTH_MISSING_SERVER_METADATA' || code === 'OAUTH_INVALID_SERVER_METADATA') {
-    return new NetAuthClientError('misconfigured', 'the gateway metadata lacks an endpoint this call needs', { cause: error });
+    return new NetAuthClientError('misconfigured', 'the gateway metadata lacks an endpoint this call needs', {
+      cause: error,
+    });
   }
-  return new NetAuthClientError('token_error', 'the gateway answered something this client cannot accept', { cause: error });
+  return new NetAuthClientError('token_error', 'the gateway answered something this client cannot accept', {
+    cause: error,
+  });
 }

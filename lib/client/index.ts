@@ -1,11 +1,17 @@
 import type { Request, RequestHandler } from 'express';
 import type * as oidc from 'openid-client';
-import type { CallbackOptions, LogoutOptions, NetAuthClientOptions, RequireTokenOptions, StartOptions } from './options.js';
+import type {
+  CallbackOptions,
+  LogoutOptions,
+  NetAuthClientOptions,
+  RequireTokenOptions,
+  StartOptions,
+} from './options.js';
 import { createContext } from './configuration.js';
-import { startMiddleware } from './start.js';
-import { callbackMiddleware } from './callback.js';
-import { requireTokenMiddleware } from './require-token.js';
-import { logoutMiddleware, revokeToken } from './logout.js';
+import { startMiddleware } from './middleware/start.js';
+import { callbackMiddleware } from './middleware/callback.js';
+import { requireTokenMiddleware } from './middleware/require-token.js';
+import { logoutMiddleware, revokeToken } from './middleware/logout.js';
 import { getToken, type TokenState } from './session.js';
 import { refreshBackchannelToken, serviceFetch, type ServiceToken } from './refresh.js';
 import { clientCredentials, jwtBearer, type ClientCredentialsParams, type JwtBearerParams } from './grants.js';
@@ -54,7 +60,10 @@ export interface NetAuthClient {
   /** Step 2, once: one poll, now (the caller waits `retry_after` between polls). Works in any process. */
   pollBackchannel(request: PendingBackchannel): Promise<BackchannelPoll>;
   /** Step 2, until decided: polls at the interval. Works in any process. */
-  resumeBackchannel(request: PendingBackchannel, options?: Pick<BackchannelParams, 'signal' | 'onProgress'>): Promise<BackchannelToken>;
+  resumeBackchannel(
+    request: PendingBackchannel,
+    options?: Pick<BackchannelParams, 'signal' | 'onProgress'>,
+  ): Promise<BackchannelToken>;
   /**
    * A two-legged token (`client_credentials`, RFC 6749 §4.4) for APIs that process no personal data; no refresh
    * token. With the client's authentication and DPoP key, as the other flows.
@@ -108,4 +117,10 @@ export type {
 export type { SessionToken, TokenState } from './session.js';
 export type { ServiceToken } from './refresh.js';
 export type { ClientCredentialsParams, JwtBearerParams } from './grants.js';
-export type { BackchannelParams, BackchannelPoll, BackchannelProgress, BackchannelToken, PendingBackchannel } from './backchannel.js';
+export type {
+  BackchannelParams,
+  BackchannelPoll,
+  BackchannelProgress,
+  BackchannelToken,
+  PendingBackchannel,
+} from './backchannel.js';

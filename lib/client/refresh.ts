@@ -37,10 +37,14 @@ const sharedByClient = new WeakMap<ClientContext, Map<string, Shared>>();
 
 /** A refresh the gateway refused (`invalid_grant`): the grant is over, a new flow is needed, as after expiry. */
 function refused(cause: unknown): NetAuthClientError {
-  return new NetAuthClientError('token_expired', 'the gateway refused the refresh token (expired, revoked, or consent withdrawn): start a new flow', {
-    error: 'invalid_grant',
-    cause,
-  });
+  return new NetAuthClientError(
+    'token_expired',
+    'the gateway refused the refresh token (expired, revoked, or consent withdrawn): start a new flow',
+    {
+      error: 'invalid_grant',
+      cause,
+    },
+  );
 }
 
 /**
@@ -82,7 +86,9 @@ function refreshTokens(ctx: ClientContext, refreshToken: string): Promise<Refres
         const response = await oidc.refreshTokenGrant(config, refreshToken, undefined, dpopOption(dpop));
         return { response, receivedAt: ctx.now() };
       } catch (cause) {
-        throw cause instanceof oidc.ResponseBodyError && cause.error === 'invalid_grant' ? refused(cause) : fromOpenIdClientError(cause);
+        throw cause instanceof oidc.ResponseBodyError && cause.error === 'invalid_grant'
+          ? refused(cause)
+          : fromOpenIdClientError(cause);
       }
     })(),
   };
@@ -111,7 +117,13 @@ export async function sessionToken(ctx: ClientContext, req: Request): Promise<To
   const session = sessionOf(req);
   const token = getToken(req, ctx.now());
   const refreshToken = session.netauth?.refresh_token;
-  if (!token || refreshToken === undefined || token.expires_at === undefined || token.expires_at - ctx.now() > refreshBefore(ctx)) return token;
+  if (
+    !token ||
+    refreshToken === undefined ||
+    token.expires_at === undefined ||
+    token.expires_at - ctx.now() > refreshBefore(ctx)
+  )
+    return token;
   let refreshed: Refreshed;
   try {
     refreshed = await refreshTokens(ctx, refreshToken);
@@ -155,7 +167,12 @@ function isServiceToken(from: Request | ServiceToken): from is ServiceToken {
  * and URL; the service API's answer is returned as it came, a 401 with its challenge included (redirects are not
  * followed: a proof names one URL).
  */
-export async function serviceFetch(ctx: ClientContext, from: Request | ServiceToken, input: string | URL, init: RequestInit = {}): Promise<Response> {
+export async function serviceFetch(
+  ctx: ClientContext,
+  from: Request | ServiceToken,
+  input: string | URL,
+  init: RequestInit = {},
+): Promise<Response> {
   let token: ServiceToken;
   if (isServiceToken(from)) {
     token = from;
@@ -174,11 +191,24 @@ export async function serviceFetch(ctx: ClientContext, from: Request | ServiceTo
     }
   }
   const { config, dpop } = await ctx.load();
-  if (!dpop) throw new NetAuthClientError('misconfigured', 'the token is DPoP-bound but this client holds no DPoP key: set the client option dpop');
+  if (!dpop)
+    throw new NetAuthClientError(
+      'misconfigured',
+      'the token is DPoP-bound but this client holds no DPoP key: set the client option dpop',
+    );
   // The method, headers (a content-type for a FormData or URLSearchParams body) and body bytes as fetch would send them.
   const request = new Request(input, init);
   const body = request.body === null ? undefined : await request.arrayBuffer();
-  const call = () => oidc.fetchProtectedResource(config, token.access_token, new URL(request.url), request.method, body, request.headers, { DPoP: dpop });
+  const call = () =>
+    oidc.fetchProtectedResource(
+      config,
+      token.access_token,
+      new URL(request.url),
+      request.method,
+      body,
+      request.headers,
+      { DPoP: dpop },
+    );
   try {
     return await (init.signal ? withSignal.run(init.signal, call) : call());
   } catch (cause) {
@@ -195,9 +225,12 @@ export async function serviceFetch(ctx: ClientContext, from: Request | ServiceTo
  */
 function serviceCallFailed(cause: unknown, signal: AbortSignal | null | undefined): NetAuthClientError | undefined {
   const name = cause instanceof Error ? cause.name : undefined;
-  if (name === 'TimeoutError') return new NetAuthClientError('unavailable', 'the service API did not answer in time', { cause });
-  if (signal?.aborted || name === 'AbortError') return new NetAuthClientError('aborted', 'the service-API call was aborted', { cause });
-  if (cause instanceof TypeError && /fetch failed/i.test(cause.message)) return new NetAuthClientError('unavailable', 'the service API could not be reached', { cause });
+  if (name === 'TimeoutError')
+    return new NetAuthClientError('unavailable', 'the service API did not answer in time', { cause });
+  if (signal?.aborted || name === 'AbortError')
+    return new NetAuthClientError('aborted', 'the service-API call was aborted', { cause });
+  if (cause instanceof TypeError && /fetch failed/i.test(cause.message))
+    return new NetAuthClientError('unavailable', 'the service API could not be reached', { cause });
   return undefined;
 }
 
@@ -207,7 +240,10 @@ function serviceCallFailed(cause: unknown, signal: AbortSignal | null | undefine
  */
 export async function refreshBackchannelToken(ctx: ClientContext, token: BackchannelToken): Promise<BackchannelToken> {
   if (token.refresh_token === undefined) {
-    throw new NetAuthClientError('no_token', 'this token has no refresh token: the gateway issues one only for offline_access to a client registered for refresh_token');
+    throw new NetAuthClientError(
+      'no_token',
+      'this token has no refresh token: the gateway issues one only for offline_access to a client registered for refresh_token',
+    );
   }
   const { response, receivedAt } = await refreshTokens(ctx, token.refresh_token);
   const refreshed = backchannelToken(ctx, response, token.scope, receivedAt);

@@ -27,7 +27,12 @@ export function expiryOf(expiresIn: number | undefined, receivedAt: number): num
  * A token answer as the session keeps it. `scope`: the one asked for, which stands in when the answer has none
  * (RFC 6749 §5.1: the granted scope is then the requested one).
  */
-export function sessionTokenOf(response: TokenEndpointResponse, receivedAt: number, scope: string | undefined, data: SessionToken['data']): SessionToken {
+export function sessionTokenOf(
+  response: TokenEndpointResponse,
+  receivedAt: number,
+  scope: string | undefined,
+  data: SessionToken['data'],
+): SessionToken {
   return {
     access_token: response.access_token,
     token_type: response.token_type,
@@ -77,7 +82,10 @@ export function sessionOf(req: Request): AppSession {
   if (!session) throw new NetAuthClientError('misconfigured', NO_SESSION);
   if (typeof session.regenerate !== 'function' || typeof session.save !== 'function') {
     // cookie-session (and similar) set req.session without regenerate(): the session id could not be renewed at login.
-    throw new NetAuthClientError('misconfigured', `req.session is not an express-session (no regenerate()/save()): ${NO_SESSION}`);
+    throw new NetAuthClientError(
+      'misconfigured',
+      `req.session is not an express-session (no regenerate()/save()): ${NO_SESSION}`,
+    );
   }
   return session;
 }
@@ -103,7 +111,13 @@ export interface TokenState extends SessionToken {
 /** The session's token, and whether it has expired; undefined when there is none. */
 export function getToken(req: Request, now: number): TokenState | undefined {
   const token = sessionOf(req).netauth?.token;
-  return token ? { ...token, expires_at: token.expires_at ?? undefined, expired: token.expires_at != null && token.expires_at <= now } : undefined;
+  return token
+    ? {
+        ...token,
+        expires_at: token.expires_at ?? undefined,
+        expired: token.expires_at != null && token.expires_at <= now,
+      }
+    : undefined;
 }
 
 /** The session's live token, or a typed error saying why there is none. */
@@ -117,12 +131,16 @@ export function liveToken(req: Request, now: number): SessionToken {
 /** Whether a granted scope covers a requested one: every requested scope token is granted (`openid` and `offline_access` aside). */
 export function covers(granted: string | undefined, requested: string): boolean {
   const have = new Set((granted ?? '').split(' '));
-  return requested.split(' ').every((part) => part === '' || part === 'openid' || part === 'offline_access' || have.has(part));
+  return requested
+    .split(' ')
+    .every((part) => part === '' || part === 'openid' || part === 'offline_access' || have.has(part));
 }
 
 /** Runs a session-store operation; a store failure is `unavailable`, without the store's own error details. */
 export function promisify(fn: (cb: (err?: unknown) => void) => void): Promise<void> {
   return new Promise((resolve, reject) =>
-    fn((err) => (err ? reject(new NetAuthClientError('unavailable', 'the session store failed', { cause: err })) : resolve())),
+    fn((err) =>
+      err ? reject(new NetAuthClientError('unavailable', 'the session store failed', { cause: err })) : resolve(),
+    ),
   );
 }

@@ -53,15 +53,19 @@ const BASES: readonly LegalBasis[] = ['consent', 'legitimate-interest', 'forbidd
 
 /** One rule as requests will be matched against it: a rule that no request could name is an error now. */
 function checkRule(rule: ConsentRule, where: string): void {
-  if (!isPlainObject(rule)) throw new TypeError(`${where} must be an object ({ purpose, scope, basis }), not ${describe(rule)}`);
+  if (!isPlainObject(rule))
+    throw new TypeError(`${where} must be an object ({ purpose, scope, basis }), not ${describe(rule)}`);
   checkNames(rule as unknown as Record<string, unknown>, RULE_FIELDS, `${where}.`, 'field');
   if (typeof rule.purpose !== 'string' || !PURPOSE.test(rule.purpose)) {
-    throw new TypeError(`${where}.purpose must be a DPV purpose name without the dpv: prefix (e.g. FraudPreventionAndDetection)`);
+    throw new TypeError(
+      `${where}.purpose must be a DPV purpose name without the dpv: prefix (e.g. FraudPreventionAndDetection)`,
+    );
   }
   if (typeof rule.scope !== 'string' || !API_SCOPE.test(rule.scope)) {
     throw new TypeError(`${where}.scope must be an API scope (e.g. sim-swap), without the purpose`);
   }
-  if (!BASES.includes(rule.basis)) throw new TypeError(`${where}.basis must be one of ${BASES.map((b) => `'${b}'`).join(', ')}`);
+  if (!BASES.includes(rule.basis))
+    throw new TypeError(`${where}.basis must be one of ${BASES.map((b) => `'${b}'`).join(', ')}`);
   const lifetime = rule.consentLifetime;
   if (lifetime !== undefined && !(Number.isInteger(lifetime) && lifetime > 0)) {
     throw new TypeError(`${where}.consentLifetime must be a positive whole number of seconds`);
@@ -76,14 +80,17 @@ export class StaticConsentPolicy implements ConsentPolicy {
   constructor(rules: readonly ConsentRule[]) {
     if (!Array.isArray(rules)) throw new TypeError('consentPolicy must be a list of rules or a ConsentPolicy');
     if (rules.length === 0) {
-      throw new TypeError('consentPolicy has no rules, so every request would be invalid_scope; add { purpose, scope, basis } for each API');
+      throw new TypeError(
+        'consentPolicy has no rules, so every request would be invalid_scope; add { purpose, scope, basis } for each API',
+      );
     }
     rules.forEach((rule, i) => {
       const where = `consentPolicy[${i}]`;
       checkRule(rule, where);
       const pair = `${rule.purpose}#${rule.scope}`;
       // Two rules for one pair: which one applies would depend on the order; say which.
-      if (this.byPair.has(pair)) throw new TypeError(`${where}: a second rule for dpv:${pair}; keep one rule per purpose and scope`);
+      if (this.byPair.has(pair))
+        throw new TypeError(`${where}: a second rule for dpv:${pair}; keep one rule per purpose and scope`);
       this.byPair.set(pair, rule);
     });
   }
@@ -104,13 +111,18 @@ export class StaticConsentPolicy implements ConsentPolicy {
 export function checkTokenRules(rules: readonly ConsentRule[], accessTokenLifetime: number): void {
   for (const rule of rules) {
     const where = `consent policy rule dpv:${rule.purpose}#${rule.scope}`;
-    if (rule.personalData !== undefined && typeof rule.personalData !== 'boolean') throw new TypeError(`${where}: personalData must be true or false`);
+    if (rule.personalData !== undefined && typeof rule.personalData !== 'boolean')
+      throw new TypeError(`${where}: personalData must be true or false`);
     if (rule.personalData === false && rule.basis === 'consent') {
-      throw new TypeError(`${where}: personalData: false with basis 'consent' cannot work (a client-credentials token has no subscriber to consent); use 'legitimate-interest' or drop personalData`);
+      throw new TypeError(
+        `${where}: personalData: false with basis 'consent' cannot work (a client-credentials token has no subscriber to consent); use 'legitimate-interest' or drop personalData`,
+      );
     }
     const lifetime = rule.accessTokenLifetime;
     if (lifetime !== undefined && !(Number.isInteger(lifetime) && lifetime > 0 && lifetime <= accessTokenLifetime)) {
-      throw new TypeError(`${where}: accessTokenLifetime must be a whole number of seconds from 1 to lifetimes.accessToken (${accessTokenLifetime}); it can only shorten tokens`);
+      throw new TypeError(
+        `${where}: accessTokenLifetime must be a whole number of seconds from 1 to lifetimes.accessToken (${accessTokenLifetime}); it can only shorten tokens`,
+      );
     }
     if (rule.singleUseAccessToken !== undefined && typeof rule.singleUseAccessToken !== 'boolean') {
       throw new TypeError(`${where}: singleUseAccessToken must be true or false`);

@@ -58,7 +58,8 @@ export class ConsentRecords {
      * passes its revocation list, which also reaches JWT access tokens (verified offline, with no record to
      * delete), and reports the revocation as an event.
      */
-    private readonly revokeGrant: (grantId: string, consent: ConsentRecord) => Promise<void> = (grantId) => store.revokeGrant(grantId),
+    private readonly revokeGrant: (grantId: string, consent: ConsentRecord) => Promise<void> = (grantId) =>
+      store.revokeGrant(grantId),
   ) {}
 
   async grant(subject: ConsentSubject): Promise<ConsentRecord[]> {
@@ -73,7 +74,9 @@ export class ConsentRecords {
 
   async deny(subject: ConsentSubject): Promise<ConsentRecord[]> {
     const decidedAt = this.now();
-    return Promise.all(subject.scopes.map((scope) => this.decide(subject, scope, 'denied', decidedAt, DENIAL_LIFETIME)));
+    return Promise.all(
+      subject.scopes.map((scope) => this.decide(subject, scope, 'denied', decidedAt, DENIAL_LIFETIME)),
+    );
   }
 
   /** Deletes the records and revokes every token issued under them. True if anything was on record. */
@@ -94,7 +97,10 @@ export class ConsentRecords {
   async lookup(subject: ConsentSubject): Promise<ConsentRecord[]> {
     const records = await Promise.all(
       subject.scopes.map((scope) =>
-        this.store.get<ConsentRecord>('consent', recordId(subject.clientId, subject.subscriberId, subject.purpose, scope)),
+        this.store.get<ConsentRecord>(
+          'consent',
+          recordId(subject.clientId, subject.subscriberId, subject.purpose, scope),
+        ),
       ),
     );
     const now = this.now();
@@ -130,7 +136,10 @@ export class ConsentRecords {
       decidedAt,
       expiresAt: decidedAt + lifetime * 1000,
       // Renewing a live consent keeps its grant id, so a later revocation still reaches every token under it.
-      grantId: status === 'granted' && stillGranted ? previous.grantId : taggedId(consentTag(subject.clientId, subject.subscriberId), 16),
+      grantId:
+        status === 'granted' && stillGranted
+          ? previous.grantId
+          : taggedId(consentTag(subject.clientId, subject.subscriberId), 16),
     };
     await this.store.put('consent', id, record, { ttl: lifetime });
     // A refusal supersedes a consent: the tokens issued under it go with it.

@@ -67,7 +67,8 @@ export interface GatewayContext {
 function seconds(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   // Wire values (expires_in, interval) are whole, positive seconds: openid-client refuses anything else.
-  if (!Number.isInteger(value) || value < 1) throw new TypeError(`lifetimes.${name} must be a positive whole number of seconds`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new TypeError(`lifetimes.${name} must be a positive whole number of seconds`);
   return value;
 }
 
@@ -117,12 +118,15 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   let reportRefusal = (_refusal: RegistrationRefusal): void => {};
   const registry = isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients;
   const clients = checkedRegistry(registry, clientKeys.destinationPolicy, (refusal) => reportRefusal(refusal));
-  const subscribers = isList(options.subscribers) ? new StaticSubscriberDirectory(options.subscribers) : options.subscribers;
+  const subscribers = isList(options.subscribers)
+    ? new StaticSubscriberDirectory(options.subscribers)
+    : options.subscribers;
   const warnTrust = (message: string) => reportWarning(options.logger, { option: 'network.portHeader', message });
   const network = options.network ? new NetworkIdentifier(options.network, warnTrust) : undefined;
   const consentPage = resolveConsentPage(options.consentPage, issuerUrl);
   const accessTokenFormat = options.accessTokenFormat ?? ACCESS_TOKEN_FORMAT_DEFAULT;
-  if (accessTokenFormat !== 'opaque' && accessTokenFormat !== 'jwt') throw new TypeError("accessTokenFormat must be 'opaque' or 'jwt'");
+  if (accessTokenFormat !== 'opaque' && accessTokenFormat !== 'jwt')
+    throw new TypeError("accessTokenFormat must be 'opaque' or 'jwt'");
   const idTokens = options.idTokens ?? ID_TOKENS_DEFAULT;
   const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
   const pairwiseSubject = createPairwiseSubject(options.pairwiseSalt);
@@ -146,7 +150,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   reportRefusal = (refusal) => events.emit('client.registration_refused', refusal);
   let limits: RateLimits | undefined;
   try {
-    limits = options.rateLimits === false ? undefined : new RateLimits(options.rateLimits ?? {}, store, onError, events);
+    limits =
+      options.rateLimits === false ? undefined : new RateLimits(options.rateLimits ?? {}, store, onError, events);
   } catch (error) {
     if (options.store === undefined) void store.close?.();
     throw error;
@@ -154,7 +159,13 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const revocations = new Revocations(store, now, lifetimes.accessToken);
   const consent = new ConsentRecords(store, policy, now, async (grantId, record) => {
     await revocations.revokeGrants([grantId]);
-    if (record.status === 'granted') events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'consent_withdrawn' });
+    if (record.status === 'granted')
+      events.emit('token.revoked', {
+        clientId: record.clientId,
+        subscriberId: record.subscriberId,
+        purpose: record.purpose,
+        reason: 'consent_withdrawn',
+      });
   });
   for (const warning of warnings) reportWarning(logger, warning);
   return {

@@ -125,8 +125,15 @@ const RATE_LIMITS = optionNames<RateLimitOptions>({
 });
 const CLIENT_CREDENTIALS_LIMITS = optionNames<NonNullable<RateLimitOptions['clientCredentials']>>({ perClient: true });
 const AUTHORIZE_LIMITS = optionNames<NonNullable<RateLimitOptions['authorize']>>({ perAddress: true });
-const CLIENT_AUTHENTICATION_LIMITS = optionNames<NonNullable<RateLimitOptions['clientAuthentication']>>({ perClientAndAddress: true, perAddress: true });
-const SUBSCRIBER_LIMITS = optionNames<SubscriberLimitRules>({ perClient: true, perClientAndSubscriber: true, perSubscriber: true });
+const CLIENT_AUTHENTICATION_LIMITS = optionNames<NonNullable<RateLimitOptions['clientAuthentication']>>({
+  perClientAndAddress: true,
+  perAddress: true,
+});
+const SUBSCRIBER_LIMITS = optionNames<SubscriberLimitRules>({
+  perClient: true,
+  perClientAndSubscriber: true,
+  perSubscriber: true,
+});
 const RATE_RULE = optionNames<RateLimitRule>({ points: true, duration: true });
 const FAILURE_RULE = optionNames<FailureLimitRule>({ failures: true, duration: true });
 
@@ -144,14 +151,18 @@ const STORE_METHODS = ['put', 'get', 'add', 'consume', 'delete', 'revokeGrant'];
 const LOGGER_METHODS = ['child', 'isLevelEnabled', 'debug', 'info', 'warn', 'error'];
 
 function checkIssuer(value: unknown): void {
-  if (typeof value !== 'string') throw new TypeError(`issuer must be the absolute URL where the router is mounted (e.g. https://gw.example.com/apigateway), not ${describe(value)}`);
+  if (typeof value !== 'string')
+    throw new TypeError(
+      `issuer must be the absolute URL where the router is mounted (e.g. https://gw.example.com/apigateway), not ${describe(value)}`,
+    );
   let url: URL;
   try {
     url = new URL(value);
   } catch {
     throw new TypeError('issuer must be an absolute URL (e.g. https://gw.example.com/apigateway)');
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`issuer must be an https: URL (http: for development), not ${url.protocol}`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new TypeError(`issuer must be an https: URL (http: for development), not ${url.protocol}`);
   if (url.username !== '' || url.password !== '') throw new TypeError('issuer must not carry credentials');
 }
 
@@ -164,9 +175,15 @@ export function checkRealm(value: unknown, path: string): void {
 
 function checkBodyLimit(value: unknown): void {
   if (value === undefined) return;
-  const ok = typeof value === 'number' ? Number.isInteger(value) && value > 0 : typeof value === 'string' && BYTE_SIZE.test(value.trim()) && parseFloat(value) > 0;
+  const ok =
+    typeof value === 'number'
+      ? Number.isInteger(value) && value > 0
+      : typeof value === 'string' && BYTE_SIZE.test(value.trim()) && parseFloat(value) > 0;
   // body-parser reads an unparsable size as "no limit": refused here rather than silently unlimited.
-  if (!ok) throw new TypeError(`bodyLimit must be a positive number of bytes or a size such as '16kb', not ${JSON.stringify(value)}`);
+  if (!ok)
+    throw new TypeError(
+      `bodyLimit must be a positive number of bytes or a size such as '16kb', not ${JSON.stringify(value)}`,
+    );
 }
 
 function checkClockTolerance(value: unknown): void {
@@ -182,8 +199,10 @@ function checkClockTolerance(value: unknown): void {
 function checkSandbox(sandbox: SandboxOptions | undefined): void {
   checkOptionObject(sandbox, 'sandbox', SANDBOX);
   if (sandbox === undefined) return;
-  if (!Array.isArray(sandbox.allowList)) throw new TypeError('sandbox.allowList must be a list of lines (+<E.164> or tel:+<E.164>)');
-  if (sandbox.allowList.length === 0) throw new TypeError('sandbox.allowList is empty, so no line could be used; list the sandbox lines');
+  if (!Array.isArray(sandbox.allowList))
+    throw new TypeError('sandbox.allowList must be a list of lines (+<E.164> or tel:+<E.164>)');
+  if (sandbox.allowList.length === 0)
+    throw new TypeError('sandbox.allowList is empty, so no line could be used; list the sandbox lines');
   sandbox.allowList.forEach((line, i) => {
     const number = typeof line === 'string' && line.startsWith('tel:') ? line.slice(4) : line;
     if (typeof number !== 'string' || !E164.test(number)) {
@@ -199,7 +218,8 @@ function checkConsentPage(page: ConsentPageOptions | undefined): void {
   checkOptionObject(page.texts, 'consentPage.texts', TEXTS);
   if (page.texts === undefined) return;
   for (const [name, text] of Object.entries(page.texts)) {
-    if (typeof text !== 'string') throw new TypeError(`consentPage.texts.${name} must be a string, not ${describe(text)}`);
+    if (typeof text !== 'string')
+      throw new TypeError(`consentPage.texts.${name} must be a string, not ${describe(text)}`);
   }
 }
 
@@ -212,7 +232,12 @@ function checkRateLimits(limits: NetAuthOptions['rateLimits']): void {
   checkOptionObject(limits, 'rateLimits', RATE_LIMITS);
   checkString(limits.keyPrefix, 'rateLimits.keyPrefix', 'a Redis key prefix');
   if (limits.redis !== undefined) {
-    checkImplements(limits.redis, 'rateLimits.redis', ['sendCommand'], 'be a node-redis client: createClient(), createCluster() or createSentinel()');
+    checkImplements(
+      limits.redis,
+      'rateLimits.redis',
+      ['sendCommand'],
+      'be a node-redis client: createClient(), createCluster() or createSentinel()',
+    );
   }
   checkOptionObject(limits.authorize, 'rateLimits.authorize', AUTHORIZE_LIMITS);
   checkRule(limits.authorize?.perAddress, 'rateLimits.authorize.perAddress', RATE_RULE);
@@ -220,7 +245,8 @@ function checkRateLimits(limits: NetAuthOptions['rateLimits']): void {
     const rules = limits[group];
     checkOptionObject(rules, `rateLimits.${group}`, SUBSCRIBER_LIMITS);
     if (rules === undefined) continue;
-    for (const name of SUBSCRIBER_LIMITS) checkRule(rules[name as keyof SubscriberLimitRules], `rateLimits.${group}.${name}`, RATE_RULE);
+    for (const name of SUBSCRIBER_LIMITS)
+      checkRule(rules[name as keyof SubscriberLimitRules], `rateLimits.${group}.${name}`, RATE_RULE);
   }
   checkOptionObject(limits.clientCredentials, 'rateLimits.clientCredentials', CLIENT_CREDENTIALS_LIMITS);
   checkRule(limits.clientCredentials?.perClient, 'rateLimits.clientCredentials.perClient', RATE_RULE);
@@ -235,7 +261,9 @@ function checkClients(clients: unknown): void {
   checkImplements(clients, 'clients', ['find'], 'be a list of registrations or a ClientRegistry with find(clientId)');
   const methods = (clients as ClientRegistry).authMethods;
   if (methods !== undefined && !(Array.isArray(methods) && methods.every((m) => CLIENT_AUTH_METHODS.includes(m)))) {
-    throw new TypeError(`clients.authMethods must list the methods your clients use, from ${CLIENT_AUTH_METHODS.join(', ')}`);
+    throw new TypeError(
+      `clients.authMethods must list the methods your clients use, from ${CLIENT_AUTH_METHODS.join(', ')}`,
+    );
   }
 }
 
@@ -245,28 +273,55 @@ function checkClients(clients: unknown): void {
  * rule numbers) are left to it.
  */
 export function checkOptions(options: NetAuthOptions): void {
-  if (!isPlainObject(options)) throw new TypeError('createNetAuth needs an object of options ({ issuer, clients, subscribers, consentPolicy, ... })');
+  if (!isPlainObject(options))
+    throw new TypeError(
+      'createNetAuth needs an object of options ({ issuer, clients, subscribers, consentPolicy, ... })',
+    );
   checkNames(options, OPTIONS, '');
   checkIssuer(options.issuer);
   checkClients(options.clients);
   if (!Array.isArray(options.subscribers)) {
-    checkImplements(options.subscribers, 'subscribers', ['findByPhoneNumber', 'findByNetworkAddress'], 'be a list of subscribers or a SubscriberDirectory');
-    checkFunction((options.subscribers as { findByOperatorToken?: unknown }).findByOperatorToken, 'subscribers.findByOperatorToken', '(token) => Promise<Subscriber | undefined>');
+    checkImplements(
+      options.subscribers,
+      'subscribers',
+      ['findByPhoneNumber', 'findByNetworkAddress'],
+      'be a list of subscribers or a SubscriberDirectory',
+    );
+    checkFunction(
+      (options.subscribers as { findByOperatorToken?: unknown }).findByOperatorToken,
+      'subscribers.findByOperatorToken',
+      '(token) => Promise<Subscriber | undefined>',
+    );
   }
   if (!Array.isArray(options.consentPolicy)) {
-    checkImplements(options.consentPolicy, 'consentPolicy', ['rule', 'rules'], 'be a list of rules or a ConsentPolicy with rule(purpose, scope) and rules()');
+    checkImplements(
+      options.consentPolicy,
+      'consentPolicy',
+      ['rule', 'rules'],
+      'be a list of rules or a ConsentPolicy with rule(purpose, scope) and rules()',
+    );
   }
   if (options.store !== undefined) {
-    checkImplements(options.store, 'store', STORE_METHODS, `implement the Store contract (${STORE_METHODS.join(', ')}), as MemoryStore and RedisStore do`);
+    checkImplements(
+      options.store,
+      'store',
+      STORE_METHODS,
+      `implement the Store contract (${STORE_METHODS.join(', ')}), as MemoryStore and RedisStore do`,
+    );
   }
   checkOptionObject(options.lifetimes, 'lifetimes', LIFETIMES);
   checkOptionObject(options.backchannel, 'backchannel', BACKCHANNEL);
   checkFunction(options.backchannel?.authorize, 'backchannel.authorize', "(request) => Promise<'approve' | 'deny'>");
-  checkFunction(options.backchannel?.onConsentRequired, 'backchannel.onConsentRequired', '(request) => void | Promise<void>');
+  checkFunction(
+    options.backchannel?.onConsentRequired,
+    'backchannel.onConsentRequired',
+    '(request) => void | Promise<void>',
+  );
   checkSandbox(options.sandbox);
   checkOptionObject(options.network, 'network', NETWORK);
   checkConsentPage(options.consentPage);
-  if (options.signingKeys !== undefined && !Array.isArray(options.signingKeys)) throw new TypeError('signingKeys must be a list of private JWKs');
+  if (options.signingKeys !== undefined && !Array.isArray(options.signingKeys))
+    throw new TypeError('signingKeys must be a list of private JWKs');
   if (options.profile !== undefined && options.profile !== 'camara') {
     const shown = typeof options.profile === 'string' ? `'${options.profile}'` : describe(options.profile);
     throw new TypeError(`profile must be 'camara' (the CAMARA Security and Interoperability Profile), not ${shown}`);
@@ -282,10 +337,17 @@ export function checkOptions(options: NetAuthOptions): void {
     throw new TypeError('rateLimits must be false (no limits) or an object of limits; leave it out for the defaults');
   }
   checkRateLimits(options.rateLimits);
-  if (options.logger !== undefined) checkImplements(options.logger, 'logger', LOGGER_METHODS, 'be a pino logger (or one with its child, isLevelEnabled and level methods)');
+  if (options.logger !== undefined)
+    checkImplements(
+      options.logger,
+      'logger',
+      LOGGER_METHODS,
+      'be a pino logger (or one with its child, isLevelEnabled and level methods)',
+    );
   checkFunction(options.onError, 'onError', '(error) => void');
   checkFunction(options.now, 'now', '() => milliseconds, like Date.now');
-  if (options.now !== undefined && !Number.isFinite(options.now())) throw new TypeError('now must return milliseconds since the epoch, like Date.now');
+  if (options.now !== undefined && !Number.isFinite(options.now()))
+    throw new TypeError('now must return milliseconds since the epoch, like Date.now');
 }
 
 /**
@@ -339,7 +401,8 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
         'no poll could come before the request expires',
     );
   }
-  if (!Array.isArray(policy.rules())) throw new TypeError('consentPolicy.rules() must return the list of rules (discovery publishes their scopes)');
+  if (!Array.isArray(policy.rules()))
+    throw new TypeError('consentPolicy.rules() must return the list of rules (discovery publishes their scopes)');
   checkTokenRules(policy.rules(), lifetimes.accessToken);
   const registrations = clients instanceof StaticClientRegistry ? clients.list() : [];
   if (options.profile === 'camara') checkCamaraProfile(resolved, registrations);
@@ -372,11 +435,17 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
     );
   }
   if (options.sandbox !== undefined && options.network !== undefined) {
-    warn('sandbox', 'sandbox mode is on: the network option is ignored and only sandbox.allowList lines can be used. Remove `sandbox` in production.');
+    warn(
+      'sandbox',
+      'sandbox mode is on: the network option is ignored and only sandbox.allowList lines can be used. Remove `sandbox` in production.',
+    );
   }
   if (options.sandbox === undefined) {
     if (options.network !== undefined && options.network.mobileRanges.length === 0) {
-      warn('network.mobileRanges', 'network.mobileRanges is empty: the frontend flow identifies no device. List the operator\'s mobile ranges.');
+      warn(
+        'network.mobileRanges',
+        "network.mobileRanges is empty: the frontend flow identifies no device. List the operator's mobile ranges.",
+      );
     }
     const frontend = registrations.find((c) => c.grantTypes.includes('authorization_code'));
     if (options.network === undefined && frontend !== undefined) {
@@ -387,7 +456,11 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
       );
     }
   }
-  if (options.consentPage?.cookieSecret === undefined && options.store !== undefined && !(options.store instanceof MemoryStore)) {
+  if (
+    options.consentPage?.cookieSecret === undefined &&
+    options.store !== undefined &&
+    !(options.store instanceof MemoryStore)
+  ) {
     warn(
       'consentPage.cookieSecret',
       'no consentPage.cookieSecret configured with a shared store: each instance signs the consent page cookie with its own ' +

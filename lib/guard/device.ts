@@ -49,7 +49,6 @@ export interface NetAuthDevice {
 
 const invalid = (message: string): CamaraErrorInfo => camaraError(400, 'INVALID_ARGUMENT', message);
 
-
 function ipv4(value: unknown): string | undefined {
   return typeof value === 'string' && value.length <= 15 && !value.includes(':') ? normaliseIp(value) : undefined;
 }
@@ -61,11 +60,16 @@ function parseDevice(value: unknown): DeviceIdentifier | CamaraErrorInfo | undef
   const device: DeviceIdentifier = {};
   const { phoneNumber, networkAccessIdentifier, ipv4Address, ipv6Address } = value;
   if (phoneNumber !== undefined) {
-    if (typeof phoneNumber !== 'string' || !E164.test(phoneNumber)) return invalid('device.phoneNumber must be +<E.164>');
+    if (typeof phoneNumber !== 'string' || !E164.test(phoneNumber))
+      return invalid('device.phoneNumber must be +<E.164>');
     device.phoneNumber = phoneNumber;
   }
   if (networkAccessIdentifier !== undefined) {
-    if (typeof networkAccessIdentifier !== 'string' || networkAccessIdentifier === '' || networkAccessIdentifier.length > 2048) {
+    if (
+      typeof networkAccessIdentifier !== 'string' ||
+      networkAccessIdentifier === '' ||
+      networkAccessIdentifier.length > 2048
+    ) {
       return invalid('device.networkAccessIdentifier must be a string of at most 2048 characters');
     }
     device.networkAccessIdentifier = networkAccessIdentifier;
@@ -74,11 +78,16 @@ function parseDevice(value: unknown): DeviceIdentifier | CamaraErrorInfo | undef
     if (!isPlainObject(ipv4Address)) return invalid('device.ipv4Address must be an object');
     const { publicAddress, privateAddress, publicPort } = ipv4Address;
     if (ipv4(publicAddress) === undefined) return invalid('device.ipv4Address.publicAddress must be an IPv4 address');
-    if (privateAddress !== undefined && ipv4(privateAddress) === undefined) return invalid('device.ipv4Address.privateAddress must be an IPv4 address');
-    if (publicPort !== undefined && !(Number.isInteger(publicPort) && (publicPort as number) >= 1 && (publicPort as number) <= 65535)) {
+    if (privateAddress !== undefined && ipv4(privateAddress) === undefined)
+      return invalid('device.ipv4Address.privateAddress must be an IPv4 address');
+    if (
+      publicPort !== undefined &&
+      !(Number.isInteger(publicPort) && (publicPort as number) >= 1 && (publicPort as number) <= 65535)
+    ) {
       return invalid('device.ipv4Address.publicPort must be a port number (1-65535)');
     }
-    if (privateAddress === undefined && publicPort === undefined) return invalid('device.ipv4Address needs privateAddress or publicPort beside publicAddress');
+    if (privateAddress === undefined && publicPort === undefined)
+      return invalid('device.ipv4Address needs privateAddress or publicPort beside publicAddress');
     device.ipv4Address = {
       publicAddress: publicAddress as string,
       ...(privateAddress === undefined ? {} : { privateAddress: privateAddress as string }),
@@ -86,17 +95,26 @@ function parseDevice(value: unknown): DeviceIdentifier | CamaraErrorInfo | undef
     };
   }
   if (ipv6Address !== undefined) {
-    if (typeof ipv6Address !== 'string' || ipv6Address.length > 45 || !ipv6Address.includes(':') || normaliseIp(ipv6Address) === undefined) {
+    if (
+      typeof ipv6Address !== 'string' ||
+      ipv6Address.length > 45 ||
+      !ipv6Address.includes(':') ||
+      normaliseIp(ipv6Address) === undefined
+    ) {
       return invalid('device.ipv6Address must be an IPv6 address');
     }
     device.ipv6Address = ipv6Address;
   }
-  if (Object.keys(device).length === 0) return invalid('device must name at least one of phoneNumber, networkAccessIdentifier, ipv4Address, ipv6Address');
+  if (Object.keys(device).length === 0)
+    return invalid('device must name at least one of phoneNumber, networkAccessIdentifier, ipv4Address, ipv6Address');
   return device;
 }
 
 /** The request's identifier, by the route's rule; undefined when the body names none. */
-function requestedIdentifier(body: unknown, field: 'device' | 'phoneNumber'): DeviceIdentifier | CamaraErrorInfo | undefined {
+function requestedIdentifier(
+  body: unknown,
+  field: 'device' | 'phoneNumber',
+): DeviceIdentifier | CamaraErrorInfo | undefined {
   if (body === undefined) return undefined;
   if (!isPlainObject(body)) return invalid('the request body must be a JSON object');
   if (field === 'device') return parseDevice(body.device);
@@ -122,7 +140,10 @@ function lookup(directory: SubscriberDirectory, identifier: DeviceIdentifier): P
   if (identifier.phoneNumber !== undefined) return directory.findByPhoneNumber(identifier.phoneNumber);
   const { ipv4Address, ipv6Address } = identifier;
   const address: NetworkAddress = ipv4Address
-    ? { ip: normaliseIp(ipv4Address.publicAddress)!, ...(ipv4Address.publicPort === undefined ? {} : { port: ipv4Address.publicPort }) }
+    ? {
+        ip: normaliseIp(ipv4Address.publicAddress)!,
+        ...(ipv4Address.publicPort === undefined ? {} : { port: ipv4Address.publicPort }),
+      }
     : { ip: normaliseIp(ipv6Address!)! };
   return directory.findByNetworkAddress(address);
 }
@@ -131,30 +152,49 @@ function lookup(directory: SubscriberDirectory, identifier: DeviceIdentifier): P
 async function withPhoneNumber(directory: SubscriberDirectory, subscriber: Subscriber): Promise<Subscriber> {
   if (subscriber.phoneNumber !== undefined || !directory.findById) return subscriber;
   const found = await directory.findById(subscriber.id);
-  return found?.phoneNumber === undefined || found.id !== subscriber.id ? subscriber : { id: subscriber.id, phoneNumber: found.phoneNumber };
+  return found?.phoneNumber === undefined || found.id !== subscriber.id
+    ? subscriber
+    : { id: subscriber.id, phoneNumber: found.phoneNumber };
 }
 
 /** A body-parser failure as the Commonalities name it. */
 function bodyFailure(error: unknown): CamaraErrorInfo {
   const status = (error as { status?: unknown }).status;
-  if (status === 415) return camaraError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body is in an unsupported format.');
+  if (status === 415)
+    return camaraError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body is in an unsupported format.');
   return invalid(status === 413 ? 'The request body is too large.' : 'The request body is not valid JSON.');
 }
 
-export type DeviceIdentification = (req: Request, res: Response, tokenSubscriber: Subscriber | undefined) => Promise<NetAuthDevice | CamaraErrorInfo>;
+export type DeviceIdentification = (
+  req: Request,
+  res: Response,
+  tokenSubscriber: Subscriber | undefined,
+) => Promise<NetAuthDevice | CamaraErrorInfo>;
 
 /**
  * The rules of Appendix A, for one route. The body is read as JSON here when no parser ran before the guard
  * (`bodyLimit` bytes at most), so the route needs no code of its own for any of this.
  */
-export function deviceIdentification(directory: SubscriberDirectory, options: DeviceOptions, bodyLimit: string | number): DeviceIdentification {
+export function deviceIdentification(
+  directory: SubscriberDirectory,
+  options: DeviceOptions,
+  bodyLimit: string | number,
+): DeviceIdentification {
   const field = options.identifier ?? 'device';
-  if (field !== 'device' && field !== 'phoneNumber' && field !== 'none') throw new TypeError("guard device.identifier must be 'device', 'phoneNumber' or 'none'");
+  if (field !== 'device' && field !== 'phoneNumber' && field !== 'none')
+    throw new TypeError("guard device.identifier must be 'device', 'phoneNumber' or 'none'");
   const confirm = options.confirm ?? false;
   if (typeof confirm !== 'boolean') throw new TypeError('guard device.confirm must be true or false');
   const json: RequestHandler = express.json({ limit: bodyLimit });
   const readBody = (req: Request, res: Response): Promise<{ body: unknown } | CamaraErrorInfo> =>
-    req.body !== undefined ? Promise.resolve({ body: req.body as unknown }) : new Promise((resolve) => void json(req, res, (error?: unknown) => resolve(error ? bodyFailure(error) : { body: req.body as unknown })));
+    req.body !== undefined
+      ? Promise.resolve({ body: req.body as unknown })
+      : new Promise(
+          (resolve) =>
+            void json(req, res, (error?: unknown) =>
+              resolve(error ? bodyFailure(error) : { body: req.body as unknown }),
+            ),
+        );
 
   return async (req, res, tokenSubscriber) => {
     let requested: DeviceIdentifier | undefined;
@@ -166,19 +206,27 @@ export function deviceIdentification(directory: SubscriberDirectory, options: De
       requested = parsed;
     }
     if (requested === undefined) {
-      if (tokenSubscriber === undefined) return camaraError(422, 'MISSING_IDENTIFIER', 'The device cannot be identified.');
+      if (tokenSubscriber === undefined)
+        return camaraError(422, 'MISSING_IDENTIFIER', 'The device cannot be identified.');
       return { identifiedBy: 'token', subscriber: await withPhoneNumber(directory, tokenSubscriber) };
     }
-    if (tokenSubscriber !== undefined && !confirm) return camaraError(422, 'UNNECESSARY_IDENTIFIER', 'The device is already identified by the access token.');
+    if (tokenSubscriber !== undefined && !confirm)
+      return camaraError(422, 'UNNECESSARY_IDENTIFIER', 'The device is already identified by the access token.');
     const identifier = chosen(requested);
-    if (identifier === undefined) return camaraError(422, 'UNSUPPORTED_IDENTIFIER', 'The identifier provided is not supported.');
+    if (identifier === undefined)
+      return camaraError(422, 'UNSUPPORTED_IDENTIFIER', 'The identifier provided is not supported.');
     if (tokenSubscriber !== undefined) {
       const subscriber = await withPhoneNumber(directory, tokenSubscriber);
       const same =
         identifier.phoneNumber !== undefined && subscriber.phoneNumber !== undefined
           ? identifier.phoneNumber === subscriber.phoneNumber
           : (await lookup(directory, identifier))?.id === subscriber.id;
-      if (!same) return camaraError(403, 'INVALID_TOKEN_CONTEXT', `${field === 'device' ? 'device' : 'phoneNumber'} is not consistent with access token.`);
+      if (!same)
+        return camaraError(
+          403,
+          'INVALID_TOKEN_CONTEXT',
+          `${field === 'device' ? 'device' : 'phoneNumber'} is not consistent with access token.`,
+        );
       return { identifiedBy: 'token', subscriber, identifier };
     }
     const subscriber = await lookup(directory, identifier);

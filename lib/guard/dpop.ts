@@ -34,14 +34,24 @@ export async function checkSenderConstraint(
   origin: string,
 ): Promise<void> {
   if (jkt === undefined) {
-    if (presented.scheme === 'DPoP') throw new OAuthError('invalid_token', 'the access token is not DPoP-bound: present it with the Bearer scheme');
+    if (presented.scheme === 'DPoP')
+      throw new OAuthError('invalid_token', 'the access token is not DPoP-bound: present it with the Bearer scheme');
     return;
   }
-  if (presented.scheme === 'Bearer') throw new OAuthError('invalid_token', 'the access token is DPoP-bound: present it with the DPoP scheme and a DPoP proof');
+  if (presented.scheme === 'Bearer')
+    throw new OAuthError(
+      'invalid_token',
+      'the access token is DPoP-bound: present it with the DPoP scheme and a DPoP proof',
+    );
   try {
     const proof = dpopProofOf(req);
     if (proof === undefined) throw refused('a DPoP proof is required with this access token');
-    await verifyDpopProof(ctx.store, ctx.now(), proof, { method: req.method, url: resourceUrl(origin, req), accessToken: presented.token, jkt });
+    await verifyDpopProof(ctx.store, ctx.now(), proof, {
+      method: req.method,
+      url: resourceUrl(origin, req),
+      accessToken: presented.token,
+      jkt,
+    });
   } catch (error) {
     if (error instanceof DpopProofRejectedError) throw refused(`the DPoP proof was refused: ${error.reason}`);
     throw error;

@@ -18,7 +18,10 @@ const GUARD = optionNames<GuardOptions>({
 function scopeList(value: string | readonly string[] | undefined, path: string, pattern: RegExp): readonly string[] {
   const list = value === undefined ? [] : typeof value === 'string' ? [value] : value;
   if (!Array.isArray(list) || list.some((v) => typeof v !== 'string' || !pattern.test(v))) {
-    const example = pattern === API_SCOPE ? "an API scope ('sim-swap'; the purpose goes in purpose)" : "a DPV purpose ('FraudPreventionAndDetection')";
+    const example =
+      pattern === API_SCOPE
+        ? "an API scope ('sim-swap'; the purpose goes in purpose)"
+        : "a DPV purpose ('FraudPreventionAndDetection')";
     throw new TypeError(`guard ${path} must be ${example} or a list of them`);
   }
   return list;
@@ -34,12 +37,16 @@ export function checkGuardOptions(options: GuardOptions | undefined, policy: Con
   const rules = policy.rules();
   for (const scope of scopeList(options.scope, 'scope', API_SCOPE)) {
     if (!rules.some((r) => r.scope === scope)) {
-      throw new TypeError(`guard scope '${scope}' is in no consentPolicy rule, so no token could carry it; correct it or add a rule`);
+      throw new TypeError(
+        `guard scope '${scope}' is in no consentPolicy rule, so no token could carry it; correct it or add a rule`,
+      );
     }
   }
   for (const purpose of scopeList(options.purpose, 'purpose', PURPOSE)) {
     if (!rules.some((r) => r.purpose === purpose)) {
-      throw new TypeError(`guard purpose '${purpose}' is in no consentPolicy rule, so no token could carry it; correct it or add a rule`);
+      throw new TypeError(
+        `guard purpose '${purpose}' is in no consentPolicy rule, so no token could carry it; correct it or add a rule`,
+      );
     }
   }
   checkRealm(options.realm, 'guard realm');

@@ -46,7 +46,13 @@ export interface NetAuthLocals {
  * The guard of a route that accepts tokens without a subscriber (`subscriber: 'optional'`): Express's
  * RequestHandler, with `res.locals.netauth` typed for the handlers that follow it.
  */
-export type NetAuthOptionalSubscriberGuard = RequestHandler<Request['params'], unknown, Request['body'], Request['query'], NetAuthLocals>;
+export type NetAuthOptionalSubscriberGuard = RequestHandler<
+  Request['params'],
+  unknown,
+  Request['body'],
+  Request['query'],
+  NetAuthLocals
+>;
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -120,11 +126,16 @@ async function authorize(
 }
 
 /** A JWT access token, verified offline: the token record is never read (but for a single-use token, which the guard spends). */
-async function authorizeJwt(ctx: GatewayContext, token: string, revocation: 'local' | 'store'): Promise<FoundToken | undefined> {
+async function authorizeJwt(
+  ctx: GatewayContext,
+  token: string,
+  revocation: 'local' | 'store',
+): Promise<FoundToken | undefined> {
   const verified = verifyAccessToken(ctx, token);
   if (!verified) return undefined;
   if (ctx.revocations.isRevokedLocally(verified.jti, verified.grantIds)) return undefined;
-  if (revocation === 'store' && (await ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds))) return undefined;
+  if (revocation === 'store' && (await ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds)))
+    return undefined;
   const grant = {
     // A JWT carries the opaque subscriber id only: the phone number never travels in a token.
     subscriber: verified.subscriberId === undefined ? undefined : { id: verified.subscriberId },
@@ -159,7 +170,10 @@ function foundOpaque(record: AccessTokenRecord | undefined): FoundToken | undefi
  */
 function missingSubscriber(found: FoundToken, option: 'required' | 'optional'): OAuthError | undefined {
   if (option === 'optional' || found.grant.subscriber !== undefined) return undefined;
-  return new OAuthError('insufficient_scope', 'this API needs a token issued for a subscriber; a client credentials token has none');
+  return new OAuthError(
+    'insufficient_scope',
+    'this API needs a token issued for a subscriber; a client credentials token has none',
+  );
 }
 
 /**
@@ -200,10 +214,13 @@ function list(value: string | readonly string[] | undefined): readonly string[] 
 }
 
 function originOf(value: string): string {
-  if (!URL.canParse(value)) throw new TypeError('guard publicOrigin must be an absolute URL, e.g. https://api.operator.example');
+  if (!URL.canParse(value))
+    throw new TypeError('guard publicOrigin must be an absolute URL, e.g. https://api.operator.example');
   const url = new URL(value);
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.pathname !== '/' || url.search || url.hash) {
-    throw new TypeError('guard publicOrigin must be an http(s) origin without path, query or fragment, e.g. https://api.operator.example');
+    throw new TypeError(
+      'guard publicOrigin must be an http(s) origin without path, query or fragment, e.g. https://api.operator.example',
+    );
   }
   return url.origin;
 }
@@ -213,24 +230,38 @@ function originOf(value: string): string {
  * its proof when the token is bound), with the needed scope; optionally the CAMARA conventions (error bodies,
  * device identification). A valid `x-correlator` is echoed on every answer.
  */
-export function createGuard(ctx: GatewayContext, options: GuardOptions & { subscriber: 'optional' }): NetAuthOptionalSubscriberGuard;
+export function createGuard(
+  ctx: GatewayContext,
+  options: GuardOptions & { subscriber: 'optional' },
+): NetAuthOptionalSubscriberGuard;
 export function createGuard(ctx: GatewayContext, options?: GuardOptions): RequestHandler;
 export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): RequestHandler {
   const scopes = list(options.scope);
   const purposes = list(options.purpose);
   const revocation = options.revocation ?? GUARD_DEFAULTS.revocation;
-  if (revocation !== 'local' && revocation !== 'store') throw new TypeError("guard revocation must be 'local' or 'store'");
+  if (revocation !== 'local' && revocation !== 'store')
+    throw new TypeError("guard revocation must be 'local' or 'store'");
   const subscriber = options.subscriber ?? GUARD_DEFAULTS.subscriber;
-  if (subscriber !== 'required' && subscriber !== 'optional') throw new TypeError("guard subscriber must be 'required' or 'optional'");
+  if (subscriber !== 'required' && subscriber !== 'optional')
+    throw new TypeError("guard subscriber must be 'required' or 'optional'");
   // The CAMARA profile's error bodies, by default on every route under `profile: 'camara'`.
   const format = options.errorFormat ?? (ctx.profile === 'camara' ? 'camara' : GUARD_DEFAULTS.errorFormat);
   if (format !== 'oauth' && format !== 'camara') throw new TypeError("guard errorFormat must be 'oauth' or 'camara'");
   if (options.device !== undefined && format !== 'camara') {
-    throw new TypeError("guard device identification answers with the CAMARA error codes: set errorFormat: 'camara' beside device");
+    throw new TypeError(
+      "guard device identification answers with the CAMARA error codes: set errorFormat: 'camara' beside device",
+    );
   }
-  const identify = options.device === undefined ? undefined : deviceIdentification(ctx.subscribers, options.device === true ? {} : options.device, ctx.bodyLimit);
+  const identify =
+    options.device === undefined
+      ? undefined
+      : deviceIdentification(ctx.subscribers, options.device === true ? {} : options.device, ctx.bodyLimit);
   const origin = options.publicOrigin === undefined ? new URL(ctx.issuer).origin : originOf(options.publicOrigin);
-  const responses = new GuardResponses(format, { realm: options.realm ?? ctx.realm, scope: scopes.join(' ') || undefined, algs: DPOP_ALGORITHMS });
+  const responses = new GuardResponses(format, {
+    realm: options.realm ?? ctx.realm,
+    scope: scopes.join(' ') || undefined,
+    algs: DPOP_ALGORITHMS,
+  });
 
   /**
    * True when the request may go on to the route; false once it was answered. The checks in their order: the
@@ -244,7 +275,11 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
     }
     const { scheme, token } = presented;
     if (token === undefined) {
-      responses.refuse(res, new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }), scheme);
+      responses.refuse(
+        res,
+        new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }),
+        scheme,
+      );
       return false;
     }
     const found = await authorize(ctx, token, revocation);

@@ -20,13 +20,18 @@ export function camaraError(status: number, code: string, message: string): Cama
 }
 
 /** Commonalities §3.2.1, NOTE 1: whatever failed in authentication, the one generic 401. */
-const UNAUTHENTICATED = camaraError(401, 'UNAUTHENTICATED', 'Request not authenticated due to missing, invalid, or expired credentials. A new authentication is required.');
+const UNAUTHENTICATED = camaraError(
+  401,
+  'UNAUTHENTICATED',
+  'Request not authenticated due to missing, invalid, or expired credentials. A new authentication is required.',
+);
 
 /** The Commonalities error for one of the guard's OAuth errors (the `WWW-Authenticate` challenges keep the detail). */
 export function camaraErrorOf(error: OAuthError | undefined): CamaraErrorInfo {
   // A malformed Authorization header is also no authentication (NOTE 1): 401, not 400.
   if (error === undefined || error.status === 401 || error.code === 'invalid_request') return UNAUTHENTICATED;
-  if (error.code === 'insufficient_scope') return camaraError(403, 'PERMISSION_DENIED', 'Client does not have sufficient permissions to perform this action.');
+  if (error.code === 'insufficient_scope')
+    return camaraError(403, 'PERMISSION_DENIED', 'Client does not have sufficient permissions to perform this action.');
   if (error.status === 503) return camaraError(503, 'UNAVAILABLE', 'Service Unavailable.');
   return camaraError(500, 'INTERNAL', 'Unknown server error. Typically a server bug.');
 }

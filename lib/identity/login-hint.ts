@@ -100,7 +100,8 @@ export function parseLoginHint(value: string): LoginHint {
   if (!TYPE.test(type) || identifier === '') throw malformed('must be <identifier_type>:<identifier>');
   if (!SERVED_TYPES.has(type)) throw new OAuthError('unknown_user_id', `login_hint type "${type}" is not served`);
   if (type === 'tel') {
-    if (!E164.test(identifier)) throw malformed('tel must be a global E.164 number with a leading "+" and no separators');
+    if (!E164.test(identifier))
+      throw malformed('tel must be a global E.164 number with a leading "+" and no separators');
     return { type: 'tel', phoneNumber: identifier };
   }
   if (type === 'operatortoken') return { type: 'operatortoken', token: identifier };

@@ -110,7 +110,7 @@ export class NetworkIdentifier {
     if (setting !== true && typeof setting !== 'number') return;
     this.warnTrust(
       `trust proxy is ${String(setting)}: every peer is trusted, so network.portHeader is believed from any ` +
-        'connection. Set trust proxy to the addresses of the operator\'s edge proxies.',
+        "connection. Set trust proxy to the addresses of the operator's edge proxies.",
     );
   }
 

@@ -85,7 +85,10 @@ export function parseScope(value: string): RequestedScope {
  * refresh token is left out of what is granted, and so is `openid` where no ID token is issued), so the granted
  * scope string tells the truth.
  */
-export function withoutProtocolScopes(requested: RequestedScope, drop: { openid?: boolean; offlineAccess?: boolean }): RequestedScope {
+export function withoutProtocolScopes(
+  requested: RequestedScope,
+  drop: { openid?: boolean; offlineAccess?: boolean },
+): RequestedScope {
   const openid = requested.openid && !drop.openid;
   const offlineAccess = requested.offlineAccess && !drop.offlineAccess;
   const value = requested.value

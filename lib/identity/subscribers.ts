@@ -69,15 +69,24 @@ const SUBSCRIBER_FIELDS = optionNames<StaticSubscriber>({ id: true, phoneNumber:
 /** One entry of the table: a subscriber no request could find (a number without `+`, say) is an error now. */
 function checkEntry(entry: StaticSubscriber, i: number): void {
   const where = `subscribers[${i}]`;
-  if (!isPlainObject(entry)) throw new TypeError(`${where} must be an object ({ id, phoneNumber?, addresses? }), not ${describe(entry)}`);
-  if (typeof entry.id !== 'string' || entry.id === '') throw new TypeError(`${where}.id must be the subscriber's non-empty, opaque id`);
+  if (!isPlainObject(entry))
+    throw new TypeError(`${where} must be an object ({ id, phoneNumber?, addresses? }), not ${describe(entry)}`);
+  if (typeof entry.id !== 'string' || entry.id === '')
+    throw new TypeError(`${where}.id must be the subscriber's non-empty, opaque id`);
   checkNames(entry as unknown as Record<string, unknown>, SUBSCRIBER_FIELDS, `subscriber ${entry.id}: `, 'field');
   if (entry.phoneNumber !== undefined && (typeof entry.phoneNumber !== 'string' || !E164.test(entry.phoneNumber))) {
     // Only the field is named: a phone number never goes into a message.
-    throw new TypeError(`subscriber ${entry.id}: phoneNumber must be E.164 with a leading "+" (e.g. +34600000001), as tel: login hints are`);
+    throw new TypeError(
+      `subscriber ${entry.id}: phoneNumber must be E.164 with a leading "+" (e.g. +34600000001), as tel: login hints are`,
+    );
   }
-  if (entry.addresses !== undefined && !(Array.isArray(entry.addresses) && entry.addresses.every((a) => typeof a === 'string'))) {
-    throw new TypeError(`subscriber ${entry.id}: addresses must be a list of strings ("10.0.0.7", "100.64.0.1:1024-2047")`);
+  if (
+    entry.addresses !== undefined &&
+    !(Array.isArray(entry.addresses) && entry.addresses.every((a) => typeof a === 'string'))
+  ) {
+    throw new TypeError(
+      `subscriber ${entry.id}: addresses must be a list of strings ("10.0.0.7", "100.64.0.1:1024-2047")`,
+    );
   }
 }
 
@@ -88,16 +97,21 @@ export class StaticSubscriberDirectory implements SubscriberDirectory {
   private readonly byIp = new Map<string, AddressRule[]>();
 
   constructor(subscribers: readonly StaticSubscriber[]) {
-    if (!Array.isArray(subscribers)) throw new TypeError('subscribers must be a list of subscribers or a SubscriberDirectory');
+    if (!Array.isArray(subscribers))
+      throw new TypeError('subscribers must be a list of subscribers or a SubscriberDirectory');
     const ids = new Set<string>();
     subscribers.forEach((entry, i) => {
       checkEntry(entry, i);
-      if (ids.has(entry.id)) throw new TypeError(`subscribers[${i}]: the id ${entry.id} is used twice; give each subscriber its own id`);
+      if (ids.has(entry.id))
+        throw new TypeError(`subscribers[${i}]: the id ${entry.id} is used twice; give each subscriber its own id`);
       ids.add(entry.id);
       if (entry.phoneNumber !== undefined && this.byPhone.has(entry.phoneNumber)) {
-        throw new TypeError(`subscriber ${entry.id}: its phoneNumber is already another subscriber's; a line belongs to one subscriber`);
+        throw new TypeError(
+          `subscriber ${entry.id}: its phoneNumber is already another subscriber's; a line belongs to one subscriber`,
+        );
       }
-      const subscriber: Subscriber = entry.phoneNumber === undefined ? { id: entry.id } : { id: entry.id, phoneNumber: entry.phoneNumber };
+      const subscriber: Subscriber =
+        entry.phoneNumber === undefined ? { id: entry.id } : { id: entry.id, phoneNumber: entry.phoneNumber };
       if (entry.phoneNumber !== undefined) this.byPhone.set(entry.phoneNumber, subscriber);
       this.byId.set(entry.id, subscriber);
       for (const text of entry.addresses ?? []) {
@@ -134,7 +148,10 @@ export class StaticSubscriberDirectory implements SubscriberDirectory {
 }
 
 /** Resolves a parsed login_hint to the subscriber it names, if any. */
-export async function findByLoginHint(directory: SubscriberDirectory, hint: LoginHint): Promise<Subscriber | undefined> {
+export async function findByLoginHint(
+  directory: SubscriberDirectory,
+  hint: LoginHint,
+): Promise<Subscriber | undefined> {
   if (hint.type === 'tel') return directory.findByPhoneNumber(hint.phoneNumber);
   if (hint.type === 'ipport') return directory.findByNetworkAddress(hint.address);
   return directory.findByOperatorToken?.(hint.token);

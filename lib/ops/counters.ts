@@ -45,7 +45,9 @@ export interface Refusal {
  * A lock-out slot taken (`shared`: counted in Redis, so other instances see it; `attempts`: the count with it), or
  * refused with the failures so far.
  */
-export type ReserveAnswer = { taken: true; attempts: number; msBeforeNext: number; shared: boolean } | { taken: false; failures: number; msBeforeNext: number };
+export type ReserveAnswer =
+  | { taken: true; attempts: number; msBeforeNext: number; shared: boolean }
+  | { taken: false; failures: number; msBeforeNext: number };
 
 export interface Counters {
   /** Counters in Redis, shared by every instance: worth holding slots and taking points ahead (see lockout.ts, rate-limits.ts). */
@@ -103,7 +105,8 @@ export class MemoryCounters implements Counters {
     const windows = this.windows(attempts);
     // Taken with one increment, then given back when over the budget: nothing is compared for it.
     const counted = windows.add(text, 1);
-    if (counted.count <= attempts.points) return { taken: true, attempts: counted.count, msBeforeNext: counted.msBeforeNext, shared: false };
+    if (counted.count <= attempts.points)
+      return { taken: true, attempts: counted.count, msBeforeNext: counted.msBeforeNext, shared: false };
     windows.add(text, -1);
     const spent = this.windows(failures).get(text);
     return { taken: false, failures: spent?.count ?? 0, msBeforeNext: spent?.msBeforeNext ?? 0 };
@@ -178,17 +181,29 @@ export class RedisCounters implements Counters {
   async chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Promise<Refusal | undefined> {
     const keys = entries.map(({ limit, key }) => this.key(limit, key));
     const args = entries.flatMap(({ limit }) => [String(limit.points), String(limit.duration)]);
-    return this.run(CHAIN, keys, args, (reply) => {
-      const [index, ms] = integers(reply, 2) as [number, number];
-      return index === 0 ? undefined : { index: index - 1, msBeforeNext: ms };
-    }, () => this.local.chain(entries));
+    return this.run(
+      CHAIN,
+      keys,
+      args,
+      (reply) => {
+        const [index, ms] = integers(reply, 2) as [number, number];
+        return index === 0 ? undefined : { index: index - 1, msBeforeNext: ms };
+      },
+      () => this.local.chain(entries),
+    );
   }
 
   async take(limit: CounterLimit, key: CounterKey, want: number): Promise<{ taken: number; msBeforeNext: number }> {
-    return this.run(TAKE, [this.key(limit, key)], [String(limit.points), String(limit.duration), String(want)], (reply) => {
-      const [taken, ms] = integers(reply, 2) as [number, number];
-      return { taken, msBeforeNext: ms };
-    }, () => this.local.take(limit, key));
+    return this.run(
+      TAKE,
+      [this.key(limit, key)],
+      [String(limit.points), String(limit.duration), String(want)],
+      (reply) => {
+        const [taken, ms] = integers(reply, 2) as [number, number];
+        return { taken, msBeforeNext: ms };
+      },
+      () => this.local.take(limit, key),
+    );
   }
 
   /**
@@ -197,11 +212,17 @@ export class RedisCounters implements Counters {
    */
   async reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Promise<ReserveAnswer> {
     const keys = [this.key(attempts, key), this.key(failures, key)];
-    return this.run(RESERVE, keys, [String(attempts.points), String(attempts.duration)], (reply): ReserveAnswer => {
-      const [taken, count, ms] = integers(reply, 3) as [number, number, number];
-      if (taken === 1) return { taken: true, attempts: count, msBeforeNext: ms, shared: true };
-      return { taken: false, failures: count, msBeforeNext: Math.max(ms, 0) };
-    }, async () => ({ taken: false, failures: 0, msBeforeNext: 1000 }));
+    return this.run(
+      RESERVE,
+      keys,
+      [String(attempts.points), String(attempts.duration)],
+      (reply): ReserveAnswer => {
+        const [taken, count, ms] = integers(reply, 3) as [number, number, number];
+        if (taken === 1) return { taken: true, attempts: count, msBeforeNext: ms, shared: true };
+        return { taken: false, failures: count, msBeforeNext: Math.max(ms, 0) };
+      },
+      async () => ({ taken: false, failures: 0, msBeforeNext: 1000 }),
+    );
   }
 
   async release(attempts: CounterLimit, key: CounterKey, shared: boolean): Promise<void> {
@@ -210,14 +231,26 @@ export class RedisCounters implements Counters {
       return;
     }
     // A slot Redis holds goes back to Redis; if that fails it stays counted there until its window ends.
-    await this.run(RELEASE, [this.key(attempts, key)], [], () => undefined, async () => undefined);
+    await this.run(
+      RELEASE,
+      [this.key(attempts, key)],
+      [],
+      () => undefined,
+      async () => undefined,
+    );
   }
 
   async spend(failures: CounterLimit, key: CounterKey): Promise<{ failures: number; msBeforeNext: number }> {
-    return this.run(SPEND, [this.key(failures, key)], [String(failures.duration)], (reply) => {
-      const [spent, ms] = integers(reply, 2) as [number, number];
-      return { failures: spent, msBeforeNext: ms };
-    }, () => this.local.spend(failures, key));
+    return this.run(
+      SPEND,
+      [this.key(failures, key)],
+      [String(failures.duration)],
+      (reply) => {
+        const [spent, ms] = integers(reply, 2) as [number, number];
+        return { failures: spent, msBeforeNext: ms };
+      },
+      () => this.local.spend(failures, key),
+    );
   }
 
   close(): void {

@@ -10,7 +10,15 @@ import type { GrantType } from '../registry/clients.js';
  */
 
 /** The router's endpoints, as they appear in events and metrics. */
-export type Endpoint = 'authorize' | 'consent' | 'bc-authorize' | 'token' | 'introspect' | 'revoke' | 'jwks' | 'discovery';
+export type Endpoint =
+  | 'authorize'
+  | 'consent'
+  | 'bc-authorize'
+  | 'token'
+  | 'introspect'
+  | 'revoke'
+  | 'jwks'
+  | 'discovery';
 
 /** Who asks for what: the common ground of most payloads. */
 export interface GrantSubject {
@@ -237,7 +245,9 @@ type AnyListener = (payload: unknown, name: NetAuthEventName) => unknown;
 export class EventHub implements NetAuthEventEmitter {
   // A plain object of arrays: the lookup in emit() is one property read. Arrays are replaced, never mutated,
   // so a listener that unsubscribes during an emit does not disturb the loop.
-  private readonly listeners: { [K in NetAuthEventName]?: AnyListener[] } = Object.create(null) as { [K in NetAuthEventName]?: AnyListener[] };
+  private readonly listeners: { [K in NetAuthEventName]?: AnyListener[] } = Object.create(null) as {
+    [K in NetAuthEventName]?: AnyListener[];
+  };
 
   constructor(private readonly onListenerError: (error: unknown) => void) {}
 

@@ -51,7 +51,9 @@ export class FixedWindows {
     const now = this.now();
     this.sweep(now);
     const window = this.windows.get(key);
-    return window === undefined || window.end <= now ? undefined : { count: window.count, msBeforeNext: window.end - now };
+    return window === undefined || window.end <= now
+      ? undefined
+      : { count: window.count, msBeforeNext: window.end - now };
   }
 
   /** Windows live now (for tests). */

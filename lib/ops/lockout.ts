@@ -155,7 +155,13 @@ export class FailureBudget {
     if (answer === undefined) return { slot: NO_SLOT };
     if (answer.taken) {
       const holdable = this.holdMs > 0 && 2 * answer.attempts <= this.budget;
-      return { slot: this.slot(key, counterKey, { shared: answer.shared, holdable, windowEnd: this.now() + answer.msBeforeNext }) };
+      return {
+        slot: this.slot(key, counterKey, {
+          shared: answer.shared,
+          holdable,
+          windowEnd: this.now() + answer.msBeforeNext,
+        }),
+      };
     }
     if (watched !== undefined && watched.settled !== settledBefore) return this.reserve(counterKey);
     const local = this.inFlight.get(key);
@@ -208,7 +214,9 @@ export class FailureBudget {
     if (held === undefined) return undefined;
     this.held.delete(key);
     // Too close to the end of its window: Redis is about to drop it (and this check may start the next window).
-    return now < held.windowEnd - WINDOW_MARGIN_MS ? { shared: held.shared, holdable: true, windowEnd: held.windowEnd } : undefined;
+    return now < held.windowEnd - WINDOW_MARGIN_MS
+      ? { shared: held.shared, holdable: true, windowEnd: held.windowEnd }
+      : undefined;
   }
 
   /** Keeps a slot for the next check of `key`, when it is worth it. */
@@ -216,7 +224,12 @@ export class FailureBudget {
     const now = this.now();
     const left = origin.windowEnd - WINDOW_MARGIN_MS - now;
     if (!origin.holdable || left <= 0 || this.held.has(key) || this.held.size >= MAX_HELD) return false;
-    this.held.set(key, { counterKey, shared: origin.shared, windowEnd: origin.windowEnd, until: now + Math.min(this.holdMs, left) });
+    this.held.set(key, {
+      counterKey,
+      shared: origin.shared,
+      windowEnd: origin.windowEnd,
+      until: now + Math.min(this.holdMs, left),
+    });
     this.armSweeper();
     return true;
   }

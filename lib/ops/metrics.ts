@@ -36,31 +36,71 @@ const DEFAULT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  * per endpoint, on a router of their own (mount it where only the scraper reaches, e.g. an admin port).
  * Every label has a bounded set of values: endpoints, grant types, outcomes, reasons, registered client ids.
  */
-export function createMetricsRouter(events: EventHub, options: MetricsOptions = {}): Router & { registry: MetricsRegistry } {
+export function createMetricsRouter(
+  events: EventHub,
+  options: MetricsOptions = {},
+): Router & { registry: MetricsRegistry } {
   const { Counter, Histogram, Registry } = requirePeer<typeof PromClient>('prom-client', 'netauth.metricsRouter()');
   // Any Registry the caller passes is prom-client's (the type above is its public surface).
   const registry = (options.registry as PromClient.Registry | undefined) ?? new Registry();
   const p = options.prefix ?? METRICS_DEFAULTS.prefix;
   const withClient = options.clientIdLabel ?? METRICS_DEFAULTS.clientIdLabel;
   const client = (clientId: string): { client_id?: string } => (withClient ? { client_id: clientId } : {});
-  const labels = <T extends string>(...names: T[]): (T | 'client_id')[] => (withClient ? ['client_id', ...names] : names);
+  const labels = <T extends string>(...names: T[]): (T | 'client_id')[] =>
+    withClient ? ['client_id', ...names] : names;
   const counter = <T extends string>(name: string, help: string, labelNames: T[]) =>
     new Counter<T>({ name: `${p}${name}`, help, labelNames, registers: [registry] });
 
-  const authorizations = counter('authorization_requests_total', 'Authorization requests accepted at /authorize (frontend flow), by whether the consent page was shown.', labels('consent_page'));
-  const consents = counter('consent_decisions_total', 'Consent decisions, by decision (granted, denied, revoked) and where they were made (page, api).', labels('decision', 'via'));
-  const codes = counter('authorization_codes_total', 'Authorization codes, by outcome (issued, consumed, replayed).', labels('outcome'));
-  const ciba = counter('ciba_total', 'CIBA requests and poll answers, by outcome (requested, slow_down, approved, denied, expired).', labels('outcome'));
-  const issued = counter('tokens_issued_total', 'Access tokens issued, by grant type and format.', labels('grant_type', 'format'));
-  const revoked = counter('tokens_revoked_total', 'Token revocations, by reason (revocation_request, code_replay, consent_withdrawn).', labels('reason'));
-  const authFailures = counter('client_authentication_failures_total', 'Failed client authentications, by endpoint and reason.', ['endpoint', 'reason']);
-  const limited = counter('rate_limited_total', 'Requests refused by a rate limit or the client-authentication lock-out, by endpoint and limit.', ['endpoint', 'limit']);
+  const authorizations = counter(
+    'authorization_requests_total',
+    'Authorization requests accepted at /authorize (frontend flow), by whether the consent page was shown.',
+    labels('consent_page'),
+  );
+  const consents = counter(
+    'consent_decisions_total',
+    'Consent decisions, by decision (granted, denied, revoked) and where they were made (page, api).',
+    labels('decision', 'via'),
+  );
+  const codes = counter(
+    'authorization_codes_total',
+    'Authorization codes, by outcome (issued, consumed, replayed).',
+    labels('outcome'),
+  );
+  const ciba = counter(
+    'ciba_total',
+    'CIBA requests and poll answers, by outcome (requested, slow_down, approved, denied, expired).',
+    labels('outcome'),
+  );
+  const issued = counter(
+    'tokens_issued_total',
+    'Access tokens issued, by grant type and format.',
+    labels('grant_type', 'format'),
+  );
+  const revoked = counter(
+    'tokens_revoked_total',
+    'Token revocations, by reason (revocation_request, code_replay, consent_withdrawn).',
+    labels('reason'),
+  );
+  const authFailures = counter(
+    'client_authentication_failures_total',
+    'Failed client authentications, by endpoint and reason.',
+    ['endpoint', 'reason'],
+  );
+  const limited = counter(
+    'rate_limited_total',
+    'Requests refused by a rate limit or the client-authentication lock-out, by endpoint and limit.',
+    ['endpoint', 'limit'],
+  );
   const fallbacks = counter(
     'rate_limit_fallback_operations_total',
     'Rate-limit counter operations this instance answered alone because the shared (Redis) counters failed, by cause (unavailable, error).',
     ['cause'],
   );
-  const requests = counter('requests_total', 'Router responses, by endpoint, grant type (token endpoint) and outcome (ok or the OAuth error code).', ['endpoint', 'grant_type', 'outcome']);
+  const requests = counter(
+    'requests_total',
+    'Router responses, by endpoint, grant type (token endpoint) and outcome (ok or the OAuth error code).',
+    ['endpoint', 'grant_type', 'outcome'],
+  );
   const latency = new Histogram({
     name: `${p}request_duration_seconds`,
     help: 'Latency of router responses, by endpoint.',
@@ -70,7 +110,9 @@ export function createMetricsRouter(events: EventHub, options: MetricsOptions = 
   });
 
   events
-    .on('authorization.requested', (e) => authorizations.inc({ ...client(e.clientId), consent_page: String(e.consentPage) }))
+    .on('authorization.requested', (e) =>
+      authorizations.inc({ ...client(e.clientId), consent_page: String(e.consentPage) }),
+    )
     .on('consent.granted', (e) => consents.inc({ ...client(e.clientId), decision: 'granted', via: e.via }))
     .on('consent.denied', (e) => consents.inc({ ...client(e.clientId), decision: 'denied', via: e.via }))
     .on('consent.revoked', (e) => consents.inc({ ...client(e.clientId), decision: 'revoked', via: e.via }))

@@ -83,7 +83,6 @@ export interface RateLimitOptions {
   clientAuthentication?: { perClientAndAddress?: FailureLimitRule | false; perAddress?: FailureLimitRule | false };
 }
 
-
 export type LimitedEndpoint = 'bc-authorize' | 'token';
 
 /** Which subscriber limit refused a request, and for how long. */
@@ -104,7 +103,10 @@ export interface SubscriberLimitHit {
  * `slow_down` instead (CIBA Core §11), and /authorize, once the redirect target is known, redirects with it.
  */
 export function rateLimitedError(retryAfter: number, description = 'too many requests; retry later'): OAuthError {
-  return new OAuthError('temporarily_unavailable', description, { status: 429, headers: { 'Retry-After': String(retryAfter) } });
+  return new OAuthError('temporarily_unavailable', description, {
+    status: 429,
+    headers: { 'Retry-After': String(retryAfter) },
+  });
 }
 
 const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
@@ -120,9 +122,13 @@ export function addressKey(ip: string | undefined): string {
   if (CANONICAL_IPV4.test(ip)) return ip;
   try {
     let address = ipaddr.parse(ip);
-    if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) address = (address as ipaddr.IPv6).toIPv4Address();
+    if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress())
+      address = (address as ipaddr.IPv6).toIPv4Address();
     if (address.kind() === 'ipv4') return address.toString();
-    return `${(address as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+    return `${(address as ipaddr.IPv6).parts
+      .slice(0, 4)
+      .map((p) => p.toString(16))
+      .join(':')}::/64`;
   } catch {
     return ip.slice(0, 64);
   }
@@ -143,7 +149,11 @@ function pointsAhead(points: number): number {
 }
 
 /** The rule in force: the option's, the default when absent, none when `false`. */
-function resolveRule<R extends RateLimitRule | FailureLimitRule>(name: string, value: R | false | undefined, fallback: R): R | undefined {
+function resolveRule<R extends RateLimitRule | FailureLimitRule>(
+  name: string,
+  value: R | false | undefined,
+  fallback: R,
+): R | undefined {
   if (value === false) return undefined;
   const rule = value ?? fallback;
   const count = 'points' in rule ? rule.points : rule.failures;
@@ -191,7 +201,11 @@ export class RateLimits {
     const o = options;
     const D = RATE_LIMIT_DEFAULTS;
     this.counters = countersFor(options, store, onError, events);
-    const limit = (name: string, rule: RateLimitRule): CounterLimit => ({ name, points: rule.points, duration: rule.duration });
+    const limit = (name: string, rule: RateLimitRule): CounterLimit => ({
+      name,
+      points: rule.points,
+      duration: rule.duration,
+    });
 
     const perAddress = resolveRule('authorize.perAddress', o.authorize?.perAddress, D.authorize.perAddress);
     this.authorizePerAddress = perAddress && limit('authorize:address', perAddress);
@@ -200,7 +214,11 @@ export class RateLimits {
       ['token', 'token', o.token, D.token],
     ] as const) {
       const client = resolveRule(`${name}.perClient`, group?.perClient, defaults.perClient);
-      const pair = resolveRule(`${name}.perClientAndSubscriber`, group?.perClientAndSubscriber, defaults.perClientAndSubscriber);
+      const pair = resolveRule(
+        `${name}.perClientAndSubscriber`,
+        group?.perClientAndSubscriber,
+        defaults.perClientAndSubscriber,
+      );
       const subscriber = resolveRule(`${name}.perSubscriber`, group?.perSubscriber, defaults.perSubscriber);
       if (client) this.perClient[endpoint] = limit(`${endpoint}:client`, client);
       if (pair) this.perClientAndSubscriber[endpoint] = limit(`${endpoint}:client-subscriber`, pair);
@@ -215,8 +233,16 @@ export class RateLimits {
         'rateLimits.clientAuthentication.perClient is gone: failures now count per client id and address; use perClientAndAddress',
       );
     }
-    const failPair = resolveRule('clientAuthentication.perClientAndAddress', ca?.perClientAndAddress, D.clientAuthentication.perClientAndAddress);
-    const failAddress = resolveRule('clientAuthentication.perAddress', ca?.perAddress, D.clientAuthentication.perAddress);
+    const failPair = resolveRule(
+      'clientAuthentication.perClientAndAddress',
+      ca?.perClientAndAddress,
+      D.clientAuthentication.perClientAndAddress,
+    );
+    const failAddress = resolveRule(
+      'clientAuthentication.perAddress',
+      ca?.perAddress,
+      D.clientAuthentication.perAddress,
+    );
     const budget = (name: string, rule: FailureLimitRule): FailureBudget =>
       new FailureBudget(
         this.counters,
@@ -336,18 +362,27 @@ export class RateLimits {
 }
 
 /** Memory counters, or Redis ones (the store's shared counters or a client given) with memory ones standing in. */
-function countersFor(options: RateLimitOptions, store: Store, onError: (error: unknown) => void, events: EventHub): Counters {
+function countersFor(
+  options: RateLimitOptions,
+  store: Store,
+  onError: (error: unknown) => void,
+  events: EventHub,
+): Counters {
   const given = options.redis;
   // Not asked for when the counters stay in memory: a store may open a connection for them.
   const shared = options.backend === 'memory' ? undefined : store.counters?.();
   const backend = options.backend ?? (given !== undefined || shared !== undefined ? 'redis' : 'memory');
-  if (backend !== 'memory' && backend !== 'redis') throw new TypeError("rateLimits.backend must be 'memory' or 'redis'");
+  if (backend !== 'memory' && backend !== 'redis')
+    throw new TypeError("rateLimits.backend must be 'memory' or 'redis'");
   const local = new MemoryCounters();
   if (backend === 'memory') return local;
 
   const storePrefix = shared?.prefix ?? REDIS_STORE_DEFAULTS.prefix;
   const prefix = options.keyPrefix ?? `${storePrefix}${RATE_LIMIT_COUNTER_DEFAULTS.keyPrefixSuffix}`;
-  if (/[{}]/.test(prefix)) throw new TypeError(`rateLimits.keyPrefix "${prefix}" contains a brace: the counters' keys carry their own hash tags`);
+  if (/[{}]/.test(prefix))
+    throw new TypeError(
+      `rateLimits.keyPrefix "${prefix}" contains a brace: the counters' keys carry their own hash tags`,
+    );
   const timeoutMs = options.timeout ?? RATE_LIMIT_COUNTER_DEFAULTS.timeout;
   if (!(timeoutMs > 0)) throw new TypeError('rateLimits.timeout must be a positive number of milliseconds');
   // The store's own counters by default: one connection, and the store's handling of clusters and failovers.

@@ -6,7 +6,13 @@ import type { JWK } from 'jose';
  * asymmetric set). `none` and the HMAC algorithms are never accepted: a JWS must prove the client's private key.
  */
 export type ClientSigningAlgorithm = 'RS256' | 'PS256' | 'ES256' | 'ES384' | 'EdDSA';
-export const CLIENT_SIGNING_ALGORITHMS: readonly ClientSigningAlgorithm[] = ['RS256', 'PS256', 'ES256', 'ES384', 'EdDSA'];
+export const CLIENT_SIGNING_ALGORITHMS: readonly ClientSigningAlgorithm[] = [
+  'RS256',
+  'PS256',
+  'ES256',
+  'ES384',
+  'EdDSA',
+];
 
 export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -30,26 +36,35 @@ function algorithmsOf(jwk: JWK): readonly ClientSigningAlgorithm[] {
 }
 
 function checkKey(jwk: unknown, where: string, allowed: readonly ClientSigningAlgorithm[]): void {
-  if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) throw new TypeError(`${where} is not a JWK object`);
+  if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk))
+    throw new TypeError(`${where} is not a JWK object`);
   const key = jwk as JWK;
   const secret = PRIVATE_MEMBERS.find((m) => m in key);
   if (secret !== undefined) {
-    throw new TypeError(`${where} holds private key material ("${secret}"): register only the client's PUBLIC key (drop ${PRIVATE_MEMBERS.join(', ')})`);
+    throw new TypeError(
+      `${where} holds private key material ("${secret}"): register only the client's PUBLIC key (drop ${PRIVATE_MEMBERS.join(', ')})`,
+    );
   }
   const fits = algorithmsOf(key);
   if (fits.length === 0) {
-    throw new TypeError(`${where}: unsupported key (kty ${String(key.kty)}${key.crv ? `, crv ${key.crv}` : ''}); use RSA, EC P-256, EC P-384 or OKP Ed25519`);
+    throw new TypeError(
+      `${where}: unsupported key (kty ${String(key.kty)}${key.crv ? `, crv ${key.crv}` : ''}); use RSA, EC P-256, EC P-384 or OKP Ed25519`,
+    );
   }
   if (key.use !== undefined && key.use !== 'sig') throw new TypeError(`${where}: use must be "sig"`);
   if (key.key_ops !== undefined && !(Array.isArray(key.key_ops) && key.key_ops.includes('verify'))) {
     throw new TypeError(`${where}: key_ops must include "verify"`);
   }
   if (key.alg !== undefined && !fits.includes(key.alg as ClientSigningAlgorithm)) {
-    throw new TypeError(`${where}: alg ${key.alg} does not fit a ${key.kty} key or is not accepted (use one of ${fits.join(', ')})`);
+    throw new TypeError(
+      `${where}: alg ${key.alg} does not fit a ${key.kty} key or is not accepted (use one of ${fits.join(', ')})`,
+    );
   }
   const usable = key.alg === undefined ? fits : [key.alg as ClientSigningAlgorithm];
   if (!usable.some((alg) => allowed.includes(alg))) {
-    throw new TypeError(`${where}: the key signs ${usable.join('/')}, which signingAlgorithms does not allow; add it or register another key`);
+    throw new TypeError(
+      `${where}: the key signs ${usable.join('/')}, which signingAlgorithms does not allow; add it or register another key`,
+    );
   }
   let parsed: KeyObject;
   try {
@@ -70,9 +85,12 @@ function checkJwksUri(clientId: string, uri: string): void {
     throw new TypeError(`client ${clientId}: jwksUri "${uri}" is not an absolute URL`);
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
-    throw new TypeError(`client ${clientId}: jwksUri "${uri}" must use https: (http: only on loopback, for development)`);
+    throw new TypeError(
+      `client ${clientId}: jwksUri "${uri}" must use https: (http: only on loopback, for development)`,
+    );
   }
-  if (url.username !== '' || url.password !== '') throw new TypeError(`client ${clientId}: jwksUri must not carry credentials`);
+  if (url.username !== '' || url.password !== '')
+    throw new TypeError(`client ${clientId}: jwksUri must not carry credentials`);
 }
 
 /**
@@ -83,7 +101,9 @@ export function checkClientKeys(clientId: string, registration: ClientKeyRegistr
   const { jwks, jwksUri, signingAlgorithms } = registration;
   if (signingAlgorithms !== undefined) {
     if (!Array.isArray(signingAlgorithms) || signingAlgorithms.length === 0) {
-      throw new TypeError(`client ${clientId}: signingAlgorithms must list at least one of ${CLIENT_SIGNING_ALGORITHMS.join(', ')}`);
+      throw new TypeError(
+        `client ${clientId}: signingAlgorithms must list at least one of ${CLIENT_SIGNING_ALGORITHMS.join(', ')}`,
+      );
     }
     for (const alg of signingAlgorithms) {
       if (!CLIENT_SIGNING_ALGORITHMS.includes(alg)) {
@@ -93,11 +113,14 @@ export function checkClientKeys(clientId: string, registration: ClientKeyRegistr
       }
     }
   }
-  if (jwks !== undefined && jwksUri !== undefined) throw new TypeError(`client ${clientId}: give jwks or jwksUri, not both`);
+  if (jwks !== undefined && jwksUri !== undefined)
+    throw new TypeError(`client ${clientId}: give jwks or jwksUri, not both`);
   if (jwksUri !== undefined) checkJwksUri(clientId, jwksUri);
   if (jwks !== undefined) {
     if (jwks === null || typeof jwks !== 'object' || !Array.isArray(jwks.keys) || jwks.keys.length === 0) {
-      throw new TypeError(`client ${clientId}: jwks must be a JWK Set with at least one key: { keys: [ ...public JWKs ] }`);
+      throw new TypeError(
+        `client ${clientId}: jwks must be a JWK Set with at least one key: { keys: [ ...public JWKs ] }`,
+      );
     }
     const allowed = signingAlgorithms ?? CLIENT_SIGNING_ALGORITHMS;
     jwks.keys.forEach((key, i) => {

@@ -32,7 +32,11 @@ const GRANT_TYPES: Record<GrantType, boolean> = {
 /** Every grant type of the token endpoint, in the order discovery lists them. */
 export const SUPPORTED_GRANT_TYPES = Object.keys(GRANT_TYPES) as readonly GrantType[];
 /** Every client-authentication method, in the order discovery lists them. */
-export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
+export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = [
+  'client_secret_basic',
+  'client_secret_post',
+  'private_key_jwt',
+];
 
 /** An application as registered in the gateway's developer portal. */
 export interface RegisteredClient {
@@ -165,7 +169,8 @@ export function checkRedirectUri(clientId: string, uri: string): void {
   } catch {
     throw new TypeError(`client ${clientId}: redirect URI "${uri}" is not an absolute URI`);
   }
-  if (url.hash !== '' || uri.includes('#')) throw new TypeError(`client ${clientId}: redirect URI "${uri}" has a fragment`);
+  if (url.hash !== '' || uri.includes('#'))
+    throw new TypeError(`client ${clientId}: redirect URI "${uri}" has a fragment`);
   if (url.protocol === 'http:' && !LOOPBACK_HOSTS.has(url.hostname)) {
     throw new TypeError(`client ${clientId}: redirect URI "${uri}" uses http: outside loopback; use https:`);
   }
@@ -202,9 +207,12 @@ export function registeredScope(scope: string): { purpose: string; scope: string
 function list(client: RegisteredClient, field: 'redirectUris' | 'grantTypes' | 'scopes'): readonly unknown[] {
   const value: unknown = client[field];
   if (value === undefined && field === 'redirectUris') return [];
-  if (!Array.isArray(value)) throw new TypeError(`client ${client.clientId}: ${field} must be a list, not ${describe(value)}`);
+  if (!Array.isArray(value))
+    throw new TypeError(`client ${client.clientId}: ${field} must be a list, not ${describe(value)}`);
   if (value.length === 0 && field !== 'redirectUris') {
-    throw new TypeError(`client ${client.clientId}: ${field} is empty, so the client can do nothing; list at least one`);
+    throw new TypeError(
+      `client ${client.clientId}: ${field} is empty, so the client can do nothing; list at least one`,
+    );
   }
   return value;
 }
@@ -215,15 +223,23 @@ function list(client: RegisteredClient, field: 'redirectUris' | 'grantTypes' | '
  * Each is a client that would start silently and then fail on every request.
  */
 function checkFields(client: RegisteredClient): void {
-  if (!isPlainObject(client)) throw new TypeError(`clients: each registration must be an object ({ clientId, grantTypes, scopes, ... }), not ${describe(client)}`);
+  if (!isPlainObject(client))
+    throw new TypeError(
+      `clients: each registration must be an object ({ clientId, grantTypes, scopes, ... }), not ${describe(client)}`,
+    );
   if (typeof client.clientId !== 'string' || client.clientId === '') {
-    throw new TypeError(`clients: a registration has clientId ${describe(client.clientId)}; give each client its non-empty string id`);
+    throw new TypeError(
+      `clients: a registration has clientId ${describe(client.clientId)}; give each client its non-empty string id`,
+    );
   }
   const id = client.clientId;
   checkNames(client as unknown as Record<string, unknown>, CLIENT_FIELDS, `client ${id}: `, 'field');
   checkString(client.name, `client ${id}: name`, 'shown on the consent page');
   checkString(client.clientSecret, `client ${id}: clientSecret`, 'the secret itself');
-  if (client.clientSecretHash !== undefined && (typeof client.clientSecretHash !== 'string' || !SECRET_HASH.test(client.clientSecretHash))) {
+  if (
+    client.clientSecretHash !== undefined &&
+    (typeof client.clientSecretHash !== 'string' || !SECRET_HASH.test(client.clientSecretHash))
+  ) {
     throw new TypeError(
       `client ${id}: clientSecretHash is not a hash from hashClientSecret() ("sha256:<43 base64url characters>" or ` +
         `"scrypt:<salt>:<hash>"), so no secret would ever match; register await hashClientSecret(secret) (or the secret as clientSecret)`,
@@ -231,16 +247,21 @@ function checkFields(client: RegisteredClient): void {
   }
   for (const grant of list(client, 'grantTypes')) {
     if (typeof grant !== 'string' || !Object.hasOwn(GRANT_TYPES, grant)) {
-      throw new TypeError(`client ${id}: grantTypes: ${JSON.stringify(grant)} is not a grant type of this gateway; use ${Object.keys(GRANT_TYPES).join(' or ')}`);
+      throw new TypeError(
+        `client ${id}: grantTypes: ${JSON.stringify(grant)} is not a grant type of this gateway; use ${Object.keys(GRANT_TYPES).join(' or ')}`,
+      );
     }
   }
   const redirectUris = list(client, 'redirectUris');
   for (const uri of redirectUris) {
-    if (typeof uri !== 'string') throw new TypeError(`client ${id}: redirectUris must hold strings (exact URIs), not ${describe(uri)}`);
+    if (typeof uri !== 'string')
+      throw new TypeError(`client ${id}: redirectUris must hold strings (exact URIs), not ${describe(uri)}`);
   }
   const needing = client.grantTypes.find((g) => GRANT_TYPES[g]);
   if (needing !== undefined && redirectUris.length === 0) {
-    throw new TypeError(`client ${id}: grant type ${needing} needs redirectUris (the exact callback URIs); add them, or remove the grant type`);
+    throw new TypeError(
+      `client ${id}: grant type ${needing} needs redirectUris (the exact callback URIs); add them, or remove the grant type`,
+    );
   }
   for (const scope of list(client, 'scopes')) {
     if (typeof scope !== 'string' || registeredScope(scope) === undefined) {
@@ -259,19 +280,30 @@ function checkFields(client: RegisteredClient): void {
 function checkCredentials(client: RegisteredClient): void {
   const method = client.tokenEndpointAuthMethod ?? 'client_secret_basic';
   if (!CLIENT_AUTH_METHODS.includes(method)) {
-    throw new TypeError(`client ${client.clientId}: tokenEndpointAuthMethod "${String(method)}" is not one of ${CLIENT_AUTH_METHODS.join(', ')}`);
+    throw new TypeError(
+      `client ${client.clientId}: tokenEndpointAuthMethod "${String(method)}" is not one of ${CLIENT_AUTH_METHODS.join(', ')}`,
+    );
   }
   const hasSecret = client.clientSecret !== undefined || client.clientSecretHash !== undefined;
   if (method === 'private_key_jwt') {
-    if (hasSecret) throw new TypeError(`client ${client.clientId}: a private_key_jwt client authenticates with its keys; remove clientSecret / clientSecretHash`);
+    if (hasSecret)
+      throw new TypeError(
+        `client ${client.clientId}: a private_key_jwt client authenticates with its keys; remove clientSecret / clientSecretHash`,
+      );
     if (client.jwks === undefined && client.jwksUri === undefined) {
-      throw new TypeError(`client ${client.clientId}: private_key_jwt needs the client's public keys: give jwks or jwksUri`);
+      throw new TypeError(
+        `client ${client.clientId}: private_key_jwt needs the client's public keys: give jwks or jwksUri`,
+      );
     }
   } else if ((client.clientSecret === undefined) === (client.clientSecretHash === undefined)) {
-    throw new TypeError(`client ${client.clientId}: give exactly one of clientSecret and clientSecretHash (or use tokenEndpointAuthMethod 'private_key_jwt' with keys)`);
+    throw new TypeError(
+      `client ${client.clientId}: give exactly one of clientSecret and clientSecretHash (or use tokenEndpointAuthMethod 'private_key_jwt' with keys)`,
+    );
   }
   if (client.requireSignedRequestObject && client.jwks === undefined && client.jwksUri === undefined) {
-    throw new TypeError(`client ${client.clientId}: requireSignedRequestObject needs the client's public keys to verify requests: give jwks or jwksUri`);
+    throw new TypeError(
+      `client ${client.clientId}: requireSignedRequestObject needs the client's public keys to verify requests: give jwks or jwksUri`,
+    );
   }
 }
 
@@ -281,11 +313,18 @@ function checkCredentials(client: RegisteredClient): void {
  */
 function checkGrantTypes(client: RegisteredClient): void {
   const id = client.clientId;
-  if (client.grantTypes.includes('refresh_token') && !client.grantTypes.some((g) => g === 'authorization_code' || g === CIBA_GRANT)) {
-    throw new TypeError(`client ${id}: refresh tokens come only from the authorization_code and CIBA grants; register one of them beside refresh_token, or remove it`);
+  if (
+    client.grantTypes.includes('refresh_token') &&
+    !client.grantTypes.some((g) => g === 'authorization_code' || g === CIBA_GRANT)
+  ) {
+    throw new TypeError(
+      `client ${id}: refresh tokens come only from the authorization_code and CIBA grants; register one of them beside refresh_token, or remove it`,
+    );
   }
   if (client.grantTypes.includes(JWT_BEARER_GRANT) && client.jwks === undefined && client.jwksUri === undefined) {
-    throw new TypeError(`client ${id}: the JWT bearer grant verifies assertions with the client's public keys: give jwks or jwksUri`);
+    throw new TypeError(
+      `client ${id}: the JWT bearer grant verifies assertions with the client's public keys: give jwks or jwksUri`,
+    );
   }
 }
 

@@ -104,7 +104,10 @@ export class ScryptLimiter {
    */
   async decoy(): Promise<void> {
     if (this.full()) throw this.busy();
-    if (this.samples.length === 0) await (this.calibration ??= this.calibrate());
+    if (this.samples.length === 0) {
+      this.calibration ??= this.calibrate();
+      await this.calibration;
+    }
     const ms = this.samples[Math.floor(Math.random() * this.samples.length)] ?? 0;
     await new Promise((resolve) => setTimeout(resolve, ms));
   }

@@ -29,10 +29,20 @@ export interface RedisCommandClient {
 /** What RedisStore needs of a `createCluster()` client. */
 export interface RedisClusterCommandClient {
   readonly isOpen: boolean;
-  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[], options?: { timeout?: number }): Promise<unknown>;
+  sendCommand(
+    firstKey: string | undefined,
+    isReadonly: boolean | undefined,
+    args: string[],
+    options?: { timeout?: number },
+  ): Promise<unknown>;
   /** The slot map: each slot's shard and its master's `host:port`. */
   readonly slots: ReadonlyArray<{ readonly master: { readonly address: string } } | undefined>;
-  readonly masters: ReadonlyArray<{ readonly address: string; readonly host: string; readonly port: number; readonly client?: unknown }>;
+  readonly masters: ReadonlyArray<{
+    readonly address: string;
+    readonly host: string;
+    readonly port: number;
+    readonly client?: unknown;
+  }>;
 }
 
 /** What RedisStore needs of a `createSentinel()` client. */
@@ -195,7 +205,9 @@ export class RedisConnection {
       return master ? `${master.host}:${master.port} (Sentinel's master)` : "the Sentinel's master";
     }
     if (this.url !== undefined) return hostOf(this.url);
-    const socket = (route?.client as { options?: { url?: string; socket?: { host?: string; port?: number } } } | undefined)?.options;
+    const socket = (
+      route?.client as { options?: { url?: string; socket?: { host?: string; port?: number } } } | undefined
+    )?.options;
     if (socket?.url) return hostOf(socket.url);
     return socket?.socket?.host ? `${socket.socket.host}:${socket.socket.port ?? 6379}` : 'the given client';
   }
@@ -207,7 +219,9 @@ export class RedisConnection {
   async open(): Promise<void> {
     if (this.closed) throw new StoreUnavailableError('Redis store is closed');
     if (this.url === undefined && !this.route!.client.isOpen) {
-      throw new StoreUnavailableError(`the Redis client given to RedisStore (${this.describe()}) is not connected: await client.connect() first`);
+      throw new StoreUnavailableError(
+        `the Redis client given to RedisStore (${this.describe()}) is not connected: await client.connect() first`,
+      );
     }
     await this.started();
     if (this.route?.kind === 'cluster') return this.openShards();
@@ -219,7 +233,9 @@ export class RedisConnection {
       throw new StoreUnavailableError(`cannot connect to Redis at ${this.describe()} (${reason(cause)})`, { cause });
     }
     if (Array.isArray(role) && role[0] !== 'master') {
-      throw new StoreUnavailableError(`Redis at ${this.describe()} is a ${String(role[0])}, not a master: give the master's url, or a Sentinel or Cluster client`);
+      throw new StoreUnavailableError(
+        `Redis at ${this.describe()} is a ${String(role[0])}, not a master: give the master's url, or a Sentinel or Cluster client`,
+      );
     }
   }
 
@@ -265,7 +281,10 @@ export class RedisConnection {
     if (this.closed) throw new StoreUnavailableError('Redis store is closed');
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${this.timeout} ms`)), this.timeout);
+      timer = setTimeout(
+        () => reject(new StoreUnavailableError(`Redis did not answer within ${this.timeout} ms`)),
+        this.timeout,
+      );
     });
     try {
       await Promise.race([this.started(), deadline]);
@@ -394,7 +413,8 @@ export class RedisConnection {
     const now = Date.now();
     if (now - this.lastRefresh < 250) return;
     this.lastRefresh = now;
-    const slots = (route.client as unknown as { _slots?: { rediscover?: (startWith: unknown) => Promise<void> } })._slots;
+    const slots = (route.client as unknown as { _slots?: { rediscover?: (startWith: unknown) => Promise<void> } })
+      ._slots;
     const masters = route.client.masters;
     if (typeof slots?.rediscover !== 'function' || masters.length === 0) return;
     // A master whose connection is up, else each in turn (a client made with minimizeConnections has none yet).
@@ -472,7 +492,10 @@ export class RedisConnection {
           ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
           ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
           disableOfflineQueue: true,
-          socket: url.protocol === 'rediss:' ? { tls: true, connectTimeout: this.timeout, reconnectStrategy } : { connectTimeout: this.timeout, reconnectStrategy },
+          socket:
+            url.protocol === 'rediss:'
+              ? { tls: true, connectTimeout: this.timeout, reconnectStrategy }
+              : { connectTimeout: this.timeout, reconnectStrategy },
         },
       });
       cluster.on('error', this.onError);

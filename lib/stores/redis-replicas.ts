@@ -1,6 +1,6 @@
 /**
  * How many replicas a write waits for, per master. Waiting (`WAIT`) is best effort: it never turns a write
- * Redis has done into an error (shared/design/protocol.md, "Durability on Redis never costs availability").
+ * Redis has done into an error (docs/redis-store.md, "Failover").
  *
  * The count follows the topology: each master's replicas that are online, read at start-up, whenever the client
  * reconnects or learns a new master, and every `interval` ms, capped by `waitForReplicas` (default 1). A WAIT

@@ -1,12 +1,25 @@
 import type { JsonObject, PutOptions, RecordKind, RecordWrite, SharedCounters, Store, StoredRecord } from './store.js';
 import { CONSUME, INDEX, PUT, REVOKE } from './redis-scripts.js';
-import { decodeRecord, encodeRecord, grantKey, memberOf, recordKey, tagOfMember, type PlacedKey } from './redis-keys.js';
+import {
+  decodeRecord,
+  encodeRecord,
+  grantKey,
+  memberOf,
+  recordKey,
+  tagOfMember,
+  type PlacedKey,
+} from './redis-keys.js';
 import { RedisConnection, type RedisStoreClient } from './redis-connection.js';
 import { DataLossWatch, type StoreDataLossError } from './redis-markers.js';
 import { REDIS_STORE_DEFAULTS } from '../defaults.js';
 import { ReplicaWaits, type ReplicaShortfall } from './redis-replicas.js';
 
-export type { RedisCommandClient, RedisClusterCommandClient, RedisSentinelCommandClient, RedisStoreClient } from './redis-connection.js';
+export type {
+  RedisCommandClient,
+  RedisClusterCommandClient,
+  RedisSentinelCommandClient,
+  RedisStoreClient,
+} from './redis-connection.js';
 export { StoreDataLossError } from './redis-markers.js';
 export type { ReplicaShortfall } from './redis-replicas.js';
 
@@ -69,7 +82,8 @@ function addTo(groups: Groups, tag: string, key: string): void {
 
 function checkTtl(options: PutOptions): number {
   const ttl = Math.ceil(options.ttl * 1000);
-  if (!(options.ttl > 0) || !Number.isSafeInteger(ttl)) throw new RangeError('ttl must be a positive, finite number of seconds');
+  if (!(options.ttl > 0) || !Number.isSafeInteger(ttl))
+    throw new RangeError('ttl must be a positive, finite number of seconds');
   return ttl;
 }
 
@@ -104,15 +118,20 @@ export class RedisStore implements Store {
     this.prefix = options.prefix ?? REDIS_STORE_DEFAULTS.prefix;
     this.allowEviction = options.allowEviction ?? false;
     if (/[{}]/.test(this.prefix)) {
-      throw new TypeError(`RedisStore prefix "${this.prefix}" contains a brace: keys carry their own hash tags now, so remove the { } (docs/redis-store.md#migrating-from-01)`);
+      throw new TypeError(
+        `RedisStore prefix "${this.prefix}" contains a brace: keys carry their own hash tags now, so remove the { } (docs/redis-store.md#migrating-from-01)`,
+      );
     }
     const timeout = options.timeout ?? REDIS_STORE_DEFAULTS.timeout;
     if (!(timeout > 0)) throw new RangeError('timeout must be a positive number of milliseconds');
     const waitFor = options.waitForReplicas;
-    if (waitFor !== undefined && !(Number.isInteger(waitFor) && waitFor >= 0)) throw new RangeError('waitForReplicas must be a whole number >= 0');
+    if (waitFor !== undefined && !(Number.isInteger(waitFor) && waitFor >= 0))
+      throw new RangeError('waitForReplicas must be a whole number >= 0');
     const target = options.client ? { client: options.client } : { url: options.url ?? REDIS_STORE_DEFAULTS.url };
     this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...target });
-    const onDataLoss = options.onDataLoss ?? ((error: StoreDataLossError) => process.emitWarning(error.message, { code: 'NETAUTH_REDIS_DATA_LOSS' }));
+    const onDataLoss =
+      options.onDataLoss ??
+      ((error: StoreDataLossError) => process.emitWarning(error.message, { code: 'NETAUTH_REDIS_DATA_LOSS' }));
     this.watch = new DataLossWatch(this.connection, this.prefix, onDataLoss, 10_000);
     const where = (node: string) => (node === '' ? this.connection.describe() : node);
     const onShortfall =
@@ -199,7 +218,10 @@ export class RedisStore implements Store {
     const record = recordKey(this.prefix, kind, id);
     // On a cluster the whole step runs on one shard: the records written must be on the consumed one's.
     const elsewhere = prepared.find((w) => this.connection.cluster && w.record.tag !== record.tag);
-    if (elsewhere) throw new Error(`consume: on Redis Cluster an attached write must carry the placement tag of the consumed id (${kind} -> ${elsewhere.record.key})`);
+    if (elsewhere)
+      throw new Error(
+        `consume: on Redis Cluster an attached write must carry the placement tag of the consumed id (${kind} -> ${elsewhere.record.key})`,
+      );
     const keys = [record.key];
     const args = [String(prepared.length)];
     for (const w of prepared) {
@@ -230,7 +252,8 @@ export class RedisStore implements Store {
       const members = (await this.connection.run(index.key, ['ZRANGE', index.key, '0', '-1'])) as string[];
       if (members.length === 0) return;
       const groups: Groups = new Map();
-      for (const member of members) addTo(groups, this.connection.cluster ? tagOfMember(member) : index.tag, this.prefix + member);
+      for (const member of members)
+        addTo(groups, this.connection.cluster ? tagOfMember(member) : index.tag, this.prefix + member);
       for (const [tag, keys] of groups) {
         if (tag !== index.tag) await this.connection.script(REVOKE, keys, [grantId, '0'], this.waits);
       }
@@ -271,7 +294,13 @@ export class RedisStore implements Store {
       const index = grantKey(this.prefix, grant);
       addTo(indexes, index.tag, index.key);
     }
-    return { record, ttl, encoded: encodeRecord(write.value, grants), member: memberOf(this.prefix, record.key), indexes };
+    return {
+      record,
+      ttl,
+      encoded: encodeRecord(write.value, grants),
+      member: memberOf(this.prefix, record.key),
+      indexes,
+    };
   }
 
   /** Index keys one script may touch together with a record tagged `tag`: all of them, except on a cluster. */

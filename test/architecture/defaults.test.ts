@@ -26,7 +26,7 @@ describe('lib/defaults.ts is what the options reference says', () => {
   it('bodyLimit and clientJwks', () => {
     expect(documented('bodyLimit')).toBe(`\`'${BODY_LIMIT_DEFAULT}'\``);
     const { fetchTimeout, maxBytes, cacheMaxAge } = CLIENT_JWKS_DEFAULTS;
-    expect(documented('clientJwks')).toBe(`\`${fetchTimeout}\` ms, ${maxBytes / 1024} KiB, ${cacheMaxAge} s`);
+    expect(documented('clientJwks')).toBe(`\`${fetchTimeout}\` ms, ${maxBytes / 1024} KiB, ${cacheMaxAge} s, none`);
   });
 
   it('the rate limits’ Redis timeout', () => {

@@ -96,7 +96,8 @@ function cycles(graph: Map<string, string[]>): string[][] {
         onStack.delete(member);
         component.push(member);
       } while (member !== node);
-      if (component.length > 1 || (graph.get(node) ?? []).includes(node)) found.push(component.map((f) => relative(ROOT, f)).sort());
+      if (component.length > 1 || (graph.get(node) ?? []).includes(node))
+        found.push(component.map((f) => relative(ROOT, f)).sort());
     }
   };
   for (const node of graph.keys()) if (!indices.has(node)) visit(node);
@@ -108,7 +109,8 @@ describe('the layout of lib/', () => {
 
   it(`no folder holds more than ${MAX_FILES_PER_FOLDER} files`, () => {
     const perFolder = new Map<string, number>();
-    for (const file of files) perFolder.set(relative(ROOT, dirname(file)), (perFolder.get(relative(ROOT, dirname(file))) ?? 0) + 1);
+    for (const file of files)
+      perFolder.set(relative(ROOT, dirname(file)), (perFolder.get(relative(ROOT, dirname(file))) ?? 0) + 1);
     const crowded = [...perFolder].filter(([, count]) => count > MAX_FILES_PER_FOLDER);
     expect(crowded).toEqual([]);
   });
@@ -124,7 +126,15 @@ describe('the layout of lib/', () => {
     const a = join(LIB, 'a.ts');
     const b = join(LIB, 'b.ts');
     const c = join(LIB, 'c.ts');
-    expect(cycles(new Map([[a, [b]], [b, [a]], [c, [a]]]))).toEqual([['lib/a.ts', 'lib/b.ts']]);
+    expect(
+      cycles(
+        new Map([
+          [a, [b]],
+          [b, [a]],
+          [c, [a]],
+        ]),
+      ),
+    ).toEqual([['lib/a.ts', 'lib/b.ts']]);
   });
 
   it('docs/architecture.md names only files that exist', () => {

@@ -29,9 +29,18 @@ async function gateway(options: Partial<NetAuthOptions> = {}, intercept?: expres
   });
   if (intercept) app.post('/apigateway/token', intercept);
   app.use('/apigateway', netauth.router);
-  app.post('/sim-swap/check', netauth.guard({ scope: 'sim-swap' }), (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id }));
+  app.post(
+    '/sim-swap/check',
+    netauth.guard({ scope: 'sim-swap' }),
+    (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id }),
+  );
   closers.push(server.close, () => netauth.close());
-  const client = createNetAuthClient({ gateway: `${server.url}/apigateway`, clientId: 'app-1', clientSecret: SECRET, allowInsecureRequests: true });
+  const client = createNetAuthClient({
+    gateway: `${server.url}/apigateway`,
+    clientId: 'app-1',
+    clientSecret: SECRET,
+    allowInsecureRequests: true,
+  });
   return { url: server.url, netauth, client };
 }
 
@@ -40,7 +49,10 @@ describe('backend-flow client', () => {
     const { url, client } = await gateway();
     const token = await client.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
     expect(token.scope).toBe(SIM_SWAP);
-    const res = await fetch(`${url}/sim-swap/check`, { method: 'POST', headers: { authorization: `Bearer ${token.access_token}` } });
+    const res = await fetch(`${url}/sim-swap/check`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token.access_token}` },
+    });
     expect(await res.json()).toEqual({ subscriber: 'sub-alice' });
   });
 
@@ -48,7 +60,11 @@ describe('backend-flow client', () => {
     const { netauth, client } = await gateway({
       backchannel: {
         onConsentRequired: (req) => {
-          setTimeout(() => void netauth.consent.grant({ clientId: req.clientId, subscriberId: req.subscriber.id, scope: req.scope }), 1200);
+          setTimeout(
+            () =>
+              void netauth.consent.grant({ clientId: req.clientId, subscriberId: req.subscriber.id, scope: req.scope }),
+            1200,
+          );
         },
       },
     });
@@ -89,7 +105,10 @@ describe('backend-flow client', () => {
 
   it('surfaces access_denied as kind "denied"', async () => {
     const { netauth, client } = await gateway({
-      backchannel: { onConsentRequired: (req) => void netauth.consent.deny({ clientId: req.clientId, subscriberId: req.subscriber.id, scope: req.scope }) },
+      backchannel: {
+        onConsentRequired: (req) =>
+          void netauth.consent.deny({ clientId: req.clientId, subscriberId: req.subscriber.id, scope: req.scope }),
+      },
     });
     const error = await rejection(client.backchannel({ login_hint: 'tel:+34600000001', scope: LOCATION }));
     expect(error.kind).toBe('denied');
@@ -106,7 +125,9 @@ describe('backend-flow client', () => {
     const { client } = await gateway();
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
-    const error = await rejection(client.backchannel({ login_hint: 'tel:+34600000001', scope: LOCATION, signal: controller.signal }));
+    const error = await rejection(
+      client.backchannel({ login_hint: 'tel:+34600000001', scope: LOCATION, signal: controller.signal }),
+    );
     expect(error.kind).toBe('aborted');
   });
 
@@ -126,7 +147,9 @@ describe('backend-flow client', () => {
     const { url, client } = await gateway();
     const token = await client.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
     expect((await client.fetch(token, `${url}/sim-swap/check`, { method: 'POST' })).status).toBe(200);
-    const aborted = await rejection(client.fetch(token, `${url}/sim-swap/check`, { method: 'POST', signal: AbortSignal.abort() }));
+    const aborted = await rejection(
+      client.fetch(token, `${url}/sim-swap/check`, { method: 'POST', signal: AbortSignal.abort() }),
+    );
     expect(aborted.kind).toBe('aborted');
     const unreachable = await rejection(client.fetch(token, 'http://127.0.0.1:9/sim-swap/check', { method: 'POST' }));
     expect(unreachable.kind).toBe('unavailable');
@@ -136,7 +159,9 @@ describe('backend-flow client', () => {
     never.post('/sim-swap/check', () => undefined);
     const silent = await listen(never);
     closers.push(silent.close);
-    const timedOut = await rejection(client.fetch(token, `${silent.url}/sim-swap/check`, { method: 'POST', signal: AbortSignal.timeout(50) }));
+    const timedOut = await rejection(
+      client.fetch(token, `${silent.url}/sim-swap/check`, { method: 'POST', signal: AbortSignal.timeout(50) }),
+    );
     expect(timedOut.kind).toBe('unavailable');
     expect(timedOut.message).toBe('the service API did not answer in time');
     // A URL fetch cannot parse is the caller's bug: thrown as fetch throws it, not dressed as an outage.
@@ -144,7 +169,12 @@ describe('backend-flow client', () => {
   });
 
   it('an unreachable gateway is kind "unavailable"', async () => {
-    const client = createNetAuthClient({ gateway: 'http://127.0.0.1:9/apigateway', clientId: 'app-1', clientSecret: SECRET, allowInsecureRequests: true });
+    const client = createNetAuthClient({
+      gateway: 'http://127.0.0.1:9/apigateway',
+      clientId: 'app-1',
+      clientSecret: SECRET,
+      allowInsecureRequests: true,
+    });
     const error = await rejection(client.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP }));
     expect(error.kind).toBe('unavailable');
   });

@@ -27,7 +27,11 @@ const host = express();
 const server = await listen(host);
 // One application per gateway, each at its own prefix (and redirect URI).
 const prefixOf = (index: number): string => `/camara-${index}`;
-const gateways = await Promise.all(GATEWAYS.map(({ start }, index) => start({ secret: [`${server.url}/app/callback`], camara: [`${server.url}${prefixOf(index)}/callback`] })));
+const gateways = await Promise.all(
+  GATEWAYS.map(({ start }, index) =>
+    start({ secret: [`${server.url}/app/callback`], camara: [`${server.url}${prefixOf(index)}/callback`] }),
+  ),
+);
 afterAll(async () => {
   await server.close();
   await Promise.all(gateways.map((gw) => gw.close()));
@@ -54,66 +58,102 @@ function expectCamaraLifetime(claims: Record<string, unknown>): void {
 for (const [index, gw] of gateways.entries()) {
   const reason = gw.camaraUnsupported;
   if (reason) {
-    console.warn(`camara.test: the CAMARA client tests against ${gw.name} are SKIPPED: ${reason}. They run by themselves once it supports private_key_jwt and signed requests.`);
+    console.warn(
+      `camara.test: the CAMARA client tests against ${gw.name} are SKIPPED: ${reason}. They run by themselves once it supports private_key_jwt and signed requests.`,
+    );
   }
   const app = reason ? undefined : mountClientApp(host, server.url, prefixOf(index), gw, 'camara');
 
   describe(`the CAMARA client (private_key_jwt, signed requests) against ${gw.name}${reason ? ` [skipped: ${reason}]` : ''}`, () => {
-    it.skipIf(reason)('backend flow: a private_key_jwt assertion and a signed bc-authorize request; the token works', async () => {
-      const spy = vi.spyOn(globalThis, 'fetch');
-      try {
-        const token = await app!.client.backchannel({ login_hint: gw.hints.approved, scope: gw.scope });
-        expect((await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${token.access_token}` } })).status).toBe(200);
+    it.skipIf(reason)(
+      'backend flow: a private_key_jwt assertion and a signed bc-authorize request; the token works',
+      async () => {
+        const spy = vi.spyOn(globalThis, 'fetch');
+        try {
+          const token = await app!.client.backchannel({ login_hint: gw.hints.approved, scope: gw.scope });
+          expect(
+            (await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${token.access_token}` } })).status,
+          ).toBe(200);
 
-        const metadata = (await app!.client.configuration()).serverMetadata();
-        const sent = sentBody(spy, new URL(metadata.backchannel_authentication_endpoint!).pathname);
-        // Only the client authentication and the signed request travel in the clear.
-        expect([...sent.keys()].sort()).toEqual(['client_assertion', 'client_assertion_type', 'client_id', 'request']);
-        expect(sent.get('client_assertion_type')).toBe('urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
-        const request = decodeJwt(sent.get('request')!);
-        expect(decodeProtectedHeader(sent.get('request')!)).toMatchObject({ alg: 'RS256', kid: CAMARA_KEY.kid });
-        expect(request).toMatchObject({ iss: gw.camaraClient.clientId, aud: gw.issuer, login_hint: gw.hints.approved, scope: gw.scope });
-        expect(request.sub).toBeUndefined();
-        expectCamaraLifetime(request);
-        const assertion = decodeJwt(sent.get('client_assertion')!);
-        expect(assertion).toMatchObject({ iss: gw.camaraClient.clientId, sub: gw.camaraClient.clientId, aud: gw.issuer });
-        expectCamaraLifetime(assertion);
-        // The token request authenticates the same way.
-        expect(sentBody(spy, new URL(metadata.token_endpoint!).pathname).get('client_assertion')).toEqual(expect.any(String));
-      } finally {
-        spy.mockRestore();
-      }
-    });
+          const metadata = (await app!.client.configuration()).serverMetadata();
+          const sent = sentBody(spy, new URL(metadata.backchannel_authentication_endpoint!).pathname);
+          // Only the client authentication and the signed request travel in the clear.
+          expect([...sent.keys()].sort()).toEqual([
+            'client_assertion',
+            'client_assertion_type',
+            'client_id',
+            'request',
+          ]);
+          expect(sent.get('client_assertion_type')).toBe('urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
+          const request = decodeJwt(sent.get('request')!);
+          expect(decodeProtectedHeader(sent.get('request')!)).toMatchObject({ alg: 'RS256', kid: CAMARA_KEY.kid });
+          expect(request).toMatchObject({
+            iss: gw.camaraClient.clientId,
+            aud: gw.issuer,
+            login_hint: gw.hints.approved,
+            scope: gw.scope,
+          });
+          expect(request.sub).toBeUndefined();
+          expectCamaraLifetime(request);
+          const assertion = decodeJwt(sent.get('client_assertion')!);
+          expect(assertion).toMatchObject({
+            iss: gw.camaraClient.clientId,
+            sub: gw.camaraClient.clientId,
+            aud: gw.issuer,
+          });
+          expectCamaraLifetime(assertion);
+          // The token request authenticates the same way.
+          expect(sentBody(spy, new URL(metadata.token_endpoint!).pathname).get('client_assertion')).toEqual(
+            expect.any(String),
+          );
+        } finally {
+          spy.mockRestore();
+        }
+      },
+    );
 
-    it.skipIf(reason)('frontend flow with JAR: the signed request object and the plain parameters agree; the token works', async () => {
-      const browser = new Browser();
-      const started = await browser.request(`${app!.url}/start`);
-      expect(started.status).toBe(302);
-      const authorize = new URL(started.headers.get('location')!);
-      const object = decodeJwt(authorize.searchParams.get('request')!);
-      expect(object).toMatchObject({ iss: gw.camaraClient.clientId, aud: gw.issuer, client_id: gw.camaraClient.clientId, response_type: 'code', code_challenge_method: 'S256' });
-      expectCamaraLifetime(object);
-      // The CAMARA profile: scope, response_type, client_id and redirect_uri also in the plain, equal to the signed ones.
-      for (const name of ['scope', 'response_type', 'client_id', 'redirect_uri']) expect(authorize.searchParams.get(name)).toBe(object[name]);
-      // Everything else (state, PKCE, login_hint) only inside the signed object.
-      expect(authorize.searchParams.get('state')).toBeNull();
-      expect(authorize.searchParams.get('code_challenge')).toBeNull();
+    it.skipIf(reason)(
+      'frontend flow with JAR: the signed request object and the plain parameters agree; the token works',
+      async () => {
+        const browser = new Browser();
+        const started = await browser.request(`${app!.url}/start`);
+        expect(started.status).toBe(302);
+        const authorize = new URL(started.headers.get('location')!);
+        const object = decodeJwt(authorize.searchParams.get('request')!);
+        expect(object).toMatchObject({
+          iss: gw.camaraClient.clientId,
+          aud: gw.issuer,
+          client_id: gw.camaraClient.clientId,
+          response_type: 'code',
+          code_challenge_method: 'S256',
+        });
+        expectCamaraLifetime(object);
+        // The CAMARA profile: scope, response_type, client_id and redirect_uri also in the plain, equal to the signed ones.
+        for (const name of ['scope', 'response_type', 'client_id', 'redirect_uri'])
+          expect(authorize.searchParams.get(name)).toBe(object[name]);
+        // Everything else (state, PKCE, login_hint) only inside the signed object.
+        expect(authorize.searchParams.get('state')).toBeNull();
+        expect(authorize.searchParams.get('code_challenge')).toBeNull();
 
-      const { res } = await browser.navigate(authorize);
-      const body = await json(res);
-      expect(body.token).toMatchObject({ scope: gw.scope, expired: false });
-      expect((await browser.request(`${app!.url}/api`)).status).toBe(200);
-    });
+        const { res } = await browser.navigate(authorize);
+        const body = await json(res);
+        expect(body.token).toMatchObject({ scope: gw.scope, expired: false });
+        expect((await browser.request(`${app!.url}/api`)).status).toBe(200);
+      },
+    );
 
-    it.skipIf(reason)('requireToken() and logout(): the revocation authenticates with private_key_jwt too', async () => {
-      const browser = new Browser();
-      const { res } = await browser.navigate(`${app!.url}/protected`);
-      const token = ((await json(res)).token as { access_token: string }).access_token;
-      const config = await app!.client.configuration();
-      expect((await oidc.tokenIntrospection(config, token)).active).toBe(true);
-      expect((await browser.request(`${app!.url}/logout`, { method: 'POST' })).status).toBe(302);
-      expect((await oidc.tokenIntrospection(config, token)).active).toBe(false);
-    });
+    it.skipIf(reason)(
+      'requireToken() and logout(): the revocation authenticates with private_key_jwt too',
+      async () => {
+        const browser = new Browser();
+        const { res } = await browser.navigate(`${app!.url}/protected`);
+        const token = ((await json(res)).token as { access_token: string }).access_token;
+        const config = await app!.client.configuration();
+        expect((await oidc.tokenIntrospection(config, token)).active).toBe(true);
+        expect((await browser.request(`${app!.url}/logout`, { method: 'POST' })).status).toBe(302);
+        expect((await oidc.tokenIntrospection(config, token)).active).toBe(false);
+      },
+    );
 
     it.skipIf(reason)('a CryptoKey instead of a JWK: the same flow', async () => {
       const key = (await importJWK(CAMARA_KEY, 'RS256')) as oidc.CryptoKey;
@@ -123,11 +163,17 @@ for (const [index, gw] of gateways.entries()) {
       expect(token.scope).toBe(gw.scope);
     });
 
-    it.skipIf(reason)('the control: unsigned requests of this client are refused by the gateway (400, not 502)', async () => {
-      const unsigned = createNetAuthClient({ ...clientOptions(gw, `${server.url}${prefixOf(index)}`, 'camara', { offset: 0 }), signedRequests: false });
-      const error = await rejection(unsigned.backchannel({ login_hint: gw.hints.approved, scope: gw.scope }));
-      expect(error).toMatchObject({ kind: 'authorization_error', error: 'invalid_request', status: 400 });
-    });
+    it.skipIf(reason)(
+      'the control: unsigned requests of this client are refused by the gateway (400, not 502)',
+      async () => {
+        const unsigned = createNetAuthClient({
+          ...clientOptions(gw, `${server.url}${prefixOf(index)}`, 'camara', { offset: 0 }),
+          signedRequests: false,
+        });
+        const error = await rejection(unsigned.backchannel({ login_hint: gw.hints.approved, scope: gw.scope }));
+        expect(error).toMatchObject({ kind: 'authorization_error', error: 'invalid_request', status: 400 });
+      },
+    );
   });
 }
 

@@ -25,7 +25,10 @@ describe.each(GATEWAYS)('issue 19 defects, against $name', ({ start }) => {
 
   /** Runs the frontend flow up to the callback, which is returned unvisited. */
   async function callbackUrl(browser: Browser, hint?: string): Promise<URL> {
-    const { res, url } = await browser.navigate(`${app.url}/start${hint ? `?hint=${encodeURIComponent(hint)}` : ''}`, (next) => next.pathname === '/app/callback');
+    const { res, url } = await browser.navigate(
+      `${app.url}/start${hint ? `?hint=${encodeURIComponent(hint)}` : ''}`,
+      (next) => next.pathname === '/app/callback',
+    );
     await res.body?.cancel();
     expect(url.pathname).toBe('/app/callback');
     return url;
@@ -122,7 +125,11 @@ describe.each(GATEWAYS)('issue 19 defects, against $name', ({ start }) => {
       const browser = new Browser();
       const genuine = await callbackUrl(browser);
       const forged = new URL(genuine.origin + genuine.pathname);
-      forged.search = new URLSearchParams({ error: 'access_denied', state: genuine.searchParams.get('state')!, iss: 'https://evil.example' }).toString();
+      forged.search = new URLSearchParams({
+        error: 'access_denied',
+        state: genuine.searchParams.get('state')!,
+        iss: 'https://evil.example',
+      }).toString();
       const res = await browser.request(forged);
       expect(res.status).toBe(400);
       expect(await json(res)).toEqual({ kind: 'invalid_callback', error: null, token: null });

@@ -50,7 +50,9 @@ describe.each(GATEWAYS)('dpop option, against $name', ({ start }) => {
       expect(api.status).toBe(200);
       // Without the proof the token is worth nothing to whoever copies it (node-oidc-provider answers a DPoP
       // scheme without a proof 400 invalid_request, this gateway 401 invalid_dpop_proof).
-      expect((await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${token.access_token}` } })).status).toBe(401);
+      expect((await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${token.access_token}` } })).status).toBe(
+        401,
+      );
       const noProof = await fetch(gw.serviceApi, { headers: { authorization: `DPoP ${token.access_token}` } });
       expect(noProof.status).toBe(gw.name === 'express-netauth' ? 401 : 400);
     }
@@ -61,7 +63,9 @@ describe.each(GATEWAYS)('dpop option, against $name', ({ start }) => {
     expect(token.token_type).toBe('dpop');
     const api = await bound.client.fetch(token, gw.serviceApi);
     expect(api.status).toBe(200);
-    expect((await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${token.access_token}` } })).status).toBe(401);
+    expect((await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${token.access_token}` } })).status).toBe(
+      401,
+    );
     // The same token through another client's key: the service API refuses, and fetch hands back its answer.
     const stolen = await random.client.fetch(token, gw.serviceApi);
     expect(stolen.status).toBe(401);
@@ -99,10 +103,14 @@ describe('dpop option: a gateway that requires DPoP, and a service API in the CA
       lifetimes: { pollInterval: 1 },
     });
     app.use('/apigateway', netauth.router);
-    app.post('/sim-swap/check', netauth.guard({ scope: 'sim-swap', errorFormat: 'camara', device: { identifier: 'phoneNumber' } }), (req, res) => {
-      received.push({ method: req.method, body: req.body as unknown, dpop: req.headers.dpop !== undefined });
-      res.json({ swapped: false, phoneNumber: req.netauth?.device?.subscriber.phoneNumber });
-    });
+    app.post(
+      '/sim-swap/check',
+      netauth.guard({ scope: 'sim-swap', errorFormat: 'camara', device: { identifier: 'phoneNumber' } }),
+      (req, res) => {
+        received.push({ method: req.method, body: req.body as unknown, dpop: req.headers.dpop !== undefined });
+        res.json({ swapped: false, phoneNumber: req.netauth?.device?.subscriber.phoneNumber });
+      },
+    );
     close = async () => {
       await server.close();
       await netauth.close();
@@ -111,7 +119,13 @@ describe('dpop option: a gateway that requires DPoP, and a service API in the CA
   afterAll(() => close());
 
   const client = (dpop: boolean) =>
-    createNetAuthClient({ gateway: `${url}/apigateway`, clientId: 'app-2', clientSecret: 'other-secret', allowInsecureRequests: true, ...(dpop ? { dpop: true } : {}) });
+    createNetAuthClient({
+      gateway: `${url}/apigateway`,
+      clientId: 'app-2',
+      clientSecret: 'other-secret',
+      allowInsecureRequests: true,
+      ...(dpop ? { dpop: true } : {}),
+    });
 
   it('a client registered with dpopBoundAccessTokens: without a proof the poll is refused, with the option it works', async () => {
     const refused = await rejection(client(false).backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP }));
@@ -119,12 +133,20 @@ describe('dpop option: a gateway that requires DPoP, and a service API in the CA
     expect(refused.kind).toBe('misconfigured');
     const netauth = client(true);
     const token = await netauth.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
-    const api = await netauth.fetch(token, `${url}/sim-swap/check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ maxAge: 120 }) });
+    const api = await netauth.fetch(token, `${url}/sim-swap/check`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ maxAge: 120 }),
+    });
     expect(api.status).toBe(200);
     expect(await api.json()).toEqual({ swapped: false, phoneNumber: '+34600000001' });
     expect(received.at(-1)).toEqual({ method: 'POST', body: { maxAge: 120 }, dpop: true });
     // The CAMARA API's refusal comes back as the Response, for the application to read.
-    const unnecessary = await netauth.fetch(token, `${url}/sim-swap/check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ phoneNumber: '+34600000001' }) });
+    const unnecessary = await netauth.fetch(token, `${url}/sim-swap/check`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ phoneNumber: '+34600000001' }),
+    });
     expect(unnecessary.status).toBe(422);
     expect(await unnecessary.json()).toMatchObject({ code: 'UNNECESSARY_IDENTIFIER' });
   });
@@ -132,7 +154,9 @@ describe('dpop option: a gateway that requires DPoP, and a service API in the CA
   it('an aborted call rejects with kind aborted', async () => {
     const netauth = client(true);
     const token = await netauth.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
-    const error = await rejection(netauth.fetch(token, `${url}/sim-swap/check`, { method: 'POST', signal: AbortSignal.abort() }));
+    const error = await rejection(
+      netauth.fetch(token, `${url}/sim-swap/check`, { method: 'POST', signal: AbortSignal.abort() }),
+    );
     expect(error.kind).toBe('aborted');
   });
 
@@ -150,10 +174,18 @@ describe('dpop option checks at start-up', () => {
 
   it('refuses what cannot work, naming the option', () => {
     const { d: _d, ...publicOnly } = DPOP_KEY;
-    expect(() => createNetAuthClient({ ...common, dpop: { privateKey: publicOnly } })).toThrow(/dpop.privateKey must be a PRIVATE JWK/);
-    expect(() => createNetAuthClient({ ...common, dpop: { privateKey: { ...DPOP_KEY, x: 'AAAA' } } })).toThrow(/dpop.privateKey is not a usable private JWK/);
-    expect(() => createNetAuthClient({ ...common, dpop: 'yes' as unknown as boolean })).toThrow(/dpop must be true, false or \{ privateKey/);
-    expect(() => createNetAuthClient({ ...common, dpop: { privateKey: { kty: 'oct', k: 'c2VjcmV0' } } })).toThrow(/dpop.privateKey must be a PRIVATE JWK/);
+    expect(() => createNetAuthClient({ ...common, dpop: { privateKey: publicOnly } })).toThrow(
+      /dpop.privateKey must be a PRIVATE JWK/,
+    );
+    expect(() => createNetAuthClient({ ...common, dpop: { privateKey: { ...DPOP_KEY, x: 'AAAA' } } })).toThrow(
+      /dpop.privateKey is not a usable private JWK/,
+    );
+    expect(() => createNetAuthClient({ ...common, dpop: 'yes' as unknown as boolean })).toThrow(
+      /dpop must be true, false or \{ privateKey/,
+    );
+    expect(() => createNetAuthClient({ ...common, dpop: { privateKey: { kty: 'oct', k: 'c2VjcmV0' } } })).toThrow(
+      /dpop.privateKey must be a PRIVATE JWK/,
+    );
     expect(createNetAuthClient({ ...common, dpop: { privateKey: DPOP_KEY } })).toBeDefined();
   });
 });

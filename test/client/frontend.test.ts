@@ -13,16 +13,32 @@ watchSecrets();
 rememberSecrets(SECRET);
 
 /** Mounts an application backend (express-session + the companion) on `app` under `prefix`. */
-function mountApplication(app: Express, prefix: string, client: NetAuthClient, gateway: () => string, returnTo: string | ((req: express.Request) => string | undefined) = `${prefix}/done`): void {
+function mountApplication(
+  app: Express,
+  prefix: string,
+  client: NetAuthClient,
+  gateway: () => string,
+  returnTo: string | ((req: express.Request) => string | undefined) = `${prefix}/done`,
+): void {
   const router = express.Router();
-  router.use(session({ secret: 'test-session-secret', resave: false, saveUninitialized: false, name: `sid${prefix.replace(/\W/g, '')}` }));
-  router.get('/verify', client.start({
-    scope: (req) => (typeof req.query.scope === 'string' ? req.query.scope : SIM_SWAP),
-    login_hint: (req) => (typeof req.query.hint === 'string' ? req.query.hint : undefined),
-    data: (req) => ({ phoneNumber: req.query.phone ?? null }),
-    returnTo,
-    prompt: (req) => (req.query.prompt === 'consent' ? 'consent' : undefined),
-  }));
+  router.use(
+    session({
+      secret: 'test-session-secret',
+      resave: false,
+      saveUninitialized: false,
+      name: `sid${prefix.replace(/\W/g, '')}`,
+    }),
+  );
+  router.get(
+    '/verify',
+    client.start({
+      scope: (req) => (typeof req.query.scope === 'string' ? req.query.scope : SIM_SWAP),
+      login_hint: (req) => (typeof req.query.hint === 'string' ? req.query.hint : undefined),
+      data: (req) => ({ phoneNumber: req.query.phone ?? null }),
+      returnTo,
+      prompt: (req) => (req.query.prompt === 'consent' ? 'consent' : undefined),
+    }),
+  );
   router.get('/remember', (req, res) => {
     (req.session as unknown as Record<string, unknown>).cart = req.query.item;
     res.json({ ok: true });
@@ -31,11 +47,21 @@ function mountApplication(app: Express, prefix: string, client: NetAuthClient, g
   router.get('/done', async (req, res) => {
     const token = client.token(req);
     // The service API that matches the granted scope.
-    const api = await client.fetch(req, `${gateway()}${token?.scope?.includes('device-location') ? '/location' : '/sim-swap/check'}`, { method: 'POST' });
+    const api = await client.fetch(
+      req,
+      `${gateway()}${token?.scope?.includes('device-location') ? '/location' : '/sim-swap/check'}`,
+      { method: 'POST' },
+    );
     res.json({ token, api: await api.json(), sessionId: req.sessionID });
   });
-  router.get('/whoami', (req, res) =>
-    void res.json({ sessionId: req.sessionID, token: client.token(req) ?? null, cart: (req.session as unknown as Record<string, unknown>).cart ?? null }),
+  router.get(
+    '/whoami',
+    (req, res) =>
+      void res.json({
+        sessionId: req.sessionID,
+        token: client.token(req) ?? null,
+        cart: (req.session as unknown as Record<string, unknown>).cart ?? null,
+      }),
   );
   const errors: ErrorRequestHandler = (error, req, res, _next) => {
     recordError(error);
@@ -69,21 +95,45 @@ describe('app side: gateway router and companion in one app', () => {
     netauth = createNetAuth({
       issuer: `${base}/apigateway`,
       clients,
-      subscribers: SUBSCRIBERS.map((s) => (s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s)),
+      subscribers: SUBSCRIBERS.map((s) =>
+        s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s,
+      ),
       consentPolicy: POLICY,
       network: { mobileRanges: ['127.0.0.0/8', '10.20.0.0/16'] },
     });
     app.use('/apigateway', netauth.router);
-    app.post('/sim-swap/check', netauth.guard({ scope: 'sim-swap' }), (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id }));
-    app.post('/location', netauth.guard({ scope: 'device-location' }), (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id }));
-    const common = { gateway: `${base}/apigateway`, clientId: 'app-1', clientSecret: SECRET, allowInsecureRequests: true };
+    app.post(
+      '/sim-swap/check',
+      netauth.guard({ scope: 'sim-swap' }),
+      (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id }),
+    );
+    app.post(
+      '/location',
+      netauth.guard({ scope: 'device-location' }),
+      (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id }),
+    );
+    const common = {
+      gateway: `${base}/apigateway`,
+      clientId: 'app-1',
+      clientSecret: SECRET,
+      allowInsecureRequests: true,
+    };
     mountApplication(app, '/app', createNetAuthClient({ ...common, redirectUri: `${base}/app/callback` }), () => base);
     // returnTo taken from the request, as a careless application would: only same-origin paths may be used.
-    mountApplication(app, '/open', createNetAuthClient({ ...common, redirectUri: `${base}/open/callback`, successRedirect: '/open/done' }), () => base, (req) =>
-      typeof req.query.next === 'string' ? req.query.next : undefined,
+    mountApplication(
+      app,
+      '/open',
+      createNetAuthClient({ ...common, redirectUri: `${base}/open/callback`, successRedirect: '/open/done' }),
+      () => base,
+      (req) => (typeof req.query.next === 'string' ? req.query.next : undefined),
     );
     // Registered as the public URL; the proxy forwards https://app.example/callback to /proxied/callback.
-    mountApplication(app, '/proxied', createNetAuthClient({ ...common, redirectUri: 'https://app.example/callback' }), () => base);
+    mountApplication(
+      app,
+      '/proxied',
+      createNetAuthClient({ ...common, redirectUri: 'https://app.example/callback' }),
+      () => base,
+    );
   });
 
   afterAll(async () => {
@@ -99,7 +149,12 @@ describe('app side: gateway router and companion in one app', () => {
     const body = await json(res);
     expect(body.api).toEqual({ subscriber: 'sub-alice' });
     const token = body.token as Record<string, unknown>;
-    expect(token).toMatchObject({ token_type: 'bearer', scope: SIM_SWAP, expired: false, data: { phoneNumber: '+34600000001' } });
+    expect(token).toMatchObject({
+      token_type: 'bearer',
+      scope: SIM_SWAP,
+      expired: false,
+      data: { phoneNumber: '+34600000001' },
+    });
     // The authenticated session got a new id (no fixation).
     expect(body.sessionId).not.toBe(before.sessionId);
   });
@@ -121,14 +176,19 @@ describe('app side: gateway router and companion in one app', () => {
     const silent = await new Browser().navigate(`${base}/app/verify?scope=${encodeURIComponent(LOCATION)}`);
     expect(silent.res.headers.get('content-type')).toMatch(/json/);
     await silent.res.body?.cancel();
-    const asked = await new Browser().navigate(`${base}/app/verify?scope=${encodeURIComponent(LOCATION)}&prompt=consent`);
+    const asked = await new Browser().navigate(
+      `${base}/app/verify?scope=${encodeURIComponent(LOCATION)}&prompt=consent`,
+    );
     expect(asked.url.pathname).toBe('/apigateway/consent');
     expect(await asked.res.text()).toContain('Allow');
   });
 
   it('keeps application data out of the URL by default', async () => {
     const browser = new Browser();
-    const { res, url } = await browser.navigate(`${base}/app/verify?phone=%2B34600000001`, (next) => next.pathname === '/app/callback');
+    const { res, url } = await browser.navigate(
+      `${base}/app/verify?phone=%2B34600000001`,
+      (next) => next.pathname === '/app/callback',
+    );
     await res.body?.cancel();
     expect(url.searchParams.get('state')).toMatch(/^[A-Za-z0-9_-]+$/);
     expect(url.href).not.toContain('34600000001');
@@ -140,7 +200,9 @@ describe('app side: gateway router and companion in one app', () => {
     const page = await browser.navigate(`${base}/app/verify?scope=${encodeURIComponent(LOCATION)}`);
     expect(page.res.status).toBe(200);
     const form = consentFormOf(await page.res.text());
-    const answer = await browser.request(new URL(form.action, page.url), { form: { ...form.fields, decision: 'allow' } });
+    const answer = await browser.request(new URL(form.action, page.url), {
+      form: { ...form.fields, decision: 'allow' },
+    });
     expect(answer.status).toBe(303);
     const { res } = await browser.navigate(new URL(answer.headers.get('location')!, page.url));
     expect(res.status).toBe(200);
@@ -155,7 +217,9 @@ describe('app side: gateway router and companion in one app', () => {
     const browser = new Browser();
     const page = await browser.navigate(`${base}/app/verify?scope=${encodeURIComponent(LOCATION)}`);
     const form = consentFormOf(await page.res.text());
-    const answer = await browser.request(new URL(form.action, page.url), { form: { ...form.fields, decision: 'deny' } });
+    const answer = await browser.request(new URL(form.action, page.url), {
+      form: { ...form.fields, decision: 'deny' },
+    });
     const { res } = await browser.navigate(new URL(answer.headers.get('location')!, page.url));
     expect(res.status).toBe(403);
     expect(await json(res)).toEqual({ kind: 'denied', error: 'access_denied', token: null });
@@ -164,7 +228,10 @@ describe('app side: gateway router and companion in one app', () => {
 
   it('a device off the mobile network (WiFi) is "not_on_mobile_network"', async () => {
     const browser = new Browser();
-    const { res, url } = await browser.navigate(`${base}/app/verify`, (next) => next.pathname === '/apigateway/authorize');
+    const { res, url } = await browser.navigate(
+      `${base}/app/verify`,
+      (next) => next.pathname === '/apigateway/authorize',
+    );
     await res.body?.cancel();
     // The operator's edge reports the WiFi address the request really came from.
     const redirect = await browser.request(url, { headers: { 'X-Forwarded-For': '192.0.2.7' } });
@@ -175,7 +242,9 @@ describe('app side: gateway router and companion in one app', () => {
   it('a login_hint naming another line is "denied"; other authorization errors are "authorization_error"', async () => {
     const denied = await new Browser().navigate(`${base}/app/verify?hint=${encodeURIComponent('tel:+34600000002')}`);
     expect(await json(denied.res)).toMatchObject({ kind: 'denied', error: 'access_denied' });
-    const unregistered = await new Browser().navigate(`${base}/app/verify?scope=${encodeURIComponent('dpv:FraudPreventionAndDetection#unknown')}`);
+    const unregistered = await new Browser().navigate(
+      `${base}/app/verify?scope=${encodeURIComponent('dpv:FraudPreventionAndDetection#unknown')}`,
+    );
     expect(await json(unregistered.res)).toMatchObject({ kind: 'authorization_error', error: 'invalid_scope' });
   });
 
@@ -216,24 +285,36 @@ describe('app side: gateway router and companion in one app', () => {
   });
 
   // RFC 9700 §4.11.1: the client must not be an open redirector, even when the application passes returnTo from the request.
-  it.each(['https://evil.example/', '//evil.example/', '/\\evil.example/', 'javascript:alert(1)'])('a returnTo of %s is not followed: the callback goes to successRedirect', async (next) => {
-    const browser = new Browser();
-    const { res, url } = await browser.navigate(`${base}/open/verify?next=${encodeURIComponent(next)}`, (hop) => hop.pathname === '/open/callback');
-    await res.body?.cancel();
-    const answer = await browser.request(url);
-    expect(answer.status).toBe(302);
-    expect(answer.headers.get('location')).toBe('/open/done');
-  });
+  it.each(['https://evil.example/', '//evil.example/', '/\\evil.example/', 'javascript:alert(1)'])(
+    'a returnTo of %s is not followed: the callback goes to successRedirect',
+    async (next) => {
+      const browser = new Browser();
+      const { res, url } = await browser.navigate(
+        `${base}/open/verify?next=${encodeURIComponent(next)}`,
+        (hop) => hop.pathname === '/open/callback',
+      );
+      await res.body?.cancel();
+      const answer = await browser.request(url);
+      expect(answer.status).toBe(302);
+      expect(answer.headers.get('location')).toBe('/open/done');
+    },
+  );
 
   it('a same-origin returnTo path is followed', async () => {
     const browser = new Browser();
-    const { res, url } = await browser.navigate(`${base}/open/verify?next=${encodeURIComponent('/open/whoami')}`, (hop) => hop.pathname === '/open/callback');
+    const { res, url } = await browser.navigate(
+      `${base}/open/verify?next=${encodeURIComponent('/open/whoami')}`,
+      (hop) => hop.pathname === '/open/callback',
+    );
     await res.body?.cancel();
     expect((await browser.request(url)).headers.get('location')).toBe('/open/whoami');
   });
 
   it('a callback from another browser (no session) is a state mismatch', async () => {
-    const { res, url } = await new Browser().navigate(`${base}/app/verify`, (next) => next.pathname === '/app/callback');
+    const { res, url } = await new Browser().navigate(
+      `${base}/app/verify`,
+      (next) => next.pathname === '/app/callback',
+    );
     await res.body?.cancel();
     expect((await json(await new Browser().request(url))).kind).toBe('state_mismatch');
   });
@@ -245,7 +326,9 @@ describe('app side: gateway router and companion in one app', () => {
     expect(url.origin + url.pathname).toBe('https://app.example/callback');
     // The proxy forwards https://app.example/callback to the app, rewriting what the app sees.
     const forwarded = new URL(`${base}/proxied/callback${url.search}`);
-    const callback = await browser.request(forwarded, { headers: { 'X-Forwarded-Proto': 'http', 'X-Forwarded-Host': 'internal.lan:8080' } });
+    const callback = await browser.request(forwarded, {
+      headers: { 'X-Forwarded-Proto': 'http', 'X-Forwarded-Host': 'internal.lan:8080' },
+    });
     expect(callback.status).toBe(302);
     const done = await browser.navigate(new URL(callback.headers.get('location')!, base));
     expect((await json(done.res)).api).toEqual({ subscriber: 'sub-alice' });
@@ -274,7 +357,10 @@ describe('app side: gateway and application in two processes', () => {
     mountApplication(application, '/app', client, () => gateway.url);
     application.get('/backend', async (_req, res) => {
       const token = await client.backchannel({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
-      const api = await fetch(`${gateway.url}/sim-swap/check`, { method: 'POST', headers: { authorization: `Bearer ${token.access_token}` } });
+      const api = await fetch(`${gateway.url}/sim-swap/check`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token.access_token}` },
+      });
       res.json(await api.json());
     });
   });

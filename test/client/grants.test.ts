@@ -71,7 +71,7 @@ describe('clientCredentials()', () => {
     expect((await client.fetch(token, `${server.url}/population`)).status).toBe(200);
   });
 
-  it('a personal-data scope: authorization_error, and the message carries the gateway\'s description', async () => {
+  it("a personal-data scope: authorization_error, and the message carries the gateway's description", async () => {
     const error = await rejection(serviceClient().clientCredentials({ scope: SIM_SWAP }));
     expect(error).toMatchObject({ kind: 'authorization_error', error: 'invalid_scope', status: 400 });
     expect(error.description).toMatch(/processes personal data/);
@@ -128,7 +128,7 @@ describe('jwtBearer()', () => {
     }
   });
 
-  it('an unknown subscriber: authorization_error invalid_grant with the gateway\'s description', async () => {
+  it("an unknown subscriber: authorization_error invalid_grant with the gateway's description", async () => {
     const error = await rejection(bearerClient().jwtBearer({ sub: 'tel:+34699999999', scope: SIM_SWAP }));
     expect(error).toMatchObject({ kind: 'authorization_error', error: 'invalid_grant' });
     expect(error.message).toContain('no subscriber is known');

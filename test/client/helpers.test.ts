@@ -10,10 +10,29 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type express from 'express';
 import * as oidc from 'openid-client';
-import { createNetAuthClient, type NetAuthClientError, type BackchannelProgress, type GatewayEndpoints, type NetAuthClient } from '../../lib/client/index.js';
+import {
+  createNetAuthClient,
+  type NetAuthClientError,
+  type BackchannelProgress,
+  type GatewayEndpoints,
+  type NetAuthClient,
+} from '../../lib/client/index.js';
 import { CAMARA_KEY, CAMARA_PUBLIC, GATEWAYS, type GatewayUnderTest } from '../helpers/client-gateways.js';
-import { clientOptions, json, mountClientApp, rejection, startClientFixture, type ClientApp } from '../helpers/client-app.js';
-import { describeNoSecretsInErrors, recordError, recordedErrors, rememberSecrets, watchSecrets } from '../helpers/client-secrets.js';
+import {
+  clientOptions,
+  json,
+  mountClientApp,
+  rejection,
+  startClientFixture,
+  type ClientApp,
+} from '../helpers/client-app.js';
+import {
+  describeNoSecretsInErrors,
+  recordError,
+  recordedErrors,
+  rememberSecrets,
+  watchSecrets,
+} from '../helpers/client-secrets.js';
 import { Browser } from '../helpers/browser.js';
 import { SECRET } from '../helpers/gateway.js';
 
@@ -26,7 +45,11 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Runs resumeBackchannel in a child process (a job-queue worker) and resolves with what it printed. */
 function resumeInAnotherProcess(input: unknown): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', RESUME], { cwd: ROOT, env: { ...process.env, NETAUTH_RESUME: JSON.stringify(input) }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', RESUME], {
+      cwd: ROOT,
+      env: { ...process.env, NETAUTH_RESUME: JSON.stringify(input) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.once('error', reject);
@@ -56,17 +79,27 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
     let host: express.Express;
     ({ host, base, gw, app, close } = await startClientFixture(start, ['/unrevocable']));
     // The gateway's metadata as an API manager would publish it, apart from the issuer; and one naming another issuer.
-    const metadata = (await (await fetch(`${gw.issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-    unrevocable = mountClientApp(host, base, '/unrevocable', gw, 'secret', { gateway: { ...metadata, revocation_endpoint: 'http://127.0.0.1:9/revoke' } as GatewayEndpoints });
+    const metadata = (await (await fetch(`${gw.issuer}/.well-known/openid-configuration`)).json()) as Record<
+      string,
+      unknown
+    >;
+    unrevocable = mountClientApp(host, base, '/unrevocable', gw, 'secret', {
+      gateway: { ...metadata, revocation_endpoint: 'http://127.0.0.1:9/revoke' } as GatewayEndpoints,
+    });
     host.get('/published/gateway.json', (_req, res) => void res.json(metadata));
-    host.get('/published/other.json', (_req, res) => void res.json({ ...metadata, issuer: 'https://other.example/as' }));
+    host.get(
+      '/published/other.json',
+      (_req, res) => void res.json({ ...metadata, issuer: 'https://other.example/as' }),
+    );
     // An application that forgot express-session.
     const bare = createNetAuthClient(clientOptions(gw, `${base}/bare`, 'secret', { offset: 0 }));
     host.get('/bare/start', bare.start({ scope: gw.scope }));
     host.get('/bare/token', (req, res) => void res.json(bare.token(req) ?? null));
     host.use('/bare', ((error, _req, res, _next) => {
       recordError(error);
-      res.status((error as NetAuthClientError).status ?? 500).json({ kind: (error as NetAuthClientError).kind, message: (error as Error).message });
+      res
+        .status((error as NetAuthClientError).status ?? 500)
+        .json({ kind: (error as NetAuthClientError).kind, message: (error as Error).message });
     }) as express.ErrorRequestHandler);
   });
   afterEach(() => {
@@ -164,7 +197,12 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
   describe('the backend flow in two steps (job queues) and its progress callback', () => {
     it('start returns auth_req_id, expires_in, interval; another client instance polls until approved', async () => {
       const started = await app.client.startBackchannel({ login_hint: gw.hints.held, scope: gw.scope });
-      expect(started).toMatchObject({ auth_req_id: expect.any(String), expires_in: expect.any(Number), interval: 1, scope: gw.scope });
+      expect(started).toMatchObject({
+        auth_req_id: expect.any(String),
+        expires_in: expect.any(Number),
+        interval: 1,
+        scope: gw.scope,
+      });
       expect(started.expires_at).toBeGreaterThan(Date.now());
       // What a queue would store, read back by a worker with its own client.
       const stored = JSON.parse(JSON.stringify(started)) as typeof started;
@@ -180,7 +218,9 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
       expect(second.status).toBe('approved');
       if (second.status !== 'approved') throw new Error('unreachable');
       expect(second.token.scope).toBe(gw.scope);
-      expect((await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${second.token.access_token}` } })).status).toBe(200);
+      expect(
+        (await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${second.token.access_token}` } })).status,
+      ).toBe(200);
       // The request is used up: polling again is refused as a bad request, not a gateway failure.
       await sleep(1000);
       const again = await rejection(worker.pollBackchannel(first.request));
@@ -189,7 +229,10 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
 
     it('resumeBackchannel in another process gets the token', async () => {
       const started = await app.client.startBackchannel({ login_hint: gw.hints.held, scope: gw.scope });
-      const worker = resumeInAnotherProcess({ options: { ...clientOptions(gw, app.url, 'secret', { offset: 0 }), now: undefined }, request: started });
+      const worker = resumeInAnotherProcess({
+        options: { ...clientOptions(gw, app.url, 'secret', { offset: 0 }), now: undefined },
+        request: started,
+      });
       await gw.approve(started.auth_req_id);
       const outcome = await worker;
       const token = outcome.token as { access_token: string; scope: string };
@@ -223,13 +266,20 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
         },
       });
       expect(token.scope).toBe(gw.scope);
-      expect(events[0]).toMatchObject({ status: 'started', polls: 0, request: { auth_req_id: expect.any(String), interval: 1 } });
+      expect(events[0]).toMatchObject({
+        status: 'started',
+        polls: 0,
+        request: { auth_req_id: expect.any(String), interval: 1 },
+      });
       expect(events[1]).toMatchObject({ status: 'pending', polls: 1 });
       expect(events.every((e) => e.request.auth_req_id === events[0]!.request.auth_req_id)).toBe(true);
     });
 
     it('a wrong client secret is "misconfigured" (500): invalid_client is this application\'s fault, not the gateway\'s', async () => {
-      const wrong = createNetAuthClient({ ...clientOptions(gw, app.url, 'secret', { offset: 0 }), clientSecret: 'not-the-registered-secret' });
+      const wrong = createNetAuthClient({
+        ...clientOptions(gw, app.url, 'secret', { offset: 0 }),
+        clientSecret: 'not-the-registered-secret',
+      });
       const error = await rejection(wrong.startBackchannel({ login_hint: gw.hints.approved, scope: gw.scope }));
       expect(error).toMatchObject({ kind: 'misconfigured', error: 'invalid_client', status: 500 });
     });
@@ -242,7 +292,10 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
 
   describe('a discovery URL apart from the issuer', () => {
     it('metadata published elsewhere: discovered there, the issuer still checked, the flows work', async () => {
-      const client = createNetAuthClient({ ...clientOptions(gw, app.url, 'secret', { offset: 0 }), discoveryUrl: `${base}/published/gateway.json` });
+      const client = createNetAuthClient({
+        ...clientOptions(gw, app.url, 'secret', { offset: 0 }),
+        discoveryUrl: `${base}/published/gateway.json`,
+      });
       const config = await client.configuration();
       expect(config.serverMetadata().issuer).toBe(gw.issuer);
       const token = await client.backchannel({ login_hint: gw.hints.approved, scope: gw.scope });
@@ -250,14 +303,20 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
     });
 
     it('an http: gateway without allowInsecureRequests: "misconfigured", naming the option', async () => {
-      const client = createNetAuthClient({ ...clientOptions(gw, app.url, 'secret', { offset: 0 }), allowInsecureRequests: false });
+      const client = createNetAuthClient({
+        ...clientOptions(gw, app.url, 'secret', { offset: 0 }),
+        allowInsecureRequests: false,
+      });
       const error = await rejection(client.startBackchannel({ login_hint: gw.hints.approved, scope: gw.scope }));
       expect(error).toMatchObject({ kind: 'misconfigured', status: 500 });
       expect(error.message).toContain('allowInsecureRequests');
     });
 
     it('a document naming another issuer: "misconfigured" (500), saying which option to fix', async () => {
-      const client = createNetAuthClient({ ...clientOptions(gw, app.url, 'secret', { offset: 0 }), discoveryUrl: `${base}/published/other.json` });
+      const client = createNetAuthClient({
+        ...clientOptions(gw, app.url, 'secret', { offset: 0 }),
+        discoveryUrl: `${base}/published/other.json`,
+      });
       const error = await rejection(client.backchannel({ login_hint: gw.hints.approved, scope: gw.scope }));
       expect(error).toMatchObject({ kind: 'misconfigured', status: 500 });
       expect(error.message).toContain('set the option gateway');
@@ -283,11 +342,32 @@ describe('options that cannot work fail at start-up, naming the option', () => {
   it.each([
     ['neither clientSecret nor privateKey', { ...base }, /exactly one of clientSecret .* and privateKey/],
     ['both', { ...base, clientSecret: 's', privateKey: CAMARA_KEY }, /exactly one of clientSecret/],
-    ['signedRequests with a secret', { ...base, clientSecret: 's', signedRequests: true }, /signedRequests needs privateKey/],
+    [
+      'signedRequests with a secret',
+      { ...base, clientSecret: 's', signedRequests: true },
+      /signedRequests needs privateKey/,
+    ],
     ['a public key as privateKey', { ...base, privateKey: publicJwk }, /PRIVATE JWK/],
-    ['a key with no known algorithm', { ...base, privateKey: { kty: 'oct', k: 'c2VjcmV0', d: 'x' } }, /no JWS algorithm/],
-    ['discoveryUrl with explicit endpoints', { ...base, gateway: { issuer: 'https://gw.example', token_endpoint: 'https://gw.example/token' }, clientSecret: 's', discoveryUrl: 'https://x.example/m' }, /discoveryUrl/],
-    ['a gateway that is not a URL', { ...base, gateway: 'gw.example', clientSecret: 's' }, /gateway must be an absolute URL/],
+    [
+      'a key with no known algorithm',
+      { ...base, privateKey: { kty: 'oct', k: 'c2VjcmV0', d: 'x' } },
+      /no JWS algorithm/,
+    ],
+    [
+      'discoveryUrl with explicit endpoints',
+      {
+        ...base,
+        gateway: { issuer: 'https://gw.example', token_endpoint: 'https://gw.example/token' },
+        clientSecret: 's',
+        discoveryUrl: 'https://x.example/m',
+      },
+      /discoveryUrl/,
+    ],
+    [
+      'a gateway that is not a URL',
+      { ...base, gateway: 'gw.example', clientSecret: 's' },
+      /gateway must be an absolute URL/,
+    ],
   ])('%s', (_name, options, message) => {
     let thrown: unknown;
     try {

@@ -24,20 +24,36 @@ describe('app side on plain HTTP (local development)', () => {
     netauth = createNetAuth({
       issuer: `${base}/apigateway`,
       clients: [{ ...CLIENTS[0]!, redirectUris: [`${base}/secure/callback`, `${base}/plain/callback`] }],
-      subscribers: SUBSCRIBERS.map((s) => (s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s)),
+      subscribers: SUBSCRIBERS.map((s) =>
+        s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s,
+      ),
       consentPolicy: POLICY,
       network: { mobileRanges: ['127.0.0.0/8'] },
     });
     app.use('/apigateway', netauth.router);
-    for (const [prefix, secure] of [['/secure', true], ['/plain', false]] as const) {
-      const client = createNetAuthClient({ gateway: `${base}/apigateway`, clientId: 'app-1', clientSecret: SECRET, redirectUri: `${base}${prefix}/callback`, allowInsecureRequests: true });
+    for (const [prefix, secure] of [
+      ['/secure', true],
+      ['/plain', false],
+    ] as const) {
+      const client = createNetAuthClient({
+        gateway: `${base}/apigateway`,
+        clientId: 'app-1',
+        clientSecret: SECRET,
+        redirectUri: `${base}${prefix}/callback`,
+        allowInsecureRequests: true,
+      });
       const router = express.Router();
-      router.use(session({ secret: 'test', resave: false, saveUninitialized: false, cookie: { secure, sameSite: 'lax' } }));
+      router.use(
+        session({ secret: 'test', resave: false, saveUninitialized: false, cookie: { secure, sameSite: 'lax' } }),
+      );
       router.get('/verify', client.start({ scope: SIM_SWAP, returnTo: `${prefix}/done` }));
       router.get('/callback', client.callback());
       router.get('/done', (req, res) => void res.json({ token: client.token(req) !== undefined }));
       const errors: ErrorRequestHandler = (err: unknown, _req, res, _next) => {
-        res.status(500).json({ kind: err instanceof NetAuthClientError ? err.kind : 'other', message: err instanceof Error ? err.message : String(err) });
+        res.status(500).json({
+          kind: err instanceof NetAuthClientError ? err.kind : 'other',
+          message: err instanceof Error ? err.message : String(err),
+        });
       };
       router.use(errors);
       app.use(prefix, router);
@@ -65,9 +81,15 @@ describe('app side on plain HTTP (local development)', () => {
   });
 
   it('a callback without the session cookie: state_mismatch that points at the session cookie', async () => {
-    const { res, url } = await new Browser().navigate(`${base}/plain/verify`, (next) => next.pathname === '/plain/callback');
+    const { res, url } = await new Browser().navigate(
+      `${base}/plain/verify`,
+      (next) => next.pathname === '/plain/callback',
+    );
     await res.body?.cancel();
     const lost = await new Browser().request(url);
-    expect(await lost.json()).toMatchObject({ kind: 'state_mismatch', message: expect.stringContaining('did not send the session cookie back') });
+    expect(await lost.json()).toMatchObject({
+      kind: 'state_mismatch',
+      message: expect.stringContaining('did not send the session cookie back'),
+    });
   });
 });

@@ -9,7 +9,14 @@ import type express from 'express';
 import * as oidc from 'openid-client';
 import { createNetAuthClient, NetAuthClientError, type NetAuthClient } from '../../lib/client/index.js';
 import { GATEWAYS, type GatewayUnderTest } from '../helpers/client-gateways.js';
-import { clientOptions, json, mountClientApp, rejection, startClientFixture, type ClientApp } from '../helpers/client-app.js';
+import {
+  clientOptions,
+  json,
+  mountClientApp,
+  rejection,
+  startClientFixture,
+  type ClientApp,
+} from '../helpers/client-app.js';
 import { describeNoSecretsInErrors, rememberSecrets, watchSecrets } from '../helpers/client-secrets.js';
 import { Browser } from '../helpers/browser.js';
 import { SECRET } from '../helpers/gateway.js';
@@ -19,7 +26,9 @@ rememberSecrets(SECRET);
 
 /** Whether the gateway holds this token as active (RFC 7662). */
 async function active(client: NetAuthClient, token: string, hint?: 'refresh_token'): Promise<boolean> {
-  return (await oidc.tokenIntrospection(await client.configuration(), token, hint ? { token_type_hint: hint } : undefined)).active;
+  return (
+    await oidc.tokenIntrospection(await client.configuration(), token, hint ? { token_type_hint: hint } : undefined)
+  ).active;
 }
 
 describe.each(GATEWAYS)('refresh tokens on the app side, against $name', ({ start }) => {
@@ -36,9 +45,21 @@ describe.each(GATEWAYS)('refresh tokens on the app side, against $name', ({ star
     let base: string;
     ({ host, base, gw, close } = await startClientFixture(start, ['/offline']));
     // node-oidc-provider grants offline_access at /authorize only with prompt=consent (OIDC Core §11).
-    app = mountClientApp(host, base, '/offline', gw, 'secret', {}, { scope: `${gw.scope} offline_access`, ...(gw.name === 'node-oidc-provider' ? { prompt: 'consent' } : {}) });
-    host.get('/offline/session', (req, res) => void res.json({ refresh_token: req.session?.netauth?.refresh_token ?? null }));
-    sessionRefreshToken = async (browser) => ((await json(await browser.request(`${app.url}/session`))).refresh_token as string | null) ?? undefined;
+    app = mountClientApp(
+      host,
+      base,
+      '/offline',
+      gw,
+      'secret',
+      {},
+      { scope: `${gw.scope} offline_access`, ...(gw.name === 'node-oidc-provider' ? { prompt: 'consent' } : {}) },
+    );
+    host.get(
+      '/offline/session',
+      (req, res) => void res.json({ refresh_token: req.session?.netauth?.refresh_token ?? null }),
+    );
+    sessionRefreshToken = async (browser) =>
+      ((await json(await browser.request(`${app.url}/session`))).refresh_token as string | null) ?? undefined;
     gw.tamperToken((body) => void (body.refresh_token === undefined || issued++));
   });
   afterEach(() => {
@@ -46,7 +67,11 @@ describe.each(GATEWAYS)('refresh tokens on the app side, against $name', ({ star
   });
   afterAll(() => close());
 
-  async function signIn(): Promise<{ browser: Browser; token: { access_token: string; scope: string }; refreshToken: string }> {
+  async function signIn(): Promise<{
+    browser: Browser;
+    token: { access_token: string; scope: string };
+    refreshToken: string;
+  }> {
     const browser = new Browser();
     const signedIn = await json((await browser.navigate(`${app.url}/start`)).res);
     const refreshToken = await sessionRefreshToken(browser);
@@ -70,7 +95,11 @@ describe.each(GATEWAYS)('refresh tokens on the app side, against $name', ({ star
     const api = await browser.request(`${app.url}/api`);
     expect(api.status).toBe(200);
     expect(issued).toBe(before + 1);
-    const now = (await json(await browser.request(`${app.url}/me`))).token as { access_token: string; scope: string; expired: boolean };
+    const now = (await json(await browser.request(`${app.url}/me`))).token as {
+      access_token: string;
+      scope: string;
+      expired: boolean;
+    };
     expect(now.access_token).not.toBe(token.access_token);
     expect(now.expired).toBe(false);
     const rotated = await sessionRefreshToken(browser);
@@ -131,7 +160,9 @@ describe.each(GATEWAYS)('refresh tokens on the app side, against $name', ({ star
     expect(next.refresh_token).toBeDefined();
     expect(next.refresh_token).not.toBe(token.refresh_token);
     expect(next.access_token).not.toBe(token.access_token);
-    expect((await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${next.access_token}` } })).status).toBe(200);
+    expect((await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${next.access_token}` } })).status).toBe(
+      200,
+    );
     expect((await app.client.refresh(next)).access_token).not.toBe(next.access_token);
   });
 
@@ -161,7 +192,9 @@ describe.each(GATEWAYS)('refresh tokens on the app side, against $name', ({ star
   });
 
   it('refreshBeforeExpiry must be a whole number of seconds', () => {
-    expect(() => createNetAuthClient({ ...clientOptions(gw, app.url, 'secret', { offset: 0 }), refreshBeforeExpiry: -1 })).toThrow(/refreshBeforeExpiry/);
+    expect(() =>
+      createNetAuthClient({ ...clientOptions(gw, app.url, 'secret', { offset: 0 }), refreshBeforeExpiry: -1 }),
+    ).toThrow(/refreshBeforeExpiry/);
   });
 });
 

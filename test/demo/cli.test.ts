@@ -34,7 +34,14 @@ function configFile(name: string, content: unknown): string {
 }
 
 /** Spawns in its own process group, so the test can stop everything it started. */
-function run(command: string, args: string[]): { child: ChildProcess; output: () => { stdout: string; stderr: string }; exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }> } {
+function run(
+  command: string,
+  args: string[],
+): {
+  child: ChildProcess;
+  output: () => { stdout: string; stderr: string };
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+} {
   const env = { ...process.env };
   delete env.REDIS_URL; // memory stores, whatever the environment says
   const child = spawn(command, args, { cwd: process.cwd(), env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -43,12 +50,17 @@ function run(command: string, args: string[]): { child: ChildProcess; output: ()
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('close', (code, signal) => resolve({ code, signal })),
+  );
   return { child, output: () => ({ stdout, stderr }), exit };
 }
 
 /** Waits for the banner and returns the two URLs it prints. */
-async function urls(output: () => { stdout: string; stderr: string }, exit: Promise<unknown>): Promise<{ app: string; gateway: string }> {
+async function urls(
+  output: () => { stdout: string; stderr: string },
+  exit: Promise<unknown>,
+): Promise<{ app: string; gateway: string }> {
   const deadline = Date.now() + 15_000;
   for (;;) {
     const { stdout, stderr } = output();
@@ -56,7 +68,8 @@ async function urls(output: () => { stdout: string; stderr: string }, exit: Prom
     const gateway = /Operator gateway: +(http:\/\/\S+?)\/?\s/.exec(stdout)?.[1];
     if (app && gateway) return { app, gateway };
     const exited = await Promise.race([exit.then(() => true), new Promise((r) => setTimeout(() => r(false), 100))]);
-    if (exited || Date.now() > deadline) throw new Error(`the demo did not print its URLs\nstdout: ${stdout}\nstderr: ${stderr}`);
+    if (exited || Date.now() > deadline)
+      throw new Error(`the demo did not print its URLs\nstdout: ${stdout}\nstderr: ${stderr}`);
   }
 }
 
@@ -73,7 +86,14 @@ const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secr
 describe('demo command line', () => {
   it('npm run demo serves the sample application and the operator gateway', async () => {
     const config = { ...freePorts, clients: [...DEFAULT_CONFIG.clients, FRAUD_CHECKER] };
-    const { output, exit, child } = run('npm', ['run', '--silent', 'demo', '--', '--config', configFile('ports.json', config)]);
+    const { output, exit, child } = run('npm', [
+      'run',
+      '--silent',
+      'demo',
+      '--',
+      '--config',
+      configFile('ports.json', config),
+    ]);
     const { app, gateway } = await urls(output, exit);
     const home = await fetch(`${app}/`);
     expect(home.status).toBe(200);
@@ -84,31 +104,55 @@ describe('demo command line', () => {
     const operator = await fetch(`${gateway}/`);
     expect(operator.status).toBe(200);
     expect(await operator.text()).toContain('network API gateway');
-    const discovery = (await (await fetch(`${gateway}/apigateway/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+    const discovery = (await (await fetch(`${gateway}/apigateway/.well-known/openid-configuration`)).json()) as Record<
+      string,
+      unknown
+    >;
     expect(discovery.issuer).toBe(`${gateway}/apigateway`);
     // The sample app is a CAMARA-profile client: private_key_jwt, its public key served by the app itself.
     expect(discovery.token_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'private_key_jwt']);
     const jwks = (await (await fetch(`${app}/jwks.json`)).json()) as { keys: Array<Record<string, unknown>> };
-    expect(jwks.keys).toEqual([expect.objectContaining({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig', kid: expect.any(String) })]);
+    expect(jwks.keys).toEqual([
+      expect.objectContaining({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig', kid: expect.any(String) }),
+    ]);
     expect(jwks.keys[0]).not.toHaveProperty('d');
 
     // While you click, the gateway's events appear as one readable line each.
-    const body = () => new URLSearchParams({ login_hint: 'tel:+34600000001', scope: 'dpv:FraudPreventionAndDetection sim-swap' });
-    const bcAuthorize = await fetch(`${gateway}/apigateway/bc-authorize`, { method: 'POST', headers: { authorization: basic('fraud-checker', 'fraud-checker-secret') }, body: body() });
+    const body = () =>
+      new URLSearchParams({ login_hint: 'tel:+34600000001', scope: 'dpv:FraudPreventionAndDetection sim-swap' });
+    const bcAuthorize = await fetch(`${gateway}/apigateway/bc-authorize`, {
+      method: 'POST',
+      headers: { authorization: basic('fraud-checker', 'fraud-checker-secret') },
+      body: body(),
+    });
     expect(bcAuthorize.status).toBe(200);
     // The app's client has no secret: whatever is sent as one fails.
-    const withSecret = await fetch(`${gateway}/apigateway/bc-authorize`, { method: 'POST', headers: { authorization: basic('demo-app', 'demo-app-secret-change-me') }, body: body() });
+    const withSecret = await fetch(`${gateway}/apigateway/bc-authorize`, {
+      method: 'POST',
+      headers: { authorization: basic('demo-app', 'demo-app-secret-change-me') },
+      body: body(),
+    });
     expect(withSecret.status).toBe(401);
-    const line = /^ {2}gateway {2}\d\d:\d\d:\d\d {2}ciba\.requested +client=fraud-checker subscriber=sub-0001 purpose=FraudPreventionAndDetection scopes=sim-swap$/m;
-    for (let i = 0; i < 50 && !line.test(output().stdout); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    const line =
+      /^ {2}gateway {2}\d\d:\d\d:\d\d {2}ciba\.requested +client=fraud-checker subscriber=sub-0001 purpose=FraudPreventionAndDetection scopes=sim-swap$/m;
+    for (let i = 0; i < 50 && !line.test(output().stdout); i++)
+      await new Promise((resolve) => setTimeout(resolve, 100));
     expect(output().stdout).toMatch(line);
-    expect(output().stdout).toMatch(/^ {2}gateway {2}\S+ {2}request\.completed +endpoint=bc-authorize method=POST status=200 outcome=ok ms=[\d.]+$/m);
+    expect(output().stdout).toMatch(
+      /^ {2}gateway {2}\S+ {2}request\.completed +endpoint=bc-authorize method=POST status=200 outcome=ok ms=[\d.]+$/m,
+    );
     process.kill(-child.pid!, 'SIGTERM');
     await exit;
   });
 
   it('stops cleanly on SIGTERM: exit code 0', async () => {
-    const { output, exit, child } = run(process.execPath, ['--import', 'tsx', 'demo-app/main.ts', '--config', configFile('ports2.json', freePorts)]);
+    const { output, exit, child } = run(process.execPath, [
+      '--import',
+      'tsx',
+      'demo-app/main.ts',
+      '--config',
+      configFile('ports2.json', freePorts),
+    ]);
     await urls(output, exit);
     child.kill('SIGTERM');
     expect(await exit).toEqual({ code: 0, signal: null });
@@ -117,10 +161,17 @@ describe('demo command line', () => {
   });
 
   it('a bad config file: one line naming the field, exit code 1, no stack trace', async () => {
-    const bad = configFile('bad.json', { subscribers: [{ id: 'a', phoneNumber: '+34600000001' }, { id: 'b', phoneNumber: '0034 600' }] });
+    const bad = configFile('bad.json', {
+      subscribers: [
+        { id: 'a', phoneNumber: '+34600000001' },
+        { id: 'b', phoneNumber: '0034 600' },
+      ],
+    });
     const { output, exit } = run(process.execPath, ['--import', 'tsx', 'demo-app/main.ts', '--config', bad]);
     expect((await exit).code).toBe(1);
-    expect(output().stderr).toBe(`demo config ${bad}: subscribers[1].phoneNumber: must be +<E.164>, e.g. +34600000001\n`);
+    expect(output().stderr).toBe(
+      `demo config ${bad}: subscribers[1].phoneNumber: must be +<E.164>, e.g. +34600000001\n`,
+    );
     expect(output().stdout).toBe('');
   });
 

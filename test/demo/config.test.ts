@@ -23,7 +23,12 @@ function load(content: unknown): string {
 const alice = DEFAULT_CONFIG.subscribers[0]!;
 const client = DEFAULT_CONFIG.clients[0]!;
 /** A second, backend-only client with a secret. */
-const other = { clientId: 'fraud-checker', clientSecret: 'fraud-checker-secret', grantTypes: ['urn:openid:params:grant-type:ciba'], scopes: client.scopes };
+const other = {
+  clientId: 'fraud-checker',
+  clientSecret: 'fraud-checker-secret',
+  grantTypes: ['urn:openid:params:grant-type:ciba'],
+  scopes: client.scopes,
+};
 
 describe('demo config', () => {
   it('the embedded defaults and the shipped example are valid', () => {
@@ -41,7 +46,10 @@ describe('demo config', () => {
   });
 
   it.each([
-    [{ subscribers: [alice, { id: 'b', phoneNumber: '600000002' }] }, 'subscribers[1].phoneNumber: must be +<E.164>, e.g. +34600000001'],
+    [
+      { subscribers: [alice, { id: 'b', phoneNumber: '600000002' }] },
+      'subscribers[1].phoneNumber: must be +<E.164>, e.g. +34600000001',
+    ],
     [{ operator: { colour: 'red' } }, 'operator.colour: unknown key'],
     [{ extra: true }, 'extra: unknown key'],
     [{ subscribers: [{ ...alice, pin: '1234' }] }, 'subscribers[0].pin: unknown key'],
@@ -49,21 +57,63 @@ describe('demo config', () => {
     [{ ports: { gateway: 70000 } }, 'ports.gateway: must be 0..65535 (0: any free port)'],
     [{ ports: { gateway: 4000, app: 4000 } }, 'ports.app: must differ from ports.gateway'],
     [{ subscribers: [{ id: 'x' }] }, 'subscribers[0].phoneNumber: is required'],
-    [{ subscribers: [alice, { ...alice, id: 'sub-x', addresses: [] }] }, 'subscribers[1].phoneNumber: +34600000001 is already the line of subscribers[0]'],
-    [{ subscribers: [{ ...alice, addresses: ['127.0.0.1', '10.1.2.3'] }] }, 'subscribers[0].addresses[1]: 10.1.2.3 is outside network.mobileRanges'],
-    [{ subscribers: [{ ...alice, addresses: ['not-an-ip'] }] }, 'subscribers[0].addresses[0]: must be an IPv4 or IPv6 address'],
-    [{ network: { mobileRanges: ['127.0.0.0/33'] } }, 'network.mobileRanges[0]: must be a CIDR range such as 127.0.0.0/8'],
-    [{ network: { wifiAddress: '127.0.0.9' } }, 'network.wifiAddress: must lie outside network.mobileRanges (it plays a WiFi network)'],
-    [{ operator: { primaryColor: 'url(evil)' } }, 'operator.primaryColor: must be a CSS colour: #rrggbb, rgb(...), hsl(...) or a name'],
-    [{ consentPolicy: [{ purpose: 'X', scope: 'y', basis: 'maybe' }] }, 'consentPolicy[0].basis: must be "consent", "legitimate-interest" or "forbidden"'],
-    [{ consentPolicy: [DEFAULT_CONFIG.consentPolicy[0]] }, 'clients[0].scopes[1]: dpv:FraudPreventionAndDetection#sim-swap has no rule in consentPolicy'],
-    [{ clients: [{ ...client, grantTypes: ['implicit'] }] }, 'clients[0].grantTypes[0]: must be "authorization_code" or "urn:openid:params:grant-type:ciba"'],
-    [{ clients: [{ ...client, grantTypes: ['authorization_code'] }] }, 'app.clientId: client "demo-app" needs the grant type urn:openid:params:grant-type:ciba (the app runs both flows)'],
+    [
+      { subscribers: [alice, { ...alice, id: 'sub-x', addresses: [] }] },
+      'subscribers[1].phoneNumber: +34600000001 is already the line of subscribers[0]',
+    ],
+    [
+      { subscribers: [{ ...alice, addresses: ['127.0.0.1', '10.1.2.3'] }] },
+      'subscribers[0].addresses[1]: 10.1.2.3 is outside network.mobileRanges',
+    ],
+    [
+      { subscribers: [{ ...alice, addresses: ['not-an-ip'] }] },
+      'subscribers[0].addresses[0]: must be an IPv4 or IPv6 address',
+    ],
+    [
+      { network: { mobileRanges: ['127.0.0.0/33'] } },
+      'network.mobileRanges[0]: must be a CIDR range such as 127.0.0.0/8',
+    ],
+    [
+      { network: { wifiAddress: '127.0.0.9' } },
+      'network.wifiAddress: must lie outside network.mobileRanges (it plays a WiFi network)',
+    ],
+    [
+      { operator: { primaryColor: 'url(evil)' } },
+      'operator.primaryColor: must be a CSS colour: #rrggbb, rgb(...), hsl(...) or a name',
+    ],
+    [
+      { consentPolicy: [{ purpose: 'X', scope: 'y', basis: 'maybe' }] },
+      'consentPolicy[0].basis: must be "consent", "legitimate-interest" or "forbidden"',
+    ],
+    [
+      { consentPolicy: [DEFAULT_CONFIG.consentPolicy[0]] },
+      'clients[0].scopes[1]: dpv:FraudPreventionAndDetection#sim-swap has no rule in consentPolicy',
+    ],
+    [
+      { clients: [{ ...client, grantTypes: ['implicit'] }] },
+      'clients[0].grantTypes[0]: must be "authorization_code" or "urn:openid:params:grant-type:ciba"',
+    ],
+    [
+      { clients: [{ ...client, grantTypes: ['authorization_code'] }] },
+      'app.clientId: client "demo-app" needs the grant type urn:openid:params:grant-type:ciba (the app runs both flows)',
+    ],
     [{ app: { clientId: 'nobody' } }, 'app.clientId: no client "nobody" in clients'],
-    [{ clients: [{ ...client, clientSecret: 'a-secret-123' }] }, 'clients[0].clientSecret: a private_key_jwt client has no secret (it authenticates with its key): remove it'],
-    [{ clients: [client, { ...other, clientSecret: undefined }] }, `clients[1].clientSecret: is required (or "tokenEndpointAuthMethod": "private_key_jwt" for the sample app's client)`],
-    [{ clients: [client, { ...other, clientSecret: undefined, tokenEndpointAuthMethod: 'private_key_jwt' }] }, "clients[1].tokenEndpointAuthMethod: private_key_jwt is for the sample app's client (app.clientId): the app generates its key at start"],
-    [{ clients: [client, { ...other, grantTypes: ['authorization_code'] }] }, 'clients[1].redirectUris: needs at least one URI for the grant type authorization_code'],
+    [
+      { clients: [{ ...client, clientSecret: 'a-secret-123' }] },
+      'clients[0].clientSecret: a private_key_jwt client has no secret (it authenticates with its key): remove it',
+    ],
+    [
+      { clients: [client, { ...other, clientSecret: undefined }] },
+      `clients[1].clientSecret: is required (or "tokenEndpointAuthMethod": "private_key_jwt" for the sample app's client)`,
+    ],
+    [
+      { clients: [client, { ...other, clientSecret: undefined, tokenEndpointAuthMethod: 'private_key_jwt' }] },
+      "clients[1].tokenEndpointAuthMethod: private_key_jwt is for the sample app's client (app.clientId): the app generates its key at start",
+    ],
+    [
+      { clients: [client, { ...other, grantTypes: ['authorization_code'] }] },
+      'clients[1].redirectUris: needs at least one URI for the grant type authorization_code',
+    ],
     [{ lifetimes: { authReqId: 2 } }, 'lifetimes.pollInterval: must be shorter than lifetimes.authReqId (2)'],
     [{ sandbox: { allowList: ['+1'] } }, 'sandbox.allowList[0]: must be +<E.164> or tel:+<E.164>'],
     [{ lifetimes: { pollInterval: 0.5 } }, 'lifetimes.pollInterval: must be a whole number of seconds'],
@@ -78,7 +128,9 @@ describe('demo config', () => {
 
   it('reports unreadable and malformed files in one line', () => {
     expect(load('{"ports": {')).toMatch(/^demo config demo\.json: not valid JSON \(.+\)$/);
-    expect(() => loadConfig(join(dir, 'missing.json'))).toThrow(/^demo config .*missing\.json: cannot read the file \(no such file\)$/);
+    expect(() => loadConfig(join(dir, 'missing.json'))).toThrow(
+      /^demo config .*missing\.json: cannot read the file \(no such file\)$/,
+    );
   });
 
   it('formats paths like the config file reads', () => {

@@ -78,7 +78,7 @@ describe.skipIf(skip)('demo in the browser', () => {
     expect(page.url()).toBe(`${demo.appUrl}/verified`);
   });
 
-  it("frontend flow: the consent page describes the scope in plain words; Back after Allow leads back to the app", async () => {
+  it('frontend flow: the consent page describes the scope in plain words; Back after Allow leads back to the app', async () => {
     const page = await newPage();
     await page.goto(`${demo.appUrl}/`);
     // Carmen: a line no other test gives consent for, so the consent page is shown.

@@ -13,7 +13,9 @@ import { appAuthorizeUrl, hidden, verifyNumber } from '../helpers/demo.js';
 /** Starts a SIM swap check in the app and follows its status page until it is no longer waiting. */
 async function waitForCheck(demo: RunningDemo, browser: Browser, phoneNumber: string): Promise<string> {
   const home = await (await browser.request(`${demo.appUrl}/`)).text();
-  const started = await browser.request(`${demo.appUrl}/sim-swap`, { form: { phoneNumber, _csrf: hidden(home, '_csrf') } });
+  const started = await browser.request(`${demo.appUrl}/sim-swap`, {
+    form: { phoneNumber, _csrf: hidden(home, '_csrf') },
+  });
   expect(started.status).toBe(303);
   const status = new URL(started.headers.get('location')!, demo.appUrl);
   for (let i = 0; i < 100; i++) {
@@ -59,7 +61,12 @@ describe('demo gateway over HTTP', () => {
     const request = signed.searchParams.get('request')!;
     const jwks = (await (await fetch(`${demo.appUrl}/jwks.json`)).json()) as { keys: Array<{ kid: string }> };
     expect(decodeProtectedHeader(request)).toMatchObject({ alg: 'ES256', kid: jwks.keys[0]!.kid });
-    expect(decodeJwt(request)).toMatchObject({ iss: 'demo-app', aud: demo.issuer, client_id: 'demo-app', redirect_uri: `${demo.appUrl}/callback` });
+    expect(decodeJwt(request)).toMatchObject({
+      iss: 'demo-app',
+      aud: demo.issuer,
+      client_id: 'demo-app',
+      redirect_uri: `${demo.appUrl}/callback`,
+    });
     const unsigned = await fetch(unsignedAuthorize(), { redirect: 'manual' });
     const back = new URL(unsigned.headers.get('location')!);
     expect(back.origin + back.pathname).toBe(`${demo.appUrl}/callback`);
@@ -68,11 +75,17 @@ describe('demo gateway over HTTP', () => {
 
   it('the edge overwrites X-Forwarded-For: a client cannot claim a line, nor hide its simulated WiFi', async () => {
     // No device cookie: the first line. A forged WiFi address in the header changes nothing.
-    const asLine = await fetch(await appAuthorizeUrl(demo), { redirect: 'manual', headers: { 'X-Forwarded-For': '192.0.2.99' } });
+    const asLine = await fetch(await appAuthorizeUrl(demo), {
+      redirect: 'manual',
+      headers: { 'X-Forwarded-For': '192.0.2.99' },
+    });
     expect(asLine.status).toBe(302);
     expect(new URL(asLine.headers.get('location')!).pathname).toBe('/apigateway/consent');
     // WiFi chosen: claiming the first line's address in the header changes nothing either.
-    const onWifi = await fetch(await appAuthorizeUrl(demo), { redirect: 'manual', headers: { Cookie: 'demo_device=wifi', 'X-Forwarded-For': '127.0.0.1' } });
+    const onWifi = await fetch(await appAuthorizeUrl(demo), {
+      redirect: 'manual',
+      headers: { Cookie: 'demo_device=wifi', 'X-Forwarded-For': '127.0.0.1' },
+    });
     const back = new URL(onWifi.headers.get('location')!);
     expect(back.origin + back.pathname).toBe(`${demo.appUrl}/callback`);
     expect(back.searchParams.get('error')).toBe('access_denied');
@@ -81,23 +94,33 @@ describe('demo gateway over HTTP', () => {
 
   it('the device page needs its CSRF token and returns only to the demo sites', async () => {
     const browser = new Browser();
-    const page = await (await browser.request(`${demo.gatewayUrl}/demo/device?return=${encodeURIComponent('https://evil.example/')}`)).text();
+    const page = await (
+      await browser.request(`${demo.gatewayUrl}/demo/device?return=${encodeURIComponent('https://evil.example/')}`)
+    ).text();
     expect(hidden(page, 'return')).toBe('');
     const csrf = hidden(page, '_csrf');
 
-    const forged = await browser.request(`${demo.gatewayUrl}/demo/device`, { form: { device: 'wifi', return: `${demo.appUrl}/` } });
+    const forged = await browser.request(`${demo.gatewayUrl}/demo/device`, {
+      form: { device: 'wifi', return: `${demo.appUrl}/` },
+    });
     expect(forged.status).toBe(403);
     expect(forged.headers.getSetCookie().join()).not.toContain('demo_device');
 
-    const elsewhere = await browser.request(`${demo.gatewayUrl}/demo/device`, { form: { device: 'wifi', return: 'https://evil.example/', _csrf: csrf } });
+    const elsewhere = await browser.request(`${demo.gatewayUrl}/demo/device`, {
+      form: { device: 'wifi', return: 'https://evil.example/', _csrf: csrf },
+    });
     expect(elsewhere.status).toBe(303);
     expect(elsewhere.headers.get('location')).toBe('/demo/device');
 
-    const toApp = await browser.request(`${demo.gatewayUrl}/demo/device`, { form: { device: 'line:sub-0002', return: `${demo.appUrl}/`, _csrf: csrf } });
+    const toApp = await browser.request(`${demo.gatewayUrl}/demo/device`, {
+      form: { device: 'line:sub-0002', return: `${demo.appUrl}/`, _csrf: csrf },
+    });
     expect(toApp.headers.get('location')).toBe(`${demo.appUrl}/?device=line%3Asub-0002`);
     expect(toApp.headers.getSetCookie().join()).toMatch(/demo_device=line%3Asub-0002; Path=\/; HttpOnly; SameSite=Lax/);
 
-    const unknown = await browser.request(`${demo.gatewayUrl}/demo/device`, { form: { device: 'line:nobody', _csrf: csrf } });
+    const unknown = await browser.request(`${demo.gatewayUrl}/demo/device`, {
+      form: { device: 'line:nobody', _csrf: csrf },
+    });
     expect(unknown.status).toBe(400);
   });
 
@@ -110,17 +133,25 @@ describe('demo gateway over HTTP', () => {
     const page = await inbox.text();
     expect(page).toContain('No requests waiting');
     expect(page).toContain('<meta http-equiv="refresh" content="3">');
-    const forged = await browser.request(`${demo.gatewayUrl}/demo/phone/34600000001/answer`, { form: { id: 'x', decision: 'allow' } });
+    const forged = await browser.request(`${demo.gatewayUrl}/demo/phone/34600000001/answer`, {
+      form: { id: 'x', decision: 'allow' },
+    });
     expect(forged.status).toBe(403);
     // The demo's forms share one token per browser (the device page has a form even when the inbox is empty).
     const csrf = hidden(await (await browser.request(`${demo.gatewayUrl}/demo/device`)).text(), '_csrf');
-    const stale = await browser.request(`${demo.gatewayUrl}/demo/phone/34600000001/answer`, { form: { id: 'x', decision: 'allow', _csrf: csrf } });
+    const stale = await browser.request(`${demo.gatewayUrl}/demo/phone/34600000001/answer`, {
+      form: { id: 'x', decision: 'allow', _csrf: csrf },
+    });
     expect(stale.status).toBe(400);
   });
 
   it('the sample APIs need a token of the right scope, and answer as CAMARA APIs (Commonalities body, x-correlator)', async () => {
     for (const path of ['/sim-swap/v1/check', '/number-verification/v1/verify']) {
-      const res = await fetch(`${demo.gatewayUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-correlator': 'demo-1' }, body: '{}' });
+      const res = await fetch(`${demo.gatewayUrl}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-correlator': 'demo-1' },
+        body: '{}',
+      });
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm=.*, DPoP realm=/);
       expect(res.headers.get('x-correlator')).toBe('demo-1');
@@ -154,7 +185,12 @@ describe('demo in sandbox mode, with short lifetimes', () => {
   beforeAll(async () => {
     demo = await startDemo(
       resolveConfig(
-        { host: '127.0.0.1', ports: { gateway: 0, app: 0 }, sandbox: { allowList: ['+34600000001', '+34600000002'] }, lifetimes: { authReqId: 2, pollInterval: 1 } },
+        {
+          host: '127.0.0.1',
+          ports: { gateway: 0, app: 0 },
+          sandbox: { allowList: ['+34600000001', '+34600000002'] },
+          lifetimes: { authReqId: 2, pollInterval: 1 },
+        },
         'test',
       ),
     );
@@ -164,7 +200,9 @@ describe('demo in sandbox mode, with short lifetimes', () => {
   it('the typed number names the line (login_hint), whatever the simulated network', async () => {
     const browser = new Browser();
     const home = await (await browser.request(`${demo.appUrl}/`, { headers: { Cookie: 'demo_device=wifi' } })).text();
-    const start = await browser.request(`${demo.appUrl}/verify`, { form: { phoneNumber: '+34 600 000 002', _csrf: hidden(home, '_csrf') } });
+    const start = await browser.request(`${demo.appUrl}/verify`, {
+      form: { phoneNumber: '+34 600 000 002', _csrf: hidden(home, '_csrf') },
+    });
     const authorize = new URL(start.headers.get('location')!);
     // Inside the signed request (the CAMARA profile: only signed parameters count).
     expect(decodeJwt(authorize.searchParams.get('request')!).login_hint).toBe('tel:+34600000002');
@@ -189,7 +227,12 @@ describe('demo with the app registered with a client secret', () => {
 
   beforeAll(async () => {
     const { tokenEndpointAuthMethod: _camara, ...app } = DEFAULT_CONFIG.clients[0]!;
-    demo = await startDemo(resolveConfig({ host: '127.0.0.1', ports: { gateway: 0, app: 0 }, clients: [{ ...app, clientSecret: 'demo-app-secret' }] }, 'test'));
+    demo = await startDemo(
+      resolveConfig(
+        { host: '127.0.0.1', ports: { gateway: 0, app: 0 }, clients: [{ ...app, clientSecret: 'demo-app-secret' }] },
+        'test',
+      ),
+    );
   });
   afterAll(() => demo?.close());
 

@@ -32,7 +32,10 @@ describe('README: the CAMARA client example', () => {
     mkdirSync(dir, { recursive: true });
     const file = join(dir, 'readme-camara-example.mts');
     writeFileSync(file, code.replace("from 'express-netauth'", "from '../lib/index.js'").replaceAll('3000', port));
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, timeout: 30_000 });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', file], {
+      cwd: ROOT,
+      timeout: 30_000,
+    });
     expect(stdout.trim()).toBe('bearer dpv:FraudPreventionAndDetection sim-swap');
     // The text goes on to the frontend flow: the example's gateway must not warn that it identifies no one.
     expect(stderr).not.toContain('frontend flow');

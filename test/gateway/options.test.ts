@@ -37,7 +37,8 @@ const APP1 = CLIENTS[0]!;
 /** Options as a JavaScript user may write them: any shape. */
 type Loose = Record<string, unknown>;
 const withOptions = (extra: Loose): NetAuthOptions => ({ ...BASE, ...extra }) as NetAuthOptions;
-const withClient = (client: Loose): NetAuthOptions => withOptions({ clients: [{ ...APP1, ...client } as RegisteredClient] });
+const withClient = (client: Loose): NetAuthOptions =>
+  withOptions({ clients: [{ ...APP1, ...client } as RegisteredClient] });
 const withSubscribers = (...subscribers: Loose[]): NetAuthOptions => withOptions({ subscribers });
 const withRules = (...rules: Loose[]): NetAuthOptions => withOptions({ consentPolicy: rules, clients: [] });
 
@@ -45,84 +46,307 @@ const PLAIN_SECRET = 'a-plain-secret-in-the-hash-field';
 
 const refused: Array<[string, NetAuthOptions, RegExp]> = [
   // Names: a typo is an error naming the closest known option.
-  ['a misspelt top-level option (JavaScript)', { ...BASE, issuerr: ISSUER } as NetAuthOptions, /^issuerr: unknown option \(did you mean "issuer"\?\); correct or remove it/],
-  ['pairwiseSlat', withOptions({ pairwiseSlat: 'x' }), /pairwiseSlat: unknown option \(did you mean "pairwiseSalt"\?\)/],
-  ['lifetimes.acessToken', withOptions({ lifetimes: { acessToken: 60 } }), /lifetimes\.acessToken: unknown option \(did you mean "accessToken"\?\)/],
-  ['network.mobileRange', withOptions({ network: { mobileRange: MOBILE_RANGES } }), /network\.mobileRange: unknown option \(did you mean "mobileRanges"\?\)/],
-  ['consentPage.texts.titel', withOptions({ consentPage: { texts: { titel: 'Hi' } } }), /consentPage\.texts\.titel: unknown option \(did you mean "title"\?\)/],
-  ['rateLimits.tokens', withOptions({ rateLimits: { tokens: {} } }), /rateLimits\.tokens: unknown option \(did you mean "token"\?\)/],
-  ['a rate rule with "point"', withOptions({ rateLimits: { token: { perClient: { point: 5, duration: 60 } } } }), /rateLimits\.token\.perClient\.point: unknown option \(did you mean "points"\?\)/],
-  ['the former clientAuthentication.perClient', withOptions({ rateLimits: { clientAuthentication: { perClient: { failures: 5, duration: 60 } } } }), /rateLimits\.clientAuthentication\.perClient is gone: .*use perClientAndAddress/],
-  ['a client field typo', withClient({ requirePKCE: true }), /client app-1: requirePKCE: unknown field \(did you mean "requirePkce"\?\)/],
-  ['a subscriber field typo', withSubscribers({ id: 's', phone: '+34600000009' }), /subscriber s: phone: unknown field \(did you mean "phoneNumber"\?\)/],
-  ['a consent rule field typo', withRules({ purpose: 'Marketing', scope: 'sim-swap', bassis: 'consent' }), /consentPolicy\[0\]\.bassis: unknown field \(did you mean "basis"\?\)/],
-  ['clientJwks.timeout, too far from any name for a guess', withOptions({ clientJwks: { timeout: 5 } }), /clientJwks\.timeout: unknown option; correct or remove it \(known: fetchTimeout, maxBytes, cacheMaxAge, internalOrigins\)/],
+  [
+    'a misspelt top-level option (JavaScript)',
+    { ...BASE, issuerr: ISSUER } as NetAuthOptions,
+    /^issuerr: unknown option \(did you mean "issuer"\?\); correct or remove it/,
+  ],
+  [
+    'pairwiseSlat',
+    withOptions({ pairwiseSlat: 'x' }),
+    /pairwiseSlat: unknown option \(did you mean "pairwiseSalt"\?\)/,
+  ],
+  [
+    'lifetimes.acessToken',
+    withOptions({ lifetimes: { acessToken: 60 } }),
+    /lifetimes\.acessToken: unknown option \(did you mean "accessToken"\?\)/,
+  ],
+  [
+    'network.mobileRange',
+    withOptions({ network: { mobileRange: MOBILE_RANGES } }),
+    /network\.mobileRange: unknown option \(did you mean "mobileRanges"\?\)/,
+  ],
+  [
+    'consentPage.texts.titel',
+    withOptions({ consentPage: { texts: { titel: 'Hi' } } }),
+    /consentPage\.texts\.titel: unknown option \(did you mean "title"\?\)/,
+  ],
+  [
+    'rateLimits.tokens',
+    withOptions({ rateLimits: { tokens: {} } }),
+    /rateLimits\.tokens: unknown option \(did you mean "token"\?\)/,
+  ],
+  [
+    'a rate rule with "point"',
+    withOptions({ rateLimits: { token: { perClient: { point: 5, duration: 60 } } } }),
+    /rateLimits\.token\.perClient\.point: unknown option \(did you mean "points"\?\)/,
+  ],
+  [
+    'the former clientAuthentication.perClient',
+    withOptions({ rateLimits: { clientAuthentication: { perClient: { failures: 5, duration: 60 } } } }),
+    /rateLimits\.clientAuthentication\.perClient is gone: .*use perClientAndAddress/,
+  ],
+  [
+    'a client field typo',
+    withClient({ requirePKCE: true }),
+    /client app-1: requirePKCE: unknown field \(did you mean "requirePkce"\?\)/,
+  ],
+  [
+    'a subscriber field typo',
+    withSubscribers({ id: 's', phone: '+34600000009' }),
+    /subscriber s: phone: unknown field \(did you mean "phoneNumber"\?\)/,
+  ],
+  [
+    'a consent rule field typo',
+    withRules({ purpose: 'Marketing', scope: 'sim-swap', bassis: 'consent' }),
+    /consentPolicy\[0\]\.bassis: unknown field \(did you mean "basis"\?\)/,
+  ],
+  [
+    'clientJwks.timeout, too far from any name for a guess',
+    withOptions({ clientJwks: { timeout: 5 } }),
+    /clientJwks\.timeout: unknown option; correct or remove it \(known: fetchTimeout, maxBytes, cacheMaxAge, internalOrigins\)/,
+  ],
 
   // The issue's defects.
-  ['a malformed clientSecretHash (issue 20)', withClient({ clientSecret: undefined, clientSecretHash: 'sha256:abc' }), /client app-1: clientSecretHash is not a hash from hashClientSecret\(\) .*register await hashClientSecret\(secret\)/],
-  ['a plain secret as clientSecretHash', withClient({ clientSecret: undefined, clientSecretHash: PLAIN_SECRET }), /clientSecretHash is not a hash from hashClientSecret/],
-  ['an scrypt hash without its salt', withClient({ clientSecret: undefined, clientSecretHash: 'scrypt:abcdefghijklmnopqrstuvwxyz0123456789abcdefg' }), /clientSecretHash is not a hash/],
-  ['authorization_code without redirect URIs (issue 20)', withClient({ redirectUris: undefined }), /client app-1: grant type authorization_code needs redirectUris \(the exact callback URIs\); add them, or remove the grant type/],
-  ['authorization_code with an empty redirectUris', withClient({ redirectUris: [] }), /grant type authorization_code needs redirectUris/],
-  ['a scope no policy rule covers (issue 20)', withClient({ scopes: ['dpv:Marketing#sim-swap'] }), /client app-1: scope dpv:Marketing#sim-swap has no consentPolicy rule, so every request for it would be invalid_scope; add \{ purpose: 'Marketing', scope: 'sim-swap', basis \}/],
+  [
+    'a malformed clientSecretHash (issue 20)',
+    withClient({ clientSecret: undefined, clientSecretHash: 'sha256:abc' }),
+    /client app-1: clientSecretHash is not a hash from hashClientSecret\(\) .*register await hashClientSecret\(secret\)/,
+  ],
+  [
+    'a plain secret as clientSecretHash',
+    withClient({ clientSecret: undefined, clientSecretHash: PLAIN_SECRET }),
+    /clientSecretHash is not a hash from hashClientSecret/,
+  ],
+  [
+    'an scrypt hash without its salt',
+    withClient({ clientSecret: undefined, clientSecretHash: 'scrypt:abcdefghijklmnopqrstuvwxyz0123456789abcdefg' }),
+    /clientSecretHash is not a hash/,
+  ],
+  [
+    'authorization_code without redirect URIs (issue 20)',
+    withClient({ redirectUris: undefined }),
+    /client app-1: grant type authorization_code needs redirectUris \(the exact callback URIs\); add them, or remove the grant type/,
+  ],
+  [
+    'authorization_code with an empty redirectUris',
+    withClient({ redirectUris: [] }),
+    /grant type authorization_code needs redirectUris/,
+  ],
+  [
+    'a scope no policy rule covers (issue 20)',
+    withClient({ scopes: ['dpv:Marketing#sim-swap'] }),
+    /client app-1: scope dpv:Marketing#sim-swap has no consentPolicy rule, so every request for it would be invalid_scope; add \{ purpose: 'Marketing', scope: 'sim-swap', basis \}/,
+  ],
 
   // Clients.
-  ['a scope without its purpose', withClient({ scopes: ['sim-swap'] }), /client app-1: scopes: "sim-swap" is not of the form dpv:<Purpose>#<scope>/],
-  ['a scope in the CAMARA request form', withClient({ scopes: ['dpv:FraudPreventionAndDetection sim-swap'] }), /is not of the form dpv:<Purpose>#<scope>/],
+  [
+    'a scope without its purpose',
+    withClient({ scopes: ['sim-swap'] }),
+    /client app-1: scopes: "sim-swap" is not of the form dpv:<Purpose>#<scope>/,
+  ],
+  [
+    'a scope in the CAMARA request form',
+    withClient({ scopes: ['dpv:FraudPreventionAndDetection sim-swap'] }),
+    /is not of the form dpv:<Purpose>#<scope>/,
+  ],
   ['no scopes', withClient({ scopes: [] }), /client app-1: scopes is empty, so the client can do nothing/],
-  ['an unknown grant type', withClient({ grantTypes: ['password'] }), /client app-1: grantTypes: "password" is not a grant type of this gateway/],
+  [
+    'an unknown grant type',
+    withClient({ grantTypes: ['password'] }),
+    /client app-1: grantTypes: "password" is not a grant type of this gateway/,
+  ],
   ['no grant types', withClient({ grantTypes: [] }), /client app-1: grantTypes is empty/],
-  ['grantTypes as a string', withClient({ grantTypes: 'authorization_code' }), /client app-1: grantTypes must be a list, not a string/],
-  ['a redirect URI that is not a string', withClient({ redirectUris: [new URL('https://app.example/cb')] }), /client app-1: redirectUris must hold strings/],
-  ['requirePkce as a string', withClient({ requirePkce: 'yes' }), /client app-1: requirePkce must be true or false, not a string/],
-  ['dpopBoundAccessTokens as a string', withClient({ dpopBoundAccessTokens: 'yes' }), /client app-1: dpopBoundAccessTokens must be true or false, not a string/],
+  [
+    'grantTypes as a string',
+    withClient({ grantTypes: 'authorization_code' }),
+    /client app-1: grantTypes must be a list, not a string/,
+  ],
+  [
+    'a redirect URI that is not a string',
+    withClient({ redirectUris: [new URL('https://app.example/cb')] }),
+    /client app-1: redirectUris must hold strings/,
+  ],
+  [
+    'requirePkce as a string',
+    withClient({ requirePkce: 'yes' }),
+    /client app-1: requirePkce must be true or false, not a string/,
+  ],
+  [
+    'dpopBoundAccessTokens as a string',
+    withClient({ dpopBoundAccessTokens: 'yes' }),
+    /client app-1: dpopBoundAccessTokens must be true or false, not a string/,
+  ],
   ['an empty clientSecret', withClient({ clientSecret: '' }), /client app-1: clientSecret must be a non-empty string/],
-  ['a client without an id', withClient({ clientId: undefined }), /clients: a registration has clientId nothing; give each client its non-empty string id/],
-  ['clients as neither list nor registry', withOptions({ clients: { 'app-1': APP1 } }), /clients must be a list of registrations or a ClientRegistry with find\(clientId\) \(missing: find\)/],
-  ['a registry declaring an unknown method', withOptions({ clients: { find: async () => undefined, authMethods: ['tls_client_auth'] } }), /clients\.authMethods must list the methods your clients use/],
+  [
+    'a client without an id',
+    withClient({ clientId: undefined }),
+    /clients: a registration has clientId nothing; give each client its non-empty string id/,
+  ],
+  [
+    'clients as neither list nor registry',
+    withOptions({ clients: { 'app-1': APP1 } }),
+    /clients must be a list of registrations or a ClientRegistry with find\(clientId\) \(missing: find\)/,
+  ],
+  [
+    'a registry declaring an unknown method',
+    withOptions({ clients: { find: async () => undefined, authMethods: ['tls_client_auth'] } }),
+    /clients\.authMethods must list the methods your clients use/,
+  ],
 
   // Consent policy.
   ['no rules', withRules(), /consentPolicy has no rules, so every request would be invalid_scope/],
-  ['an unknown basis', withRules({ purpose: 'Marketing', scope: 'sim-swap', basis: 'maybe' }), /consentPolicy\[0\]\.basis must be one of 'consent', 'legitimate-interest', 'forbidden'/],
-  ['a purpose with its dpv: prefix', withRules({ purpose: 'dpv:Marketing', scope: 'sim-swap', basis: 'consent' }), /consentPolicy\[0\]\.purpose must be a DPV purpose name without the dpv: prefix/],
-  ['a scope with its purpose', withRules({ purpose: 'Marketing', scope: 'Marketing#sim-swap', basis: 'consent' }), /consentPolicy\[0\]\.scope must be an API scope \(e\.g\. sim-swap\), without the purpose/],
-  ['two rules for one pair', withRules({ purpose: 'Marketing', scope: 'sim-swap', basis: 'consent' }, { purpose: 'Marketing', scope: 'sim-swap', basis: 'forbidden' }), /consentPolicy\[1\]: a second rule for dpv:Marketing#sim-swap/],
-  ['a consent lifetime of 0', withRules({ purpose: 'Marketing', scope: 'sim-swap', basis: 'consent', consentLifetime: 0 }), /consentPolicy\[0\]\.consentLifetime must be a positive whole number of seconds/],
-  ['a policy whose rules() is not a list', withOptions({ consentPolicy: { rule: () => undefined, rules: () => undefined } }), /consentPolicy\.rules\(\) must return the list of rules/],
-  ['a policy without rules()', withOptions({ consentPolicy: { rule: () => undefined } }), /consentPolicy must be a list of rules or a ConsentPolicy with rule\(purpose, scope\) and rules\(\) \(missing: rules\)/],
+  [
+    'an unknown basis',
+    withRules({ purpose: 'Marketing', scope: 'sim-swap', basis: 'maybe' }),
+    /consentPolicy\[0\]\.basis must be one of 'consent', 'legitimate-interest', 'forbidden'/,
+  ],
+  [
+    'a purpose with its dpv: prefix',
+    withRules({ purpose: 'dpv:Marketing', scope: 'sim-swap', basis: 'consent' }),
+    /consentPolicy\[0\]\.purpose must be a DPV purpose name without the dpv: prefix/,
+  ],
+  [
+    'a scope with its purpose',
+    withRules({ purpose: 'Marketing', scope: 'Marketing#sim-swap', basis: 'consent' }),
+    /consentPolicy\[0\]\.scope must be an API scope \(e\.g\. sim-swap\), without the purpose/,
+  ],
+  [
+    'two rules for one pair',
+    withRules(
+      { purpose: 'Marketing', scope: 'sim-swap', basis: 'consent' },
+      { purpose: 'Marketing', scope: 'sim-swap', basis: 'forbidden' },
+    ),
+    /consentPolicy\[1\]: a second rule for dpv:Marketing#sim-swap/,
+  ],
+  [
+    'a consent lifetime of 0',
+    withRules({ purpose: 'Marketing', scope: 'sim-swap', basis: 'consent', consentLifetime: 0 }),
+    /consentPolicy\[0\]\.consentLifetime must be a positive whole number of seconds/,
+  ],
+  [
+    'a policy whose rules() is not a list',
+    withOptions({ consentPolicy: { rule: () => undefined, rules: () => undefined } }),
+    /consentPolicy\.rules\(\) must return the list of rules/,
+  ],
+  [
+    'a policy without rules()',
+    withOptions({ consentPolicy: { rule: () => undefined } }),
+    /consentPolicy must be a list of rules or a ConsentPolicy with rule\(purpose, scope\) and rules\(\) \(missing: rules\)/,
+  ],
 
   // Subscribers.
-  ['a phone number without "+"', withSubscribers({ id: 's', phoneNumber: '34600000009' }), /subscriber s: phoneNumber must be E\.164 with a leading "\+"/],
+  [
+    'a phone number without "+"',
+    withSubscribers({ id: 's', phoneNumber: '34600000009' }),
+    /subscriber s: phoneNumber must be E\.164 with a leading "\+"/,
+  ],
   ['one id twice', withSubscribers({ id: 's' }, { id: 's' }), /subscribers\[1\]: the id s is used twice/],
-  ['one line for two subscribers', withSubscribers({ id: 's', phoneNumber: '+34600000009' }, { id: 't', phoneNumber: '+34600000009' }), /subscriber t: its phoneNumber is already another subscriber's/],
-  ['a directory without findByNetworkAddress', withOptions({ subscribers: { findByPhoneNumber: async () => undefined } }), /subscribers must be a list of subscribers or a SubscriberDirectory \(missing: findByNetworkAddress\)/],
+  [
+    'one line for two subscribers',
+    withSubscribers({ id: 's', phoneNumber: '+34600000009' }, { id: 't', phoneNumber: '+34600000009' }),
+    /subscriber t: its phoneNumber is already another subscriber's/,
+  ],
+  [
+    'a directory without findByNetworkAddress',
+    withOptions({ subscribers: { findByPhoneNumber: async () => undefined } }),
+    /subscribers must be a list of subscribers or a SubscriberDirectory \(missing: findByNetworkAddress\)/,
+  ],
 
   // Hooks, interfaces, types.
-  ['backchannel.authorize not a function', withOptions({ backchannel: { authorize: 'approve' } }), /backchannel\.authorize must be a function: \(request\) => Promise<'approve' \| 'deny'>/],
-  ['backchannel.onConsentRequired not a function', withOptions({ backchannel: { onConsentRequired: { url: 'https://sms.example' } } }), /backchannel\.onConsentRequired must be a function/],
-  ['a store without the contract', withOptions({ store: new Map() }), /store must implement the Store contract \(put, get, add, consume, delete, revokeGrant\).*\(missing: put, add, consume, revokeGrant\)/],
-  ['console as the logger', withOptions({ logger: console }), /logger must be a pino logger .*\(missing: child, isLevelEnabled\)/],
+  [
+    'backchannel.authorize not a function',
+    withOptions({ backchannel: { authorize: 'approve' } }),
+    /backchannel\.authorize must be a function: \(request\) => Promise<'approve' \| 'deny'>/,
+  ],
+  [
+    'backchannel.onConsentRequired not a function',
+    withOptions({ backchannel: { onConsentRequired: { url: 'https://sms.example' } } }),
+    /backchannel\.onConsentRequired must be a function/,
+  ],
+  [
+    'a store without the contract',
+    withOptions({ store: new Map() }),
+    /store must implement the Store contract \(put, get, add, consume, delete, revokeGrant\).*\(missing: put, add, consume, revokeGrant\)/,
+  ],
+  [
+    'console as the logger',
+    withOptions({ logger: console }),
+    /logger must be a pino logger .*\(missing: child, isLevelEnabled\)/,
+  ],
   ['onError not a function', withOptions({ onError: 'log' }), /onError must be a function/],
-  ['now as a number', withOptions({ now: 1_800_000_000_000 }), /now must be a function: \(\) => milliseconds, like Date\.now/],
+  [
+    'now as a number',
+    withOptions({ now: 1_800_000_000_000 }),
+    /now must be a function: \(\) => milliseconds, like Date\.now/,
+  ],
   ['now returning a Date', withOptions({ now: () => new Date() }), /now must return milliseconds since the epoch/],
   ['idTokens as a string', withOptions({ idTokens: 'true' }), /idTokens must be true or false, not a string/],
   ['one JWK as signingKeys', withOptions({ signingKeys: KEY_A }), /signingKeys must be a list of private JWKs/],
-  ['an empty accessTokenAudience', withOptions({ accessTokenAudience: '' }), /accessTokenAudience must be a non-empty string/],
-  ['pairwiseSalt as a Buffer', withOptions({ pairwiseSalt: Buffer.from('salt') }), /pairwiseSalt must be a non-empty string \(a secret, the same on every instance\), not an object/],
-  ['a realm with a line break', withOptions({ realm: 'api\r\nSet-Cookie: x=1' }), /realm must be a non-empty string of printable ASCII: it is sent in WWW-Authenticate/],
-  ['an unparsable bodyLimit (body-parser would read no limit)', withOptions({ bodyLimit: 'lots' }), /bodyLimit must be a positive number of bytes or a size such as '16kb', not "lots"/],
+  [
+    'an empty accessTokenAudience',
+    withOptions({ accessTokenAudience: '' }),
+    /accessTokenAudience must be a non-empty string/,
+  ],
+  [
+    'pairwiseSalt as a Buffer',
+    withOptions({ pairwiseSalt: Buffer.from('salt') }),
+    /pairwiseSalt must be a non-empty string \(a secret, the same on every instance\), not an object/,
+  ],
+  [
+    'a realm with a line break',
+    withOptions({ realm: 'api\r\nSet-Cookie: x=1' }),
+    /realm must be a non-empty string of printable ASCII: it is sent in WWW-Authenticate/,
+  ],
+  [
+    'an unparsable bodyLimit (body-parser would read no limit)',
+    withOptions({ bodyLimit: 'lots' }),
+    /bodyLimit must be a positive number of bytes or a size such as '16kb', not "lots"/,
+  ],
   ['a negative bodyLimit', withOptions({ bodyLimit: -1 }), /bodyLimit must be a positive number of bytes/],
-  ['rateLimits: true', withOptions({ rateLimits: true }), /rateLimits must be false \(no limits\) or an object of limits/],
-  ['issuer not a string', withOptions({ issuer: new URL(ISSUER) }), /issuer must be the absolute URL where the router is mounted/],
-  ['an ftp: issuer', withOptions({ issuer: 'ftp://gw.example/apigateway' }), /issuer must be an https: URL \(http: for development\), not ftp:/],
+  [
+    'rateLimits: true',
+    withOptions({ rateLimits: true }),
+    /rateLimits must be false \(no limits\) or an object of limits/,
+  ],
+  [
+    'issuer not a string',
+    withOptions({ issuer: new URL(ISSUER) }),
+    /issuer must be the absolute URL where the router is mounted/,
+  ],
+  [
+    'an ftp: issuer',
+    withOptions({ issuer: 'ftp://gw.example/apigateway' }),
+    /issuer must be an https: URL \(http: for development\), not ftp:/,
+  ],
   ['options as a string', ISSUER as unknown as NetAuthOptions, /createNetAuth needs an object of options/],
 
   // Lifetimes and sandbox.
-  ['polls slower than the request lives', withOptions({ lifetimes: { authReqId: 10, pollInterval: 10 } }), /lifetimes\.pollInterval \(10 s\) must be shorter than lifetimes\.authReqId \(10 s\)/],
-  ['a fractional lifetime', withOptions({ lifetimes: { code: 0.5 } }), /lifetimes\.code must be a positive whole number of seconds/],
-  ['an empty sandbox allow-list', withOptions({ sandbox: { allowList: [] } }), /sandbox\.allowList is empty, so no line could be used/],
-  ['a sandbox line without "+"', withOptions({ sandbox: { allowList: ['+34600000001', 'tel:34600000002'] } }), /sandbox\.allowList\[1\] must be \+<E\.164> or tel:\+<E\.164>/],
-  ['consentPage texts that are not strings', withOptions({ consentPage: { texts: { title: 42 } } }), /consentPage\.texts\.title must be a string, not a number/],
+  [
+    'polls slower than the request lives',
+    withOptions({ lifetimes: { authReqId: 10, pollInterval: 10 } }),
+    /lifetimes\.pollInterval \(10 s\) must be shorter than lifetimes\.authReqId \(10 s\)/,
+  ],
+  [
+    'a fractional lifetime',
+    withOptions({ lifetimes: { code: 0.5 } }),
+    /lifetimes\.code must be a positive whole number of seconds/,
+  ],
+  [
+    'an empty sandbox allow-list',
+    withOptions({ sandbox: { allowList: [] } }),
+    /sandbox\.allowList is empty, so no line could be used/,
+  ],
+  [
+    'a sandbox line without "+"',
+    withOptions({ sandbox: { allowList: ['+34600000001', 'tel:34600000002'] } }),
+    /sandbox\.allowList\[1\] must be \+<E\.164> or tel:\+<E\.164>/,
+  ],
+  [
+    'consentPage texts that are not strings',
+    withOptions({ consentPage: { texts: { title: 42 } } }),
+    /consentPage\.texts\.title must be a string, not a number/,
+  ],
 ];
 
 describe('createNetAuth refuses a configuration that cannot work, naming the option and the fix', () => {
@@ -146,23 +370,51 @@ describe('createNetAuth refuses a configuration that cannot work, naming the opt
     start(withClient({ clientSecret: undefined, clientSecretHash: await hashClientSecret('s3cret') }));
     start(withClient({ clientSecret: undefined, clientSecretHash: await hashClientSecret('s3cret', 'scrypt') }));
     start(withOptions({ clients: [{ ...CLIENTS[1]!, redirectUris: undefined }] }));
-    start(withOptions({ clients: { find: async () => undefined }, consentPolicy: { rule: () => undefined, rules: () => [] } }));
+    start(
+      withOptions({
+        clients: { find: async () => undefined },
+        consentPolicy: { rule: () => undefined, rules: () => [] },
+      }),
+    );
     start(withOptions({ bodyLimit: '1.5mb' }));
-    start(withOptions({ bodyLimit: 2048, rateLimits: false, sandbox: { allowList: ['tel:+34600000001'] }, network: undefined }));
+    start(
+      withOptions({
+        bodyLimit: 2048,
+        rateLimits: false,
+        sandbox: { allowList: ['tel:+34600000001'] },
+        network: undefined,
+      }),
+    );
     await Promise.all(started.map((n) => n.close()));
   });
 });
 
 describe('netauth.guard() checks its options when the middleware is made', () => {
   const cases: Array<[string, Loose, RegExp]> = [
-    ['a scope no rule knows', { scope: 'sim-swapp' }, /guard scope 'sim-swapp' is in no consentPolicy rule, so no token could carry it/],
-    ['a scope with its purpose', { scope: 'dpv:FraudPreventionAndDetection#sim-swap' }, /guard scope must be an API scope \('sim-swap'; the purpose goes in purpose\)/],
-    ['a purpose no rule knows', { scope: 'sim-swap', purpose: 'Fraud' }, /guard purpose 'Fraud' is in no consentPolicy rule/],
+    [
+      'a scope no rule knows',
+      { scope: 'sim-swapp' },
+      /guard scope 'sim-swapp' is in no consentPolicy rule, so no token could carry it/,
+    ],
+    [
+      'a scope with its purpose',
+      { scope: 'dpv:FraudPreventionAndDetection#sim-swap' },
+      /guard scope must be an API scope \('sim-swap'; the purpose goes in purpose\)/,
+    ],
+    [
+      'a purpose no rule knows',
+      { scope: 'sim-swap', purpose: 'Fraud' },
+      /guard purpose 'Fraud' is in no consentPolicy rule/,
+    ],
     ['a misspelt option', { scopes: ['sim-swap'] }, /guard\.scopes: unknown option \(did you mean "scope"\?\)/],
     ['a realm with a line break', { realm: 'a\nb' }, /guard realm must be a non-empty string of printable ASCII/],
     ['an errorFormat it does not know', { errorFormat: 'json' }, /guard errorFormat must be 'oauth' or 'camara'/],
     ['device identification in the OAuth format', { device: true }, /set errorFormat: 'camara' beside device/],
-    ['a publicOrigin with a path', { publicOrigin: 'https://api.example/v1' }, /guard publicOrigin must be an http\(s\) origin without path/],
+    [
+      'a publicOrigin with a path',
+      { publicOrigin: 'https://api.example/v1' },
+      /guard publicOrigin must be an http\(s\) origin without path/,
+    ],
   ];
   const netauth = createNetAuth(BASE);
   afterAll(() => netauth.close());
@@ -172,7 +424,9 @@ describe('netauth.guard() checks its options when the middleware is made', () =>
   });
 
   it('accepts scopes and purposes the policy knows', () => {
-    expect(() => netauth.guard({ scope: ['sim-swap', 'device-location'], purpose: 'FraudPreventionAndDetection' })).not.toThrow();
+    expect(() =>
+      netauth.guard({ scope: ['sim-swap', 'device-location'], purpose: 'FraudPreventionAndDetection' }),
+    ).not.toThrow();
   });
 });
 
@@ -181,7 +435,12 @@ function memoryLogger(): { logger: pino.Logger; warnings(): Array<{ option: stri
   const lines: string[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       done();
     },
   });
@@ -230,7 +489,12 @@ describe('warnings are given at start-up, through the logger (else stderr, once)
   });
 
   const warned: Array<[string, Loose, string, RegExp]> = [
-    ['no pairwiseSalt (issue 20: was said at the first introspection)', { pairwiseSalt: undefined }, 'pairwiseSalt', /no pairwiseSalt configured; a random one is used/],
+    [
+      'no pairwiseSalt (issue 20: was said at the first introspection)',
+      { pairwiseSalt: undefined },
+      'pairwiseSalt',
+      /no pairwiseSalt configured; a random one is used/,
+    ],
     [
       'ID tokens (the default) without signing keys',
       { signingKeys: undefined },
@@ -243,10 +507,30 @@ describe('warnings are given at start-up, through the logger (else stderr, once)
       'signingKeys',
       /no signingKeys configured/,
     ],
-    ['sandbox mode with a network', { sandbox: { allowList: ['+34600000001'] } }, 'sandbox', /sandbox mode is on: the network option is ignored/],
-    ['empty mobile ranges', { network: { mobileRanges: [] } }, 'network.mobileRanges', /network\.mobileRanges is empty: the frontend flow identifies no device/],
-    ['a frontend client and no network', { network: undefined }, 'network', /client app-1 uses authorization_code, but without the network option .* every request ends in access_denied/],
-    ['a shared store without a cookie secret', { store: sharedStore() }, 'consentPage.cookieSecret', /no consentPage\.cookieSecret configured with a shared store/],
+    [
+      'sandbox mode with a network',
+      { sandbox: { allowList: ['+34600000001'] } },
+      'sandbox',
+      /sandbox mode is on: the network option is ignored/,
+    ],
+    [
+      'empty mobile ranges',
+      { network: { mobileRanges: [] } },
+      'network.mobileRanges',
+      /network\.mobileRanges is empty: the frontend flow identifies no device/,
+    ],
+    [
+      'a frontend client and no network',
+      { network: undefined },
+      'network',
+      /client app-1 uses authorization_code, but without the network option .* every request ends in access_denied/,
+    ],
+    [
+      'a shared store without a cookie secret',
+      { store: sharedStore() },
+      'consentPage.cookieSecret',
+      /no consentPage\.cookieSecret configured with a shared store/,
+    ],
   ];
 
   it.each(warned)('%s', async (_name, extra, option, message) => {
@@ -272,7 +556,11 @@ describe('warnings are given at start-up, through the logger (else stderr, once)
     });
     const app = express();
     app.use('/apigateway', netauth.router);
-    const res = await request(app).post('/apigateway/introspect').set('Authorization', APP1_BASIC).type('form').send({ token: 'unknown' });
+    const res = await request(app)
+      .post('/apigateway/introspect')
+      .set('Authorization', APP1_BASIC)
+      .type('form')
+      .send({ token: 'unknown' });
     expect(res.body).toEqual({ active: false });
     expect(log.warnings()).toEqual([]);
     await store.close?.();

@@ -29,7 +29,12 @@ describe("profile: 'camara' sets what the profile requires", () => {
   it('a client with a secret is a start-up error naming private_key_jwt', () => {
     const secret = /client app-1: profile 'camara' requires private_key_jwt, and this client uses client_secret_basic/;
     expect(() => camaraGateway({ clients: [...PROFILE_CLIENTS, CLIENTS[0]!] })).toThrow(secret);
-    const post = { ...SERVICE_JWT_CLIENT, clientId: 'post', tokenEndpointAuthMethod: 'client_secret_post', clientSecret: 's' };
+    const post = {
+      ...SERVICE_JWT_CLIENT,
+      clientId: 'post',
+      tokenEndpointAuthMethod: 'client_secret_post',
+      clientSecret: 's',
+    };
     expect(() => camaraGateway({ clients: [post as RegisteredClient] })).toThrow(/requires private_key_jwt/);
   });
 
@@ -39,7 +44,9 @@ describe("profile: 'camara' sets what the profile requires", () => {
       ...(authMethods === undefined ? {} : { authMethods }),
     });
     for (const clients of [registry(), registry(['client_secret_basic', 'private_key_jwt'])]) {
-      expect(() => camaraGateway({ clients })).toThrow(/clients\.authMethods: profile 'camara' requires private_key_jwt/);
+      expect(() => camaraGateway({ clients })).toThrow(
+        /clients\.authMethods: profile 'camara' requires private_key_jwt/,
+      );
     }
     expect(() => camaraGateway({ clients: registry(['private_key_jwt']) })).not.toThrow();
   });
@@ -51,7 +58,11 @@ describe("profile: 'camara' sets what the profile requires", () => {
 
   it("the guard answers in the CAMARA error format by default; a route may still choose 'oauth'", async () => {
     const gw = camaraGateway();
-    gw.app.post('/oauth-errors', gw.netauth.guard({ scope: 'sim-swap', errorFormat: 'oauth' }), (_req, res) => void res.json({}));
+    gw.app.post(
+      '/oauth-errors',
+      gw.netauth.guard({ scope: 'sim-swap', errorFormat: 'oauth' }),
+      (_req, res) => void res.json({}),
+    );
     const camara = await request(gw.app).post('/sim-swap/check');
     expect(camara.status).toBe(401);
     expect(camara.body).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
@@ -70,7 +81,9 @@ describe("profile: 'camara' sets what the profile requires", () => {
     const longer = await clientCredentials(camaraGateway({ lifetimes: { backendAccessToken: 900 } }));
     expect(longer.body.expires_in).toBe(900);
     // Without the profile: the access-token lifetime.
-    const plain = await clientCredentials(createTestGateway({ clients: PROFILE_CLIENTS, consentPolicy: GRANTS_POLICY }));
+    const plain = await clientCredentials(
+      createTestGateway({ clients: PROFILE_CLIENTS, consentPolicy: GRANTS_POLICY }),
+    );
     expect(plain.body.expires_in).toBe(3600);
   });
 });

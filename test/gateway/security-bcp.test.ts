@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { APP1, createTestGateway } from '../helpers/gateway.js';
-import { ALICE_IP, CALLBACK, LOCATION, SIM_SWAP, authorizeQuery, callback, codeFor, redeem } from '../helpers/frontend.js';
+import {
+  ALICE_IP,
+  CALLBACK,
+  LOCATION,
+  SIM_SWAP,
+  authorizeQuery,
+  callback,
+  codeFor,
+  redeem,
+} from '../helpers/frontend.js';
 
 /**
  * RFC 9700 (OAuth 2.0 Security BCP) recommendations that no other test file covers on its own;
@@ -11,11 +20,18 @@ import { ALICE_IP, CALLBACK, LOCATION, SIM_SWAP, authorizeQuery, callback, codeF
 describe('RFC 9700 §2.2.2 / §4.14: refresh tokens only where asked for and registered', () => {
   it('a client not registered for refresh_token gets none, even asking for offline_access, and grant_type=refresh_token is unauthorized_client', async () => {
     const gw = createTestGateway();
-    const code = await redeem(gw.app, { code: await codeFor(gw, { scope: `${SIM_SWAP} offline_access` }), redirect_uri: CALLBACK });
+    const code = await redeem(gw.app, {
+      code: await codeFor(gw, { scope: `${SIM_SWAP} offline_access` }),
+      redirect_uri: CALLBACK,
+    });
     expect(code.status).toBe(200);
     expect(code.body).not.toHaveProperty('refresh_token');
     expect(code.body.scope).toBe(SIM_SWAP);
-    const refresh = await request(gw.app).post('/apigateway/token').set('Authorization', APP1).type('form').send({ grant_type: 'refresh_token', refresh_token: 'x' });
+    const refresh = await request(gw.app)
+      .post('/apigateway/token')
+      .set('Authorization', APP1)
+      .type('form')
+      .send({ grant_type: 'refresh_token', refresh_token: 'x' });
     expect(refresh.status).toBe(400);
     expect(refresh.body.error).toBe('unauthorized_client');
     // No client of this gateway is registered for refresh tokens: discovery does not offer them.
@@ -43,8 +59,14 @@ describe('RFC 9700 §4.13: behind a TLS-terminating proxy', () => {
   it('an https issuer whose request is not secure (no X-Forwarded-Proto from a trusted proxy): server_error, onError says why, no cookie', async () => {
     const reported: unknown[] = [];
     const behind = createTestGateway({ issuer: HTTPS_ISSUER, onError: (e) => reported.push(e) });
-    const plain = await request(behind.app).get(`/apigateway/authorize?${authorizeQuery({ scope: LOCATION })}`).set('X-Forwarded-For', ALICE_IP);
-    expect(callback(plain)).toMatchObject({ error: 'server_error', error_description: 'internal error', iss: HTTPS_ISSUER });
+    const plain = await request(behind.app)
+      .get(`/apigateway/authorize?${authorizeQuery({ scope: LOCATION })}`)
+      .set('X-Forwarded-For', ALICE_IP);
+    expect(callback(plain)).toMatchObject({
+      error: 'server_error',
+      error_description: 'internal error',
+      iss: HTTPS_ISSUER,
+    });
     expect(plain.headers['set-cookie']).toBeUndefined();
     expect(String(reported[0])).toMatch(/trust proxy/);
   });

@@ -11,14 +11,27 @@ async function tokenFor(app: Parameters<typeof pollToken>[0], scope = SIM_SWAP):
 describe('service-API guard', () => {
   it('lets a valid token through and hands the route subscriber, client and purpose', async () => {
     const { app } = createTestGateway();
-    const res = await request(app).post('/sim-swap/check').set('Authorization', `Bearer ${await tokenFor(app)}`);
+    const res = await request(app)
+      .post('/sim-swap/check')
+      .set('Authorization', `Bearer ${await tokenFor(app)}`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ swapped: false, subscriber: 'sub-alice', clientId: 'app-1', purpose: 'FraudPreventionAndDetection' });
+    expect(res.body).toEqual({
+      swapped: false,
+      subscriber: 'sub-alice',
+      clientId: 'app-1',
+      purpose: 'FraudPreventionAndDetection',
+    });
   });
 
   it('accepts the scheme in any case', async () => {
     const { app } = createTestGateway();
-    expect((await request(app).post('/sim-swap/check').set('Authorization', `bearer ${await tokenFor(app)}`)).status).toBe(200);
+    expect(
+      (
+        await request(app)
+          .post('/sim-swap/check')
+          .set('Authorization', `bearer ${await tokenFor(app)}`)
+      ).status,
+    ).toBe(200);
   });
 
   it('no token: 401 with realm-only challenges, Bearer and DPoP (RFC 9449 §7.1)', async () => {
@@ -53,7 +66,9 @@ describe('service-API guard', () => {
 
   it('a token for another scope: 403 insufficient_scope', async () => {
     const { app } = createTestGateway();
-    const res = await request(app).get('/location').set('Authorization', `Bearer ${await tokenFor(app)}`);
+    const res = await request(app)
+      .get('/location')
+      .set('Authorization', `Bearer ${await tokenFor(app)}`);
     expect(res.status).toBe(403);
     expect(res.headers['www-authenticate']).toContain('error="insufficient_scope"');
     expect(res.headers['www-authenticate']).toContain('scope="device-location"');
@@ -62,8 +77,14 @@ describe('service-API guard', () => {
 
   it('checks the purpose when the route names one', async () => {
     const { app, netauth } = createTestGateway();
-    app.post('/verify', netauth.guard({ scope: 'sim-swap', purpose: 'RequestedServiceProvision' }), (_req, res) => void res.json({}));
-    const res = await request(app).post('/verify').set('Authorization', `Bearer ${await tokenFor(app)}`);
+    app.post(
+      '/verify',
+      netauth.guard({ scope: 'sim-swap', purpose: 'RequestedServiceProvision' }),
+      (_req, res) => void res.json({}),
+    );
+    const res = await request(app)
+      .post('/verify')
+      .set('Authorization', `Bearer ${await tokenFor(app)}`);
     expect(res.status).toBe(403);
   });
 
@@ -86,13 +107,27 @@ describe('service-API guard', () => {
     app.use('/svc', (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id ?? null }));
     app.get('/open', (req, res) => {
       const before = req.netauth;
-      req.netauth = { subscriber: { id: 'set-by-app' }, clientId: 'c', purpose: 'p', scopes: [], scope: '', expiresAt: 0 };
+      req.netauth = {
+        subscriber: { id: 'set-by-app' },
+        clientId: 'c',
+        purpose: 'p',
+        scopes: [],
+        scope: '',
+        expiresAt: 0,
+      };
       res.json({ before: before ?? null, after: req.netauth.subscriber.id });
     });
-    expect((await request(app).get('/svc/x').set('Authorization', `Bearer ${token}`)).body).toEqual({ subscriber: 'sub-alice' });
-    expect((await request(app).get('/open').set('Authorization', `Bearer ${token}`)).body).toEqual({ before: null, after: 'set-by-app' });
+    expect((await request(app).get('/svc/x').set('Authorization', `Bearer ${token}`)).body).toEqual({
+      subscriber: 'sub-alice',
+    });
+    expect((await request(app).get('/open').set('Authorization', `Bearer ${token}`)).body).toEqual({
+      before: null,
+      after: 'set-by-app',
+    });
     // Admitted on one request, absent on the next on the same connection's app.
-    expect((await request(app).post('/sim-swap/check').set('Authorization', `Bearer ${token}`)).body.subscriber).toBe('sub-alice');
+    expect((await request(app).post('/sim-swap/check').set('Authorization', `Bearer ${token}`)).body.subscriber).toBe(
+      'sub-alice',
+    );
     expect((await request(app).get('/open')).body.before).toBeNull();
   });
 
@@ -113,12 +148,18 @@ describe('service-API guard', () => {
     try {
       const { app, netauth } = createTestGateway();
       app.get('/other-copy', netauth.guard({ scope: 'sim-swap' }), (req, res) => {
-        res.json({ seen: req.netauth?.subscriber.id ?? null, foreign: (foreign.get(req) as { subscriber?: { id: string } } | undefined)?.subscriber?.id ?? null });
+        res.json({
+          seen: req.netauth?.subscriber.id ?? null,
+          foreign: (foreign.get(req) as { subscriber?: { id: string } } | undefined)?.subscriber?.id ?? null,
+        });
       });
       const token = await tokenFor(app);
       // Twice: the second request takes the path decided for this prototype on the first.
       for (let i = 0; i < 2; i++) {
-        expect((await request(app).get('/other-copy').set('Authorization', `Bearer ${token}`)).body).toEqual({ seen: 'sub-alice', foreign: 'sub-alice' });
+        expect((await request(app).get('/other-copy').set('Authorization', `Bearer ${token}`)).body).toEqual({
+          seen: 'sub-alice',
+          foreign: 'sub-alice',
+        });
       }
     } finally {
       delete (base as { netauth?: unknown }).netauth;
@@ -126,4 +167,3 @@ describe('service-API guard', () => {
     }
   });
 });
-

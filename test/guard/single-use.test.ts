@@ -5,7 +5,15 @@ import { MemoryStore } from '../../lib/index.js';
 import { KEY_A, NoTokenReadStore } from '../helpers/keys.js';
 import { CALLBACK, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
-import { BEARER_CLIENT, JWT_BEARER, OFFLINE_AUTH, bearerAssertion, callService, createGrantsGateway, tokenRequest } from '../helpers/grants.js';
+import {
+  BEARER_CLIENT,
+  JWT_BEARER,
+  OFFLINE_AUTH,
+  bearerAssertion,
+  callService,
+  createGrantsGateway,
+  tokenRequest,
+} from '../helpers/grants.js';
 import type { TestGateway } from '../helpers/gateway.js';
 
 /**
@@ -24,10 +32,12 @@ async function nvToken(gw: TestGateway): Promise<Record<string, unknown>> {
   return res.body as Record<string, unknown>;
 }
 
-const introspect = (gw: TestGateway, token: string) => request(gw.app).post('/apigateway/introspect').set('Authorization', OFFLINE_AUTH).type('form').send({ token });
+const introspect = (gw: TestGateway, token: string) =>
+  request(gw.app).post('/apigateway/introspect').set('Authorization', OFFLINE_AUTH).type('form').send({ token });
 
 describe.each(['opaque', 'jwt'] as const)('single-use, short-lived tokens (%s)', (format) => {
-  const gateway = (overrides = {}) => createGrantsGateway({ accessTokenFormat: format, signingKeys: [KEY_A], ...overrides });
+  const gateway = (overrides = {}) =>
+    createGrantsGateway({ accessTokenFormat: format, signingKeys: [KEY_A], ...overrides });
 
   it('Number Verification: expires_in 300; the first call works, the next is 401 invalid_token', async () => {
     const gw = gateway();
@@ -66,11 +76,20 @@ describe.each(['opaque', 'jwt'] as const)('single-use, short-lived tokens (%s)',
 
   it('a call past token validation spends it whatever its answer: a wrong number (403) leaves nothing to retry', async () => {
     const gw = gateway();
-    gw.app.post('/number-verification/confirm', gw.netauth.guard({ scope: 'number-verification', errorFormat: 'camara', device: { identifier: 'phoneNumber', confirm: true } }), (req, res) => {
-      res.json({ devicePhoneNumberVerified: true, subscriber: req.netauth?.subscriber.id });
-    });
+    gw.app.post(
+      '/number-verification/confirm',
+      gw.netauth.guard({
+        scope: 'number-verification',
+        errorFormat: 'camara',
+        device: { identifier: 'phoneNumber', confirm: true },
+      }),
+      (req, res) => {
+        res.json({ devicePhoneNumberVerified: true, subscriber: req.netauth?.subscriber.id });
+      },
+    );
     const token = (await nvToken(gw)).access_token as string;
-    const confirm = (phoneNumber: string) => callService(gw.app, token, '/number-verification/confirm').send({ phoneNumber });
+    const confirm = (phoneNumber: string) =>
+      callService(gw.app, token, '/number-verification/confirm').send({ phoneNumber });
     const wrong = await confirm('+34600000002');
     expect(wrong.status).toBe(403);
     expect(wrong.body.code).toBe('INVALID_TOKEN_CONTEXT');
@@ -80,7 +99,7 @@ describe.each(['opaque', 'jwt'] as const)('single-use, short-lived tokens (%s)',
     expect(right.headers['www-authenticate']).toContain('error="invalid_token"');
   });
 
-  it('expires after the rule\'s 300 s, not the gateway\'s 3600', async () => {
+  it("expires after the rule's 300 s, not the gateway's 3600", async () => {
     const gw = gateway();
     const token = (await nvToken(gw)).access_token as string;
     gw.clock.advance(301);
@@ -100,7 +119,11 @@ describe.each(['opaque', 'jwt'] as const)('single-use, short-lived tokens (%s)',
 
   it('a token carrying a single-use scope and another is single use, with the shorter lifetime', async () => {
     const gw = gateway();
-    const assertion = await bearerAssertion('tel:+34600000001', 'dpv:FraudPreventionAndDetection sim-swap number-verification', { now: Math.floor(gw.clock.now / 1000) });
+    const assertion = await bearerAssertion(
+      'tel:+34600000001',
+      'dpv:FraudPreventionAndDetection sim-swap number-verification',
+      { now: Math.floor(gw.clock.now / 1000) },
+    );
     const res = await tokenRequest(gw.app, { grant_type: JWT_BEARER, assertion });
     expect(res.body.expires_in).toBe(300);
     expect((await callService(gw.app, res.body.access_token as string, '/sim-swap/check')).status).toBe(200);
@@ -108,10 +131,24 @@ describe.each(['opaque', 'jwt'] as const)('single-use, short-lived tokens (%s)',
   });
 
   it('revoked before use (RFC 7009): 401', async () => {
-    const gw = gateway({ clients: [BEARER_CLIENT, { clientId: 'offline-app', clientSecret: 'offline-secret', redirectUris: [CALLBACK], grantTypes: ['authorization_code'], scopes: ['dpv:FraudPreventionAndDetection#number-verification'] }] });
+    const gw = gateway({
+      clients: [
+        BEARER_CLIENT,
+        {
+          clientId: 'offline-app',
+          clientSecret: 'offline-secret',
+          redirectUris: [CALLBACK],
+          grantTypes: ['authorization_code'],
+          scopes: ['dpv:FraudPreventionAndDetection#number-verification'],
+        },
+      ],
+    });
     const code = await codeFor(gw, { client_id: 'offline-app', scope: NV });
     const token = (await redeem(gw.app, { code, redirect_uri: CALLBACK }, OFFLINE_AUTH)).body.access_token as string;
-    expect((await request(gw.app).post('/apigateway/revoke').set('Authorization', OFFLINE_AUTH).type('form').send({ token })).status).toBe(200);
+    expect(
+      (await request(gw.app).post('/apigateway/revoke').set('Authorization', OFFLINE_AUTH).type('form').send({ token }))
+        .status,
+    ).toBe(200);
     expect((await callService(gw.app, token, VERIFY)).status).toBe(401);
   });
 });
@@ -121,8 +158,14 @@ describe('JWT access tokens: only single-use ones cost the guard a store operati
     const store = new NoTokenReadStore(new MemoryStore());
     const gw = createGrantsGateway({ accessTokenFormat: 'jwt', signingKeys: [KEY_A], store });
     const now = Math.floor(gw.clock.now / 1000);
-    const ordinary = await tokenRequest(gw.app, { grant_type: JWT_BEARER, assertion: await bearerAssertion('tel:+34600000001', 'dpv:FraudPreventionAndDetection sim-swap', { now }) });
-    const single = await tokenRequest(gw.app, { grant_type: JWT_BEARER, assertion: await bearerAssertion('tel:+34600000001', NV, { now }) });
+    const ordinary = await tokenRequest(gw.app, {
+      grant_type: JWT_BEARER,
+      assertion: await bearerAssertion('tel:+34600000001', 'dpv:FraudPreventionAndDetection sim-swap', { now }),
+    });
+    const single = await tokenRequest(gw.app, {
+      grant_type: JWT_BEARER,
+      assertion: await bearerAssertion('tel:+34600000001', NV, { now }),
+    });
     // NoTokenReadStore refuses reads of token records: the guard never reads one.
     expect((await callService(gw.app, ordinary.body.access_token as string)).status).toBe(200);
     expect((await callService(gw.app, single.body.access_token as string, VERIFY)).status).toBe(200);

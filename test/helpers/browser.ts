@@ -6,7 +6,10 @@ export class Browser {
   private readonly jar = new Map<string, Map<string, string>>();
 
   /** Extra headers per request, e.g. to play a proxy. */
-  async request(url: string | URL, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Response> {
+  async request(
+    url: string | URL,
+    init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
+  ): Promise<Response> {
     const target = new URL(url);
     const headers = new Headers(init.headers);
     const cookies = this.jar.get(target.host);
@@ -16,7 +19,12 @@ export class Browser {
       headers.set('Content-Type', 'application/x-www-form-urlencoded');
       body = new URLSearchParams(init.form).toString();
     }
-    const res = await fetch(target, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body, redirect: 'manual' });
+    const res = await fetch(target, {
+      method: init.method ?? (body ? 'POST' : 'GET'),
+      headers,
+      body,
+      redirect: 'manual',
+    });
     this.store(target.host, res);
     return res;
   }
@@ -57,7 +65,8 @@ export class Browser {
 export function consentFormOf(html: string): { action: string; fields: Record<string, string> } {
   const action = /<form[^>]*action="([^"]*)"/.exec(html)?.[1];
   const fields: Record<string, string> = {};
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[m[1]!] = m[2]!.replace(/&amp;/g, '&');
+  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g))
+    fields[m[1]!] = m[2]!.replace(/&amp;/g, '&');
   if (action === undefined) throw new Error('no consent form on the page');
   return { action: action.replace(/&amp;/g, '&'), fields };
 }

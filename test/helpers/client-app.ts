@@ -5,7 +5,12 @@
  */
 import express, { type ErrorRequestHandler, type Express } from 'express';
 import session from 'express-session';
-import { createNetAuthClient, NetAuthClientError, type NetAuthClient, type NetAuthClientOptions } from '../../lib/client/index.js';
+import {
+  createNetAuthClient,
+  NetAuthClientError,
+  type NetAuthClient,
+  type NetAuthClientOptions,
+} from '../../lib/client/index.js';
 import type { GatewayUnderTest, RedirectUris } from './client-gateways.js';
 import { listen } from './listen.js';
 import { recordError } from './client-secrets.js';
@@ -19,12 +24,23 @@ export interface ClientApp {
 }
 
 /** The options of the gateway's client_secret_basic or CAMARA client for an app at `url`. */
-export function clientOptions(gw: GatewayUnderTest, url: string, kind: 'secret' | 'camara', clock: { offset: number }): NetAuthClientOptions {
+export function clientOptions(
+  gw: GatewayUnderTest,
+  url: string,
+  kind: 'secret' | 'camara',
+  clock: { offset: number },
+): NetAuthClientOptions {
   const credentials =
     kind === 'secret'
       ? { clientId: gw.secretClient.clientId, clientSecret: gw.secretClient.clientSecret }
       : { clientId: gw.camaraClient.clientId, privateKey: gw.camaraClient.privateKey, signedRequests: true };
-  return { gateway: gw.issuer, ...credentials, redirectUri: `${url}/callback`, allowInsecureRequests: true, now: () => Date.now() + clock.offset };
+  return {
+    gateway: gw.issuer,
+    ...credentials,
+    redirectUri: `${url}/callback`,
+    allowInsecureRequests: true,
+    now: () => Date.now() + clock.offset,
+  };
 }
 
 /**
@@ -46,13 +62,30 @@ export function mountClientApp(
   const clock = { offset: 0 };
   const client = createNetAuthClient({ ...clientOptions(gw, url, kind, clock), ...overrides });
   const router = express.Router();
-  router.use(session({ secret: 'client-tests-session-secret', resave: false, saveUninitialized: false, name: `sid${prefix.replace(/\W/g, '')}` }));
+  router.use(
+    session({
+      secret: 'client-tests-session-secret',
+      resave: false,
+      saveUninitialized: false,
+      name: `sid${prefix.replace(/\W/g, '')}`,
+    }),
+  );
   const scope = asks.scope ?? gw.scope;
-  router.get('/start', client.start({ scope, ...(asks.prompt ? { prompt: asks.prompt } : {}), login_hint: (req) => (typeof req.query.hint === 'string' ? req.query.hint : undefined), data: { from: 'start' }, returnTo: `${prefix}/me` }));
+  router.get(
+    '/start',
+    client.start({
+      scope,
+      ...(asks.prompt ? { prompt: asks.prompt } : {}),
+      login_hint: (req) => (typeof req.query.hint === 'string' ? req.query.hint : undefined),
+      data: { from: 'start' },
+      returnTo: `${prefix}/me`,
+    }),
+  );
   router.get('/callback', client.callback());
   router.get('/me', (req, res) => void res.json({ token: client.token(req) ?? null, sessionId: req.sessionID }));
   const required = client.requireToken({ scope, ...(asks.prompt ? { prompt: asks.prompt } : {}) });
-  const protectedRoute: express.RequestHandler = (req, res) => void res.json({ route: req.originalUrl, token: client.token(req) ?? null });
+  const protectedRoute: express.RequestHandler = (req, res) =>
+    void res.json({ route: req.originalUrl, token: client.token(req) ?? null });
   router.get('/protected', required, protectedRoute);
   router.post('/protected', required, protectedRoute);
   router.get('/api', (req, res, next) => {
@@ -64,12 +97,16 @@ export function mountClientApp(
   });
   router.post('/logout', client.logout({ successRedirect: `${prefix}/me` }));
   router.get('/backend', async (req, res) => {
-    const token = await client.backchannel({ login_hint: String(req.query.hint ?? gw.hints.approved), scope: gw.scope });
+    const token = await client.backchannel({
+      login_hint: String(req.query.hint ?? gw.hints.approved),
+      scope: gw.scope,
+    });
     res.json(token);
   });
   const errors: ErrorRequestHandler = (error, req, res, _next) => {
     recordError(error);
-    if (!(error instanceof NetAuthClientError)) return void res.status(500).json({ kind: 'unexpected', message: String(error) });
+    if (!(error instanceof NetAuthClientError))
+      return void res.status(500).json({ kind: 'unexpected', message: String(error) });
     let token = null;
     try {
       token = client.token(req) ?? null;
@@ -94,11 +131,17 @@ export interface ClientFixture {
 }
 
 /** A listening host, a gateway registered for its `/app` callback (and those of `prefixes`), and the application at /app. */
-export async function startClientFixture(start: (uris: RedirectUris) => Promise<GatewayUnderTest>, prefixes: string[] = []): Promise<ClientFixture> {
+export async function startClientFixture(
+  start: (uris: RedirectUris) => Promise<GatewayUnderTest>,
+  prefixes: string[] = [],
+): Promise<ClientFixture> {
   const host = express();
   const server = await listen(host);
   const base = server.url;
-  const gw = await start({ secret: ['/app', ...prefixes].map((prefix) => `${base}${prefix}/callback`), camara: [`${base}/camara/callback`] });
+  const gw = await start({
+    secret: ['/app', ...prefixes].map((prefix) => `${base}${prefix}/callback`),
+    camara: [`${base}/camara/callback`],
+  });
   const app = mountClientApp(host, base, '/app', gw);
   return {
     host,

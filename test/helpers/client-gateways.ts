@@ -15,7 +15,14 @@ import { DENIED_HINT, HELD_HINT, startOidcProvider } from './oidc-provider.js';
 
 /** The CAMARA client's key pair, generated once per test file. */
 export const CAMARA_KEY: JWK = rsaKey('camara-key-1');
-export const CAMARA_PUBLIC: JWK = { kty: CAMARA_KEY.kty, n: CAMARA_KEY.n, e: CAMARA_KEY.e, kid: CAMARA_KEY.kid, alg: 'RS256', use: 'sig' } as JWK;
+export const CAMARA_PUBLIC: JWK = {
+  kty: CAMARA_KEY.kty,
+  n: CAMARA_KEY.n,
+  e: CAMARA_KEY.e,
+  kid: CAMARA_KEY.kid,
+  alg: 'RS256',
+  use: 'sig',
+} as JWK;
 
 export interface GatewayUnderTest {
   name: 'express-netauth' | 'node-oidc-provider';
@@ -48,9 +55,11 @@ export interface RedirectUris {
 /** What discovery must say for the CAMARA client to work; the reasons it does not. */
 export function camaraGaps(metadata: Record<string, unknown>): string | undefined {
   const gaps: string[] = [];
-  if (!(metadata.token_endpoint_auth_methods_supported as string[] | undefined)?.includes('private_key_jwt')) gaps.push('token_endpoint_auth_methods_supported lacks private_key_jwt');
+  if (!(metadata.token_endpoint_auth_methods_supported as string[] | undefined)?.includes('private_key_jwt'))
+    gaps.push('token_endpoint_auth_methods_supported lacks private_key_jwt');
   if (metadata.request_parameter_supported !== true) gaps.push('request_parameter_supported is not true');
-  if (!(metadata.backchannel_authentication_request_signing_alg_values_supported as string[] | undefined)?.length) gaps.push('no backchannel_authentication_request_signing_alg_values_supported');
+  if (!(metadata.backchannel_authentication_request_signing_alg_values_supported as string[] | undefined)?.length)
+    gaps.push('no backchannel_authentication_request_signing_alg_values_supported');
   return gaps.length > 0 ? `${gaps.join('; ')}` : undefined;
 }
 
@@ -64,7 +73,11 @@ export async function startNetAuthGateway(uris: RedirectUris): Promise<GatewayUn
   const server = await listen(app);
   const issuer = `${server.url}/apigateway`;
   // Registered for refresh tokens too: they are issued only when a test asks for offline_access.
-  const secretClient: RegisteredClient = { ...CLIENTS[0]!, redirectUris: uris.secret, grantTypes: [...CLIENTS[0]!.grantTypes, 'refresh_token'] };
+  const secretClient: RegisteredClient = {
+    ...CLIENTS[0]!,
+    redirectUris: uris.secret,
+    grantTypes: [...CLIENTS[0]!.grantTypes, 'refresh_token'],
+  };
   const camaraClient: RegisteredClient = {
     clientId: 'camara-app',
     name: 'CAMARA App',
@@ -79,13 +92,16 @@ export async function startNetAuthGateway(uris: RedirectUris): Promise<GatewayUn
   const netauth = createNetAuth({
     issuer,
     clients: [secretClient, camaraClient],
-    subscribers: SUBSCRIBERS.map((s) => (s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s)),
+    subscribers: SUBSCRIBERS.map((s) =>
+      s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s,
+    ),
     consentPolicy: POLICY,
     network: { mobileRanges: ['127.0.0.0/8'] },
     lifetimes: { pollInterval: 1 },
     backchannel: {
       // Bob's requests wait for the test to decide them (netauth.backchannel.approve / deny).
-      authorize: (request) => (request.subscriber.id === 'sub-bob' ? new Promise<never>(() => {}) : Promise.resolve('approve')),
+      authorize: (request) =>
+        request.subscriber.id === 'sub-bob' ? new Promise<never>(() => {}) : Promise.resolve('approve'),
     },
   });
   app.use((req, res, next) => {
@@ -93,7 +109,11 @@ export async function startNetAuthGateway(uris: RedirectUris): Promise<GatewayUn
     next();
   });
   app.use('/apigateway', netauth.router);
-  app.get('/api', netauth.guard({ scope: 'sim-swap' }), (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id }));
+  app.get(
+    '/api',
+    netauth.guard({ scope: 'sim-swap' }),
+    (req, res) => void res.json({ subscriber: req.netauth?.subscriber.id }),
+  );
   return {
     name: 'express-netauth',
     issuer,
@@ -102,7 +122,12 @@ export async function startNetAuthGateway(uris: RedirectUris): Promise<GatewayUn
     secretClient: { clientId: 'app-1', clientSecret: SECRET },
     camaraClient: { clientId: 'camara-app', privateKey: CAMARA_KEY },
     camaraUnsupported: camaraGaps(await discover(issuer)),
-    hints: { approved: 'tel:+34600000001', held: 'tel:+34600000002', denied: 'tel:+34600000002', unknown: 'tel:+34699999999' },
+    hints: {
+      approved: 'tel:+34600000001',
+      held: 'tel:+34600000002',
+      denied: 'tel:+34600000002',
+      unknown: 'tel:+34699999999',
+    },
     approve: async (id) => void (await netauth.backchannel.approve(id)),
     deny: async (id) => void (await netauth.backchannel.deny(id)),
     tamperToken: (rewrite) => tamper.set('token', rewrite),

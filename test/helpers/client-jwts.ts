@@ -29,7 +29,8 @@ function pair(type: 'rsa' | 'ec' | 'ed25519', kid: string, alg: string, namedCur
 }
 
 export const rsaPair = (kid = `rsa-${randomUUID()}`, alg = 'RS256'): ClientKeyPair => pair('rsa', kid, alg);
-export const ecPair = (kid = `ec-${randomUUID()}`, alg = 'ES256'): ClientKeyPair => pair('ec', kid, alg, alg === 'ES384' ? 'P-384' : 'P-256');
+export const ecPair = (kid = `ec-${randomUUID()}`, alg = 'ES256'): ClientKeyPair =>
+  pair('ec', kid, alg, alg === 'ES384' ? 'P-384' : 'P-256');
 export const edPair = (kid = `ed-${randomUUID()}`): ClientKeyPair => pair('ed25519', kid, 'EdDSA');
 
 /** Generated once per test file. */
@@ -67,17 +68,31 @@ export interface SignOptions {
 }
 
 /** Signs a JWT with jose, as a client library would. */
-export async function signJwt(payload: Record<string, unknown>, key: ClientKeyPair, header: Record<string, unknown> = {}): Promise<string> {
+export async function signJwt(
+  payload: Record<string, unknown>,
+  key: ClientKeyPair,
+  header: Record<string, unknown> = {},
+): Promise<string> {
   const claims = Object.fromEntries(Object.entries(payload).filter(([, v]) => v !== undefined)) as JWTPayload;
   const { alg: _tagged, ...jwk } = key.privateJwk;
-  return new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.privateJwk.kid, ...header }).sign(await importJWK(jwk, key.alg));
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: key.alg, kid: key.privateJwk.kid, ...header })
+    .sign(await importJWK(jwk, key.alg));
 }
 
 /** An RFC 7523 client assertion: iss = sub = client_id, aud = the issuer, 60 s, a fresh jti. */
 export function clientAssertion(options: SignOptions): Promise<string> {
   const clientId = options.clientId ?? CAMARA_CLIENT.clientId;
   return signJwt(
-    { iss: clientId, sub: clientId, aud: ISSUER, iat: options.now, exp: options.now + 60, jti: randomUUID(), ...options.claims },
+    {
+      iss: clientId,
+      sub: clientId,
+      aud: ISSUER,
+      iat: options.now,
+      exp: options.now + 60,
+      jti: randomUUID(),
+      ...options.claims,
+    },
     options.key ?? CAMARA_KEY,
     options.header,
   );
@@ -87,7 +102,16 @@ export function clientAssertion(options: SignOptions): Promise<string> {
 export function requestObject(parameters: Record<string, string>, options: SignOptions): Promise<string> {
   const clientId = options.clientId ?? CAMARA_CLIENT.clientId;
   return signJwt(
-    { client_id: clientId, ...parameters, iss: clientId, aud: ISSUER, iat: options.now, exp: options.now + 60, jti: randomUUID(), ...options.claims },
+    {
+      client_id: clientId,
+      ...parameters,
+      iss: clientId,
+      aud: ISSUER,
+      iat: options.now,
+      exp: options.now + 60,
+      jti: randomUUID(),
+      ...options.claims,
+    },
     options.key ?? CAMARA_KEY,
     { typ: 'oauth-authz-req+jwt', ...options.header },
   );

@@ -13,7 +13,19 @@ const errors: unknown[] = [];
 const secrets = new Set<string>();
 
 /** Body fields and JSON members that hold tokens, codes, secrets or assertions. */
-const SECRET_FIELDS = ['access_token', 'refresh_token', 'id_token', 'code', 'code_verifier', 'client_secret', 'client_assertion', 'request', 'token', 'auth_req_id', 'login_hint'];
+const SECRET_FIELDS = [
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'code',
+  'code_verifier',
+  'client_secret',
+  'client_assertion',
+  'request',
+  'token',
+  'auth_req_id',
+  'login_hint',
+];
 
 function remember(value: unknown): void {
   // Short values (`true`, a 2-letter code) would match by chance; every secret here is long.
@@ -64,11 +76,15 @@ export function watchSecrets(): void {
     const location = res.headers.get('location');
     if (location) rememberForm(new URL(location, url).searchParams);
     if (/json/.test(res.headers.get('content-type') ?? '')) {
-      const body = (await res.clone().json().catch(() => undefined)) as Record<string, unknown> | undefined;
+      const body = (await res
+        .clone()
+        .json()
+        .catch(() => undefined)) as Record<string, unknown> | undefined;
       for (const field of SECRET_FIELDS) remember(body?.[field]);
       // The test app answers with the session's token under `token`.
       const nested = body?.token;
-      if (nested && typeof nested === 'object') for (const field of SECRET_FIELDS) remember((nested as Record<string, unknown>)[field]);
+      if (nested && typeof nested === 'object')
+        for (const field of SECRET_FIELDS) remember((nested as Record<string, unknown>)[field]);
     }
     return res;
   };
@@ -92,7 +108,9 @@ export function secretsInErrors(name: string): { errors: number; secrets: number
   const log = errors.map((error) => inspect(error, { depth: null })).join('\n\n');
   mkdirSync(ARTIFACTS, { recursive: true });
   writeFileSync(`${ARTIFACTS}client-errors-${name}.log`, log);
-  const found = [...secrets].filter((secret) => log.includes(secret)).map((secret) => `${secret.slice(0, 6)}…(${secret.length} chars)`);
+  const found = [...secrets]
+    .filter((secret) => log.includes(secret))
+    .map((secret) => `${secret.slice(0, 6)}…(${secret.length} chars)`);
   return { errors: errors.length, secrets: secrets.size, found };
 }
 

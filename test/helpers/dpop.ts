@@ -10,10 +10,18 @@ import { sha256 } from '../../lib/crypto.js';
  * openid-client names an Ed25519 proof's alg `Ed25519` (RFC 9864); the gateway accepts the algorithms it accepts
  * for client assertions, where Ed25519 is `EdDSA`, so the header says that.
  */
-export async function dpopHandle(config: oidc.Configuration, alg = 'ES256'): Promise<{ handle: oidc.DPoPHandle; jkt: string }> {
-  const rename = alg === 'EdDSA' ? { [oidc.modifyAssertion]: (header: { alg?: string }) => {
-    header.alg = 'EdDSA';
-  } } : {};
+export async function dpopHandle(
+  config: oidc.Configuration,
+  alg = 'ES256',
+): Promise<{ handle: oidc.DPoPHandle; jkt: string }> {
+  const rename =
+    alg === 'EdDSA'
+      ? {
+          [oidc.modifyAssertion]: (header: { alg?: string }) => {
+            header.alg = 'EdDSA';
+          },
+        }
+      : {};
   const handle = oidc.getDPoPHandle(config, await oidc.randomDPoPKeyPair(alg), rename);
   return { handle, jkt: await handle.calculateThumbprint() };
 }
@@ -27,7 +35,10 @@ export async function captureProof(config: oidc.Configuration, send: () => Promi
   let proof: string | undefined;
   config[oidc.customFetch] = async (_url, init) => {
     proof = (init.headers as Record<string, string>).dpop;
-    return new Response(JSON.stringify({ error: 'invalid_request' }), { status: 400, headers: { 'content-type': 'application/json' } });
+    return new Response(JSON.stringify({ error: 'invalid_request' }), {
+      status: 400,
+      headers: { 'content-type': 'application/json' },
+    });
   };
   try {
     await send().catch(() => undefined);
@@ -39,8 +50,16 @@ export async function captureProof(config: oidc.Configuration, send: () => Promi
 }
 
 /** The proof openid-client makes for a protected-resource request (`fetchProtectedResource` with the handle). */
-export function capturedProof(config: oidc.Configuration, handle: oidc.DPoPHandle, accessToken: string, url: string, method: string): Promise<string> {
-  return captureProof(config, () => oidc.fetchProtectedResource(config, accessToken, new URL(url), method, undefined, undefined, { DPoP: handle }));
+export function capturedProof(
+  config: oidc.Configuration,
+  handle: oidc.DPoPHandle,
+  accessToken: string,
+  url: string,
+  method: string,
+): Promise<string> {
+  return captureProof(config, () =>
+    oidc.fetchProtectedResource(config, accessToken, new URL(url), method, undefined, undefined, { DPoP: handle }),
+  );
 }
 
 export interface ProofKey {
@@ -78,5 +97,7 @@ export function handProof(proof: HandProof): Promise<string> {
     ...proof.claims,
   };
   const payload = Object.fromEntries(Object.entries(claims).filter(([, v]) => v !== undefined));
-  return new SignJWT(payload).setProtectedHeader({ alg: proof.key.alg, typ: 'dpop+jwt', jwk: proof.key.publicJwk, ...proof.header }).sign(proof.key.privateKey);
+  return new SignJWT(payload)
+    .setProtectedHeader({ alg: proof.key.alg, typ: 'dpop+jwt', jwk: proof.key.publicJwk, ...proof.header })
+    .sign(proof.key.privateKey);
 }

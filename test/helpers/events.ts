@@ -18,10 +18,12 @@ export function recordEvents(netauth: NetAuth): {
   settle(): Promise<void>;
 } {
   const all: RecordedEvent[] = [];
-  for (const name of EVENT_NAMES) netauth.events.on(name, (payload, n) => void all.push({ name: n, payload } as RecordedEvent));
+  for (const name of EVENT_NAMES)
+    netauth.events.on(name, (payload, n) => void all.push({ name: n, payload } as RecordedEvent));
   return {
     all,
-    of: <K extends NetAuthEventName>(name: K) => all.filter((e) => e.name === name).map((e) => e.payload as NetAuthEvents[K]),
+    of: <K extends NetAuthEventName>(name: K) =>
+      all.filter((e) => e.name === name).map((e) => e.payload as NetAuthEvents[K]),
     names: () => all.filter((e) => e.name !== 'request.completed').map((e) => e.name),
     clear: () => void all.splice(0),
     settle: async () => {

@@ -29,13 +29,24 @@ export function sessionCookie(res: Response): string {
     .join('; ');
 }
 
-export function form(fields: Record<string, string>): { method: 'POST'; headers: Record<string, string>; body: URLSearchParams } {
-  return { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) };
+export function form(fields: Record<string, string>): {
+  method: 'POST';
+  headers: Record<string, string>;
+  body: URLSearchParams;
+} {
+  return {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields),
+  };
 }
 
 /** A form POST with app-1's client authentication. */
 export function clientPost(url: string, fields: Record<string, string>): Promise<Response> {
-  return fetch(url, { ...form(fields), headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: APP1 } });
+  return fetch(url, {
+    ...form(fields),
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: APP1 },
+  });
 }
 
 /**
@@ -84,12 +95,17 @@ export async function codeFrom(instance: GatewayProcess): Promise<string> {
     `${instance.url}/apigateway/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'app-1', redirect_uri: CALLBACK, scope: SIM_SWAP })}`,
   );
   const code = new URL(res.headers.get('location') ?? 'x:').searchParams.get('code');
-  if (res.status !== 302 || code === null) throw new Error(`authorize on ${instance.name}: ${res.status} ${res.headers.get('location')}`);
+  if (res.status !== 302 || code === null)
+    throw new Error(`authorize on ${instance.name}: ${res.status} ${res.headers.get('location')}`);
   return code;
 }
 
 export function redeem(instance: GatewayProcess, code: string): Promise<Response> {
-  return clientPost(`${instance.url}/apigateway/token`, { grant_type: 'authorization_code', code, redirect_uri: CALLBACK });
+  return clientPost(`${instance.url}/apigateway/token`, {
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: CALLBACK,
+  });
 }
 
 export function bcAuthorizeOn(instance: GatewayProcess, loginHint: string, scope: string): Promise<Response> {
@@ -105,7 +121,11 @@ export function callApi(instance: GatewayProcess, token: string): Promise<Respon
 }
 
 /** The operator's out-of-band consent service on one instance (a test-only route of gateway-main.ts). */
-export function consentAdmin(instance: GatewayProcess, action: 'grant' | 'revoke', body: { clientId: string; login_hint: string; scope: string }): Promise<Response> {
+export function consentAdmin(
+  instance: GatewayProcess,
+  action: 'grant' | 'revoke',
+  body: { clientId: string; login_hint: string; scope: string },
+): Promise<Response> {
   return fetch(`${instance.url}/test-admin/consent${action === 'revoke' ? '/revoke' : ''}`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },

@@ -98,7 +98,8 @@ export function consentForm(html: string): { action: string; interaction: string
   const action = /<form[^>]*action="([^"]*)"/.exec(html)?.[1];
   const interaction = /<input type="hidden" name="interaction" value="([^"]*)">/.exec(html)?.[1];
   const csrf = /<input type="hidden" name="csrf" value="([^"]*)">/.exec(html)?.[1];
-  if (action === undefined || interaction === undefined || csrf === undefined) throw new Error(`no consent form in: ${html}`);
+  if (action === undefined || interaction === undefined || csrf === undefined)
+    throw new Error(`no consent form in: ${html}`);
   return { action, interaction, csrf };
 }
 
@@ -114,7 +115,11 @@ export function pkcePair(): { verifier: string; challenge: string } {
 }
 
 /** POST /token with grant_type=authorization_code. */
-export function redeem(app: Express, fields: Record<string, string | undefined>, auth: string = APP1_AUTH): request.Test {
+export function redeem(
+  app: Express,
+  fields: Record<string, string | undefined>,
+  auth: string = APP1_AUTH,
+): request.Test {
   const form = new URLSearchParams();
   form.set('grant_type', 'authorization_code');
   for (const [name, value] of Object.entries(fields)) if (value !== undefined) form.set(name, value);
@@ -139,12 +144,21 @@ export function callApi(app: Express, token: string): request.Test {
  * Drives the consent page as a browser would: follows the 302 to the page with the session cookie,
  * reads the form, submits it with the chosen button, and returns the 303 answer.
  */
-export async function answerConsent(gw: TestGateway, authorizeRes: Response, decision: 'allow' | 'deny'): Promise<Response> {
+export async function answerConsent(
+  gw: TestGateway,
+  authorizeRes: Response,
+  decision: 'allow' | 'deny',
+): Promise<Response> {
   return submitConsent(gw.app, localPath(location(authorizeRes)), cookies(authorizeRes), decision);
 }
 
 /** GET the consent page at `pagePath` with the session cookie, then submit its form; the 303 answer. */
-export async function submitConsent(app: Express, pagePath: string, cookie: string, decision: 'allow' | 'deny'): Promise<Response> {
+export async function submitConsent(
+  app: Express,
+  pagePath: string,
+  cookie: string,
+  decision: 'allow' | 'deny',
+): Promise<Response> {
   const page = await request(app).get(pagePath).set('Cookie', cookie);
   if (page.status !== 200) throw new Error(`consent page answered ${page.status}: ${page.text}`);
   const form = consentForm(page.text);

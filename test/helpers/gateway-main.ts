@@ -21,7 +21,15 @@
  */
 import express from 'express';
 import { createCluster, createSentinel } from './node-redis.js';
-import { createNetAuth, MemoryStore, RedisStore, StoreUnavailableError, isOAuthError, type RegisteredClient, type RedisStoreClient } from '../../lib/index.js';
+import {
+  createNetAuth,
+  MemoryStore,
+  RedisStore,
+  StoreUnavailableError,
+  isOAuthError,
+  type RegisteredClient,
+  type RedisStoreClient,
+} from '../../lib/index.js';
 import { CLIENTS, ISSUER, MOBILE_RANGES, POLICY, PORT_HEADER, SUBSCRIBERS } from './gateway.js';
 import { KEY_A } from './keys.js';
 
@@ -50,7 +58,9 @@ async function injectedClient(): Promise<(RedisStoreClient & { destroy(): unknow
     const [name, nodes] = process.env.REDIS_SENTINEL.split('@') as [string, string];
     const sentinel = createSentinel({
       name,
-      sentinelRootNodes: nodes.split(',').map((node) => ({ host: node.split(':')[0]!, port: Number(node.split(':')[1]) })),
+      sentinelRootNodes: nodes
+        .split(',')
+        .map((node) => ({ host: node.split(':')[0]!, port: Number(node.split(':')[1]) })),
       nodeClientOptions: { disableOfflineQueue: true, socket },
     });
     sentinel.on('error', ignore);
@@ -80,12 +90,16 @@ const clients = process.env.NETAUTH_CLIENTS ? (JSON.parse(process.env.NETAUTH_CL
 const app = express();
 // Listen first (the loopback issuer names the port), but report the port only once every route is mounted.
 const server = app.listen(0, '127.0.0.1');
-const port = await new Promise<number>((resolve) => server.once('listening', () => resolve((server.address() as { port: number }).port)));
+const port = await new Promise<number>((resolve) =>
+  server.once('listening', () => resolve((server.address() as { port: number }).port)),
+);
 
 const netauth = createNetAuth({
   issuer: loopback ? `http://127.0.0.1:${port}/apigateway` : ISSUER,
   clients,
-  subscribers: loopback ? SUBSCRIBERS.map((s) => (s.id === 'sub-alice' ? { ...s, addresses: [...(s.addresses ?? []), '127.0.0.1'] } : s)) : SUBSCRIBERS,
+  subscribers: loopback
+    ? SUBSCRIBERS.map((s) => (s.id === 'sub-alice' ? { ...s, addresses: [...(s.addresses ?? []), '127.0.0.1'] } : s))
+    : SUBSCRIBERS,
   consentPolicy: POLICY,
   network: { mobileRanges: loopback ? [...MOBILE_RANGES, '127.0.0.0/8'] : MOBILE_RANGES, portHeader: PORT_HEADER },
   store,
@@ -130,7 +144,10 @@ app.post('/test-admin/consent/revoke', express.json(), (req, res) => {
   const body = req.body as { clientId: string; login_hint: string; scope: string };
   netauth.consent.revoke({ clientId: body.clientId, login_hint: body.login_hint, scope: body.scope }).then(
     (revoked) => res.json({ revoked }),
-    (error: unknown) => res.status(error instanceof StoreUnavailableError ? 503 : 500).json({ error: error instanceof Error ? error.name : 'error' }),
+    (error: unknown) =>
+      res
+        .status(error instanceof StoreUnavailableError ? 503 : 500)
+        .json({ error: error instanceof Error ? error.name : 'error' }),
   );
 });
 

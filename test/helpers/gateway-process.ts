@@ -65,7 +65,10 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
   stoppers.add(stop);
   try {
     const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`gateway ${name} did not report a port within 20 s:\n${stderr}`)), 20_000);
+      const timer = setTimeout(
+        () => reject(new Error(`gateway ${name} did not report a port within 20 s:\n${stderr}`)),
+        20_000,
+      );
       child.stdout!.on('data', (chunk: Buffer) => {
         stdout += chunk.toString();
         const line = stdout.split('\n').find((l) => l.startsWith('{'));
@@ -97,7 +100,9 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
         return stdout.split('\n').flatMap((line) => {
           try {
             const report = JSON.parse(line) as unknown;
-            return report !== null && typeof report === 'object' && !('port' in report) ? [report as Record<string, unknown>] : [];
+            return report !== null && typeof report === 'object' && !('port' in report)
+              ? [report as Record<string, unknown>]
+              : [];
           } catch {
             return [];
           }

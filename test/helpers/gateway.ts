@@ -1,5 +1,12 @@
 import express, { type Express } from 'express';
-import { createNetAuth, type NetAuth, type NetAuthOptions, type RegisteredClient, type StaticSubscriber, type ConsentRule } from '../../lib/index.js';
+import {
+  createNetAuth,
+  type NetAuth,
+  type NetAuthOptions,
+  type RegisteredClient,
+  type StaticSubscriber,
+  type ConsentRule,
+} from '../../lib/index.js';
 
 export const ISSUER = 'http://gateway.test/apigateway';
 
@@ -94,7 +101,12 @@ export function createTestGateway(overrides: Partial<NetAuthOptions> = {}, setup
   app.set('trust proxy', setup.trustProxy ?? 'loopback');
   app.use('/apigateway', netauth.router);
   app.post('/sim-swap/check', netauth.guard({ scope: 'sim-swap' }), (req, res) => {
-    res.json({ swapped: false, subscriber: req.netauth?.subscriber.id, clientId: req.netauth?.clientId, purpose: req.netauth?.purpose });
+    res.json({
+      swapped: false,
+      subscriber: req.netauth?.subscriber.id,
+      clientId: req.netauth?.clientId,
+      purpose: req.netauth?.purpose,
+    });
   });
   app.get('/location', netauth.guard({ scope: 'device-location' }), (req, res) => {
     res.json({ subscriber: req.netauth?.subscriber.id });
@@ -105,7 +117,9 @@ export function createTestGateway(overrides: Partial<NetAuthOptions> = {}, setup
 /** HTTP Basic exactly as RFC 6749 §2.3.1 (and openid-client) encodes it. */
 export function basic(clientId: string, secret: string): string {
   const encode = (v: string) =>
-    encodeURIComponent(v).replace(/%20/g, '+').replace(/[-_.!~*'()]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+    encodeURIComponent(v)
+      .replace(/%20/g, '+')
+      .replace(/[-_.!~*'()]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `Basic ${Buffer.from(`${encode(clientId)}:${encode(secret)}`).toString('base64')}`;
 }
 

@@ -20,8 +20,19 @@ export const POPULATION = 'dpv:RequestedServiceProvision#population-density';
 
 export const GRANTS_POLICY: ConsentRule[] = [
   ...POLICY,
-  { purpose: 'FraudPreventionAndDetection', scope: 'number-verification', basis: 'legitimate-interest', accessTokenLifetime: 300, singleUseAccessToken: true },
-  { purpose: 'RequestedServiceProvision', scope: 'population-density', basis: 'legitimate-interest', personalData: false },
+  {
+    purpose: 'FraudPreventionAndDetection',
+    scope: 'number-verification',
+    basis: 'legitimate-interest',
+    accessTokenLifetime: 300,
+    singleUseAccessToken: true,
+  },
+  {
+    purpose: 'RequestedServiceProvision',
+    scope: 'population-density',
+    basis: 'legitimate-interest',
+    personalData: false,
+  },
   { purpose: 'Marketing', scope: 'population-density', basis: 'forbidden', personalData: false },
 ];
 
@@ -67,7 +78,11 @@ export function createGrantsGateway(overrides: Partial<NetAuthOptions> = {}): Te
   });
   gw.app.get('/population', gw.netauth.guard({ scope: 'population-density', subscriber: 'optional' }), (req, res) => {
     const grant = res.locals.netauth;
-    res.json({ clientId: grant.clientId, subscriber: grant.subscriber?.id ?? null, onRequest: req.netauth?.subscriber.id ?? null });
+    res.json({
+      clientId: grant.clientId,
+      subscriber: grant.subscriber?.id ?? null,
+      onRequest: req.netauth?.subscriber.id ?? null,
+    });
   });
   gw.app.get('/population/per-subscriber', gw.netauth.guard({ scope: 'population-density' }), (req, res) => {
     res.json({ subscriber: req.netauth?.subscriber.id });
@@ -81,13 +96,21 @@ export function tokenRequest(app: Express, body: Record<string, string>, authori
   return req.send(body);
 }
 
-export function refresh(app: Express, refreshToken: string, extra: Record<string, string> = {}, authorization: string = OFFLINE_AUTH): request.Test {
+export function refresh(
+  app: Express,
+  refreshToken: string,
+  extra: Record<string, string> = {},
+  authorization: string = OFFLINE_AUTH,
+): request.Test {
   return tokenRequest(app, { grant_type: 'refresh_token', refresh_token: refreshToken, ...extra }, authorization);
 }
 
 /** A service API of the fixture, with a bearer token: POST /sim-swap/check and /number-verification/verify, GET /population… */
 export function callService(app: Express, token: string, path = '/sim-swap/check'): request.Test {
-  return (path.startsWith('/population') ? request(app).get(path) : request(app).post(path)).set('Authorization', `Bearer ${token}`);
+  return (path.startsWith('/population') ? request(app).get(path) : request(app).post(path)).set(
+    'Authorization',
+    `Bearer ${token}`,
+  );
 }
 
 export interface AssertionOptions {
@@ -102,7 +125,16 @@ export interface AssertionOptions {
 /** A JWT bearer grant assertion (RFC 7523 §2.1, CAMARA): iss = the client, sub = the subscriber, the token endpoint as aud, 60 s, a fresh jti. */
 export function bearerAssertion(sub: string, scope: string, options: AssertionOptions): Promise<string> {
   return signJwt(
-    { iss: BEARER_CLIENT.clientId, sub, aud: `${ISSUER}/token`, iat: options.now, exp: options.now + 60, jti: randomUUID(), scope, ...options.claims },
+    {
+      iss: BEARER_CLIENT.clientId,
+      sub,
+      aud: `${ISSUER}/token`,
+      iat: options.now,
+      exp: options.now + 60,
+      jti: randomUUID(),
+      scope,
+      ...options.claims,
+    },
     options.key ?? CAMARA_KEY,
     options.header,
   );

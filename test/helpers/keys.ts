@@ -36,7 +36,8 @@ export class NoTokenReadStore implements Store {
 
   get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined> {
     this.reads.push([kind, id]);
-    if (kind === 'access_token' && this.refuseTokenReads) return Promise.reject(new Error('access_token records must not be read'));
+    if (kind === 'access_token' && this.refuseTokenReads)
+      return Promise.reject(new Error('access_token records must not be read'));
     return this.inner.get<T>(kind, id);
   }
 

@@ -29,7 +29,12 @@ export interface OidcProviderGateway {
   close(): Promise<void>;
 }
 
-type Held = { request: InstanceType<Provider['BackchannelAuthenticationRequest']>; accountId: string; clientId: string; scope: string };
+type Held = {
+  request: InstanceType<Provider['BackchannelAuthenticationRequest']>;
+  accountId: string;
+  clientId: string;
+  scope: string;
+};
 
 export async function startOidcProvider(clients: ClientMetadata[], scopes: string[]): Promise<OidcProviderGateway> {
   const server = http.createServer();
@@ -50,7 +55,15 @@ export async function startOidcProvider(clients: ClientMetadata[], scopes: strin
     jwks: { keys: [{ ...privateKey.export({ format: 'jwk' }), kid: 'op-rs256', use: 'sig', alg: 'RS256' }] },
     scopes,
     cookies: { keys: ['client-tests-only'] },
-    ttl: { BackchannelAuthenticationRequest: 120, AccessToken: 3600, IdToken: 3600, Grant: 3600, Interaction: 600, Session: 600, AuthorizationCode: 60 },
+    ttl: {
+      BackchannelAuthenticationRequest: 120,
+      AccessToken: 3600,
+      IdToken: 3600,
+      Grant: 3600,
+      Interaction: 600,
+      Session: 600,
+      AuthorizationCode: 60,
+    },
     findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
     interactions: { url: (_ctx, interaction) => `/op/interaction/${interaction.uid}` },
     // A new refresh token at every use, as this package's gateway does (the default rotates only late in its life).
@@ -88,12 +101,22 @@ export async function startOidcProvider(clients: ClientMetadata[], scopes: strin
     const details = await provider.interactionDetails(req, res);
     const params = details.params as Record<string, string | undefined>;
     if (params.login_hint === DENIED_HINT) {
-      await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'the subscriber said no' }, { mergeWithLastSubmission: false });
+      await provider.interactionFinished(
+        req,
+        res,
+        { error: 'access_denied', error_description: 'the subscriber said no' },
+        { mergeWithLastSubmission: false },
+      );
       return;
     }
     const accountId = OP_ACCOUNTS[params.login_hint ?? 'tel:+34600000001'] ?? 'sub-alice';
     const grantId = await approveGrant(accountId, params.client_id!, params.scope ?? '');
-    await provider.interactionFinished(req, res, { login: { accountId }, consent: { grantId } }, { mergeWithLastSubmission: false });
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId }, consent: { grantId } },
+      { mergeWithLastSubmission: false },
+    );
   }
 
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -106,9 +129,10 @@ export async function startOidcProvider(clients: ClientMetadata[], scopes: strin
       return;
     }
     // node-oidc-provider sends no `interval`, so clients would wait CIBA's default 5 s; this gateway says 1 s.
-    if (path === '/op/backchannel') rewriteJsonResponse(res, (body) => {
-      if (body.auth_req_id !== undefined) body.interval = 1;
-    });
+    if (path === '/op/backchannel')
+      rewriteJsonResponse(res, (body) => {
+        if (body.auth_req_id !== undefined) body.interval = 1;
+      });
     tamper.apply(path, res);
     // Mounted at the issuer's path, as Express's app.use('/op', …) would: node-oidc-provider reads the mount
     // path from originalUrl.

@@ -60,7 +60,9 @@ async function run(command: string, args: string[]): Promise<string> {
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve(output) : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${output}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolve(output) : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${output}`)),
+    );
   });
 }
 
@@ -90,23 +92,37 @@ export class RedisCluster {
       Array.from({ length: masters * (1 + replicas) }, () =>
         RedisServer.start({
           args: () => [
-            '--cluster-enabled', 'yes',
-            '--cluster-config-file', 'nodes.conf',
-            '--cluster-node-timeout', String(nodeTimeout),
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            'nodes.conf',
+            '--cluster-node-timeout',
+            String(nodeTimeout),
             // Any replica may take over, however long it was cut off (tests kill masters right after writes).
-            '--cluster-replica-validity-factor', '0',
+            '--cluster-replica-validity-factor',
+            '0',
             // Replicas stay where they were put, so a test knows which master has which replica.
-            '--cluster-allow-replica-migration', 'no',
+            '--cluster-allow-replica-migration',
+            'no',
             // Replicas sync at once (the default waits 5 s for more replicas to share one transfer).
-            '--repl-diskless-sync-delay', '0',
-            '--cluster-require-full-coverage', options.requireFullCoverage === false ? 'no' : 'yes',
+            '--repl-diskless-sync-delay',
+            '0',
+            '--cluster-require-full-coverage',
+            options.requireFullCoverage === false ? 'no' : 'yes',
           ],
         }),
       ),
     );
     const cluster = new RedisCluster(nodes, masters);
     try {
-      await run(CLI, ['--cluster', 'create', ...nodes.map((n) => n.address), '--cluster-replicas', String(replicas), '--cluster-yes']);
+      await run(CLI, [
+        '--cluster',
+        'create',
+        ...nodes.map((n) => n.address),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ]);
       await cluster.waitUntilHealthy();
     } catch (error) {
       await cluster.destroy();
@@ -155,7 +171,10 @@ export class RedisCluster {
   /** The running server that is master of `key`'s slot. */
   async masterOf(key: string): Promise<RedisServer> {
     const slot = Number(await ask(this.running[0]!, ['CLUSTER', 'KEYSLOT', key]));
-    const owner = (await this.topology()).find((n) => n.flags.includes('master') && !n.flags.includes('fail') && n.slots.some(([a, b]) => slot >= a && slot <= b));
+    const owner = (await this.topology()).find(
+      (n) =>
+        n.flags.includes('master') && !n.flags.includes('fail') && n.slots.some(([a, b]) => slot >= a && slot <= b),
+    );
     const server = this.nodes.find((n) => n.address === owner?.address);
     if (!server) throw new Error(`no master serves slot ${slot}`);
     return server;
@@ -163,7 +182,9 @@ export class RedisCluster {
 
   /** The running masters. */
   async masterServers(): Promise<RedisServer[]> {
-    const masters = (await this.topology()).filter((n) => n.flags.includes('master') && !n.flags.includes('fail') && n.slots.length > 0);
+    const masters = (await this.topology()).filter(
+      (n) => n.flags.includes('master') && !n.flags.includes('fail') && n.slots.length > 0,
+    );
     return this.nodes.filter((n) => n.running && masters.some((m) => m.address === n.address));
   }
 

@@ -27,7 +27,9 @@ export class RedisSentinelSet {
     try {
       const master = await RedisServer.start({ args: () => ['--repl-diskless-sync-delay', '0'] });
       started.push(master);
-      const replica = await RedisServer.start({ args: () => ['--replicaof', '127.0.0.1', String(master.port), '--repl-diskless-sync-delay', '0'] });
+      const replica = await RedisServer.start({
+        args: () => ['--replicaof', '127.0.0.1', String(master.port), '--repl-diskless-sync-delay', '0'],
+      });
       started.push(replica);
       const sentinel = await RedisServer.start({
         config: () => [
@@ -54,7 +56,10 @@ export class RedisSentinelSet {
 
   /** The server the Sentinel names as master now. */
   async currentMaster(): Promise<RedisServer> {
-    const [, port] = (await ask(this.sentinel, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_MASTER_NAME])) as [string, string];
+    const [, port] = (await ask(this.sentinel, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_MASTER_NAME])) as [
+      string,
+      string,
+    ];
     const server = [this.master, this.replica].find((s) => s.port === Number(port));
     if (!server) throw new Error(`the Sentinel names an unknown master (port ${port})`);
     return server;
@@ -64,10 +69,16 @@ export class RedisSentinelSet {
   async waitUntilReady(timeoutMs = 20_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      const replicas = (await ask(this.sentinel, ['SENTINEL', 'REPLICAS', SENTINEL_MASTER_NAME]).catch(() => [])) as string[][];
+      const replicas = (await ask(this.sentinel, ['SENTINEL', 'REPLICAS', SENTINEL_MASTER_NAME]).catch(
+        () => [],
+      )) as string[][];
       const master = await this.currentMaster().catch(() => undefined);
       const other = master === this.master ? this.replica : this.master;
-      if (master?.running && other.running && replicas.some((fields) => fields.includes(String(other.port)) && !fields.join(',').includes('s_down'))) {
+      if (
+        master?.running &&
+        other.running &&
+        replicas.some((fields) => fields.includes(String(other.port)) && !fields.join(',').includes('s_down'))
+      ) {
         const replication = String(await ask(other, ['INFO', 'replication']).catch(() => ''));
         // The master streams writes to a new replica only once it has acknowledged the initial sync.
         const streaming = String(await ask(master, ['INFO', 'replication']).catch(() => '')).includes('state=online');

@@ -15,7 +15,12 @@ export function pollToken(app: Express, authReqId: string, authorization: string
 }
 
 /** Starts a backchannel request that must succeed, and returns its auth_req_id. */
-export async function startBackchannel(app: Express, loginHint: string, scope: string, authorization: string = APP1): Promise<string> {
+export async function startBackchannel(
+  app: Express,
+  loginHint: string,
+  scope: string,
+  authorization: string = APP1,
+): Promise<string> {
   const res = await bcAuthorize(app, { login_hint: loginHint, scope }, authorization);
   if (res.status !== 200) throw new Error(`bc-authorize failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.auth_req_id as string;

@@ -4,11 +4,16 @@
  */
 import { createNetAuthClient, NetAuthClientError } from '../../lib/client/index.js';
 
-const { options, request } = JSON.parse(process.env.NETAUTH_RESUME ?? '{}') as { options: Parameters<typeof createNetAuthClient>[0]; request: Parameters<ReturnType<typeof createNetAuthClient>['resumeBackchannel']>[0] };
+const { options, request } = JSON.parse(process.env.NETAUTH_RESUME ?? '{}') as {
+  options: Parameters<typeof createNetAuthClient>[0];
+  request: Parameters<ReturnType<typeof createNetAuthClient>['resumeBackchannel']>[0];
+};
 try {
   const token = await createNetAuthClient(options).resumeBackchannel(request);
   process.stdout.write(`${JSON.stringify({ token })}\n`);
 } catch (error) {
-  process.stdout.write(`${JSON.stringify({ kind: error instanceof NetAuthClientError ? error.kind : 'unexpected' })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ kind: error instanceof NetAuthClientError ? error.kind : 'unexpected' })}\n`,
+  );
   process.exitCode = 1;
 }

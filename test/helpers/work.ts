@@ -6,7 +6,21 @@
  */
 type Method = (this: unknown, ...args: unknown[]) => unknown;
 
-const WALKED_ARRAY = ['includes', 'indexOf', 'lastIndexOf', 'some', 'every', 'find', 'findIndex', 'filter', 'map', 'forEach', 'reduce', 'join', 'splice'] as const;
+const WALKED_ARRAY = [
+  'includes',
+  'indexOf',
+  'lastIndexOf',
+  'some',
+  'every',
+  'find',
+  'findIndex',
+  'filter',
+  'map',
+  'forEach',
+  'reduce',
+  'join',
+  'splice',
+] as const;
 const COPIED_ARRAY = ['flat', 'concat', 'slice'] as const;
 const WALKED_STRING = ['includes', 'indexOf', 'lastIndexOf', 'split', 'replace', 'toLowerCase', 'trim'] as const;
 const COPIED_STRING = ['slice', 'substring'] as const;

@@ -20,9 +20,15 @@ describe('login_hint', () => {
 
   it('reads the four ipport shapes', () => {
     expect(parseLoginHint('ipport:10.20.0.1')).toEqual({ type: 'ipport', address: { ip: '10.20.0.1' } });
-    expect(parseLoginHint('ipport:10.20.0.1:8080')).toEqual({ type: 'ipport', address: { ip: '10.20.0.1', port: 8080 } });
+    expect(parseLoginHint('ipport:10.20.0.1:8080')).toEqual({
+      type: 'ipport',
+      address: { ip: '10.20.0.1', port: 8080 },
+    });
     expect(parseLoginHint('ipport:[2001:db8::1]')).toEqual({ type: 'ipport', address: { ip: '2001:db8::1' } });
-    expect(parseLoginHint('ipport:[2001:db8::1]:443')).toEqual({ type: 'ipport', address: { ip: '2001:db8::1', port: 443 } });
+    expect(parseLoginHint('ipport:[2001:db8::1]:443')).toEqual({
+      type: 'ipport',
+      address: { ip: '2001:db8::1', port: 443 },
+    });
   });
 
   it('normalises IPv6 and IPv4-mapped forms', () => {
@@ -32,7 +38,10 @@ describe('login_hint', () => {
     });
     expect(parseLoginHint('ipport:[::ffff:10.20.0.1]')).toEqual({ type: 'ipport', address: { ip: '10.20.0.1' } });
     expect(normaliseIp('::ffff:0a14:0001')).toBe('10.20.0.1');
-    expect(parseLoginHint('ipport:10.20.0.1:65535')).toEqual({ type: 'ipport', address: { ip: '10.20.0.1', port: 65535 } });
+    expect(parseLoginHint('ipport:10.20.0.1:65535')).toEqual({
+      type: 'ipport',
+      address: { ip: '10.20.0.1', port: 65535 },
+    });
   });
 
   // Regression (found by test/properties/login-hint.test.ts): ipaddr.js reads `::a.b.c.d` as IPv4-mapped, so

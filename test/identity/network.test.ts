@@ -90,9 +90,12 @@ describe('network identification', () => {
     expectDenied(await authorize(gw.app, {}, { ip: CGNAT_IP, port: '9000' }));
   });
 
-  it.each(['0', '65536', 'abc', '1500, 3000', '-1', ''])('CGNAT: a malformed port header (%j) identifies no one', async (port) => {
-    expectDenied(await authorize(gw.app, {}, { ip: CGNAT_IP, port }));
-  });
+  it.each(['0', '65536', 'abc', '1500, 3000', '-1', ''])(
+    'CGNAT: a malformed port header (%j) identifies no one',
+    async (port) => {
+      expectDenied(await authorize(gw.app, {}, { ip: CGNAT_IP, port }));
+    },
+  );
 
   it('an address outside the ranges is refused whatever the port', async () => {
     expectDenied(await authorize(gw.app, {}, { ip: '198.51.100.7', port: '1500' }));
@@ -114,7 +117,8 @@ describe('trust proxy decides which address counts', () => {
       ],
       network: { mobileRanges: ['127.0.0.0/8', ...MOBILE_RANGES], portHeader: PORT_HEADER },
     };
-    const direct = (gw: TestGateway, port: string) => request(gw.app).get(`/apigateway/authorize?${authorizeQuery()}`).set(PORT_HEADER, port);
+    const direct = (gw: TestGateway, port: string) =>
+      request(gw.app).get(`/apigateway/authorize?${authorizeQuery()}`).set(PORT_HEADER, port);
 
     it('a device reaching the gateway directly (trust proxy off) cannot pick its port: it is ignored, and the shared address names nobody', async () => {
       const gw = createTestGateway(shared, { trustProxy: false });
@@ -159,7 +163,9 @@ describe('trust proxy decides which address counts', () => {
       server = gw.app.listen(0, '127.0.0.1');
       await new Promise((resolve) => server!.once('listening', resolve));
       const { port } = server.address() as AddressInfo;
-      const res = await fetch(`http://127.0.0.1:${port}/apigateway/authorize?${authorizeQuery()}`, { redirect: 'manual' });
+      const res = await fetch(`http://127.0.0.1:${port}/apigateway/authorize?${authorizeQuery()}`, {
+        redirect: 'manual',
+      });
       expect(res.status).toBe(302);
       const url = new URL(res.headers.get('location')!);
       expect(url.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
@@ -173,7 +179,9 @@ describe('trust proxy decides which address counts', () => {
       server = gw.app.listen(0, '127.0.0.1');
       await new Promise((resolve) => server!.once('listening', resolve));
       const { port } = server.address() as AddressInfo;
-      const res = await fetch(`http://127.0.0.1:${port}/apigateway/authorize?${authorizeQuery()}`, { redirect: 'manual' });
+      const res = await fetch(`http://127.0.0.1:${port}/apigateway/authorize?${authorizeQuery()}`, {
+        redirect: 'manual',
+      });
       expect(new URL(res.headers.get('location')!).searchParams.get('error')).toBe('access_denied');
     });
   });
@@ -183,18 +191,25 @@ describe('login_hint must name the network-identified subscriber', () => {
   const gw = createTestGateway();
   const OTHER = 'login_hint names another subscriber than the one on this connection';
 
-  it('the subscriber\'s own number or address: accepted', async () => {
+  it("the subscriber's own number or address: accepted", async () => {
     expect(await subscriberOf(gw, { login_hint: 'tel:+34600000001' }, { ip: ALICE_IP })).toBe('sub-alice');
     expect(await subscriberOf(gw, { login_hint: `ipport:${ALICE_IP}` }, { ip: ALICE_IP })).toBe('sub-alice');
     expect(await subscriberOf(gw, { login_hint: 'ipport:[2001:db8::1]' }, { ip: ALICE_IP })).toBe('sub-alice');
-    expect(await subscriberOf(gw, { login_hint: `ipport:${CGNAT_IP}:1500` }, { ip: CGNAT_IP, port: '1500' })).toBe('sub-alice');
-    expect(await subscriberOf(gw, { login_hint: `ipport:${CGNAT_IP}` }, { ip: CGNAT_IP, port: '1500' })).toBe('sub-alice');
+    expect(await subscriberOf(gw, { login_hint: `ipport:${CGNAT_IP}:1500` }, { ip: CGNAT_IP, port: '1500' })).toBe(
+      'sub-alice',
+    );
+    expect(await subscriberOf(gw, { login_hint: `ipport:${CGNAT_IP}` }, { ip: CGNAT_IP, port: '1500' })).toBe(
+      'sub-alice',
+    );
   });
 
   it('another line: access_denied', async () => {
     expectDenied(await authorize(gw.app, { login_hint: 'tel:+34600000002' }, { ip: ALICE_IP }), OTHER);
     expectDenied(await authorize(gw.app, { login_hint: `ipport:${BOB_IP}` }, { ip: ALICE_IP }), OTHER);
-    expectDenied(await authorize(gw.app, { login_hint: `ipport:${CGNAT_IP}:3000` }, { ip: CGNAT_IP, port: '1500' }), OTHER);
+    expectDenied(
+      await authorize(gw.app, { login_hint: `ipport:${CGNAT_IP}:3000` }, { ip: CGNAT_IP, port: '1500' }),
+      OTHER,
+    );
   });
 
   it('a number nobody has: access_denied', async () => {
@@ -239,12 +254,19 @@ describe('sandbox mode: the login_hint names an allow-listed line, the network i
 
   it('a line not on the allow-list: access_denied', async () => {
     const q = callback(await authorize(gw.app, { login_hint: 'tel:+34600000002' }, { ip: BOB_IP }));
-    expect(q).toMatchObject({ error: 'access_denied', error_description: 'the line is not on the sandbox allow-list', state: 'state-123', iss: ISSUER });
+    expect(q).toMatchObject({
+      error: 'access_denied',
+      error_description: 'the line is not on the sandbox allow-list',
+      state: 'state-123',
+      iss: ISSUER,
+    });
   });
 
   it('no login_hint, or an ipport hint: access_denied', async () => {
     expect(callback(await authorize(gw.app, {}, { ip: ALICE_IP })).error).toBe('access_denied');
-    expect(callback(await authorize(gw.app, { login_hint: `ipport:${ALICE_IP}` }, { ip: ALICE_IP })).error).toBe('access_denied');
+    expect(callback(await authorize(gw.app, { login_hint: `ipport:${ALICE_IP}` }, { ip: ALICE_IP })).error).toBe(
+      'access_denied',
+    );
   });
 
   it('an allow-listed line the directory does not know: access_denied', async () => {
@@ -260,7 +282,12 @@ describe('NetworkIdentifier', () => {
   const directory = new StaticSubscriberDirectory(SUBSCRIBERS);
   /** A request through a proxy the app trusts (a `trust proxy fn` that trusts the peer), or from an untrusted peer. */
   const fakeReq = (ip: string | undefined, headers: Record<string, string | string[]> = {}, trusted = true) =>
-    ({ ip, headers, socket: { remoteAddress: '192.0.2.254' }, app: { get: () => (address: string, hop: number) => trusted && address === '192.0.2.254' && hop === 0 } }) as unknown as Request;
+    ({
+      ip,
+      headers,
+      socket: { remoteAddress: '192.0.2.254' },
+      app: { get: () => (address: string, hop: number) => trusted && address === '192.0.2.254' && hop === 0 },
+    }) as unknown as Request;
 
   it('refuses ranges that are not CIDR and header names that are not tokens', () => {
     expect(() => new NetworkIdentifier({ mobileRanges: ['10.0.0.0'] })).toThrow(TypeError);
@@ -285,7 +312,10 @@ describe('NetworkIdentifier', () => {
     const req = fakeReq(CGNAT_IP, { 'x-source-port': '1500' });
     expect(withPort.deviceAddress(req)).toEqual({ ip: CGNAT_IP, port: 1500 });
     expect(without.deviceAddress(req)).toEqual({ ip: CGNAT_IP });
-    expect(await withPort.identify(req, directory)).toMatchObject({ identified: true, subscriber: { id: 'sub-alice' } });
+    expect(await withPort.identify(req, directory)).toMatchObject({
+      identified: true,
+      subscriber: { id: 'sub-alice' },
+    });
     expect(await without.identify(req, directory)).toEqual({ identified: false, reason: 'unknown-address' });
   });
 
@@ -294,11 +324,18 @@ describe('NetworkIdentifier', () => {
     expect(network.deviceAddress(fakeReq(CGNAT_IP, { 'x-source-port': '3000' }, false))).toEqual({ ip: CGNAT_IP });
     expect(network.deviceAddress(fakeReq(CGNAT_IP, { 'x-source-port': 'x' }, false))).toEqual({ ip: CGNAT_IP });
     // A request object outside an Express app (no trust proxy function) is not believed either.
-    expect(network.deviceAddress({ ip: CGNAT_IP, headers: { 'x-source-port': '3000' } } as unknown as Request)).toEqual({ ip: CGNAT_IP });
+    expect(network.deviceAddress({ ip: CGNAT_IP, headers: { 'x-source-port': '3000' } } as unknown as Request)).toEqual(
+      { ip: CGNAT_IP },
+    );
   });
 
   it('warns once when trust proxy trusts any peer (true or a hop count): the port header believed from anyone', async () => {
-    for (const [setting, warned] of [[true, 1], [1, 1], [['10.0.0.10'], 0], [false, 0]] as const) {
+    for (const [setting, warned] of [
+      [true, 1],
+      [1, 1],
+      [['10.0.0.10'], 0],
+      [false, 0],
+    ] as const) {
       const warnings: string[] = [];
       const options = { mobileRanges: ['100.64.0.0/10'], portHeader: 'x-source-port' };
       const network = new NetworkIdentifier(options, (m) => warnings.push(m));
@@ -315,8 +352,17 @@ describe('NetworkIdentifier', () => {
   it('says why a device was not identified', async () => {
     const network = new NetworkIdentifier({ mobileRanges: ['10.20.0.0/16'], portHeader: 'x-source-port' });
     expect(await network.identify(fakeReq(undefined), directory)).toEqual({ identified: false, reason: 'no-address' });
-    expect(await network.identify(fakeReq('198.51.100.7'), directory)).toEqual({ identified: false, reason: 'off-network' });
-    expect(await network.identify(fakeReq(ALICE_IP, { 'x-source-port': 'x' }), directory)).toEqual({ identified: false, reason: 'bad-port' });
-    expect(await network.identify(fakeReq('10.20.9.9'), directory)).toEqual({ identified: false, reason: 'unknown-address' });
+    expect(await network.identify(fakeReq('198.51.100.7'), directory)).toEqual({
+      identified: false,
+      reason: 'off-network',
+    });
+    expect(await network.identify(fakeReq(ALICE_IP, { 'x-source-port': 'x' }), directory)).toEqual({
+      identified: false,
+      reason: 'bad-port',
+    });
+    expect(await network.identify(fakeReq('10.20.9.9'), directory)).toEqual({
+      identified: false,
+      reason: 'unknown-address',
+    });
   });
 });

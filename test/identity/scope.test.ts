@@ -35,15 +35,28 @@ describe('scope', () => {
 
   it('reads offline_access as a protocol scope beside the purpose, like openid', () => {
     const parsed = parseScope('dpv:FraudPreventionAndDetection sim-swap offline_access openid');
-    expect(parsed).toMatchObject({ purpose: 'FraudPreventionAndDetection', scopes: ['sim-swap'], openid: true, offlineAccess: true });
+    expect(parsed).toMatchObject({
+      purpose: 'FraudPreventionAndDetection',
+      scopes: ['sim-swap'],
+      openid: true,
+      offlineAccess: true,
+    });
     expect(parsed.value).toBe('dpv:FraudPreventionAndDetection sim-swap offline_access openid');
-    expect(withoutProtocolScopes(parsed, { offlineAccess: true })).toEqual({ ...parsed, offlineAccess: false, value: 'dpv:FraudPreventionAndDetection sim-swap openid' });
-    expect(withoutProtocolScopes(parsed, { openid: true, offlineAccess: true }).value).toBe('dpv:FraudPreventionAndDetection sim-swap');
+    expect(withoutProtocolScopes(parsed, { offlineAccess: true })).toEqual({
+      ...parsed,
+      offlineAccess: false,
+      value: 'dpv:FraudPreventionAndDetection sim-swap openid',
+    });
+    expect(withoutProtocolScopes(parsed, { openid: true, offlineAccess: true }).value).toBe(
+      'dpv:FraudPreventionAndDetection sim-swap',
+    );
     expect(code('offline_access')).toBe('invalid_scope');
   });
 
   it('accepts openid with the single-token form and ignores repeated tokens', () => {
-    const parsed = parseScope('dpv:FraudPreventionAndDetection#sim-swap openid dpv:FraudPreventionAndDetection#sim-swap');
+    const parsed = parseScope(
+      'dpv:FraudPreventionAndDetection#sim-swap openid dpv:FraudPreventionAndDetection#sim-swap',
+    );
     expect(parsed.openid).toBe(true);
     expect(parsed.scopes).toEqual(['sim-swap']);
     expect(parsed.value).toBe('dpv:FraudPreventionAndDetection#sim-swap openid');
@@ -69,7 +82,8 @@ describe('scope', () => {
 
   it('parses in work linear in the number of tokens (counted, not timed): a 16 KB scope costs what its size says', () => {
     // Distinct API scopes after one purpose: the echoed scope string keeps each once, in order.
-    const scope = (n: number) => ['dpv:FraudPreventionAndDetection', ...Array.from({ length: n }, (_, i) => `s${i}`)].join(' ');
+    const scope = (n: number) =>
+      ['dpv:FraudPreventionAndDetection', ...Array.from({ length: n }, (_, i) => `s${i}`)].join(' ');
     expect(parseScope(scope(3)).value).toBe('dpv:FraudPreventionAndDetection s0 s1 s2');
     expect(scope(3000).length).toBeGreaterThan(16 * 1024);
     const small = countWork(() => parseScope(scope(1500)));
@@ -78,7 +92,8 @@ describe('scope', () => {
     // Linear: twice the tokens, about twice the work. (A search of the echoed tokens per token made it 4x.)
     expect(large / small).toBeLessThan(2.3);
     // Repeats of one token, likewise.
-    const repeated = (n: number) => countWork(() => parseScope(`dpv:FraudPreventionAndDetection ${'sim-swap '.repeat(n)}`));
+    const repeated = (n: number) =>
+      countWork(() => parseScope(`dpv:FraudPreventionAndDetection ${'sim-swap '.repeat(n)}`));
     expect(repeated(3000) / repeated(1500)).toBeLessThan(2.3);
   });
 });

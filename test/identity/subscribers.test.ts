@@ -13,7 +13,8 @@ const FRANK = { id: 'sub-frank', addresses: ['100.64.0.11:3000-3999'] };
 
 describe('StaticSubscriberDirectory', () => {
   const directory = new StaticSubscriberDirectory([CAROL, DAVE, ERIN, FRANK]);
-  const find = async (ip: string, port?: number) => (await directory.findByNetworkAddress(port === undefined ? { ip } : { ip, port }))?.id;
+  const find = async (ip: string, port?: number) =>
+    (await directory.findByNetworkAddress(port === undefined ? { ip } : { ip, port }))?.id;
 
   it('a port-restricted entry names its subscriber only when the port is known and in range', async () => {
     expect(await find('100.64.0.5', 1500)).toBe('sub-carol');
@@ -43,7 +44,9 @@ describe('a subscriber registered only with a port range', () => {
     const bare = await bcAuthorize(gw.app, { login_hint: 'ipport:100.64.0.5', scope: SIM_SWAP }, APP1);
     expect(bare.status).toBe(400);
     expect(bare.body.error).toBe('unknown_user_id');
-    expect((await bcAuthorize(gw.app, { login_hint: 'ipport:100.64.0.5:1500', scope: SIM_SWAP }, APP1)).status).toBe(200);
+    expect((await bcAuthorize(gw.app, { login_hint: 'ipport:100.64.0.5:1500', scope: SIM_SWAP }, APP1)).status).toBe(
+      200,
+    );
   });
 
   it('GET /authorize from the address with no port header: access_denied; with the port: a code', async () => {

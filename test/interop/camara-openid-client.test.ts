@@ -7,7 +7,14 @@ import { SignJWT, importJWK } from 'jose';
 import type { RegisteredClient } from '../../lib/index.js';
 import { CLIENTS, createTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { ALICE_IP, CALLBACK, SIM_SWAP } from '../helpers/frontend.js';
-import { CAMARA_CLIENT, CAMARA_KEY, FOREIGN_CAMARA_KEY, SIGNED_ONLY_CLIENT, ecPair, type ClientKeyPair } from '../helpers/client-jwts.js';
+import {
+  CAMARA_CLIENT,
+  CAMARA_KEY,
+  FOREIGN_CAMARA_KEY,
+  SIGNED_ONLY_CLIENT,
+  ecPair,
+  type ClientKeyPair,
+} from '../helpers/client-jwts.js';
 
 /**
  * The CAMARA profile end to end with the real openid-client v6 as the application: `PrivateKeyJwt` client
@@ -24,7 +31,9 @@ describe('interop: openid-client v6 with private_key_jwt and signed requests (CA
 
   beforeAll(async () => {
     jwksServer = createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/jwk-set+json' }).end(JSON.stringify({ keys: [REMOTE_KEY.publicJwk] }));
+      res
+        .writeHead(200, { 'content-type': 'application/jwk-set+json' })
+        .end(JSON.stringify({ keys: [REMOTE_KEY.publicJwk] }));
     });
     await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
     const { jwks: _inline, ...keyless } = CAMARA_CLIENT;
@@ -63,16 +72,34 @@ describe('interop: openid-client v6 with private_key_jwt and signed requests (CA
   }
 
   async function configuration(clientId: string, pair: ClientKeyPair): Promise<client.Configuration> {
-    return client.discovery(new URL(`${base}/apigateway`), clientId, undefined, client.PrivateKeyJwt(await signingKey(pair)), {
-      execute: [client.allowInsecureRequests],
-    });
+    return client.discovery(
+      new URL(`${base}/apigateway`),
+      clientId,
+      undefined,
+      client.PrivateKeyJwt(await signingKey(pair)),
+      {
+        execute: [client.allowInsecureRequests],
+      },
+    );
   }
 
   /** CIBA Core §7.1.1: the authentication request's parameters as a JWT signed by the client's key. */
-  async function signedRequest(clientId: string, pair: ClientKeyPair, parameters: Record<string, string>): Promise<string> {
+  async function signedRequest(
+    clientId: string,
+    pair: ClientKeyPair,
+    parameters: Record<string, string>,
+  ): Promise<string> {
     const now = Math.floor(Date.now() / 1000);
     const { key, kid } = await signingKey(pair);
-    return new SignJWT({ ...parameters, iss: clientId, aud: `${base}/apigateway`, iat: now, nbf: now, exp: now + 60, jti: randomUUID() })
+    return new SignJWT({
+      ...parameters,
+      iss: clientId,
+      aud: `${base}/apigateway`,
+      iat: now,
+      nbf: now,
+      exp: now + 60,
+      jti: randomUUID(),
+    })
       .setProtectedHeader({ alg: pair.alg, kid, typ: 'oauth-authz-req+jwt' })
       .sign(key);
   }
@@ -124,7 +151,10 @@ describe('interop: openid-client v6 with private_key_jwt and signed requests (CA
     expect(res.status).toBe(302);
     const callbackUrl = new URL(res.headers.get('location')!);
     expect(callbackUrl.searchParams.get('state')).toBe(state);
-    const tokens = await client.authorizationCodeGrant(config, callbackUrl, { pkceCodeVerifier: codeVerifier, expectedState: state });
+    const tokens = await client.authorizationCodeGrant(config, callbackUrl, {
+      pkceCodeVerifier: codeVerifier,
+      expectedState: state,
+    });
     expect(tokens.scope).toBe(SIM_SWAP);
     expect((await callServiceApi(tokens.access_token)).status).toBe(200);
   });
@@ -132,17 +162,27 @@ describe('interop: openid-client v6 with private_key_jwt and signed requests (CA
   it('errors reach openid-client as OAuth errors, never 5xx', async () => {
     // An assertion signed by a key the client never registered.
     const foreign = await configuration('aggregator', FOREIGN_CAMARA_KEY);
-    await expect(client.initiateBackchannelAuthentication(foreign, { login_hint: 'tel:+34600000001', scope: SIM_SWAP })).rejects.toMatchObject({
+    await expect(
+      client.initiateBackchannelAuthentication(foreign, { login_hint: 'tel:+34600000001', scope: SIM_SWAP }),
+    ).rejects.toMatchObject({
       error: 'invalid_client',
       status: 401,
     });
     // A signed request the gateway cannot verify.
     const config = await configuration('aggregator', CAMARA_KEY);
-    const forged = await signedRequest('aggregator', FOREIGN_CAMARA_KEY, { login_hint: 'tel:+34600000001', scope: SIM_SWAP });
-    await expect(client.initiateBackchannelAuthentication(config, { request: forged })).rejects.toMatchObject({ error: 'invalid_request_object', status: 400 });
+    const forged = await signedRequest('aggregator', FOREIGN_CAMARA_KEY, {
+      login_hint: 'tel:+34600000001',
+      scope: SIM_SWAP,
+    });
+    await expect(client.initiateBackchannelAuthentication(config, { request: forged })).rejects.toMatchObject({
+      error: 'invalid_request_object',
+      status: 400,
+    });
     // A client that must sign, sending an unsigned request.
     const remote = await configuration('remote-aggregator', REMOTE_KEY);
-    await expect(client.initiateBackchannelAuthentication(remote, { login_hint: 'tel:+34600000001', scope: SIM_SWAP })).rejects.toMatchObject({
+    await expect(
+      client.initiateBackchannelAuthentication(remote, { login_hint: 'tel:+34600000001', scope: SIM_SWAP }),
+    ).rejects.toMatchObject({
       error: 'invalid_request',
       status: 400,
     });

@@ -49,7 +49,10 @@ describe('interop: openid-client v6, backend flow', () => {
 
   it('gets a token and calls the service API: 200 with it, 401 without, 403 for another scope', async () => {
     const config = await configuration();
-    const started = await client.initiateBackchannelAuthentication(config, { login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+    const started = await client.initiateBackchannelAuthentication(config, {
+      login_hint: 'tel:+34600000001',
+      scope: SIM_SWAP,
+    });
     expect(started.expires_in).toBe(120);
     const tokens = await client.pollBackchannelAuthenticationGrant(config, started);
     expect(tokens.token_type).toBe('bearer');
@@ -71,7 +74,10 @@ describe('interop: openid-client v6, backend flow', () => {
 
   it('waits through authorization_pending until consent is granted out-of-band', async () => {
     const config = await configuration();
-    const started = await client.initiateBackchannelAuthentication(config, { login_hint: 'tel:+34600000002', scope: LOCATION });
+    const started = await client.initiateBackchannelAuthentication(config, {
+      login_hint: 'tel:+34600000002',
+      scope: LOCATION,
+    });
     setTimeout(() => {
       void netauth.consent.grant({ clientId: 'app-1', login_hint: 'tel:+34600000002', scope: LOCATION });
     }, 1500);
@@ -81,9 +87,14 @@ describe('interop: openid-client v6, backend flow', () => {
 
   it('surfaces access_denied as an openid-client error', async () => {
     const config = await configuration();
-    const started = await client.initiateBackchannelAuthentication(config, { login_hint: 'tel:+34600000001', scope: LOCATION });
+    const started = await client.initiateBackchannelAuthentication(config, {
+      login_hint: 'tel:+34600000001',
+      scope: LOCATION,
+    });
     await netauth.consent.deny({ clientId: 'app-1', login_hint: 'tel:+34600000001', scope: LOCATION });
-    await expect(client.pollBackchannelAuthenticationGrant(config, started)).rejects.toMatchObject({ error: 'access_denied' });
+    await expect(client.pollBackchannelAuthenticationGrant(config, started)).rejects.toMatchObject({
+      error: 'access_denied',
+    });
   });
 
   it('bc-authorize errors reach openid-client as OAuth errors', async () => {

@@ -23,9 +23,15 @@ describe('interop: openid-client v6, authorization code flow with PKCE', () => {
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     gw = createTestGateway({ issuer: `${base}/apigateway` });
     server.on('request', gw.app);
-    config = await client.discovery(new URL(`${base}/apigateway`), 'app-1', undefined, client.ClientSecretBasic(SECRET), {
-      execute: [client.allowInsecureRequests],
-    });
+    config = await client.discovery(
+      new URL(`${base}/apigateway`),
+      'app-1',
+      undefined,
+      client.ClientSecretBasic(SECRET),
+      {
+        execute: [client.allowInsecureRequests],
+      },
+    );
   });
 
   afterAll(async () => {
@@ -67,12 +73,18 @@ describe('interop: openid-client v6, authorization code flow with PKCE', () => {
     const callbackUrl = new URL(res.headers.get('location')!);
     expect(callbackUrl.searchParams.get('iss')).toBe(`${base}/apigateway`);
 
-    const tokens = await client.authorizationCodeGrant(config, callbackUrl, { pkceCodeVerifier: codeVerifier, expectedState: state });
+    const tokens = await client.authorizationCodeGrant(config, callbackUrl, {
+      pkceCodeVerifier: codeVerifier,
+      expectedState: state,
+    });
     expect(tokens.token_type.toLowerCase()).toBe('bearer');
     expect(tokens.expires_in).toBe(3600);
     expect(tokens.scope).toBe(SIM_SWAP);
 
-    const api = await fetch(`${base}/sim-swap/check`, { method: 'POST', headers: { Authorization: `Bearer ${tokens.access_token}` } });
+    const api = await fetch(`${base}/sim-swap/check`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${tokens.access_token}` },
+    });
     expect(api.status).toBe(200);
     expect(await api.json()).toMatchObject({ subscriber: 'sub-alice', clientId: 'app-1' });
   });
@@ -82,7 +94,10 @@ describe('interop: openid-client v6, authorization code flow with PKCE', () => {
     const first = await browser(url);
     expect(first.status).toBe(302);
     const pageUrl = new URL(first.headers.get('location')!);
-    const cookie = first.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const cookie = first.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     const page = await browser(pageUrl, { headers: { Cookie: cookie } });
     expect(page.status).toBe(200);
     const form = consentForm(await page.text());
@@ -116,7 +131,10 @@ describe('interop: openid-client v6, authorization code flow with PKCE', () => {
     const { url, codeVerifier, state } = await authorizationUrl('dpv:Marketing#device-location');
     const res = await browser(url);
     await expect(
-      client.authorizationCodeGrant(config, new URL(res.headers.get('location')!), { pkceCodeVerifier: codeVerifier, expectedState: state }),
+      client.authorizationCodeGrant(config, new URL(res.headers.get('location')!), {
+        pkceCodeVerifier: codeVerifier,
+        expectedState: state,
+      }),
     ).rejects.toMatchObject({ error: 'access_denied' });
   });
 });

@@ -28,11 +28,27 @@ describe('interop: DPoP with refresh, client credentials and JWT bearer (openid-
   afterAll(() => close());
 
   const configuration = (clientId: string, auth: client.ClientAuth) =>
-    client.discovery(new URL(`${base}/apigateway`), clientId, undefined, auth, { execute: [client.allowInsecureRequests] });
+    client.discovery(new URL(`${base}/apigateway`), clientId, undefined, auth, {
+      execute: [client.allowInsecureRequests],
+    });
 
-  async function call(config: client.Configuration, token: string, path: string, method: string, dpop: client.DPoPHandle): Promise<Response> {
+  async function call(
+    config: client.Configuration,
+    token: string,
+    path: string,
+    method: string,
+    dpop: client.DPoPHandle,
+  ): Promise<Response> {
     try {
-      return await client.fetchProtectedResource(config, token, new URL(`${base}${path}`), method, undefined, undefined, { DPoP: dpop });
+      return await client.fetchProtectedResource(
+        config,
+        token,
+        new URL(`${base}${path}`),
+        method,
+        undefined,
+        undefined,
+        { DPoP: dpop },
+      );
     } catch (error) {
       if (error instanceof client.WWWAuthenticateChallengeError) return error.response;
       throw error;
@@ -42,8 +58,13 @@ describe('interop: DPoP with refresh, client credentials and JWT bearer (openid-
   it('refresh_token: a proof binds the next access token; without one: invalid_dpop_proof, never Bearer', async () => {
     const config = await configuration('offline-app', client.ClientSecretBasic('offline-secret'));
     const { handle, jkt } = await dpopHandle(config);
-    const started = await client.initiateBackchannelAuthentication(config, { login_hint: 'tel:+34600000001', scope: `${SIM_SWAP} offline_access` });
-    const first = await client.pollBackchannelAuthenticationGrant(config, { ...started, interval: 0 }, undefined, { DPoP: handle });
+    const started = await client.initiateBackchannelAuthentication(config, {
+      login_hint: 'tel:+34600000001',
+      scope: `${SIM_SWAP} offline_access`,
+    });
+    const first = await client.pollBackchannelAuthenticationGrant(config, { ...started, interval: 0 }, undefined, {
+      DPoP: handle,
+    });
     expect(first.token_type).toBe('dpop');
     const bound = await client.refreshTokenGrant(config, first.refresh_token!, undefined, { DPoP: handle });
     expect(bound.token_type).toBe('dpop');
@@ -67,7 +88,13 @@ describe('interop: DPoP with refresh, client credentials and JWT bearer (openid-
 
   it('JWT bearer: a proof binds the token, and a single-use bound token is spent once', async () => {
     const { alg: _alg, ...jwk } = CAMARA_KEY.privateJwk;
-    const config = await configuration('backend-app', client.PrivateKeyJwt({ key: (await importJWK(jwk, CAMARA_KEY.alg)) as client.CryptoKey, kid: CAMARA_KEY.privateJwk.kid! }));
+    const config = await configuration(
+      'backend-app',
+      client.PrivateKeyJwt({
+        key: (await importJWK(jwk, CAMARA_KEY.alg)) as client.CryptoKey,
+        kid: CAMARA_KEY.privateJwk.kid!,
+      }),
+    );
     const { handle, jkt } = await dpopHandle(config);
     const assertion = await bearerAssertion('tel:+34600000001', 'dpv:FraudPreventionAndDetection number-verification', {
       now: Math.floor(Date.now() / 1000),

@@ -28,7 +28,9 @@ describe('interop: openid-client v6 against the defaults', () => {
       issuer,
       clients: CLIENTS,
       // Loopback is Alice's mobile line, for the frontend flow.
-      subscribers: SUBSCRIBERS.map((s) => (s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s)),
+      subscribers: SUBSCRIBERS.map((s) =>
+        s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s,
+      ),
       network: { mobileRanges: ['127.0.0.0/8'] },
       consentPolicy: POLICY,
     });
@@ -70,7 +72,10 @@ describe('interop: openid-client v6 against the defaults', () => {
   });
 
   it('CIBA: openid granted with an ID token the library validates', async () => {
-    const started = await client.initiateBackchannelAuthentication(config, { login_hint: 'tel:+34600000001', scope: OPENID_SIM_SWAP });
+    const started = await client.initiateBackchannelAuthentication(config, {
+      login_hint: 'tel:+34600000001',
+      scope: OPENID_SIM_SWAP,
+    });
     const tokens = await client.pollBackchannelAuthenticationGrant(config, started);
     expect(tokens.scope).toBe(OPENID_SIM_SWAP);
     expect(tokens.claims()).toMatchObject({ iss: issuer, aud: 'app-1' });

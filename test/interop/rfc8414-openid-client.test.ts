@@ -17,14 +17,20 @@ describe('RFC 8414 metadata at the host root (netauth.wellKnown)', () => {
     for (const close of closers.splice(0)) await close();
   });
 
-  async function gateway(path: string, mountWellKnown: boolean): Promise<{ issuer: string; netauth: NetAuth; app: express.Express }> {
+  async function gateway(
+    path: string,
+    mountWellKnown: boolean,
+  ): Promise<{ issuer: string; netauth: NetAuth; app: express.Express }> {
     const app = express();
     const server = await listen(app);
     const issuer = `${server.url}${path}`;
     const netauth = createNetAuth({ issuer, clients: CLIENTS, subscribers: SUBSCRIBERS, consentPolicy: POLICY });
     if (mountWellKnown) app.use(netauth.wellKnown);
     app.use(path, netauth.router);
-    closers.push(() => netauth.close(), () => server.close());
+    closers.push(
+      () => netauth.close(),
+      () => server.close(),
+    );
     return { issuer, netauth, app };
   }
 
@@ -37,7 +43,11 @@ describe('RFC 8414 metadata at the host root (netauth.wellKnown)', () => {
   it("openid-client's oauth2 discovery finds the issuer's metadata and its endpoints", async () => {
     const { issuer, netauth } = await gateway('/apigateway', true);
     const config = await discover(issuer);
-    expect(config.serverMetadata()).toMatchObject({ issuer, token_endpoint: `${issuer}/token`, backchannel_authentication_endpoint: `${issuer}/bc-authorize` });
+    expect(config.serverMetadata()).toMatchObject({
+      issuer,
+      token_endpoint: `${issuer}/token`,
+      backchannel_authentication_endpoint: `${issuer}/bc-authorize`,
+    });
     expect(config.serverMetadata()).toEqual(netauth.metadata());
   });
 
@@ -53,7 +63,7 @@ describe('RFC 8414 metadata at the host root (netauth.wellKnown)', () => {
     expect((await request(app).get('/.well-known/oauth-authorization-server/api.gw$/v1')).status).toBe(404);
   });
 
-  it('other methods: 405 with Allow; other paths and the application\'s own errors pass through untouched', async () => {
+  it("other methods: 405 with Allow; other paths and the application's own errors pass through untouched", async () => {
     const { app } = await gateway('/apigateway', true);
     app.get('/boom', () => {
       throw new Error('the application failed');

@@ -34,7 +34,9 @@ describe('interop: openid-client v6, ID tokens, JWT access tokens, introspection
       issuer,
       clients: CLIENTS,
       // Loopback is Alice's mobile line, for the frontend flow.
-      subscribers: SUBSCRIBERS.map((s) => (s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s)),
+      subscribers: SUBSCRIBERS.map((s) =>
+        s.id === 'sub-alice' ? { ...s, addresses: [...s.addresses!, '127.0.0.1'] } : s,
+      ),
       network: { mobileRanges: ['127.0.0.0/8'] },
       consentPolicy: POLICY,
       lifetimes: { pollInterval: 1 },
@@ -127,8 +129,15 @@ describe('interop: openid-client v6, ID tokens, JWT access tokens, introspection
     });
     const second = await fetch(again, { redirect: 'manual' });
     const error = await client
-      .authorizationCodeGrant(config, new URL(second.headers.get('location')!), { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce })
-      .then(() => undefined, (e: unknown) => e as Error);
+      .authorizationCodeGrant(config, new URL(second.headers.get('location')!), {
+        pkceCodeVerifier: codeVerifier,
+        expectedState: state,
+        expectedNonce: nonce,
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
     expect(error).toMatchObject({ code: 'OAUTH_JWT_CLAIM_COMPARISON_FAILED' });
     expect((error!.cause as Error).message).toContain('"nonce"');
   });
@@ -143,19 +152,32 @@ describe('interop: openid-client v6, ID tokens, JWT access tokens, introspection
     const config = await configuration('app-1', SECRET);
     const tokens = await ciba(config);
     expect(decodeJwt(tokens.access_token).client_id).toBe('app-1');
-    const callApi = () => fetch(`${server.url}/sim-swap/check`, { method: 'POST', headers: { authorization: `Bearer ${tokens.access_token}` } });
+    const callApi = () =>
+      fetch(`${server.url}/sim-swap/check`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokens.access_token}` },
+      });
     const ok = await callApi();
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ swapped: false, subscriber: 'sub-alice' });
 
     const introspection = await client.tokenIntrospection(config, tokens.access_token);
-    expect(introspection).toMatchObject({ active: true, client_id: 'app-1', scope: OPENID_SIM_SWAP, iss: issuer, token_type: 'Bearer' });
+    expect(introspection).toMatchObject({
+      active: true,
+      client_id: 'app-1',
+      scope: OPENID_SIM_SWAP,
+      iss: issuer,
+      token_type: 'Bearer',
+    });
     expect(introspection.sub).toBe(tokens.claims()!.sub);
 
     // Another client sees it inactive, and may not revoke it.
     const other = await configuration('app-2', 'other-secret');
     expect((await client.tokenIntrospection(other, tokens.access_token)).active).toBe(false);
-    await expect(client.tokenRevocation(other, tokens.access_token)).rejects.toMatchObject({ error: 'invalid_request', status: 400 });
+    await expect(client.tokenRevocation(other, tokens.access_token)).rejects.toMatchObject({
+      error: 'invalid_request',
+      status: 400,
+    });
     expect((await callApi()).status).toBe(200);
 
     await client.tokenRevocation(config, tokens.access_token);

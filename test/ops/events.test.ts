@@ -24,7 +24,15 @@ describe('events: frontend flow', () => {
     expect(events.names()).toEqual(['code.consumed', 'token.issued']);
     expect(events.of('code.consumed')).toEqual([{ ...alice, scopes: ['sim-swap'] }]);
     expect(events.of('token.issued')).toEqual([
-      { ...alice, scopes: ['sim-swap'], grantType: 'authorization_code', format: 'opaque', idToken: false, refreshToken: false, singleUse: false },
+      {
+        ...alice,
+        scopes: ['sim-swap'],
+        grantType: 'authorization_code',
+        format: 'opaque',
+        idToken: false,
+        refreshToken: false,
+        singleUse: false,
+      },
     ]);
   });
 
@@ -36,7 +44,9 @@ describe('events: frontend flow', () => {
     expect((await redeem(gw.app, { code, redirect_uri: CALLBACK })).body.error).toBe('invalid_grant');
     expect(events.names()).toEqual(['code.replayed', 'token.revoked']);
     expect(events.of('code.replayed')).toEqual([{ ...alice, scopes: ['sim-swap'] }]);
-    expect(events.of('token.revoked')).toEqual([{ clientId: 'app-1', subscriberId: 'sub-alice', purpose: alice.purpose, reason: 'code_replay' }]);
+    expect(events.of('token.revoked')).toEqual([
+      { clientId: 'app-1', subscriberId: 'sub-alice', purpose: alice.purpose, reason: 'code_replay' },
+    ]);
   });
 
   it('the consent page: authorization.requested (consentPage), then consent.granted or consent.denied via the page', async () => {
@@ -45,7 +55,11 @@ describe('events: frontend flow', () => {
     const allowed = await answerConsent(gw, await authorize(gw.app, { scope: LOCATION }), 'allow');
     expect(callback(allowed).code).toBeDefined();
     expect(events.names()).toEqual(['authorization.requested', 'consent.granted', 'code.issued']);
-    expect(events.of('authorization.requested')[0]).toEqual({ ...alice, scopes: ['device-location'], consentPage: true });
+    expect(events.of('authorization.requested')[0]).toEqual({
+      ...alice,
+      scopes: ['device-location'],
+      consentPage: true,
+    });
     expect(events.of('consent.granted')).toEqual([{ ...alice, scopes: ['device-location'], via: 'page' }]);
 
     events.clear();
@@ -61,7 +75,9 @@ describe('events: frontend flow', () => {
     const gw = createTestGateway();
     const events = recordEvents(gw.netauth);
     expect(callback(await authorize(gw.app, { scope: LOCATION, prompt: 'none' })).error).toBe('consent_required');
-    expect(events.of('authorization.requested')).toEqual([{ ...alice, scopes: ['device-location'], consentPage: false }]);
+    expect(events.of('authorization.requested')).toEqual([
+      { ...alice, scopes: ['device-location'], consentPage: false },
+    ]);
   });
 });
 
@@ -78,9 +94,25 @@ describe('events: CIBA', () => {
     expect(events.of('consent.granted')).toEqual([{ ...alice, scopes: ['device-location'], via: 'api' }]);
     clock.advance(10);
     expect((await pollToken(app, id)).status).toBe(200);
-    expect(events.names()).toEqual(['ciba.requested', 'ciba.slow_down', 'consent.granted', 'ciba.approved', 'token.issued']);
+    expect(events.names()).toEqual([
+      'ciba.requested',
+      'ciba.slow_down',
+      'consent.granted',
+      'ciba.approved',
+      'token.issued',
+    ]);
     expect(events.of('ciba.approved')).toEqual([{ ...alice, scopes: ['device-location'] }]);
-    expect(events.of('token.issued')).toEqual([{ ...alice, scopes: ['device-location'], grantType: CIBA, format: 'opaque', idToken: false, refreshToken: false, singleUse: false }]);
+    expect(events.of('token.issued')).toEqual([
+      {
+        ...alice,
+        scopes: ['device-location'],
+        grantType: CIBA,
+        format: 'opaque',
+        idToken: false,
+        refreshToken: false,
+        singleUse: false,
+      },
+    ]);
   });
 
   it('denied by consent (out-of-band API) and by decision (hook), expired', async () => {
@@ -95,7 +127,9 @@ describe('events: CIBA', () => {
     const late = await startBackchannel(app, 'tel:+34600000002', SIM_SWAP);
     clock.advance(121);
     expect((await pollToken(app, late)).body.error).toBe('expired_token');
-    expect(events.of('ciba.expired')).toEqual([{ clientId: 'app-1', subscriberId: 'sub-bob', purpose: alice.purpose, scopes: ['sim-swap'] }]);
+    expect(events.of('ciba.expired')).toEqual([
+      { clientId: 'app-1', subscriberId: 'sub-bob', purpose: alice.purpose, scopes: ['sim-swap'] },
+    ]);
 
     const hooked = createTestGateway({ backchannel: { authorize: async () => 'deny' } });
     const hookEvents = recordEvents(hooked.netauth);
@@ -112,8 +146,12 @@ describe('events: revocation and consent withdrawal', () => {
     const events = recordEvents(netauth);
     const token = (await pollToken(app, await startBackchannel(app, ALICE, SIM_SWAP))).body.access_token as string;
     events.clear();
-    expect((await request(app).post('/apigateway/revoke').set('Authorization', APP1).type('form').send({ token })).status).toBe(200);
-    expect(events.of('token.revoked')).toEqual([{ clientId: 'app-1', subscriberId: 'sub-alice', purpose: alice.purpose, reason: 'revocation_request' }]);
+    expect(
+      (await request(app).post('/apigateway/revoke').set('Authorization', APP1).type('form').send({ token })).status,
+    ).toBe(200);
+    expect(events.of('token.revoked')).toEqual([
+      { clientId: 'app-1', subscriberId: 'sub-alice', purpose: alice.purpose, reason: 'revocation_request' },
+    ]);
     // An unknown token: nothing revoked, no event.
     events.clear();
     await request(app).post('/apigateway/revoke').set('Authorization', APP1).type('form').send({ token: 'nothing' });
@@ -124,7 +162,9 @@ describe('events: revocation and consent withdrawal', () => {
     events.clear();
     expect(await netauth.consent.revoke({ clientId: 'app-1', login_hint: ALICE, scope: LOCATION })).toBe(true);
     expect(events.names()).toEqual(['token.revoked', 'consent.revoked']);
-    expect(events.of('token.revoked')).toEqual([{ clientId: 'app-1', subscriberId: 'sub-alice', purpose: alice.purpose, reason: 'consent_withdrawn' }]);
+    expect(events.of('token.revoked')).toEqual([
+      { clientId: 'app-1', subscriberId: 'sub-alice', purpose: alice.purpose, reason: 'consent_withdrawn' },
+    ]);
     expect(events.of('consent.revoked')).toEqual([{ ...alice, scopes: ['device-location'], via: 'api' }]);
     // Nothing on record any more: no event.
     events.clear();
@@ -151,8 +191,15 @@ describe('events: client authentication and requests', () => {
     await request(app).post('/apigateway/bc-authorize').type('form').send(body);
     await bcAuthorize(app, body, 'Basic !!!');
     await bcAuthorize(app, { ...body, client_id: 'app-2' });
-    await request(app).post('/apigateway/token').set('Authorization', basic('app-2', 'nope')).type('form').send({ grant_type: CIBA, auth_req_id: 'x' });
-    await request(app).post('/apigateway/introspect').type('form').send({ token: 'x', client_assertion: 'y', client_assertion_type: 'z' });
+    await request(app)
+      .post('/apigateway/token')
+      .set('Authorization', basic('app-2', 'nope'))
+      .type('form')
+      .send({ grant_type: CIBA, auth_req_id: 'x' });
+    await request(app)
+      .post('/apigateway/introspect')
+      .type('form')
+      .send({ token: 'x', client_assertion: 'y', client_assertion_type: 'z' });
     expect(events.of('client.authentication_failed')).toEqual([
       { endpoint: 'bc-authorize', clientId: 'app-1', reason: 'invalid_credentials' },
       { endpoint: 'bc-authorize', reason: 'invalid_credentials' },
@@ -233,6 +280,7 @@ describe('the emitter', () => {
     await events.settle();
     const text = JSON.stringify(events.all);
     expect(events.all.length).toBeGreaterThan(8);
-    for (const secret of [code, token, id, ciba, '+34600000001', '34600000001', ALICE, 'very-secret']) expect(text).not.toContain(secret);
+    for (const secret of [code, token, id, ciba, '+34600000001', '34600000001', ALICE, 'very-secret'])
+      expect(text).not.toContain(secret);
   });
 });

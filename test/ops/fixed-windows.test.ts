@@ -42,7 +42,7 @@ describe('fixed windows (the memory counters)', () => {
     expect(windows.size).toBe(0);
   });
 
-  it('a key whose window restarted is not dropped at its old window\'s end', () => {
+  it("a key whose window restarted is not dropped at its old window's end", () => {
     const { windows, clock } = windowsAt(0, 10);
     windows.add('a', 1);
     clock.now += 10_000;

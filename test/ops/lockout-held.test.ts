@@ -71,11 +71,18 @@ describe('lock-out slots held after a success', () => {
     const { budget } = budgetAt(1_000_000);
     await succeed(budget);
     // The held slot and three new ones: the budget (4) is in flight.
-    const inFlight = await Promise.all([budget.reserve(KEY), budget.reserve(KEY), budget.reserve(KEY), budget.reserve(KEY)]);
+    const inFlight = await Promise.all([
+      budget.reserve(KEY),
+      budget.reserve(KEY),
+      budget.reserve(KEY),
+      budget.reserve(KEY),
+    ]);
     const slots = inFlight.map((r) => ('slot' in r ? r.slot : undefined));
     expect(slots.every((slot) => slot !== undefined)).toBe(true);
     const fifth = budget.reserve(KEY);
-    expect(await Promise.race([fifth, new Promise((resolve) => setImmediate(() => resolve('waiting')))])).toBe('waiting');
+    expect(await Promise.race([fifth, new Promise((resolve) => setImmediate(() => resolve('waiting')))])).toBe(
+      'waiting',
+    );
     slots[0]!.release();
     expect('slot' in (await fifth)).toBe(true);
     await budget.close();

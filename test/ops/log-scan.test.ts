@@ -5,9 +5,30 @@ import pino from 'pino';
 import { createClient } from '../helpers/node-redis.js';
 import { APP1, APP2, CIBA, LOCATION, SECRET, SIM_SWAP, basic, createTestGateway } from '../helpers/gateway.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
-import { CALLBACK, authorize, callback, consentForm, cookies, formTarget, localPath, location, pkcePair, redeem } from '../helpers/frontend.js';
+import {
+  CALLBACK,
+  authorize,
+  callback,
+  consentForm,
+  cookies,
+  formTarget,
+  localPath,
+  location,
+  pkcePair,
+  redeem,
+} from '../helpers/frontend.js';
 import { KEY_A } from '../helpers/keys.js';
-import { GRANTS_CLIENTS, GRANTS_POLICY, JWT_BEARER, OFFLINE_AUTH, POPULATION, SERVICE_AUTH, bearerAssertion, refresh, tokenRequest } from '../helpers/grants.js';
+import {
+  GRANTS_CLIENTS,
+  GRANTS_POLICY,
+  JWT_BEARER,
+  OFFLINE_AUTH,
+  POPULATION,
+  SERVICE_AUTH,
+  bearerAssertion,
+  refresh,
+  tokenRequest,
+} from '../helpers/grants.js';
 import { EVENT_NAMES, type NetAuthOptions } from '../../lib/index.js';
 import { EventHub } from '../../lib/ops/events.js';
 import { attachLogger } from '../../lib/ops/logging.js';
@@ -47,14 +68,27 @@ const BOB = `tel:${PHONES[1]}`;
 
 const FORMATS: Array<[string, Partial<NetAuthOptions>]> = [
   ['opaque access tokens', {}],
-  ['JWT access tokens and ID tokens', { accessTokenFormat: 'jwt', idTokens: true, signingKeys: [KEY_A], pairwiseSalt: 'salt' }],
+  [
+    'JWT access tokens and ID tokens',
+    { accessTokenFormat: 'jwt', idTokens: true, signingKeys: [KEY_A], pairwiseSalt: 'salt' },
+  ],
 ];
 
 describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
   it('finds every event and none of the secrets, tokens, codes, auth_req_ids or phone numbers', async () => {
     const log = memoryLogger();
     // Everything a log line must never show, collected as the run makes it.
-    const secrets = new Set<string>([SECRET, 'other-secret', 'code-secret', APP1, APP2, ...PHONES, ...PHONES.map((p) => p.slice(1)), ALICE, BOB]);
+    const secrets = new Set<string>([
+      SECRET,
+      'other-secret',
+      'code-secret',
+      APP1,
+      APP2,
+      ...PHONES,
+      ...PHONES.map((p) => p.slice(1)),
+      ALICE,
+      BOB,
+    ]);
     const keep = (...values: Array<string | undefined>) => {
       for (const v of values) if (v !== undefined && v !== '') secrets.add(v);
     };
@@ -92,7 +126,13 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     // Frontend flow, consent page, PKCE, openid: allow, redeem, replay.
     const pkce = pkcePair();
     keep(pkce.verifier, pkce.challenge);
-    const started = await authorize(app, { scope: `openid ${LOCATION}`, code_challenge: pkce.challenge, code_challenge_method: 'S256', nonce: 'nonce-9f8e7d', state: 'state-5a4b3c' });
+    const started = await authorize(app, {
+      scope: `openid ${LOCATION}`,
+      code_challenge: pkce.challenge,
+      code_challenge_method: 'S256',
+      nonce: 'nonce-9f8e7d',
+      state: 'state-5a4b3c',
+    });
     keep('nonce-9f8e7d', 'state-5a4b3c');
     const cookie = cookies(started);
     keep(...cookie.split('; ').map((c) => c.split('=')[1]));
@@ -100,13 +140,19 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     const page = await request(app).get(pagePath).set('Cookie', cookie);
     const form = consentForm(page.text);
     keep(form.interaction, form.csrf);
-    const allowed = await request(app).post(formTarget(pagePath, form.action)).set('Cookie', cookie).type('form').send({ interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    const allowed = await request(app)
+      .post(formTarget(pagePath, form.action))
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
     const code = callback(allowed).code!;
     keep(code);
     const redeemed = await redeem(app, { code, redirect_uri: CALLBACK, code_verifier: pkce.verifier });
     expect(redeemed.status).toBe(200);
     keep(redeemed.body.access_token, redeemed.body.id_token);
-    expect((await redeem(app, { code, redirect_uri: CALLBACK, code_verifier: pkce.verifier })).body.error).toBe('invalid_grant');
+    expect((await redeem(app, { code, redirect_uri: CALLBACK, code_verifier: pkce.verifier })).body.error).toBe(
+      'invalid_grant',
+    );
 
     // The consent page refused (Bob's device), and an authorization request flood from one address.
     const other = await authorize(app, { scope: LOCATION }, { ip: '10.20.0.2' });
@@ -114,7 +160,11 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     const otherPath = localPath(location(other));
     const otherForm = consentForm((await request(app).get(otherPath).set('Cookie', otherCookie)).text);
     keep(otherForm.interaction, otherForm.csrf, ...otherCookie.split('; ').map((c) => c.split('=')[1]));
-    await request(app).post(formTarget(otherPath, otherForm.action)).set('Cookie', otherCookie).type('form').send({ interaction: otherForm.interaction, csrf: otherForm.csrf, decision: 'deny' });
+    await request(app)
+      .post(formTarget(otherPath, otherForm.action))
+      .set('Cookie', otherCookie)
+      .type('form')
+      .send({ interaction: otherForm.interaction, csrf: otherForm.csrf, decision: 'deny' });
     for (let i = 0; i < 5; i++) await authorize(app, {}, { ip: '10.20.0.2' });
     expect(callback(await authorize(app, {}, { ip: '10.20.0.2' })).error).toBe('temporarily_unavailable');
 
@@ -157,10 +207,22 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     expect((await pollToken(app, stale)).body.error).toBe('expired_token');
 
     // Introspection and revocation; consent withdrawn.
-    const introspected = await request(app).post('/apigateway/introspect').set('Authorization', APP1).type('form').send({ token: quickToken.body.access_token });
+    const introspected = await request(app)
+      .post('/apigateway/introspect')
+      .set('Authorization', APP1)
+      .type('form')
+      .send({ token: quickToken.body.access_token });
     expect(introspected.body.active).toBe(true);
     keep(introspected.body.sub);
-    expect((await request(app).post('/apigateway/revoke').set('Authorization', APP1).type('form').send({ token: quickToken.body.access_token })).status).toBe(200);
+    expect(
+      (
+        await request(app)
+          .post('/apigateway/revoke')
+          .set('Authorization', APP1)
+          .type('form')
+          .send({ token: quickToken.body.access_token })
+      ).status,
+    ).toBe(200);
     expect(await netauth.consent.revoke({ clientId: 'app-1', login_hint: ALICE, scope: LOCATION })).toBe(true);
 
     // The grants beyond the seed's two: a refresh token rotated then reused, client credentials, the JWT bearer grant.
@@ -173,7 +235,9 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     expect((await refresh(app, offlineTokens.body.refresh_token as string)).body.error).toBe('invalid_grant');
     const twoLegged = await tokenRequest(app, { grant_type: 'client_credentials', scope: POPULATION }, SERVICE_AUTH);
     keep(twoLegged.body.access_token);
-    const assertion = await bearerAssertion(ALICE, 'dpv:FraudPreventionAndDetection number-verification', { now: Math.floor(clock.now / 1000) });
+    const assertion = await bearerAssertion(ALICE, 'dpv:FraudPreventionAndDetection number-verification', {
+      now: Math.floor(clock.now / 1000),
+    });
     const asserted = await tokenRequest(app, { grant_type: JWT_BEARER, assertion });
     expect(asserted.status).toBe(200);
     keep(assertion, asserted.body.access_token);
@@ -184,16 +248,42 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     for (const guess of guesses) {
       const header = basic('app-1', guess);
       keep(header);
-      const res = await request(app).post('/apigateway/token').set('X-Forwarded-For', '203.0.113.9').set('Authorization', header).type('form').send({ grant_type: CIBA, auth_req_id: quick });
+      const res = await request(app)
+        .post('/apigateway/token')
+        .set('X-Forwarded-For', '203.0.113.9')
+        .set('Authorization', header)
+        .type('form')
+        .send({ grant_type: CIBA, auth_req_id: quick });
       expect(res.status).toBe(401);
     }
-    expect((await request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', '203.0.113.9').set('Authorization', APP1).type('form').send({ login_hint: ALICE, scope: SIM_SWAP })).status).toBe(429);
-    expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP, client_secret: SECRET, client_id: 'app-1' }, basic('app-1', 'another-guess-Kx'))).status).toBe(400);
+    expect(
+      (
+        await request(app)
+          .post('/apigateway/bc-authorize')
+          .set('X-Forwarded-For', '203.0.113.9')
+          .set('Authorization', APP1)
+          .type('form')
+          .send({ login_hint: ALICE, scope: SIM_SWAP })
+      ).status,
+    ).toBe(429);
+    expect(
+      (
+        await bcAuthorize(
+          app,
+          { login_hint: BOB, scope: SIM_SWAP, client_secret: SECRET, client_id: 'app-1' },
+          basic('app-1', 'another-guess-Kx'),
+        )
+      ).status,
+    ).toBe(400);
     keep('another-guess-Kx', basic('app-1', 'another-guess-Kx'));
 
     // A developer portal's registration that fails the checks (http: redirect URI): reported, its secret never.
     const insecure = { ...GRANTS_CLIENTS[0]!, redirectUris: ['http://app.example/callback'] };
-    const portal = createTestGateway({ ...format, clients: { find: async () => structuredClone(insecure) }, logger: log.logger });
+    const portal = createTestGateway({
+      ...format,
+      clients: { find: async () => structuredClone(insecure) },
+      logger: log.logger,
+    });
     expect((await authorize(portal.app, { redirect_uri: 'http://app.example/callback' })).status).toBe(400);
 
     // An internal error (a listener failing) goes to the log too.
@@ -210,7 +300,11 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     // The log is there: every event, the internal error, the package's binding.
     const logged = new Set(lines.map((l) => l.event));
     for (const name of EVENT_NAMES) expect(logged, name).toContain(name);
-    expect(lines.some((l) => l.msg === 'internal error' && (l.error as { message: string }).message === 'listener failed on purpose')).toBe(true);
+    expect(
+      lines.some(
+        (l) => l.msg === 'internal error' && (l.error as { message: string }).message === 'listener failed on purpose',
+      ),
+    ).toBe(true);
     expect(lines.every((l) => l.lib === 'express-netauth')).toBe(true);
     expect(lines.length).toBeGreaterThan(60);
 
@@ -233,12 +327,23 @@ describe('logging', () => {
       subscriberId: 'sub-1',
       purpose: 'P',
       scopes: ['s'],
-      ...({ access_token: 'AT-1234567', auth_req_id: 'ARI-1234567', phoneNumber: '+34699999999', nested: { code: 'CODE-1234567', client_secret: 'CS-1234567' } } as object),
+      ...({
+        access_token: 'AT-1234567',
+        auth_req_id: 'ARI-1234567',
+        phoneNumber: '+34699999999',
+        nested: { code: 'CODE-1234567', client_secret: 'CS-1234567' },
+      } as object),
     });
     const text = log.text();
-    for (const secret of ['AT-1234567', 'ARI-1234567', '+34699999999', 'CODE-1234567', 'CS-1234567']) expect(text).not.toContain(secret);
+    for (const secret of ['AT-1234567', 'ARI-1234567', '+34699999999', 'CODE-1234567', 'CS-1234567'])
+      expect(text).not.toContain(secret);
     expect(text).toContain('[redacted]');
-    expect(log.lines()[0]).toMatchObject({ level: 30, event: 'ciba.requested', msg: 'ciba.requested', clientId: 'app-1' });
+    expect(log.lines()[0]).toMatchObject({
+      level: 30,
+      event: 'ciba.requested',
+      msg: 'ciba.requested',
+      clientId: 'app-1',
+    });
   });
 
   it('levels: failures and limits are warnings, timing is debug (and not listened to when debug is off)', async () => {

@@ -31,7 +31,11 @@ function parse(text: string): Sample[] {
 
 /** The value of the one sample with exactly these labels (0 when absent, as Prometheus would read it). */
 function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
-  const found = samples.filter((s) => s.name === name && JSON.stringify(Object.entries(s.labels).sort()) === JSON.stringify(Object.entries(labels).sort()));
+  const found = samples.filter(
+    (s) =>
+      s.name === name &&
+      JSON.stringify(Object.entries(s.labels).sort()) === JSON.stringify(Object.entries(labels).sort()),
+  );
   if (found.length > 1) throw new Error(`several samples for ${name}`);
   return found[0]?.value ?? 0;
 }
@@ -71,8 +75,11 @@ describe('metrics router', () => {
     expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(429);
 
     // Revocation, failed client authentication, then the lock-out.
-    const token = (await pollToken(app, await startBackchannel(app, ALICE, SIM_SWAP, APP2), APP2)).body.access_token as string;
-    expect((await request(app).post('/apigateway/revoke').set('Authorization', APP2).type('form').send({ token })).status).toBe(200);
+    const token = (await pollToken(app, await startBackchannel(app, ALICE, SIM_SWAP, APP2), APP2)).body
+      .access_token as string;
+    expect(
+      (await request(app).post('/apigateway/revoke').set('Authorization', APP2).type('form').send({ token })).status,
+    ).toBe(200);
     expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, basic('app-2', 'wrong'))).status).toBe(401);
     expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, basic('nobody', 'wrong'))).status).toBe(401);
     expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(429);
@@ -100,23 +107,48 @@ describe('metrics router', () => {
     expect(value(m, 'netauth_ciba_total', { ...app2, outcome: 'approved' })).toBe(1);
     expect(value(m, 'netauth_ciba_total', { ...app1, outcome: 'denied' })).toBe(1);
     expect(value(m, 'netauth_ciba_total', { ...app2, outcome: 'expired' })).toBe(1);
-    expect(value(m, 'netauth_tokens_issued_total', { ...app1, grant_type: 'authorization_code', format: 'opaque' })).toBe(2);
+    expect(
+      value(m, 'netauth_tokens_issued_total', { ...app1, grant_type: 'authorization_code', format: 'opaque' }),
+    ).toBe(2);
     expect(value(m, 'netauth_tokens_issued_total', { ...app1, grant_type: CIBA, format: 'opaque' })).toBe(1);
     expect(value(m, 'netauth_tokens_issued_total', { ...app2, grant_type: CIBA, format: 'opaque' })).toBe(1);
     expect(value(m, 'netauth_tokens_revoked_total', { ...app1, reason: 'code_replay' })).toBe(1);
     expect(value(m, 'netauth_tokens_revoked_total', { ...app2, reason: 'revocation_request' })).toBe(1);
-    expect(value(m, 'netauth_client_authentication_failures_total', { endpoint: 'bc-authorize', reason: 'invalid_credentials' })).toBe(2);
+    expect(
+      value(m, 'netauth_client_authentication_failures_total', {
+        endpoint: 'bc-authorize',
+        reason: 'invalid_credentials',
+      }),
+    ).toBe(2);
     expect(value(m, 'netauth_rate_limited_total', { endpoint: 'bc-authorize', limit: 'client' })).toBe(1);
-    expect(value(m, 'netauth_rate_limited_total', { endpoint: 'bc-authorize', limit: 'client_authentication' })).toBe(1);
+    expect(value(m, 'netauth_rate_limited_total', { endpoint: 'bc-authorize', limit: 'client_authentication' })).toBe(
+      1,
+    );
 
     expect(value(m, 'netauth_requests_total', { endpoint: 'token', grant_type: CIBA, outcome: 'ok' })).toBe(2);
     expect(value(m, 'netauth_requests_total', { endpoint: 'token', grant_type: CIBA, outcome: 'slow_down' })).toBe(1);
-    expect(value(m, 'netauth_requests_total', { endpoint: 'token', grant_type: 'authorization_code', outcome: 'invalid_grant' })).toBe(1);
-    expect(value(m, 'netauth_requests_total', { endpoint: 'bc-authorize', grant_type: '', outcome: 'temporarily_unavailable' })).toBe(2);
-    expect(value(m, 'netauth_requests_total', { endpoint: 'bc-authorize', grant_type: '', outcome: 'invalid_client' })).toBe(2);
+    expect(
+      value(m, 'netauth_requests_total', {
+        endpoint: 'token',
+        grant_type: 'authorization_code',
+        outcome: 'invalid_grant',
+      }),
+    ).toBe(1);
+    expect(
+      value(m, 'netauth_requests_total', {
+        endpoint: 'bc-authorize',
+        grant_type: '',
+        outcome: 'temporarily_unavailable',
+      }),
+    ).toBe(2);
+    expect(
+      value(m, 'netauth_requests_total', { endpoint: 'bc-authorize', grant_type: '', outcome: 'invalid_client' }),
+    ).toBe(2);
     expect(value(m, 'netauth_requests_total', { endpoint: 'consent', grant_type: '', outcome: 'ok' })).toBe(2);
     // Every response timed: the histogram's count per endpoint is that endpoint's responses.
-    const tokenResponses = m.filter((s) => s.name === 'netauth_requests_total' && s.labels.endpoint === 'token').reduce((n, s) => n + s.value, 0);
+    const tokenResponses = m
+      .filter((s) => s.name === 'netauth_requests_total' && s.labels.endpoint === 'token')
+      .reduce((n, s) => n + s.value, 0);
     expect(tokenResponses).toBe(9);
     expect(value(m, 'netauth_request_duration_seconds_count', { endpoint: 'token' })).toBe(tokenResponses);
     expect(value(m, 'netauth_request_duration_seconds_bucket', { endpoint: 'token', le: '+Inf' })).toBe(tokenResponses);
@@ -135,8 +167,16 @@ describe('metrics router', () => {
     await pollToken(gw.app, await startBackchannel(gw.app, ALICE, SIM_SWAP));
 
     expect(globalRegistry.getSingleMetric('netauth_tokens_issued_total')).toBeUndefined();
-    expect(value(parse((await request(gw.app).get('/metrics')).text), 'netauth_tokens_issued_total', { client_id: 'app-1', grant_type: CIBA, format: 'opaque' })).toBe(1);
-    expect(value(parse(await registry.metrics()), 'gw_tokens_issued_total', { grant_type: CIBA, format: 'opaque' })).toBe(1);
+    expect(
+      value(parse((await request(gw.app).get('/metrics')).text), 'netauth_tokens_issued_total', {
+        client_id: 'app-1',
+        grant_type: CIBA,
+        format: 'opaque',
+      }),
+    ).toBe(1);
+    expect(
+      value(parse(await registry.metrics()), 'gw_tokens_issued_total', { grant_type: CIBA, format: 'opaque' }),
+    ).toBe(1);
     expect((await request(gw.app).post('/metrics')).status).toBe(405);
   });
 

@@ -8,8 +8,20 @@ import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js
 import { CALLBACK, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
 import { expectTooMany, only } from '../helpers/rate-limits.js';
-import { MemoryStore, RateLimitFallbackError, RedisStore, type NetAuthOptions, type RateLimitOptions } from '../../lib/index.js';
-import { RedisServer, freshPrefix, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import {
+  MemoryStore,
+  RateLimitFallbackError,
+  RedisStore,
+  type NetAuthOptions,
+  type RateLimitOptions,
+} from '../../lib/index.js';
+import {
+  RedisServer,
+  freshPrefix,
+  redisServerMissing,
+  requireRedisServer,
+  skipRedisTests,
+} from '../helpers/redis-server.js';
 import { wrapStore } from '../helpers/store-wrapper.js';
 
 /**
@@ -23,9 +35,13 @@ const ALICE = 'tel:+34600000001';
 
 type RawClient = ReturnType<typeof createClient>;
 
-
 const from = (app: Express, ip: string, authorization: string) =>
-  request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', ip).set('Authorization', authorization).type('form').send({ login_hint: ALICE, scope: SIM_SWAP });
+  request(app)
+    .post('/apigateway/bc-authorize')
+    .set('X-Forwarded-For', ip)
+    .set('Authorization', authorization)
+    .type('form')
+    .send({ login_hint: ALICE, scope: SIM_SWAP });
 
 describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMissing()})` : ''}`, () => {
   let server: RedisServer;
@@ -51,7 +67,11 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
   /** A Redis server of the test's own, to stop and restart, and a client of it that reconnects every 100 ms. */
   async function ownRedis(): Promise<{ own: RedisServer; client: RawClient }> {
     const own = await RedisServer.start();
-    const client: RawClient = createClient({ url: own.url, disableOfflineQueue: true, socket: { reconnectStrategy: () => 100 } });
+    const client: RawClient = createClient({
+      url: own.url,
+      disableOfflineQueue: true,
+      socket: { reconnectStrategy: () => 100 },
+    });
     client.on('error', () => {});
     await client.connect();
     clients.push(client);
@@ -59,7 +79,10 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
   }
 
   /** Two gateway instances on one Redis and prefix, as behind a load balancer. */
-  function instances(rateLimits: RateLimitOptions, extra: Partial<NetAuthOptions> = {}): [TestGateway, TestGateway, string] {
+  function instances(
+    rateLimits: RateLimitOptions,
+    extra: Partial<NetAuthOptions> = {},
+  ): [TestGateway, TestGateway, string] {
     const prefix = freshPrefix('netauth-rl');
     const make = () => {
       const store = new RedisStore({ url: server.url, prefix, timeout: 1000 });
@@ -82,8 +105,15 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     for (const key of keys) expect(Number(await raw.pTTL(key))).toBeGreaterThan(0);
   });
 
-  it('per client and subscriber, shared by the instances: one client\'s traffic leaves the other\'s allowance and the ceiling alone', async () => {
-    const [a, b, prefix] = instances(only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 }, perSubscriber: { points: 3, duration: 600 } } }));
+  it("per client and subscriber, shared by the instances: one client's traffic leaves the other's allowance and the ceiling alone", async () => {
+    const [a, b, prefix] = instances(
+      only({
+        bcAuthorize: {
+          perClientAndSubscriber: { points: 2, duration: 600 },
+          perSubscriber: { points: 3, duration: 600 },
+        },
+      }),
+    );
     expect((await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
     expect((await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
     expectTooMany(await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP }));
@@ -101,13 +131,22 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
   });
 
   it('the client-authentication lock-out is shared: failures for a client at an address on one instance lock that pair on the other', async () => {
-    const [a, b, prefix] = instances(only({ clientAuthentication: { perClientAndAddress: { failures: 2, duration: 900 }, perAddress: { failures: 2, duration: 900 } } }));
+    const [a, b, prefix] = instances(
+      only({
+        clientAuthentication: {
+          perClientAndAddress: { failures: 2, duration: 900 },
+          perAddress: { failures: 2, duration: 900 },
+        },
+      }),
+    );
     const events = recordEvents(b.netauth);
     expect((await from(a.app, '203.0.113.20', basic('app-1', 'wrong'))).status).toBe(401);
     expect((await from(b.app, '203.0.113.20', basic('app-1', 'wrong'))).status).toBe(401);
     expectTooMany(await from(b.app, '203.0.113.20', APP1));
     expectTooMany(await from(a.app, '203.0.113.20', APP1));
-    expect(events.of('rate.limited')).toEqual([{ endpoint: 'bc-authorize', limit: 'client_authentication', clientId: 'app-1', retryAfter: expect.any(Number) }]);
+    expect(events.of('rate.limited')).toEqual([
+      { endpoint: 'bc-authorize', limit: 'client_authentication', clientId: 'app-1', retryAfter: expect.any(Number) },
+    ]);
     // The client elsewhere, and another client at that address, are served on either instance.
     expect((await from(b.app, '203.0.113.21', APP1)).status).toBe(200);
     expect((await from(a.app, '203.0.113.20', APP2)).status).toBe(200);
@@ -116,14 +155,21 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     expect((await from(b.app, '203.0.113.22', basic('nobody-else', 'x'))).status).toBe(401);
     expectTooMany(await from(a.app, '203.0.113.22', basic('nobody', 'x')));
     const keys = (await raw.keys(`${prefix}rl:auth-failures:*`)).sort();
-    expect(keys).toEqual([`${prefix}rl:auth-failures:address:{203.0.113.22}`, `${prefix}rl:auth-failures:client-address:{app-1}203.0.113.20`]);
+    expect(keys).toEqual([
+      `${prefix}rl:auth-failures:address:{203.0.113.22}`,
+      `${prefix}rl:auth-failures:client-address:{app-1}203.0.113.20`,
+    ]);
   });
 
   it('concurrent guesses spread over two instances never get more comparisons than the budget', async () => {
     const [a, b] = instances(only({ clientAuthentication: { perClientAndAddress: { failures: 5, duration: 900 } } }));
     let failed = 0;
     for (const gw of [a, b]) gw.netauth.events.on('client.authentication_failed', () => failed++);
-    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => from(i % 2 ? a.app : b.app, '203.0.113.30', basic('app-1', `guess-${i}`)).then((r) => r.status)));
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        from(i % 2 ? a.app : b.app, '203.0.113.30', basic('app-1', `guess-${i}`)).then((r) => r.status),
+      ),
+    );
     expect(answers.filter((s) => s === 401)).toHaveLength(5);
     expect(failed).toBe(5);
     expect(answers.filter((s) => s === 429)).toHaveLength(55);
@@ -149,7 +195,11 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     await client.connect();
     clients.push(client);
     const keyPrefix = freshPrefix('rl-given');
-    const rateLimits = { ...only({ bcAuthorize: { perClient: { points: 1, duration: 60 } } }), redis: client, keyPrefix };
+    const rateLimits = {
+      ...only({ bcAuthorize: { perClient: { points: 1, duration: 60 } } }),
+      redis: client,
+      keyPrefix,
+    };
     const a = createTestGateway({ store: new MemoryStore(), rateLimits });
     const b = createTestGateway({ store: new MemoryStore(), rateLimits });
     expect((await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
@@ -187,7 +237,10 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
   });
 
   it("backend 'memory' keeps the counters per instance, even with a RedisStore", async () => {
-    const [a, b, prefix] = instances({ ...only({ bcAuthorize: { perClient: { points: 1, duration: 60 } } }), backend: 'memory' });
+    const [a, b, prefix] = instances({
+      ...only({ bcAuthorize: { perClient: { points: 1, duration: 60 } } }),
+      backend: 'memory',
+    });
     expect((await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
     expect((await bcAuthorize(b.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
     expectTooMany(await bcAuthorize(a.app, { login_hint: ALICE, scope: SIM_SWAP }));
@@ -201,7 +254,12 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
       const keyPrefix = freshPrefix('rl-down');
       const gw = createTestGateway({
         store: new MemoryStore(),
-        rateLimits: { ...only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } }), redis: client, keyPrefix, timeout: 200 },
+        rateLimits: {
+          ...only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } }),
+          redis: client,
+          keyPrefix,
+          timeout: 200,
+        },
         onError: (error) => reported.push(error),
       });
       const events = recordEvents(gw.netauth);
@@ -256,7 +314,21 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
 
   it('an ACL that refuses the scripts is reported to onError too, not hidden (the limits then hold per instance)', async () => {
     const user = `rl-noperm-${randomUUID().slice(0, 8)}`;
-    expect(await raw.sendCommand(['ACL', 'SETUSER', user, 'on', '>pw', 'resetkeys', '~*', '-@all', '+@connection', '+get', '+set'])).toBe('OK');
+    expect(
+      await raw.sendCommand([
+        'ACL',
+        'SETUSER',
+        user,
+        'on',
+        '>pw',
+        'resetkeys',
+        '~*',
+        '-@all',
+        '+@connection',
+        '+get',
+        '+set',
+      ]),
+    ).toBe('OK');
     const client = createClient({ url: `redis://${user}:pw@127.0.0.1:${server.port}`, disableOfflineQueue: true });
     client.on('error', () => {});
     await client.connect();
@@ -274,7 +346,10 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     expect(reported).toHaveLength(1);
     expect(reported[0]).toBeInstanceOf(RateLimitFallbackError);
     expect((reported[0] as Error).message).toMatch(
-      new RegExp(`^rate limits: Redis at 127\\.0\\.0\\.1:${server.port} refused the counters' script \\(NOPERM .*evalsha.*\\): each instance counts for itself until that is fixed$`, 'i'),
+      new RegExp(
+        `^rate limits: Redis at 127\\.0\\.0\\.1:${server.port} refused the counters' script \\(NOPERM .*evalsha.*\\): each instance counts for itself until that is fixed$`,
+        'i',
+      ),
     );
     await gw.netauth.close();
   });
@@ -285,9 +360,20 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
       const keyPrefix = freshPrefix('rl-held');
       const gw = createTestGateway({
         store: new MemoryStore(),
-        rateLimits: { ...only({ clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 } } }), redis: client, keyPrefix, timeout: 200 },
+        rateLimits: {
+          ...only({ clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 } } }),
+          redis: client,
+          keyPrefix,
+          timeout: 200,
+        },
       });
-      const introspect = () => request(gw.app).post('/apigateway/introspect').set('X-Forwarded-For', '203.0.113.41').set('Authorization', APP2).type('form').send({ token: 'x' });
+      const introspect = () =>
+        request(gw.app)
+          .post('/apigateway/introspect')
+          .set('X-Forwarded-For', '203.0.113.41')
+          .set('Authorization', APP2)
+          .type('form')
+          .send({ token: 'x' });
       await own.stop();
       // Fails closed: a per-process count would give each instance a budget of its own.
       expectTooMany(await introspect(), 1);
@@ -302,10 +388,18 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     }
   });
 
-  it("a client that has not failed pays no round trip for the lock-out: its slot is held for the next check, and given back on close", async () => {
-    const [a, , prefix] = instances(only({ clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 } } }));
+  it('a client that has not failed pays no round trip for the lock-out: its slot is held for the next check, and given back on close', async () => {
+    const [a, , prefix] = instances(
+      only({ clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 } } }),
+    );
     const attempts = `${prefix}rl:auth-attempts:client-address:{app-2}203.0.113.40`;
-    const introspect = () => request(a.app).post('/apigateway/introspect').set('X-Forwarded-For', '203.0.113.40').set('Authorization', APP2).type('form').send({ token: 'x' });
+    const introspect = () =>
+      request(a.app)
+        .post('/apigateway/introspect')
+        .set('X-Forwarded-For', '203.0.113.40')
+        .set('Authorization', APP2)
+        .type('form')
+        .send({ token: 'x' });
     expect((await introspect()).status).toBe(200);
     // The first check took a slot; it stays counted (held), so every check is still bounded by the budget.
     expect(await raw.get(attempts)).toBe('1');
@@ -325,10 +419,20 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     expect(seen).toEqual([]);
     expect(await raw.get(attempts)).toBe('1');
     // A wrong secret from there uses the held slot and is counted as a failure: its one script is all MONITOR sees (EVAL too if Redis did not know it yet).
-    expect((await request(a.app).post('/apigateway/introspect').set('X-Forwarded-For', '203.0.113.40').set('Authorization', basic('app-2', 'wrong')).type('form').send({ token: 'x' })).status).toBe(401);
+    expect(
+      (
+        await request(a.app)
+          .post('/apigateway/introspect')
+          .set('X-Forwarded-For', '203.0.113.40')
+          .set('Authorization', basic('app-2', 'wrong'))
+          .type('form')
+          .send({ token: 'x' })
+      ).status,
+    ).toBe(401);
     await settled();
     expect(seen.length).toBeGreaterThan(0);
-    for (const line of seen) expect(line).toContain(`"1" "${prefix}rl:auth-failures:client-address:{app-2}203.0.113.40"`);
+    for (const line of seen)
+      expect(line).toContain(`"1" "${prefix}rl:auth-failures:client-address:{app-2}203.0.113.40"`);
     expect(await raw.get(`${prefix}rl:auth-failures:client-address:{app-2}203.0.113.40`)).toBe('1');
     expect((await introspect()).status).toBe(200);
     expect(await raw.get(attempts)).toBe('2');

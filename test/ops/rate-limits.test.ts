@@ -12,40 +12,62 @@ import { CLIENTS, POLICY, SUBSCRIBERS } from '../helpers/gateway.js';
 const ALICE = 'tel:+34600000001';
 const BOB = 'tel:+34600000002';
 
-
-const from = (app: Express, ip: string, authorization: string, body: Record<string, string> = { login_hint: ALICE, scope: SIM_SWAP }) =>
-  request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', ip).set('Authorization', authorization).type('form').send(body);
+const from = (
+  app: Express,
+  ip: string,
+  authorization: string,
+  body: Record<string, string> = { login_hint: ALICE, scope: SIM_SWAP },
+) =>
+  request(app)
+    .post('/apigateway/bc-authorize')
+    .set('X-Forwarded-For', ip)
+    .set('Authorization', authorization)
+    .type('form')
+    .send(body);
 
 describeEachBackend('rate limits', (backend) => {
   describe('bc-authorize', () => {
     it('per client: past the limit 429 temporarily_unavailable with Retry-After; other clients unaffected', async () => {
-      const { app, netauth } = backend.gateway({ rateLimits: only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } }) });
+      const { app, netauth } = backend.gateway({
+        rateLimits: only({ bcAuthorize: { perClient: { points: 2, duration: 60 } } }),
+      });
       const events = recordEvents(netauth);
       expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
       expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
       // Counted before anything else: an invalid request over the limit is 429 too.
       expectTooMany(await bcAuthorize(app, { login_hint: BOB, scope: 'dpv:Nothing#x' }), 60);
       expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
-      expect(events.of('rate.limited')).toEqual([{ endpoint: 'bc-authorize', limit: 'client', clientId: 'app-1', retryAfter: expect.any(Number) }]);
+      expect(events.of('rate.limited')).toEqual([
+        { endpoint: 'bc-authorize', limit: 'client', clientId: 'app-1', retryAfter: expect.any(Number) },
+      ]);
       expect(events.of('ciba.requested')).toHaveLength(3);
     });
 
-    it('by default one client cannot use up another client\'s allowance for the same subscriber', async () => {
+    it("by default one client cannot use up another client's allowance for the same subscriber", async () => {
       const { app, netauth } = backend.gateway();
       const events = recordEvents(netauth);
       const allowance = RATE_LIMIT_DEFAULTS.bcAuthorize.perClientAndSubscriber.points;
-      for (let i = 0; i < allowance; i++) expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+      for (let i = 0; i < allowance; i++)
+        expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
       expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }), 600);
       // The other client's requests for Alice, and app-1's for Bob, are served.
       expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
       expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
       expect(events.of('rate.limited')).toEqual([
-        { endpoint: 'bc-authorize', limit: 'client_subscriber', clientId: 'app-1', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
+        {
+          endpoint: 'bc-authorize',
+          limit: 'client_subscriber',
+          clientId: 'app-1',
+          subscriberId: 'sub-alice',
+          retryAfter: expect.any(Number),
+        },
       ]);
     });
 
     it('per client and subscriber: 429; other clients for the subscriber, and the client for others, unaffected', async () => {
-      const { app } = backend.gateway({ rateLimits: only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 } } }) });
+      const { app } = backend.gateway({
+        rateLimits: only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 } } }),
+      });
       expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
       expect((await bcAuthorize(app, { login_hint: 'ipport:10.20.0.1', scope: SIM_SWAP })).status).toBe(200);
       expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }), 600);
@@ -53,27 +75,45 @@ describeEachBackend('rate limits', (backend) => {
       expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
     });
 
-    it('the subscriber-wide ceiling counts only requests within a client\'s allowance', async () => {
+    it("the subscriber-wide ceiling counts only requests within a client's allowance", async () => {
       const { app, netauth } = backend.gateway({
-        rateLimits: only({ bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 }, perSubscriber: { points: 3, duration: 600 } } }),
+        rateLimits: only({
+          bcAuthorize: {
+            perClientAndSubscriber: { points: 2, duration: 600 },
+            perSubscriber: { points: 3, duration: 600 },
+          },
+        }),
       });
       const events = recordEvents(netauth);
       // app-1 asks five times: two served, three refused by its own allowance, none of them counted in the ceiling.
       for (let i = 0; i < 5; i++) await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP });
       expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
       expectTooMany(await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2), 600);
-      expect(events.of('rate.limited').map((e) => e.limit)).toEqual(['client_subscriber', 'client_subscriber', 'client_subscriber', 'subscriber']);
+      expect(events.of('rate.limited').map((e) => e.limit)).toEqual([
+        'client_subscriber',
+        'client_subscriber',
+        'client_subscriber',
+        'subscriber',
+      ]);
     });
 
     it('per subscriber (the ceiling), whichever client asks: 429; other subscribers unaffected', async () => {
-      const { app, netauth } = backend.gateway({ rateLimits: only({ bcAuthorize: { perSubscriber: { points: 2, duration: 600 } } }) });
+      const { app, netauth } = backend.gateway({
+        rateLimits: only({ bcAuthorize: { perSubscriber: { points: 2, duration: 600 } } }),
+      });
       const events = recordEvents(netauth);
       expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
       expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, APP2)).status).toBe(200);
       expectTooMany(await bcAuthorize(app, { login_hint: 'ipport:10.20.0.1', scope: SIM_SWAP }, APP2), 600);
       expect((await bcAuthorize(app, { login_hint: BOB, scope: SIM_SWAP })).status).toBe(200);
       expect(events.of('rate.limited')).toEqual([
-        { endpoint: 'bc-authorize', limit: 'subscriber', clientId: 'app-2', subscriberId: 'sub-alice', retryAfter: expect.any(Number) },
+        {
+          endpoint: 'bc-authorize',
+          limit: 'subscriber',
+          clientId: 'app-2',
+          subscriberId: 'sub-alice',
+          retryAfter: expect.any(Number),
+        },
       ]);
     });
   });
@@ -90,7 +130,9 @@ describeEachBackend('rate limits', (backend) => {
     });
 
     it('per client, CIBA grant: slow_down (400) with Retry-After, as CIBA has a poller slow down', async () => {
-      const { app, netauth } = backend.gateway({ rateLimits: only({ token: { perClient: { points: 1, duration: 60 } } }) });
+      const { app, netauth } = backend.gateway({
+        rateLimits: only({ token: { perClient: { points: 1, duration: 60 } } }),
+      });
       const events = recordEvents(netauth);
       const id = await startBackchannel(app, ALICE, LOCATION);
       expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
@@ -100,12 +142,16 @@ describeEachBackend('rate limits', (backend) => {
       expect(res.headers['cache-control']).toBe('no-store');
       expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(events.of('ciba.slow_down')).toEqual([{ clientId: 'app-1', reason: 'rate_limit' }]);
-      expect(events.of('rate.limited')).toEqual([{ endpoint: 'token', limit: 'client', clientId: 'app-1', retryAfter: expect.any(Number) }]);
+      expect(events.of('rate.limited')).toEqual([
+        { endpoint: 'token', limit: 'client', clientId: 'app-1', retryAfter: expect.any(Number) },
+      ]);
     });
 
     it('CIBA polls are not counted per subscriber: the request was, at bc-authorize', async () => {
       const tight = { points: 1, duration: 60 };
-      const { app, netauth, clock } = backend.gateway({ rateLimits: only({ token: { perSubscriber: tight, perClientAndSubscriber: tight } }) });
+      const { app, netauth, clock } = backend.gateway({
+        rateLimits: only({ token: { perSubscriber: tight, perClientAndSubscriber: tight } }),
+      });
       const events = recordEvents(netauth);
       const id = await startBackchannel(app, ALICE, LOCATION);
       const other = await startBackchannel(app, ALICE, SIM_SWAP, APP2);
@@ -138,10 +184,17 @@ describeEachBackend('rate limits', (backend) => {
       expect(callback(await authorize(gw.app)).code).toBeDefined();
       const res = await authorize(gw.app, { state: 'xyz' });
       expect(res.status).toBe(302);
-      expect(callback(res)).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String), state: 'xyz', iss: ISSUER });
+      expect(callback(res)).toEqual({
+        error: 'temporarily_unavailable',
+        error_description: expect.any(String),
+        state: 'xyz',
+        iss: ISSUER,
+      });
       // Bob's device is another address.
       expect(callback(await authorize(gw.app, {}, { ip: '10.20.0.2' })).code).toBeDefined();
-      expect(events.of('rate.limited')).toEqual([{ endpoint: 'authorize', limit: 'address', clientId: 'app-1', retryAfter: expect.any(Number) }]);
+      expect(events.of('rate.limited')).toEqual([
+        { endpoint: 'authorize', limit: 'address', clientId: 'app-1', retryAfter: expect.any(Number) },
+      ]);
     });
 
     it('before the target is validated: a 429 error page with Retry-After, never a redirect', async () => {
@@ -174,21 +227,35 @@ describe('rateLimits option', () => {
 
   it('refuses rules that are not whole positive numbers, and a Redis backend without Redis', () => {
     const base = { issuer: ISSUER, clients: CLIENTS, subscribers: SUBSCRIBERS, consentPolicy: POLICY };
-    expect(() => createNetAuth({ ...base, rateLimits: { token: { perClient: { points: 0, duration: 60 } } } })).toThrow(TypeError);
-    expect(() => createNetAuth({ ...base, rateLimits: { authorize: { perAddress: { points: 5, duration: 0.5 } } } })).toThrow(TypeError);
-    expect(() => createNetAuth({ ...base, rateLimits: { clientAuthentication: { perAddress: { failures: -1, duration: 60 } } } })).toThrow(TypeError);
+    expect(() => createNetAuth({ ...base, rateLimits: { token: { perClient: { points: 0, duration: 60 } } } })).toThrow(
+      TypeError,
+    );
+    expect(() =>
+      createNetAuth({ ...base, rateLimits: { authorize: { perAddress: { points: 5, duration: 0.5 } } } }),
+    ).toThrow(TypeError);
+    expect(() =>
+      createNetAuth({ ...base, rateLimits: { clientAuthentication: { perAddress: { failures: -1, duration: 60 } } } }),
+    ).toThrow(TypeError);
     // The former per-client-id lock (any address) is gone: naming it is an error that says what replaced it.
-    const former = { clientAuthentication: { perClient: { failures: 50, duration: 900 } } } as unknown as RateLimitOptions;
+    const former = {
+      clientAuthentication: { perClient: { failures: 50, duration: 900 } },
+    } as unknown as RateLimitOptions;
     expect(() => createNetAuth({ ...base, rateLimits: former })).toThrow(/perClientAndAddress/);
-    expect(() => createNetAuth({ ...base, store: new MemoryStore(), rateLimits: { backend: 'redis' } })).toThrow(/redis/);
+    expect(() => createNetAuth({ ...base, store: new MemoryStore(), rateLimits: { backend: 'redis' } })).toThrow(
+      /redis/,
+    );
   });
 
   it('rateLimits.redis must be a Redis client, and keyPrefix carries no hash tag', () => {
     const base = { issuer: ISSUER, clients: CLIENTS, subscribers: SUBSCRIBERS, consentPolicy: POLICY };
     const notAClient = { redis: { eval: () => null } } as unknown as RateLimitOptions;
-    expect(() => createNetAuth({ ...base, rateLimits: notAClient })).toThrow('rateLimits.redis must be a node-redis client: createClient(), createCluster() or createSentinel() (missing: sendCommand)');
+    expect(() => createNetAuth({ ...base, rateLimits: notAClient })).toThrow(
+      'rateLimits.redis must be a node-redis client: createClient(), createCluster() or createSentinel() (missing: sendCommand)',
+    );
     const store = new RedisStore({ client: { isOpen: true, isReady: true, sendCommand: async () => null } });
-    expect(() => createNetAuth({ ...base, store, rateLimits: { keyPrefix: 'rl:{x}:' } })).toThrow(/keyPrefix "rl:\{x\}:" contains a brace/);
+    expect(() => createNetAuth({ ...base, store, rateLimits: { keyPrefix: 'rl:{x}:' } })).toThrow(
+      /keyPrefix "rl:\{x\}:" contains a brace/,
+    );
     // Any client the store accepts carries the counters (RedisStore talks to it through sendCommand only).
     expect(() => createNetAuth({ ...base, store })).not.toThrow();
   });
@@ -196,10 +263,21 @@ describe('rateLimits option', () => {
   it('the defaults', () => {
     expect(RATE_LIMIT_DEFAULTS).toEqual({
       authorize: { perAddress: { points: 300, duration: 60 } },
-      bcAuthorize: { perClient: { points: 3000, duration: 60 }, perClientAndSubscriber: { points: 60, duration: 600 }, perSubscriber: { points: 600, duration: 600 } },
-      token: { perClient: { points: 6000, duration: 60 }, perClientAndSubscriber: { points: 300, duration: 60 }, perSubscriber: { points: 3000, duration: 60 } },
+      bcAuthorize: {
+        perClient: { points: 3000, duration: 60 },
+        perClientAndSubscriber: { points: 60, duration: 600 },
+        perSubscriber: { points: 600, duration: 600 },
+      },
+      token: {
+        perClient: { points: 6000, duration: 60 },
+        perClientAndSubscriber: { points: 300, duration: 60 },
+        perSubscriber: { points: 3000, duration: 60 },
+      },
       clientCredentials: { perClient: { points: 100, duration: 3600 } },
-      clientAuthentication: { perClientAndAddress: { failures: 30, duration: 900 }, perAddress: { failures: 30, duration: 900 } },
+      clientAuthentication: {
+        perClientAndAddress: { failures: 30, duration: 900 },
+        perAddress: { failures: 30, duration: 900 },
+      },
     });
   });
 });

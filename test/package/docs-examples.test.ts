@@ -21,7 +21,13 @@ const MUST_FAIL: DocExample[] = [
     example: undefined,
     code: "import express from 'express';\nconst app = express();\napp.use((err, req, res, next) => next(err));",
   },
-  { doc: 'must-fail:unknown-option', line: 1, prelude: '', example: undefined, code: "createNetAuth({ ...options, issuerr: 'x' });\nimport { createNetAuth } from 'express-netauth';" },
+  {
+    doc: 'must-fail:unknown-option',
+    line: 1,
+    prelude: '',
+    example: undefined,
+    code: "createNetAuth({ ...options, issuerr: 'x' });\nimport { createNetAuth } from 'express-netauth';",
+  },
 ];
 
 function compile(examples: DocExample[]): Map<DocExample, string[]> {
@@ -46,7 +52,9 @@ function compile(examples: DocExample[]): Map<DocExample, string[]> {
   const getSourceFile = host.getSourceFile.bind(host);
   host.getSourceFile = (name, version, onError, create) => {
     const example = files.get(name);
-    return example ? ts.createSourceFile(name, moduleText(example), version) : getSourceFile(name, version, onError, create);
+    return example
+      ? ts.createSourceFile(name, moduleText(example), version)
+      : getSourceFile(name, version, onError, create);
   };
   const fileExists = host.fileExists.bind(host);
   host.fileExists = (name) => files.has(name) || fileExists(name);
@@ -61,7 +69,10 @@ function compile(examples: DocExample[]): Map<DocExample, string[]> {
     out.set(
       example,
       problems.map((d) => {
-        const where = d.start === undefined ? example.doc : sourceLine(example, sourceFile.getLineAndCharacterOfPosition(d.start).line);
+        const where =
+          d.start === undefined
+            ? example.doc
+            : sourceLine(example, sourceFile.getLineAndCharacterOfPosition(d.start).line);
         return `${where}: TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`;
       }),
     );

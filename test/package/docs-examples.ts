@@ -72,5 +72,7 @@ export function moduleText(example: DocExample): string {
 /** Where line `index` (0-based) of moduleText(example) comes from. */
 export function sourceLine(example: DocExample, index: number): string {
   const preludeLines = example.prelude === '' ? 0 : example.prelude.split('\n').length;
-  return index < preludeLines ? `${example.doc}:${example.line - 1} (prelude)` : `${example.doc}:${example.line + 1 + index - preludeLines}`;
+  return index < preludeLines
+    ? `${example.doc}:${example.line - 1} (prelude)`
+    : `${example.doc}:${example.line + 1 + index - preludeLines}`;
 }

@@ -21,7 +21,10 @@ function anchors(markdown: string): Set<string> {
     if (line.startsWith('```')) fenced = !fenced;
     const heading = fenced ? null : /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
     if (!heading) continue;
-    const base = heading[1]!.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const base = heading[1]!
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
@@ -32,7 +35,10 @@ function anchors(markdown: string): Set<string> {
 /** Relative link targets outside code: markdown links and HTML src/href attributes. */
 function links(markdown: string): string[] {
   const prose = markdown.replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
-  const found = [...prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g), ...prose.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+  const found = [
+    ...prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g),
+    ...prose.matchAll(/(?:src|href)="([^"]+)"/g),
+  ].map((m) => m[1]!);
   return found.filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target));
 }
 
@@ -72,8 +78,11 @@ describe('documentation links', () => {
         .split('\n')
         .forEach((line, i) => {
           // Links to it (relative from docs/), then the spelled-out path; any protocol.md left over is a bare citation.
-          const rest = line.replace(/\[[^\]]*\]\((?:\.\.\/)*(?:docs\/)?protocol\.md[^)]*\)/g, '').replace(/docs\/protocol\.md/g, '');
-          if (rest.includes('protocol.md') && file !== 'test/package/docs-links.test.ts') bare.push(`${file}:${i + 1}: ${line.trim()}`);
+          const rest = line
+            .replace(/\[[^\]]*\]\((?:\.\.\/)*(?:docs\/)?protocol\.md[^)]*\)/g, '')
+            .replace(/docs\/protocol\.md/g, '');
+          if (rest.includes('protocol.md') && file !== 'test/package/docs-links.test.ts')
+            bare.push(`${file}:${i + 1}: ${line.trim()}`);
         });
     }
     expect(bare).toEqual([]);

@@ -18,7 +18,7 @@ const PUBLIC: Record<string, { error: Error; code: string }> = {
     code: 'NETAUTH_RATE_LIMIT_FALLBACK',
   },
   NetAuthClientError: {
-    error: new appSide.NetAuthClientError('state_mismatch', 'the callback is not this session\'s'),
+    error: new appSide.NetAuthClientError('state_mismatch', "the callback is not this session's"),
     code: 'NETAUTH_APP_STATE_MISMATCH',
   },
 };

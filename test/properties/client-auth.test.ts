@@ -7,7 +7,15 @@ import type { Check } from '../../lib/gateway/client-auth/method.js';
 import { FormParams, formDecode } from '../../lib/gateway/http/form.js';
 import { StaticClientRegistry, type RegisteredClient } from '../../lib/index.js';
 import { CLIENTS, basic } from '../helpers/gateway.js';
-import { TOKEN_ERRORS, expectJsonEndpointAnswer, headerValue, report, startGateway, wellFormed, type PropertyGateway } from './support.js';
+import {
+  TOKEN_ERRORS,
+  expectJsonEndpointAnswer,
+  headerValue,
+  report,
+  startGateway,
+  wellFormed,
+  type PropertyGateway,
+} from './support.js';
 
 /**
  * Client authentication (docs/protocol.md, RFC 6749 §2.3.1 and Appendix B): whatever the client id and secret,
@@ -47,7 +55,12 @@ async function readBasic(header: string, secret = 'not-the-secret'): Promise<Bas
 /** The Authorization header exactly as openid-client (oauth4webapi) builds it. */
 function openidClientHeader(clientId: string, secret: string): string {
   const headers = new Headers();
-  client.ClientSecretBasic(secret)({ issuer: 'https://as.example' } as client.ServerMetadata, { client_id: clientId } as client.ClientMetadata, new URLSearchParams(), headers);
+  client.ClientSecretBasic(secret)(
+    { issuer: 'https://as.example' } as client.ServerMetadata,
+    { client_id: clientId } as client.ClientMetadata,
+    new URLSearchParams(),
+    headers,
+  );
   return headers.get('authorization')!;
 }
 
@@ -62,11 +75,13 @@ function encodable(text: string): boolean {
 }
 
 const id = wellFormed(40).filter((s) => s !== '');
-const secret = fc.oneof(wellFormed(60), fc.string({ unit: 'binary', maxLength: 60 }).filter(encodable)).filter((s) => s !== '');
+const secret = fc
+  .oneof(wellFormed(60), fc.string({ unit: 'binary', maxLength: 60 }).filter(encodable))
+  .filter((s) => s !== '');
 
 describe('Basic credentials properties', () => {
-  const roundTrip = 'RFC 6749 Appendix B round trip: any id and secret, encoded as openid-client does, '
-    + 'decode to themselves';
+  const roundTrip =
+    'RFC 6749 Appendix B round trip: any id and secret, encoded as openid-client does, ' + 'decode to themselves';
   it(roundTrip, async () => {
     await fc.assert(
       fc.asyncProperty(id, secret, async (clientId, s) => {
@@ -118,7 +133,9 @@ describe('Basic credentials properties', () => {
       id.map((v) => `Basic ${b64(encodeURIComponent(v))}`), // no colon at all
       id.map((v) => `Basic ${b64(`:${encodeURIComponent(v)}`)}`), // empty id
       id.map((v) => `Basic ${b64(`${encodeURIComponent(v)}:`)}`), // empty secret
-      fc.tuple(id, fc.constantFrom('%', '%zz', '%E2%82', '%C3%28', 'a%')).map(([v, bad]) => `Basic ${b64(`${encodeURIComponent(v)}:${bad}`)}`),
+      fc
+        .tuple(id, fc.constantFrom('%', '%zz', '%E2%82', '%C3%28', 'a%'))
+        .map(([v, bad]) => `Basic ${b64(`${encodeURIComponent(v)}:${bad}`)}`),
       // passport-http reads any scheme name containing `Basic` as Basic: `Basicx` is such credentials.
       fc
         .tuple(fc.constantFrom('Bearer', 'Digest', 'Negotiate', ''), id)
@@ -150,7 +167,9 @@ describe('Basic credentials at the endpoints', () => {
 
   beforeAll(async () => {
     const fixture = new Map(CLIENTS.map((c) => [c.clientId, c]));
-    gw = await startGateway({ clients: { find: async (clientId) => fixture.get(clientId) ?? generated.get(clientId) } });
+    gw = await startGateway({
+      clients: { find: async (clientId) => fixture.get(clientId) ?? generated.get(clientId) },
+    });
   });
   afterAll(async () => {
     report('client-auth', [gw]);
@@ -160,36 +179,52 @@ describe('Basic credentials at the endpoints', () => {
 
   it('a generated client authenticates with openid-client encoding at /token and /bc-authorize; a changed secret or id is 401 invalid_client', async () => {
     await fc.assert(
-      fc.asyncProperty(id, secret, fc.string({ minLength: 1, maxLength: 3 }), fc.constantFrom('/apigateway/token', '/apigateway/bc-authorize'), async (clientId, s, tweak, path) => {
-        generated.clear();
-        // A registration that passes the checks every registry's records pass (one scope at least).
-        const scopes = ['dpv:FraudPreventionAndDetection#sim-swap'];
-        generated.set(clientId, { clientId, clientSecret: s, grantTypes: ['urn:openid:params:grant-type:ciba'], scopes });
-        const post = (authorization: string) =>
-          gw.send({ method: 'POST', path, headers: { authorization, 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
-        const codes = path.endsWith('token') ? TOKEN_ERRORS : [...TOKEN_ERRORS, 'invalid_scope', 'unknown_user_id'];
+      fc.asyncProperty(
+        id,
+        secret,
+        fc.string({ minLength: 1, maxLength: 3 }),
+        fc.constantFrom('/apigateway/token', '/apigateway/bc-authorize'),
+        async (clientId, s, tweak, path) => {
+          generated.clear();
+          // A registration that passes the checks every registry's records pass (one scope at least).
+          const scopes = ['dpv:FraudPreventionAndDetection#sim-swap'];
+          generated.set(clientId, {
+            clientId,
+            clientSecret: s,
+            grantTypes: ['urn:openid:params:grant-type:ciba'],
+            scopes,
+          });
+          const post = (authorization: string) =>
+            gw.send({
+              method: 'POST',
+              path,
+              headers: { authorization, 'content-type': 'application/x-www-form-urlencoded' },
+              body: '',
+            });
+          const codes = path.endsWith('token') ? TOKEN_ERRORS : [...TOKEN_ERRORS, 'invalid_scope', 'unknown_user_id'];
 
-        // Authenticated: the answer is about the (empty) request, not the client.
-        const good = await post(openidClientHeader(clientId, s));
-        expectJsonEndpointAnswer(good, codes, () => undefined);
-        expect(good.status, good.text).toBe(400);
-        expect(JSON.parse(good.text).error).toBe('invalid_request');
+          // Authenticated: the answer is about the (empty) request, not the client.
+          const good = await post(openidClientHeader(clientId, s));
+          expectJsonEndpointAnswer(good, codes, () => undefined);
+          expect(good.status, good.text).toBe(400);
+          expect(JSON.parse(good.text).error).toBe('invalid_request');
 
-        for (const [wrongId, wrongSecret] of [
-          [clientId, s + tweak],
-          [clientId, tweak + s],
-          [clientId + tweak, s],
-        ] as const) {
-          const bad = await post(openidClientHeader(wrongId, wrongSecret));
-          expectJsonEndpointAnswer(bad, codes, () => undefined);
-          expect(bad.status).toBe(401);
-        }
-        // Raw (not form-encoded) credentials authenticate only when encoding changes nothing.
-        const rawHeader = `Basic ${Buffer.from(`${clientId}:${s}`).toString('base64')}`;
-        const raw = await post(rawHeader);
-        const read = await readBasic(rawHeader, s);
-        expect(raw.status).toBe(read?.clientId === clientId && read.holds ? 400 : 401);
-      }),
+          for (const [wrongId, wrongSecret] of [
+            [clientId, s + tweak],
+            [clientId, tweak + s],
+            [clientId + tweak, s],
+          ] as const) {
+            const bad = await post(openidClientHeader(wrongId, wrongSecret));
+            expectJsonEndpointAnswer(bad, codes, () => undefined);
+            expect(bad.status).toBe(401);
+          }
+          // Raw (not form-encoded) credentials authenticate only when encoding changes nothing.
+          const rawHeader = `Basic ${Buffer.from(`${clientId}:${s}`).toString('base64')}`;
+          const raw = await post(rawHeader);
+          const read = await readBasic(rawHeader, s);
+          expect(raw.status).toBe(read?.clientId === clientId && read.holds ? 400 : 401);
+        },
+      ),
       { numRuns: 120 },
     );
   });

@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { CLIENTS, ISSUER } from '../helpers/gateway.js';
-import { CAMARA_CLIENT, CAMARA_EC_KEY, FOREIGN_CAMARA_KEY, CAMARA_KEY, assertionFields, signJwt } from '../helpers/client-jwts.js';
+import {
+  CAMARA_CLIENT,
+  CAMARA_EC_KEY,
+  FOREIGN_CAMARA_KEY,
+  CAMARA_KEY,
+  assertionFields,
+  signJwt,
+} from '../helpers/client-jwts.js';
 import { TOKEN_ERRORS, expectJsonEndpointAnswer, report, startGateway, type PropertyGateway } from './support.js';
 
 /**
@@ -18,10 +25,29 @@ const mostly = <T>(good: T, ...others: T[]): fc.Arbitrary<T> =>
   fc.oneof({ weight: 5, arbitrary: fc.constant(good) }, { weight: 1, arbitrary: fc.constantFrom(...others) });
 
 const claimsAndKey = fc.record({
-  exp: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 300 }) }, { weight: 1, arbitrary: fc.option(fc.integer({ min: -400, max: 400 }), { nil: undefined }) }),
-  iat: fc.option(fc.oneof({ weight: 3, arbitrary: fc.integer({ min: -10, max: 10 }) }, { weight: 1, arbitrary: fc.integer({ min: -400, max: 400 }) }), { nil: undefined }),
+  exp: fc.oneof(
+    { weight: 3, arbitrary: fc.integer({ min: 1, max: 300 }) },
+    { weight: 1, arbitrary: fc.option(fc.integer({ min: -400, max: 400 }), { nil: undefined }) },
+  ),
+  iat: fc.option(
+    fc.oneof(
+      { weight: 3, arbitrary: fc.integer({ min: -10, max: 10 }) },
+      { weight: 1, arbitrary: fc.integer({ min: -400, max: 400 }) },
+    ),
+    { nil: undefined },
+  ),
   nbf: fc.option(fc.integer({ min: -30, max: 30 }), { nil: undefined, freq: 2 }),
-  aud: mostly<unknown>(ISSUER, `${ISSUER}/token`, `${ISSUER}/introspect`, `${ISSUER}/revoke`, `${ISSUER}/authorize`, 'https://other.example', [ISSUER, 'x'], [], undefined),
+  aud: mostly<unknown>(
+    ISSUER,
+    `${ISSUER}/token`,
+    `${ISSUER}/introspect`,
+    `${ISSUER}/revoke`,
+    `${ISSUER}/authorize`,
+    'https://other.example',
+    [ISSUER, 'x'],
+    [],
+    undefined,
+  ),
   iss: mostly<unknown>('aggregator', 'app-1', undefined, 7),
   sub: mostly<unknown>('aggregator', 'app-1', undefined),
   jti: mostly<unknown>('fresh', '', 12, undefined),

@@ -1,7 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { APP1, SIM_SWAP } from '../helpers/gateway.js';
-import { DESCRIPTION_CHARSET, METHODS, expectJsonError, expectSafe, formOf, headerValue, randomHeaders, report, startGateway, type PropertyGateway } from './support.js';
+import {
+  DESCRIPTION_CHARSET,
+  METHODS,
+  expectJsonError,
+  expectSafe,
+  formOf,
+  headerValue,
+  randomHeaders,
+  report,
+  startGateway,
+  type PropertyGateway,
+} from './support.js';
 
 /**
  * Discovery and the service-API guard under generated requests.
@@ -25,8 +36,24 @@ describe('discovery and the guard under generated requests', () => {
   beforeAll(async () => {
     gw = await startGateway();
     const form = { authorization: APP1, 'content-type': 'application/x-www-form-urlencoded' };
-    const started = await gw.send({ method: 'POST', path: '/apigateway/bc-authorize', headers: form, body: formOf([['login_hint', 'tel:+34600000001'], ['scope', SIM_SWAP]]) });
-    const token = await gw.send({ method: 'POST', path: '/apigateway/token', headers: form, body: formOf([['grant_type', 'urn:openid:params:grant-type:ciba'], ['auth_req_id', JSON.parse(started.text).auth_req_id]]) });
+    const started = await gw.send({
+      method: 'POST',
+      path: '/apigateway/bc-authorize',
+      headers: form,
+      body: formOf([
+        ['login_hint', 'tel:+34600000001'],
+        ['scope', SIM_SWAP],
+      ]),
+    });
+    const token = await gw.send({
+      method: 'POST',
+      path: '/apigateway/token',
+      headers: form,
+      body: formOf([
+        ['grant_type', 'urn:openid:params:grant-type:ciba'],
+        ['auth_req_id', JSON.parse(started.text).auth_req_id],
+      ]),
+    });
     accessToken = JSON.parse(token.text).access_token;
     document = (await gw.send({ method: 'GET', path: '/apigateway/.well-known/openid-configuration' })).text;
   });
@@ -37,9 +64,21 @@ describe('discovery and the guard under generated requests', () => {
   });
 
   it('discovery: the same document for any GET or HEAD, 405 with Allow for other methods', async () => {
-    const path = fc.constantFrom('/apigateway/.well-known/openid-configuration', '/apigateway/.well-known/oauth-authorization-server');
-    const query = fc.oneof(fc.constant(''), fc.array(fc.tuple(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 })), { maxLength: 3 }).map((p) => `?${formOf(p)}`), fc.constantFrom('?%zz', '?a=1&a=2', '?issuer=https://evil.example'));
-    const method = fc.oneof({ weight: 3, arbitrary: fc.constantFrom('GET', 'HEAD') }, { weight: 1, arbitrary: fc.constantFrom(...METHODS) });
+    const path = fc.constantFrom(
+      '/apigateway/.well-known/openid-configuration',
+      '/apigateway/.well-known/oauth-authorization-server',
+    );
+    const query = fc.oneof(
+      fc.constant(''),
+      fc
+        .array(fc.tuple(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 })), { maxLength: 3 })
+        .map((p) => `?${formOf(p)}`),
+      fc.constantFrom('?%zz', '?a=1&a=2', '?issuer=https://evil.example'),
+    );
+    const method = fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom('GET', 'HEAD') },
+      { weight: 1, arbitrary: fc.constantFrom(...METHODS) },
+    );
     await fc.assert(
       fc.asyncProperty(path, query, method, randomHeaders, headerValue, async (p, q, m, headers, authorization) => {
         const answer = await gw.send({ method: m, path: p + q, headers: { ...headers, authorization } });
@@ -68,21 +107,41 @@ describe('discovery and the guard under generated requests', () => {
       {
         weight: 3,
         arbitrary: fc
-          .tuple(fc.constantFrom('Bearer', 'bearer', 'BEARER', 'Bearer:', 'Bearerx', 'Basic', 'DPoP', 'dpop', 'DPoPx'), fc.constantFrom(' ', '  ', '\t', ''), fc.constantFrom('same', 'x+', 'cut', 'upper', '=', 'space', '.'), fc.constantFrom('', ' ', '=='))
+          .tuple(
+            fc.constantFrom('Bearer', 'bearer', 'BEARER', 'Bearer:', 'Bearerx', 'Basic', 'DPoP', 'dpop', 'DPoPx'),
+            fc.constantFrom(' ', '  ', '\t', ''),
+            fc.constantFrom('same', 'x+', 'cut', 'upper', '=', 'space', '.'),
+            fc.constantFrom('', ' ', '=='),
+          )
           .map(([scheme, gap, change, tail]) => ({ scheme, gap, change, tail })),
       },
     );
-    const route = fc.constantFrom({ method: 'POST', path: '/sim-swap/check', scope: 'sim-swap', covers: true }, { method: 'GET', path: '/location', scope: 'device-location', covers: false });
+    const route = fc.constantFrom(
+      { method: 'POST', path: '/sim-swap/check', scope: 'sim-swap', covers: true },
+      { method: 'GET', path: '/location', scope: 'device-location', covers: false },
+    );
     await fc.assert(
       fc.asyncProperty(header, route, async (h, r) => {
         let value: string | undefined;
         if (h === undefined || typeof h === 'string') value = h;
         else {
           const t = accessToken;
-          const token = { same: t, 'x+': `${t}x`, cut: t.slice(1), upper: t.toUpperCase(), '=': `${t}=`, space: `${t} x`, '.': `${t}.` }[h.change]!;
+          const token = {
+            same: t,
+            'x+': `${t}x`,
+            cut: t.slice(1),
+            upper: t.toUpperCase(),
+            '=': `${t}=`,
+            space: `${t} x`,
+            '.': `${t}.`,
+          }[h.change]!;
           value = `${h.scheme}${h.gap}${token}${h.tail}`;
         }
-        const answer = await gw.send({ method: r.method, path: r.path, headers: value === undefined ? {} : { authorization: value } });
+        const answer = await gw.send({
+          method: r.method,
+          path: r.path,
+          headers: value === undefined ? {} : { authorization: value },
+        });
         expectSafe(answer);
 
         // The model. Node strips leading and trailing whitespace from header values.
@@ -129,7 +188,11 @@ describe('discovery and the guard under generated requests', () => {
   });
 
   it('keeps serving: the token still opens the API after all of it', async () => {
-    const answer = await gw.send({ method: 'POST', path: '/sim-swap/check', headers: { authorization: `Bearer ${accessToken}` } });
+    const answer = await gw.send({
+      method: 'POST',
+      path: '/sim-swap/check',
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
     expect(answer.status).toBe(200);
   });
 });

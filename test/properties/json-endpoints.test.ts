@@ -77,23 +77,63 @@ const GOOD_VALUES = [
 ];
 
 const value = fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...GOOD_VALUES) }, { weight: 3, arbitrary: nastyText });
-const pairs = fc.array(fc.tuple(fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...PARAMETERS) }, { weight: 1, arbitrary: nastyText }), value, fc.boolean()), {
-  maxLength: 8,
-});
+const pairs = fc.array(
+  fc.tuple(
+    fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...PARAMETERS) }, { weight: 1, arbitrary: nastyText }),
+    value,
+    fc.boolean(),
+  ),
+  {
+    maxLength: 8,
+  },
+);
 const body: fc.Arbitrary<string | Buffer | undefined> = fc.oneof(
   { weight: 6, arbitrary: pairs.map((p) => formOf(p)) },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)) },
   { weight: 1, arbitrary: fc.json({ maxDepth: 2 }) },
-  { weight: 1, arbitrary: fc.constantFrom(undefined, '', '&', '=', '&&==', 'a', '%', '%%%', '\uFEFFscope=x', 'scope=%FF%FE', 'a[b]=c&a[]=d', '__proto__[x]=1&constructor=2') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      undefined,
+      '',
+      '&',
+      '=',
+      '&&==',
+      'a',
+      '%',
+      '%%%',
+      '\uFEFFscope=x',
+      'scope=%FF%FE',
+      'a[b]=c&a[]=d',
+      '__proto__[x]=1&constructor=2',
+    ),
+  },
   { weight: 1, arbitrary: fc.integer({ min: LIMIT - 64, max: LIMIT + 64 }).map((n) => `scope=${'s'.repeat(n - 6)}`) },
 );
 const authorization = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(APP1, APP2, CODE_ONLY) },
   { weight: 2, arbitrary: headerValue },
-  { weight: 1, arbitrary: fc.tuple(nastyText, nastyText).filter(([a, b]) => isEncodable(a) && isEncodable(b)).map(([a, b]) => basic(a, b)) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(nastyText, nastyText)
+      .filter(([a, b]) => isEncodable(a) && isEncodable(b))
+      .map(([a, b]) => basic(a, b)),
+  },
   { weight: 1, arbitrary: fc.constant(undefined) },
 );
-const contentEncoding = fc.constantFrom(undefined, undefined, undefined, 'identity', 'gzip', 'deflate', 'br', 'compress', 'x-unknown', 'gzip, gzip');
+const contentEncoding = fc.constantFrom(
+  undefined,
+  undefined,
+  undefined,
+  'identity',
+  'gzip',
+  'deflate',
+  'br',
+  'compress',
+  'x-unknown',
+  'gzip, gzip',
+);
 
 function isEncodable(text: string): boolean {
   try {
@@ -108,7 +148,10 @@ function isEncodable(text: string): boolean {
 const randomRequest: fc.Arbitrary<Sent & { endpoint: (typeof ENDPOINTS)[number] }> = fc
   .record({
     endpoint: fc.constantFrom(...ENDPOINTS),
-    method: fc.oneof({ weight: 5, arbitrary: fc.constant('POST') }, { weight: 1, arbitrary: fc.constantFrom(...METHODS) }),
+    method: fc.oneof(
+      { weight: 5, arbitrary: fc.constant('POST') },
+      { weight: 1, arbitrary: fc.constantFrom(...METHODS) },
+    ),
     pathSuffix: fc.constantFrom('', '', '', '/', '?x=1', '?grant_type=x&grant_type=y', '?%zz'),
     upper: fc.boolean(),
     authorization,
@@ -126,10 +169,18 @@ const randomRequest: fc.Arbitrary<Sent & { endpoint: (typeof ENDPOINTS)[number] 
     if (r.contentEncoding !== undefined) {
       headers['content-encoding'] = r.contentEncoding;
       // A real gzip stream half of the time, garbage the other half.
-      if (r.contentEncoding === 'gzip' && typeof payload === 'string' && payload.length % 2 === 0) payload = gzipSync(payload);
+      if (r.contentEncoding === 'gzip' && typeof payload === 'string' && payload.length % 2 === 0)
+        payload = gzipSync(payload);
     }
     const path = r.endpoint.path + r.pathSuffix;
-    return { endpoint: r.endpoint, method: r.method, path: r.upper ? path.toUpperCase().replace('/APIGATEWAY', '/apigateway') : path, headers, body: payload, chunked: r.chunked };
+    return {
+      endpoint: r.endpoint,
+      method: r.method,
+      path: r.upper ? path.toUpperCase().replace('/APIGATEWAY', '/apigateway') : path,
+      headers,
+      body: payload,
+      chunked: r.chunked,
+    };
   });
 
 /** The success bodies of the two endpoints. */
@@ -193,10 +244,30 @@ describe('bc-authorize and token under generated requests', () => {
 
   it('authenticated, well-framed requests with generated parameter values reach every check, and every error is one of the endpoint’s', async () => {
     const field = (name: string, good: readonly string[]) =>
-      fc.option(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...good) }, { weight: 2, arbitrary: nastyText }), { nil: undefined }).map((v) => [name, v] as const);
+      fc
+        .option(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...good) }, { weight: 2, arbitrary: nastyText }), {
+          nil: undefined,
+        })
+        .map((v) => [name, v] as const);
     const bc = fc.tuple(
-      field('login_hint', ['tel:+34600000001', 'tel:+34600000002', 'tel:+34699999999', 'ipport:10.20.0.1', 'ipport:100.64.0.1:1500', 'operatortoken:x', 'dpv:x', 'tel:34']),
-      field('scope', [SIM_SWAP, 'dpv:Marketing#device-location', 'dpv:FraudPreventionAndDetection device-location', 'dpv:1x#y', 'dpv:A#b dpv:C#d', 'openid']),
+      field('login_hint', [
+        'tel:+34600000001',
+        'tel:+34600000002',
+        'tel:+34699999999',
+        'ipport:10.20.0.1',
+        'ipport:100.64.0.1:1500',
+        'operatortoken:x',
+        'dpv:x',
+        'tel:34',
+      ]),
+      field('scope', [
+        SIM_SWAP,
+        'dpv:Marketing#device-location',
+        'dpv:FraudPreventionAndDetection device-location',
+        'dpv:1x#y',
+        'dpv:A#b dpv:C#d',
+        'openid',
+      ]),
       field('client_id', ['app-1', 'app-2']),
       field('binding_message', ['hello']),
     );
@@ -214,7 +285,12 @@ describe('bc-authorize and token under generated requests', () => {
     await fc.assert(
       fc.asyncProperty(request, async ([endpoint, fields, auth]) => {
         const form = formOf(fields.filter((f): f is readonly [string, string] => f[1] !== undefined));
-        const sent: Sent = { method: 'POST', path: endpoint.path, headers: { authorization: auth, 'content-type': FORM }, body: form };
+        const sent: Sent = {
+          method: 'POST',
+          path: endpoint.path,
+          headers: { authorization: auth, 'content-type': FORM },
+          body: form,
+        };
         expectAnswer(sent, await gw.send(sent), endpoint.codes);
       }),
       { numRuns: 600 },
@@ -223,22 +299,49 @@ describe('bc-authorize and token under generated requests', () => {
 
   it('another method is 405 with Allow: POST, still JSON and no-store', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...ENDPOINTS), fc.constantFrom(...METHODS.filter((m) => m !== 'POST')), randomHeaders, async (endpoint, method, headers) => {
-        const sent = { method, path: endpoint.path, headers };
-        const answer = await gw.send(sent);
-        expect(answer.status).toBe(405);
-        expectAnswer(sent, answer, ['invalid_request']);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...ENDPOINTS),
+        fc.constantFrom(...METHODS.filter((m) => m !== 'POST')),
+        randomHeaders,
+        async (endpoint, method, headers) => {
+          const sent = { method, path: endpoint.path, headers };
+          const answer = await gw.send(sent);
+          expect(answer.status).toBe(405);
+          expectAnswer(sent, answer, ['invalid_request']);
+        },
+      ),
       { numRuns: 60 },
     );
   });
 
   it('a valid request with a content type other than the form type is 400 invalid_request', async () => {
-    const wrong = fc.constantFrom(undefined, 'application/json', 'text/plain', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencodedx', 'application/xml', 'form', '*/*');
+    const wrong = fc.constantFrom(
+      undefined,
+      'application/json',
+      'text/plain',
+      'multipart/form-data; boundary=x',
+      'application/x-www-form-urlencodedx',
+      'application/xml',
+      'form',
+      '*/*',
+    );
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...ENDPOINTS), wrong, async (endpoint, type) => {
-        const form = endpoint.path.endsWith('token') ? formOf([['grant_type', CIBA], ['auth_req_id', 'x']]) : formOf([['login_hint', 'tel:+34600000001'], ['scope', SIM_SWAP]]);
-        const sent: Sent = { method: 'POST', path: endpoint.path, headers: { authorization: APP1, ...(type === undefined ? {} : { 'content-type': type }) }, body: form };
+        const form = endpoint.path.endsWith('token')
+          ? formOf([
+              ['grant_type', CIBA],
+              ['auth_req_id', 'x'],
+            ])
+          : formOf([
+              ['login_hint', 'tel:+34600000001'],
+              ['scope', SIM_SWAP],
+            ]);
+        const sent: Sent = {
+          method: 'POST',
+          path: endpoint.path,
+          headers: { authorization: APP1, ...(type === undefined ? {} : { 'content-type': type }) },
+          body: form,
+        };
         const answer = await gw.send(sent);
         expectAnswer(sent, answer, endpoint.codes);
         expect(answer.status).toBe(400);
@@ -249,26 +352,35 @@ describe('bc-authorize and token under generated requests', () => {
   });
 
   it('body size: 413 invalid_request exactly when the body (after content decoding) is over the limit, with or without Content-Length', async () => {
-    const size = fc.oneof(fc.integer({ min: LIMIT - 200, max: LIMIT + 200 }), fc.constantFrom(LIMIT, LIMIT + 1, 4 * LIMIT, 16 * LIMIT));
+    const size = fc.oneof(
+      fc.integer({ min: LIMIT - 200, max: LIMIT + 200 }),
+      fc.constantFrom(LIMIT, LIMIT + 1, 4 * LIMIT, 16 * LIMIT),
+    );
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...ENDPOINTS), size, fc.boolean(), fc.boolean(), async (endpoint, n, chunked, gzip) => {
-        const plain = `scope=${'s'.repeat(n - 6)}`;
-        const sent: Sent = {
-          method: 'POST',
-          path: endpoint.path,
-          headers: { authorization: APP1, 'content-type': FORM, ...(gzip ? { 'content-encoding': 'gzip' } : {}) },
-          body: gzip ? gzipSync(plain) : plain,
-          chunked,
-        };
-        const answer = await gw.send(sent);
-        expectAnswer(sent, answer, endpoint.codes);
-        if (n > LIMIT) {
-          expect(answer.status).toBe(413);
-          expect(JSON.parse(answer.text).error).toBe('invalid_request');
-        } else {
-          expect(answer.status).not.toBe(413);
-        }
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...ENDPOINTS),
+        size,
+        fc.boolean(),
+        fc.boolean(),
+        async (endpoint, n, chunked, gzip) => {
+          const plain = `scope=${'s'.repeat(n - 6)}`;
+          const sent: Sent = {
+            method: 'POST',
+            path: endpoint.path,
+            headers: { authorization: APP1, 'content-type': FORM, ...(gzip ? { 'content-encoding': 'gzip' } : {}) },
+            body: gzip ? gzipSync(plain) : plain,
+            chunked,
+          };
+          const answer = await gw.send(sent);
+          expectAnswer(sent, answer, endpoint.codes);
+          if (n > LIMIT) {
+            expect(answer.status).toBe(413);
+            expect(JSON.parse(answer.text).error).toBe('invalid_request');
+          } else {
+            expect(answer.status).not.toBe(413);
+          }
+        },
+      ),
       { numRuns: 120 },
     );
   });
@@ -277,11 +389,17 @@ describe('bc-authorize and token under generated requests', () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...ENDPOINTS), fc.integer({ min: 90, max: 110 }), async (endpoint, count) => {
         const form = Array.from({ length: count }, (_, i) => `p${i}=1`).join('&');
-        const sent: Sent = { method: 'POST', path: endpoint.path, headers: { authorization: APP1, 'content-type': FORM }, body: form };
+        const sent: Sent = {
+          method: 'POST',
+          path: endpoint.path,
+          headers: { authorization: APP1, 'content-type': FORM },
+          body: form,
+        };
         const answer = await gw.send(sent);
         expectAnswer(sent, answer, endpoint.codes);
         expect(answer.status).not.toBe(413);
-        const tooMany = answer.status === 400 && JSON.parse(answer.text).error_description === 'more than 100 parameters';
+        const tooMany =
+          answer.status === 400 && JSON.parse(answer.text).error_description === 'more than 100 parameters';
         expect(tooMany).toBe(count > 100);
       }),
       { numRuns: 40 },
@@ -289,13 +407,27 @@ describe('bc-authorize and token under generated requests', () => {
   });
 
   it('a parameter sent twice is invalid_request, and does not use up the auth_req_id it names', async () => {
-    const bcDup = fc.tuple(fc.constantFrom('login_hint', 'scope', 'client_id'), fc.option(nastyText, { nil: undefined }));
+    const bcDup = fc.tuple(
+      fc.constantFrom('login_hint', 'scope', 'client_id'),
+      fc.option(nastyText, { nil: undefined }),
+    );
     await fc.assert(
       fc.asyncProperty(bcDup, fc.boolean(), async ([name, other], after) => {
-        const valid: [string, string][] = [['login_hint', 'tel:+34600000001'], ['scope', SIM_SWAP], ['client_id', 'app-1']];
+        const valid: [string, string][] = [
+          ['login_hint', 'tel:+34600000001'],
+          ['scope', SIM_SWAP],
+          ['client_id', 'app-1'],
+        ];
         const twice = valid.find(([n]) => n === name)!;
-        const list: [string, string][] = after ? [...valid, [name, other ?? twice[1]]] : [[name, other ?? twice[1]], ...valid];
-        const sent: Sent = { method: 'POST', path: '/apigateway/bc-authorize', headers: { authorization: APP1, 'content-type': FORM }, body: formOf(list) };
+        const list: [string, string][] = after
+          ? [...valid, [name, other ?? twice[1]]]
+          : [[name, other ?? twice[1]], ...valid];
+        const sent: Sent = {
+          method: 'POST',
+          path: '/apigateway/bc-authorize',
+          headers: { authorization: APP1, 'content-type': FORM },
+          body: formOf(list),
+        };
         const answer = await gw.send(sent);
         expectAnswer(sent, answer, BC_AUTHORIZE_ERRORS);
         expect(answer.status).toBe(400);
@@ -304,24 +436,40 @@ describe('bc-authorize and token under generated requests', () => {
       { numRuns: 60 },
     );
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('grant_type', 'auth_req_id', 'client_id'), fc.option(nastyText, { nil: undefined }), async (name, other) => {
-        const started = await gw.send({ method: 'POST', path: '/apigateway/bc-authorize', headers: { authorization: APP1, 'content-type': FORM }, body: formOf([['login_hint', 'tel:+34600000001'], ['scope', SIM_SWAP]]) });
-        const id = JSON.parse(started.text).auth_req_id as string;
-        const valid: [string, string][] = [['grant_type', CIBA], ['auth_req_id', id], ['client_id', 'app-1']];
-        const sent: Sent = {
-          method: 'POST',
-          path: '/apigateway/token',
-          headers: { authorization: APP1, 'content-type': FORM },
-          body: formOf([...valid, [name, other ?? valid.find(([n]) => n === name)![1]]]),
-        };
-        const answer = await gw.send(sent);
-        expectAnswer(sent, answer, TOKEN_ERRORS);
-        expect(JSON.parse(answer.text).error).toBe('invalid_request');
-        // Nothing was used up: the proper poll gets the token.
-        const poll = await gw.send({ ...sent, body: formOf(valid) });
-        expectAnswer(sent, poll, TOKEN_ERRORS);
-        expect(poll.status).toBe(200);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('grant_type', 'auth_req_id', 'client_id'),
+        fc.option(nastyText, { nil: undefined }),
+        async (name, other) => {
+          const started = await gw.send({
+            method: 'POST',
+            path: '/apigateway/bc-authorize',
+            headers: { authorization: APP1, 'content-type': FORM },
+            body: formOf([
+              ['login_hint', 'tel:+34600000001'],
+              ['scope', SIM_SWAP],
+            ]),
+          });
+          const id = JSON.parse(started.text).auth_req_id as string;
+          const valid: [string, string][] = [
+            ['grant_type', CIBA],
+            ['auth_req_id', id],
+            ['client_id', 'app-1'],
+          ];
+          const sent: Sent = {
+            method: 'POST',
+            path: '/apigateway/token',
+            headers: { authorization: APP1, 'content-type': FORM },
+            body: formOf([...valid, [name, other ?? valid.find(([n]) => n === name)![1]]]),
+          };
+          const answer = await gw.send(sent);
+          expectAnswer(sent, answer, TOKEN_ERRORS);
+          expect(JSON.parse(answer.text).error).toBe('invalid_request');
+          // Nothing was used up: the proper poll gets the token.
+          const poll = await gw.send({ ...sent, body: formOf(valid) });
+          expectAnswer(sent, poll, TOKEN_ERRORS);
+          expect(poll.status).toBe(200);
+        },
+      ),
       { numRuns: 40 },
     );
   });
@@ -337,8 +485,21 @@ describe('bc-authorize and token under generated requests', () => {
     });
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...ENDPOINTS), garbage, async (endpoint, header) => {
-        const form = endpoint.path.endsWith('token') ? formOf([['grant_type', CIBA], ['auth_req_id', 'x']]) : formOf([['login_hint', 'tel:+34600000001'], ['scope', SIM_SWAP]]);
-        const sent: Sent = { method: 'POST', path: endpoint.path, headers: { authorization: header, 'content-type': FORM }, body: form };
+        const form = endpoint.path.endsWith('token')
+          ? formOf([
+              ['grant_type', CIBA],
+              ['auth_req_id', 'x'],
+            ])
+          : formOf([
+              ['login_hint', 'tel:+34600000001'],
+              ['scope', SIM_SWAP],
+            ]);
+        const sent: Sent = {
+          method: 'POST',
+          path: endpoint.path,
+          headers: { authorization: header, 'content-type': FORM },
+          body: form,
+        };
         const answer = await gw.send(sent);
         expectAnswer(sent, answer, endpoint.codes);
         expect(answer.status).toBe(401);
@@ -350,12 +511,24 @@ describe('bc-authorize and token under generated requests', () => {
 
   it('raw requests node’s client would not send: absolute-form targets, bare LF, obs-fold, bad Content-Length', async () => {
     const requests = fc.oneof(
-      fc.constantFrom('http://x:99999', 'http://x@', 'http://1.2.3.256', 'foo://x', '').map((authority) => ['POST', `${authority}/apigateway/token`, 'Content-Length: 0'] as const),
-      fc.constantFrom('Content-Length: 5\r\nContent-Length: 6', 'Content-Length: -1', 'Content-Length: 1e3', 'Transfer-Encoding: chunked\r\nContent-Length: 3', 'Authorization: Basic\r\n YTpi').map((h) => ['POST', '/apigateway/bc-authorize', h] as const),
+      fc
+        .constantFrom('http://x:99999', 'http://x@', 'http://1.2.3.256', 'foo://x', '')
+        .map((authority) => ['POST', `${authority}/apigateway/token`, 'Content-Length: 0'] as const),
+      fc
+        .constantFrom(
+          'Content-Length: 5\r\nContent-Length: 6',
+          'Content-Length: -1',
+          'Content-Length: 1e3',
+          'Transfer-Encoding: chunked\r\nContent-Length: 3',
+          'Authorization: Basic\r\n YTpi',
+        )
+        .map((h) => ['POST', '/apigateway/bc-authorize', h] as const),
     );
     await fc.assert(
       fc.asyncProperty(requests, async ([method, target, extra]) => {
-        const answer = await gw.raw(`${method} ${target} HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\nContent-Type: ${FORM}\r\n${extra}\r\n\r\n`);
+        const answer = await gw.raw(
+          `${method} ${target} HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\nContent-Type: ${FORM}\r\n${extra}\r\n\r\n`,
+        );
         if (answer === 'closed') return;
         // Node itself refuses malformed framing with a bare 400; whatever reaches the router is its answer.
         expect(answer.status).toBeLessThan(500);
@@ -368,11 +541,31 @@ describe('bc-authorize and token under generated requests', () => {
 
   it('keeps serving: a complete backend flow succeeds after everything above, with nothing reported to onError', async () => {
     const form = { authorization: APP1, 'content-type': FORM };
-    const started = await gw.send({ method: 'POST', path: '/apigateway/bc-authorize', headers: form, body: formOf([['login_hint', 'tel:+34600000001'], ['scope', SIM_SWAP]]) });
+    const started = await gw.send({
+      method: 'POST',
+      path: '/apigateway/bc-authorize',
+      headers: form,
+      body: formOf([
+        ['login_hint', 'tel:+34600000001'],
+        ['scope', SIM_SWAP],
+      ]),
+    });
     expect(started.status).toBe(200);
-    const token = await gw.send({ method: 'POST', path: '/apigateway/token', headers: form, body: formOf([['grant_type', CIBA], ['auth_req_id', JSON.parse(started.text).auth_req_id]]) });
+    const token = await gw.send({
+      method: 'POST',
+      path: '/apigateway/token',
+      headers: form,
+      body: formOf([
+        ['grant_type', CIBA],
+        ['auth_req_id', JSON.parse(started.text).auth_req_id],
+      ]),
+    });
     expect(token.status).toBe(200);
-    const api = await gw.send({ method: 'POST', path: '/sim-swap/check', headers: { authorization: `Bearer ${JSON.parse(token.text).access_token}` } });
+    const api = await gw.send({
+      method: 'POST',
+      path: '/sim-swap/check',
+      headers: { authorization: `Bearer ${JSON.parse(token.text).access_token}` },
+    });
     expect(api.status).toBe(200);
     expect(JSON.parse(api.text)).toMatchObject({ subscriber: 'sub-alice', clientId: 'app-1' });
     expect(gw.internalErrors).toEqual([]);

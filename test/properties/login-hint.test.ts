@@ -115,7 +115,11 @@ describe('login_hint properties', () => {
       fc.tuple(fc.integer({ min: 1, max: 9 }), digits(0, 3)).map(([f, d]) => `+${f}${d}`), // too short
       fc.tuple(fc.integer({ min: 1, max: 9 }), digits(15, 20)).map(([f, d]) => `+${f}${d}`), // too long
       fc
-        .tuple(e164, fc.constantFrom(' ', '-', '.', '(', ')', '/', '\t', '\n', '\u00a0', '٣', '０', 'x', '+', ';ext=1'), fc.nat())
+        .tuple(
+          e164,
+          fc.constantFrom(' ', '-', '.', '(', ')', '/', '\t', '\n', '\u00a0', '٣', '０', 'x', '+', ';ext=1'),
+          fc.nat(),
+        )
         .map(([n, sep, at]) => {
           const i = 1 + (at % n.length);
           return n.slice(0, i) + sep + n.slice(i);
@@ -146,7 +150,9 @@ describe('login_hint properties', () => {
     const address = fc.oneof(
       ipv6Groups,
       // Many zero groups: compression, mapped and compatible forms.
-      fc.tuple(fc.array(fc.constantFrom(0, 0, 0, 1, 0xffff), { minLength: 6, maxLength: 6 }), group, group).map(([head, a, b]) => [...head, a, b]),
+      fc
+        .tuple(fc.array(fc.constantFrom(0, 0, 0, 1, 0xffff), { minLength: 6, maxLength: 6 }), group, group)
+        .map(([head, a, b]) => [...head, a, b]),
       fc.tuple(group, group).map(([a, b]) => [0, 0, 0, 0, 0, 0xffff, a, b]),
       fc.tuple(group, group).map(([a, b]) => [0, 0, 0, 0, 0, 0, a, b]),
     );
@@ -173,7 +179,12 @@ describe('login_hint properties', () => {
       fc.property(ipv4Octets, fc.option(port, { nil: undefined }), (o, p) => {
         const suffix = p === undefined ? '' : `:${p}`;
         const mapped = `::ffff:${((o[0] << 8) | o[1]).toString(16)}:${((o[2] << 8) | o[3]).toString(16)}`;
-        const forms = [`ipport:${o.join('.')}${suffix}`, `ipport:[::ffff:${o.join('.')}]${suffix}`, `ipport:[${mapped}]${suffix}`, `ipport:[0:0:0:0:0:FFFF:${o.join('.')}]${suffix}`];
+        const forms = [
+          `ipport:${o.join('.')}${suffix}`,
+          `ipport:[::ffff:${o.join('.')}]${suffix}`,
+          `ipport:[${mapped}]${suffix}`,
+          `ipport:[0:0:0:0:0:FFFF:${o.join('.')}]${suffix}`,
+        ];
         const parsed = forms.map(parseLoginHint);
         for (const hint of parsed) expect(hint).toEqual(parsed[0]);
       }),
@@ -186,18 +197,30 @@ describe('login_hint properties', () => {
     const v6 = ipv6Groups.map(rfc5952);
     const nearMiss = fc.oneof(
       // Legacy IPv4 forms ipaddr.js would accept: leading zeros (octal), hex, fewer parts.
-      fc.tuple(ipv4Octets, fc.nat({ max: 3 })).map(([o, i]) => o.map((x, k) => (k === i ? `0${x}` : String(x))).join('.')),
-      fc.tuple(ipv4Octets, fc.nat({ max: 3 })).map(([o, i]) => o.map((x, k) => (k === i ? `0x${x.toString(16)}` : String(x))).join('.')),
+      fc
+        .tuple(ipv4Octets, fc.nat({ max: 3 }))
+        .map(([o, i]) => o.map((x, k) => (k === i ? `0${x}` : String(x))).join('.')),
+      fc
+        .tuple(ipv4Octets, fc.nat({ max: 3 }))
+        .map(([o, i]) => o.map((x, k) => (k === i ? `0x${x.toString(16)}` : String(x))).join('.')),
       ipv4Octets.map((o) => `${o[0]}.${(o[1] << 16) | (o[2] << 8) | o[3]}`),
       ipv4Octets.map((o) => String(((o[0] << 24) >>> 0) + (o[1] << 16) + (o[2] << 8) + o[3])),
-      fc.tuple(ipv4Octets, fc.integer({ min: 256, max: 99999 }), fc.nat({ max: 3 })).map(([o, bad, i]) => o.map((x, k) => (k === i ? bad : x)).join('.')),
+      fc
+        .tuple(ipv4Octets, fc.integer({ min: 256, max: 99999 }), fc.nat({ max: 3 }))
+        .map(([o, bad, i]) => o.map((x, k) => (k === i ? bad : x)).join('.')),
       // The same legacy forms embedded in IPv6: as ambiguous there as anywhere.
-      fc.tuple(ipv4Octets, fc.nat({ max: 3 })).map(([o, i]) => `[::ffff:${o.map((x, k) => (k === i ? `0${x}` : String(x))).join('.')}]`),
-      fc.tuple(ipv4Octets, fc.nat({ max: 3 })).map(([o, i]) => `[::ffff:${o.map((x, k) => (k === i ? `0x${x.toString(16)}` : String(x))).join('.')}]`),
+      fc
+        .tuple(ipv4Octets, fc.nat({ max: 3 }))
+        .map(([o, i]) => `[::ffff:${o.map((x, k) => (k === i ? `0${x}` : String(x))).join('.')}]`),
+      fc
+        .tuple(ipv4Octets, fc.nat({ max: 3 }))
+        .map(([o, i]) => `[::ffff:${o.map((x, k) => (k === i ? `0x${x.toString(16)}` : String(x))).join('.')}]`),
       v6.filter((t) => t.includes(':')), // IPv6 without brackets
       v4.map((t) => `[${t}]`), // IPv4 in brackets
       fc.tuple(v6, fc.constantFrom('%eth0', '%25eth0', '%1')).map(([t, z]) => `[${t}${z}]`),
-      fc.tuple(v4, fc.constantFrom('0', '00000', '65536', '99999', '100000', '-1', '+80', ' 80', '80 ', '8o', '', '٣')).map(([t, p]) => `${t}:${p}`),
+      fc
+        .tuple(v4, fc.constantFrom('0', '00000', '65536', '99999', '100000', '-1', '+80', ' 80', '80 ', '8o', '', '٣'))
+        .map(([t, p]) => `${t}:${p}`),
       fc.tuple(v6, fc.constantFrom('0', '65536', '', 'x', '٣')).map(([t, p]) => `[${t}]:${p}`),
       v6.map((t) => `[${t}`),
       fc.tuple(v6, fc.constantFrom('x', ']', ' ', '/64', '::1')).map(([t, s]) => `[${t}]${s}`),
@@ -213,7 +236,9 @@ describe('login_hint properties', () => {
   });
 
   it('a well-formed hint of a type not served is unknown_user_id; no type at all is invalid_request', () => {
-    const type = fc.stringMatching(/^[a-zA-Z][a-zA-Z0-9+.-]{0,15}$/).filter((t) => !['tel', 'ipport', 'operatortoken'].includes(t.toLowerCase()));
+    const type = fc
+      .stringMatching(/^[a-zA-Z][a-zA-Z0-9+.-]{0,15}$/)
+      .filter((t) => !['tel', 'ipport', 'operatortoken'].includes(t.toLowerCase()));
     fc.assert(
       fc.property(type, fc.string({ minLength: 1, maxLength: 30 }), (t, identifier) => {
         expect(codeOf(`${t}:${identifier}`)).toBe('unknown_user_id');
@@ -232,7 +257,12 @@ describe('login_hint properties', () => {
   it('anything at all: either a well-formed result or invalid_request / unknown_user_id, never another exception', () => {
     const anything = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 60 }),
-      fc.tuple(fc.constantFrom('tel:', 'ipport:', 'ipport:[', 'TEL:+', 'ipport:::'), fc.string({ unit: 'binary', maxLength: 40 })).map(([a, b]) => a + b),
+      fc
+        .tuple(
+          fc.constantFrom('tel:', 'ipport:', 'ipport:[', 'TEL:+', 'ipport:::'),
+          fc.string({ unit: 'binary', maxLength: 40 }),
+        )
+        .map(([a, b]) => a + b),
     );
     fc.assert(
       fc.property(anything, (value) => {
@@ -245,7 +275,8 @@ describe('login_hint properties', () => {
           return;
         }
         if (hint.type === 'tel') expect(hint.phoneNumber).toMatch(/^\+[1-9][0-9]{4,14}$/);
-        else if (hint.type === 'operatortoken') expect(value.toLowerCase().startsWith('operatortoken:') && hint.token !== '').toBe(true);
+        else if (hint.type === 'operatortoken')
+          expect(value.toLowerCase().startsWith('operatortoken:') && hint.token !== '').toBe(true);
         else {
           expect(normaliseIp(hint.address.ip)).toBe(hint.address.ip);
           if (hint.address.port !== undefined) expect(hint.address.port).toBeGreaterThanOrEqual(1);

@@ -11,7 +11,9 @@ import { expectFrontendHeaders, expectSafe, report, startGateway, type PropertyG
  * character, and otherwise answers a 400 page with no Location at all (never an open redirector).
  */
 
-const REGISTERED = CLIENTS_WITH_PKCE.flatMap((c) => (c.redirectUris ?? []).map((uri) => ({ clientId: c.clientId, uri })));
+const REGISTERED = CLIENTS_WITH_PKCE.flatMap((c) =>
+  (c.redirectUris ?? []).map((uri) => ({ clientId: c.clientId, uri })),
+);
 const { challenge } = pkcePair();
 
 /** Encodes a query value three ways: as URLSearchParams does, as encodeURIComponent does, or only where it must be. */
@@ -26,10 +28,40 @@ const mutation = (uri: string): fc.Arbitrary<string> =>
     fc.constant(uri),
     fc.constant(uri),
     fc.nat({ max: uri.length - 1 }).map((i) => uri.slice(0, i) + uri.charAt(i).toUpperCase() + uri.slice(i + 1)),
-    fc.constantFrom('/', '?', '#', '#x', '?x=1', '&x=1', '/..', '/../evil', '%2F', ' ', '\t', '\n', '.evil.example', '@evil.example', ':443', ':8443', '.', '%00', '\u200b', 'x').map((s) => uri + s),
+    fc
+      .constantFrom(
+        '/',
+        '?',
+        '#',
+        '#x',
+        '?x=1',
+        '&x=1',
+        '/..',
+        '/../evil',
+        '%2F',
+        ' ',
+        '\t',
+        '\n',
+        '.evil.example',
+        '@evil.example',
+        ':443',
+        ':8443',
+        '.',
+        '%00',
+        '\u200b',
+        'x',
+      )
+      .map((s) => uri + s),
     fc.constantFrom(' ', 'x', 'https://evil.example/?', '\ufeff').map((s) => s + uri),
     fc.integer({ min: 1, max: 8 }).map((n) => uri.slice(0, Math.max(0, uri.length - n))),
-    fc.nat({ max: uri.length - 1 }).map((i) => uri.slice(0, i) + encodeURIComponent(uri.charAt(i)).replace(/^[A-Za-z0-9]$/, (c) => `%${c.charCodeAt(0).toString(16)}`) + uri.slice(i + 1)),
+    fc
+      .nat({ max: uri.length - 1 })
+      .map(
+        (i) =>
+          uri.slice(0, i) +
+          encodeURIComponent(uri.charAt(i)).replace(/^[A-Za-z0-9]$/, (c) => `%${c.charCodeAt(0).toString(16)}`) +
+          uri.slice(i + 1),
+      ),
     fc.constant(uri.replace('https:', 'http:')),
     fc.constant(uri.replace('://', '://user@')),
     fc.constant(uri.replace('.example', '.exаmple')), // Cyrillic а
@@ -52,7 +84,14 @@ describe('redirect_uri exact matching', () => {
   it('redirects if and only if redirect_uri equals a URI registered for the client, character for character', async () => {
     const scenario = fc
       .constantFrom(...REGISTERED)
-      .chain((r) => fc.tuple(fc.constant(r), mutation(r.uri), fc.constantFrom('params', 'component', 'minimal'), fc.option(fc.string({ maxLength: 20 }), { nil: undefined })));
+      .chain((r) =>
+        fc.tuple(
+          fc.constant(r),
+          mutation(r.uri),
+          fc.constantFrom('params', 'component', 'minimal'),
+          fc.option(fc.string({ maxLength: 20 }), { nil: undefined }),
+        ),
+      );
     await fc.assert(
       fc.asyncProperty(scenario, async ([registered, candidate, how, state]) => {
         const params: [string, string][] = [
@@ -65,7 +104,11 @@ describe('redirect_uri exact matching', () => {
         ];
         if (state !== undefined && state !== '') params.push(['state', state]);
         const query = params.map(([k, v]) => `${k}=${encodeValue(v, how as 'params')}`).join('&');
-        const res = await gw.send({ method: 'GET', path: `/apigateway/authorize?${query}`, headers: { 'x-forwarded-for': ALICE_IP } });
+        const res = await gw.send({
+          method: 'GET',
+          path: `/apigateway/authorize?${query}`,
+          headers: { 'x-forwarded-for': ALICE_IP },
+        });
         expectSafe(res);
         expectFrontendHeaders(res);
         const exact = REGISTERED.some((r) => r.clientId === registered.clientId && r.uri === candidate);
@@ -93,19 +136,45 @@ describe('redirect_uri exact matching', () => {
   it('another client’s registered URI, a client_id or redirect_uri sent twice, or an unknown client: a 400 page, no Location', async () => {
     const scenario = fc.oneof(
       // Another client's URI.
-      fc.tuple(fc.constantFrom(...REGISTERED), fc.constantFrom(...REGISTERED)).filter(([a, b]) => a.clientId !== b.clientId).map(([a, b]) => [['client_id', a.clientId], ['redirect_uri', b.uri]]),
+      fc
+        .tuple(fc.constantFrom(...REGISTERED), fc.constantFrom(...REGISTERED))
+        .filter(([a, b]) => a.clientId !== b.clientId)
+        .map(([a, b]) => [
+          ['client_id', a.clientId],
+          ['redirect_uri', b.uri],
+        ]),
       // The registered URI, twice (even identical).
-      fc.constantFrom(...REGISTERED).map((r) => [['client_id', r.clientId], ['redirect_uri', r.uri], ['redirect_uri', r.uri]]),
-      fc.constantFrom(...REGISTERED).map((r) => [['client_id', r.clientId], ['client_id', r.clientId], ['redirect_uri', r.uri]]),
+      fc.constantFrom(...REGISTERED).map((r) => [
+        ['client_id', r.clientId],
+        ['redirect_uri', r.uri],
+        ['redirect_uri', r.uri],
+      ]),
+      fc.constantFrom(...REGISTERED).map((r) => [
+        ['client_id', r.clientId],
+        ['client_id', r.clientId],
+        ['redirect_uri', r.uri],
+      ]),
       // Unknown or missing client.
-      fc.tuple(fc.string({ maxLength: 12 }), fc.constantFrom(...REGISTERED)).map(([id, r]) => [['client_id', `${id}x`], ['redirect_uri', r.uri]]),
+      fc.tuple(fc.string({ maxLength: 12 }), fc.constantFrom(...REGISTERED)).map(([id, r]) => [
+        ['client_id', `${id}x`],
+        ['redirect_uri', r.uri],
+      ]),
       fc.constantFrom(...REGISTERED).map((r) => [['redirect_uri', r.uri]]),
       fc.constantFrom(...REGISTERED).map((r) => [['client_id', r.clientId]]),
     );
     await fc.assert(
       fc.asyncProperty(scenario, async (pairs) => {
-        const search = new URLSearchParams([['response_type', 'code'], ['scope', SIM_SWAP], ['state', 's'], ...(pairs as [string, string][])]);
-        const res = await gw.send({ method: 'GET', path: `/apigateway/authorize?${search}`, headers: { 'x-forwarded-for': ALICE_IP } });
+        const search = new URLSearchParams([
+          ['response_type', 'code'],
+          ['scope', SIM_SWAP],
+          ['state', 's'],
+          ...(pairs as [string, string][]),
+        ]);
+        const res = await gw.send({
+          method: 'GET',
+          path: `/apigateway/authorize?${search}`,
+          headers: { 'x-forwarded-for': ALICE_IP },
+        });
         expectSafe(res);
         expectFrontendHeaders(res);
         expect(res.status).toBe(400);

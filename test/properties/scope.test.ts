@@ -24,7 +24,13 @@ function codeOf(value: string): string {
 const purpose = fc.stringMatching(/^[A-Za-z][A-Za-z0-9]{0,24}$/);
 const apiScope = fc.oneof(
   fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9:._/-]{0,24}$/),
-  fc.constantFrom('sim-swap', 'device-location', 'number-verification', 'sim-swap:check', 'location-verification:verify'),
+  fc.constantFrom(
+    'sim-swap',
+    'device-location',
+    'number-verification',
+    'sim-swap:check',
+    'location-verification:verify',
+  ),
 );
 /** One or more spaces: the parser reads tokens between single spaces and skips empty ones. */
 const gap = fc.integer({ min: 1, max: 3 }).map((n) => ' '.repeat(n));
@@ -64,14 +70,24 @@ const validRequest: fc.Arbitrary<Request> = fc
     for (let i = 0; i < openid; i++) tokens.push('openid');
     for (let i = 0; i < offline; i++) tokens.push('offline_access');
     // A stable shuffle driven by the generated order.
-    const shuffled = tokens.map((t, i) => [order[i % order.length]! + i / 100, t] as const).sort((a, b) => a[0] - b[0]).map(([, t]) => t);
+    const shuffled = tokens
+      .map((t, i) => [order[i % order.length]! + i / 100, t] as const)
+      .sort((a, b) => a[0] - b[0])
+      .map(([, t]) => t);
     const text = edges[0] + shuffled.map((t, i) => (i === 0 ? t : gaps[i % gaps.length] + t)).join('') + edges[1];
     // The model: API scopes in first-seen order without repeats; tokens echoed once each, in order.
     const seen: string[] = [];
     const model: string[] = [];
     for (const t of shuffled) {
       if (!seen.includes(t)) seen.push(t);
-      const api = t === 'openid' || t === 'offline_access' ? undefined : t.startsWith('dpv:') ? (t.includes('#') ? t.slice(t.indexOf('#') + 1) : undefined) : t;
+      const api =
+        t === 'openid' || t === 'offline_access'
+          ? undefined
+          : t.startsWith('dpv:')
+            ? t.includes('#')
+              ? t.slice(t.indexOf('#') + 1)
+              : undefined
+            : t;
       if (api !== undefined && !model.includes(api)) model.push(api);
     }
     return { text, purpose: p, scopes: model, openid: openid > 0, offlineAccess: offline > 0, tokens: seen };
@@ -81,7 +97,13 @@ describe('scope properties', () => {
   it('requests from the grammar parse to their purpose, API scopes, openid, offline_access and the echoed scope string', () => {
     fc.assert(
       fc.property(validRequest, (r) => {
-        expect(parseScope(r.text)).toEqual({ purpose: r.purpose, scopes: r.scopes, openid: r.openid, offlineAccess: r.offlineAccess, value: r.tokens.join(' ') });
+        expect(parseScope(r.text)).toEqual({
+          purpose: r.purpose,
+          scopes: r.scopes,
+          openid: r.openid,
+          offlineAccess: r.offlineAccess,
+          value: r.tokens.join(' '),
+        });
       }),
       { numRuns: RUNS },
     );
@@ -100,17 +122,58 @@ describe('scope properties', () => {
   });
 
   it('near misses are invalid_scope: characters RFC 6749 forbids, tabs and newlines, a bad purpose or API scope, no purpose, no API scope', () => {
-    const forbidden = fc.constantFrom('"', '\\', '\t', '\n', '\r', '\0', '\x7f', '\u00a0', 'é', '\u2028', '😀', '\ufeff');
+    const forbidden = fc.constantFrom(
+      '"',
+      '\\',
+      '\t',
+      '\n',
+      '\r',
+      '\0',
+      '\x7f',
+      '\u00a0',
+      'é',
+      '\u2028',
+      '😀',
+      '\ufeff',
+    );
     const nearMiss = fc.oneof(
-      fc.tuple(validRequest, forbidden, fc.nat()).map(([r, c, at]) => {
-        const i = r.text.length === 0 ? 0 : at % r.text.length;
-        return r.text.slice(0, i) + c + r.text.slice(i);
-      }).filter((t) => t.trim() !== '' && t.split(' ').some((x) => x !== '')),
+      fc
+        .tuple(validRequest, forbidden, fc.nat())
+        .map(([r, c, at]) => {
+          const i = r.text.length === 0 ? 0 : at % r.text.length;
+          return r.text.slice(0, i) + c + r.text.slice(i);
+        })
+        .filter((t) => t.trim() !== '' && t.split(' ').some((x) => x !== '')),
       fc.tuple(purpose, apiScope).map(([p, s]) => `dpv:${p}#${s}#x`),
       fc.tuple(purpose, apiScope).map(([p, s]) => `dpv:${p}#${s} dpv:${p}#`),
-      fc.tuple(fc.constantFrom('1', '-', '_', ':', 'dpv:'), purpose, apiScope).map(([bad, p, s]) => `dpv:${bad}${p}#${s}`),
+      fc
+        .tuple(fc.constantFrom('1', '-', '_', ':', 'dpv:'), purpose, apiScope)
+        .map(([bad, p, s]) => `dpv:${bad}${p}#${s}`),
       apiScope.map((s) => `dpv:#${s}`),
-      fc.tuple(purpose, fc.constantFrom('-x', '.x', '/x', ':x', 'x*', 'x!', "x'", 'x,', 'x(', 'x)', 'x[', 'x]', 'x{', 'x}', 'x$', 'x%', 'x@')).map(([p, s]) => `dpv:${p}#${s}`),
+      fc
+        .tuple(
+          purpose,
+          fc.constantFrom(
+            '-x',
+            '.x',
+            '/x',
+            ':x',
+            'x*',
+            'x!',
+            "x'",
+            'x,',
+            'x(',
+            'x)',
+            'x[',
+            'x]',
+            'x{',
+            'x}',
+            'x$',
+            'x%',
+            'x@',
+          ),
+        )
+        .map(([p, s]) => `dpv:${p}#${s}`),
       fc.array(apiScope, { minLength: 1, maxLength: 3 }).map((s) => s.join(' ')), // no purpose
       fc.array(apiScope, { minLength: 1, maxLength: 3 }).map((s) => `openid ${s.join(' ')}`),
       purpose.map((p) => `dpv:${p}`), // no API scope
@@ -137,7 +200,12 @@ describe('scope properties', () => {
   it('anything at all: a result made only of grammar parts, or invalid_scope / invalid_request', () => {
     const anything = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 80 }),
-      fc.array(fc.oneof(fc.constantFrom('openid', 'dpv:', '#', ' ', 'dpv:A#b', 'c', ':', '/'), fc.string({ maxLength: 6 })), { maxLength: 10 }).map((a) => a.join('')),
+      fc
+        .array(
+          fc.oneof(fc.constantFrom('openid', 'dpv:', '#', ' ', 'dpv:A#b', 'c', ':', '/'), fc.string({ maxLength: 6 })),
+          { maxLength: 10 },
+        )
+        .map((a) => a.join('')),
     );
     fc.assert(
       fc.property(anything, (value) => {

@@ -101,12 +101,21 @@ export async function startGateway(overrides: Partial<NetAuthOptions> = {}): Pro
         if (request.chunked) headers['transfer-encoding'] = 'chunked';
         else headers['content-length'] = String(body.length);
       }
-      const req = http.request({ host: '127.0.0.1', port: Number(port), method: request.method, path: request.path, headers, agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      });
+      const req = http.request(
+        { host: '127.0.0.1', port: Number(port), method: request.method, path: request.path, headers, agent },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              text: Buffer.concat(chunks).toString('utf8'),
+            }),
+          );
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
       if (body !== undefined) req.end(body);
       else req.end();
@@ -177,10 +186,16 @@ export function expectSafe(answer: Answer): void {
 }
 
 /** An RFC 6749 §5.2 error body: JSON, `error` from the endpoint's known codes, optional ASCII `error_description`, nothing else. */
-export function expectJsonError(answer: Answer, codes: readonly string[]): { error: string; error_description?: string } {
+export function expectJsonError(
+  answer: Answer,
+  codes: readonly string[],
+): { error: string; error_description?: string } {
   expect(answer.headers['content-type']).toMatch(/^application\/json\b/);
   const body = JSON.parse(answer.text) as Record<string, unknown>;
-  expect(Object.keys(body).every((k) => k === 'error' || k === 'error_description'), answer.text).toBe(true);
+  expect(
+    Object.keys(body).every((k) => k === 'error' || k === 'error_description'),
+    answer.text,
+  ).toBe(true);
   expect(codes, answer.text).toContain(body.error);
   if (body.error_description !== undefined) {
     expect(typeof body.error_description).toBe('string');
@@ -229,16 +244,68 @@ export function expectFrontendHeaders(answer: Answer): void {
 // Generators shared by the endpoint files.
 
 /** Methods node's parser knows (others never reach Express: node answers 400 itself). */
-export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'PROPFIND', 'LOCK', 'PURGE', 'SEARCH', 'TRACE', 'QUERY'].filter((m) =>
-  http.METHODS.includes(m),
-);
+export const METHODS = [
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'DELETE',
+  'PATCH',
+  'OPTIONS',
+  'PROPFIND',
+  'LOCK',
+  'PURGE',
+  'SEARCH',
+  'TRACE',
+  'QUERY',
+].filter((m) => http.METHODS.includes(m));
 
 /** Text with what hurts parsers: unicode (astral, combining, RTL, NUL), control characters, separators, percent signs. */
 export const nastyText: fc.Arbitrary<string> = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 20 }),
-  fc.string({ unit: fc.constantFrom('\0', '\t', '\n', '\r', '\x7f', '\u2028', '\u202e', '\ufeff', '\u0301', '%', '+', '&', '=', ';', ':', '#', '"', '\\', ' ', '\ud83d\ude00', 'é', '٣'), maxLength: 12 }),
-  fc.constantFrom('', ' ', '%', '%zz', '%00', '%C3%28', '%E2%82', '+', '[]', '{}', '__proto__', 'constructor', 'a'.repeat(2000)),
+  fc.string({
+    unit: fc.constantFrom(
+      '\0',
+      '\t',
+      '\n',
+      '\r',
+      '\x7f',
+      '\u2028',
+      '\u202e',
+      '\ufeff',
+      '\u0301',
+      '%',
+      '+',
+      '&',
+      '=',
+      ';',
+      ':',
+      '#',
+      '"',
+      '\\',
+      ' ',
+      '\ud83d\ude00',
+      'é',
+      '٣',
+    ),
+    maxLength: 12,
+  }),
+  fc.constantFrom(
+    '',
+    ' ',
+    '%',
+    '%zz',
+    '%00',
+    '%C3%28',
+    '%E2%82',
+    '+',
+    '[]',
+    '{}',
+    '__proto__',
+    'constructor',
+    'a'.repeat(2000),
+  ),
 );
 
 /** A valid UTF-8 text that `encodeURIComponent` accepts (no lone surrogates). */
@@ -253,18 +320,62 @@ export function formOf(pairs: readonly (readonly [string, string, boolean?])[]):
 export const headerValue: fc.Arbitrary<string> = fc.oneof(
   fc.string({ unit: 'binary-ascii', maxLength: 60 }).map((s) => s.replace(/[^\t\x20-\x7e]/g, '')),
   fc.string({ maxLength: 60 }),
-  fc.constantFrom('', ' ', 'Basic', 'Basic ', 'Basic ===', 'Basic Og==', 'Bearer', 'Bearer ', 'Negotiate abc', 'basic  YTpi', 'Basic YTpi Og==', 'Basic\tYTpi', 'Basic %', 'Bearer a b', 'x'.repeat(4000)),
+  fc.constantFrom(
+    '',
+    ' ',
+    'Basic',
+    'Basic ',
+    'Basic ===',
+    'Basic Og==',
+    'Bearer',
+    'Bearer ',
+    'Negotiate abc',
+    'basic  YTpi',
+    'Basic YTpi Og==',
+    'Basic\tYTpi',
+    'Basic %',
+    'Bearer a b',
+    'x'.repeat(4000),
+  ),
   fc.base64String({ maxLength: 64 }).map((b) => `Basic ${b}`),
   fc.base64String({ maxLength: 64 }).map((b) => `Bearer ${b}`),
 );
 
 /** Headers the generators set on purpose, or that change the framing itself (node answers those before Express). */
-const FRAMING = new Set(['authorization', 'content-type', 'content-encoding', 'content-length', 'transfer-encoding', 'host', 'connection', 'upgrade', 'expect', 'te', 'trailer', 'keep-alive']);
+const FRAMING = new Set([
+  'authorization',
+  'content-type',
+  'content-encoding',
+  'content-length',
+  'transfer-encoding',
+  'host',
+  'connection',
+  'upgrade',
+  'expect',
+  'te',
+  'trailer',
+  'keep-alive',
+]);
 
 /** Extra request headers, as random as node's client allows. */
 export const randomHeaders: fc.Arbitrary<Record<string, string>> = fc.dictionary(
   fc
-    .oneof(fc.stringMatching(/^[a-z][a-z0-9-]{0,15}$/), fc.constantFrom('x-forwarded-for', 'x-forwarded-proto', 'x-source-port', 'accept', 'accept-encoding', 'origin', 'referer', 'cookie', 'forwarded', 'x-http-method-override', 'expect-ct'))
+    .oneof(
+      fc.stringMatching(/^[a-z][a-z0-9-]{0,15}$/),
+      fc.constantFrom(
+        'x-forwarded-for',
+        'x-forwarded-proto',
+        'x-source-port',
+        'accept',
+        'accept-encoding',
+        'origin',
+        'referer',
+        'cookie',
+        'forwarded',
+        'x-http-method-override',
+        'expect-ct',
+      ),
+    )
     .filter((name) => !FRAMING.has(name)),
   headerValue,
   { maxKeys: 4 },

@@ -88,8 +88,18 @@ export function describeStoreContract(name: string, create: () => Promise<StoreH
 
     it('consume writes the attached records only for the call that consumed, in the same step', async () => {
       await h.store.put('code', 'T1.code', { v: 1 }, { ttl: 60, grants: ['T1.grant'] });
-      const token = (id: string, n: number) => ({ kind: 'access_token' as const, id, value: { n }, options: { ttl: 60, grants: ['T1.grant', 'C9.consent'] } });
-      expect(await h.store.consume('code', 'T1.code', [token('T1.first', 1), { kind: 'poll', id: 'T1.code', value: { p: 1 }, options: { ttl: 30 } }])).toBe(true);
+      const token = (id: string, n: number) => ({
+        kind: 'access_token' as const,
+        id,
+        value: { n },
+        options: { ttl: 60, grants: ['T1.grant', 'C9.consent'] },
+      });
+      expect(
+        await h.store.consume('code', 'T1.code', [
+          token('T1.first', 1),
+          { kind: 'poll', id: 'T1.code', value: { p: 1 }, options: { ttl: 30 } },
+        ]),
+      ).toBe(true);
       expect(await h.store.get('access_token', 'T1.first')).toEqual({ value: { n: 1 }, consumed: false });
       expect((await h.store.get('poll', 'T1.code'))?.value).toEqual({ p: 1 });
       expect(await h.store.consume('code', 'T1.code', [token('T1.second', 2)])).toBe(false);
@@ -109,7 +119,9 @@ export function describeStoreContract(name: string, create: () => Promise<StoreH
       await h.store.put('backchannel', 'Rc.race', { v: 1 }, { ttl: 60 });
       const results = await Promise.all(
         Array.from({ length: 50 }, (_, i) =>
-          h.store.consume('backchannel', 'Rc.race', [{ kind: 'access_token', id: `Rc.token-${i}`, value: { i }, options: { ttl: 60, grants: ['Rc.g'] } }]),
+          h.store.consume('backchannel', 'Rc.race', [
+            { kind: 'access_token', id: `Rc.token-${i}`, value: { i }, options: { ttl: 60, grants: ['Rc.g'] } },
+          ]),
         ),
       );
       expect(results.filter(Boolean)).toHaveLength(1);
@@ -119,12 +131,26 @@ export function describeStoreContract(name: string, create: () => Promise<StoreH
 
     it('consume refuses an attached record with a bad TTL before consuming anything', async () => {
       await h.store.put('code', 'Bt.code', { v: 1 }, { ttl: 60 });
-      await expect(h.store.consume('code', 'Bt.code', [{ kind: 'access_token', id: 'Bt.t', value: {}, options: { ttl: 0 } }])).rejects.toThrow(RangeError);
+      await expect(
+        h.store.consume('code', 'Bt.code', [{ kind: 'access_token', id: 'Bt.t', value: {}, options: { ttl: 0 } }]),
+      ).rejects.toThrow(RangeError);
       expect(await h.store.get('code', 'Bt.code')).toEqual({ value: { v: 1 }, consumed: false });
     });
 
     it('keeps ids apart that differ only in how they look like placement tags', async () => {
-      const ids = ['ab.cd', 'ab}cd', 'ab}.cd', '{ab}cd', 'ab.cd}', 'ab}cd}', 'ab.c.d', 'ab', '', '.ab', 'a-very-long-tag-x.cd'];
+      const ids = [
+        'ab.cd',
+        'ab}cd',
+        'ab}.cd',
+        '{ab}cd',
+        'ab.cd}',
+        'ab}cd}',
+        'ab.c.d',
+        'ab',
+        '',
+        '.ab',
+        'a-very-long-tag-x.cd',
+      ];
       for (const [i, id] of ids.entries()) await h.store.put('jti', id, { i }, { ttl: 60, grants: [id] });
       for (const [i, id] of ids.entries()) expect((await h.store.get('jti', id))?.value).toEqual({ i });
       await h.store.revokeGrant('ab.cd');
@@ -151,7 +177,9 @@ export function describeStoreContract(name: string, create: () => Promise<StoreH
     });
 
     it('of 50 concurrent adds of one id exactly one wins', async () => {
-      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => h.store.add('jti', 'race', { i }, { ttl: 60 })));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => h.store.add('jti', 'race', { i }, { ttl: 60 })),
+      );
       expect(results.filter(Boolean)).toHaveLength(1);
       expect((await h.store.get('jti', 'race'))?.value).toEqual({ i: results.indexOf(true) });
     });

@@ -7,7 +7,17 @@ import { CALLBACK, LOCATION } from '../helpers/frontend.js';
 import { requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { RedisCluster, ask } from '../helpers/redis-cluster.js';
 import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../helpers/gateway-process.js';
-import { bcAuthorizeOn, browser, callApi, codeFrom, consentAdmin, pollOn, redeem, relyingParty, throughConsentPage } from '../helpers/fleet.js';
+import {
+  bcAuthorizeOn,
+  browser,
+  callApi,
+  codeFrom,
+  consentAdmin,
+  pollOn,
+  redeem,
+  relyingParty,
+  throughConsentPage,
+} from '../helpers/fleet.js';
 
 /**
  * Issue 17, "done when": two gateway processes (test/helpers/gateway-main.ts) on a Redis Cluster of three
@@ -33,7 +43,9 @@ async function grantState(redis: ClusterClient, authReqId: string): Promise<{ co
   const grantId = (JSON.parse(stored.slice(stored.indexOf('\n') + 1)) as { grantId: string }).grantId;
   const index = `netauth:g.{${tag}}${grantId.slice(tag.length + 1)}`;
   const members = (await read(index, ['ZRANGE', index, '0', '-1'])) as string[];
-  const tokens = await Promise.all(members.filter((m) => m.startsWith('t.')).map((m) => read(index, ['EXISTS', `netauth:${m}`])));
+  const tokens = await Promise.all(
+    members.filter((m) => m.startsWith('t.')).map((m) => read(index, ['EXISTS', `netauth:${m}`])),
+  );
   return { consumed: stored[0] === '1', tokens: tokens.filter((n) => n === 1).length };
 }
 
@@ -128,12 +140,17 @@ describe.skipIf(skip)('two gateway processes on a Redis Cluster (3 masters, 3 re
     expect(page.headers.get('x-netauth-instance')).toBe('A');
     expect(answer.status).toBe(303);
     expect(answer.headers.get('x-netauth-instance')).toBe('B');
-    const tokens = await client.authorizationCodeGrant(config, new URL(answer.headers.get('location')!), { pkceCodeVerifier: verifier });
-    const location = (instance: GatewayProcess) => fetch(`${instance.url}/location`, { headers: { Authorization: `Bearer ${tokens.access_token}` } });
+    const tokens = await client.authorizationCodeGrant(config, new URL(answer.headers.get('location')!), {
+      pkceCodeVerifier: verifier,
+    });
+    const location = (instance: GatewayProcess) =>
+      fetch(`${instance.url}/location`, { headers: { Authorization: `Bearer ${tokens.access_token}` } });
     expect((await location(b)).status).toBe(200);
 
     // The consent record lives under Alice's tag, the token under its grant's: revocation reaches across shards.
-    expect(await (await consentAdmin(a, 'revoke', { clientId: 'app-1', login_hint: ALICE, scope: LOCATION })).json()).toEqual({ revoked: true });
+    expect(
+      await (await consentAdmin(a, 'revoke', { clientId: 'app-1', login_hint: ALICE, scope: LOCATION })).json(),
+    ).toEqual({ revoked: true });
     for (const instance of [a, b]) expect((await location(instance)).status).toBe(401);
   });
 
@@ -164,7 +181,9 @@ describe.skipIf(skip)('two gateway processes on a Redis Cluster (3 masters, 3 re
     }
   });
 
-  it('the master of a grant dies under load: 503s, then both heal; no token twice, none lost, no approved request burnt', { timeout: 90_000 }, async () => {
+  it('the master of a grant dies under load: 503s, then both heal; no token twice, none lost, no approved request burnt', {
+    timeout: 90_000,
+  }, async () => {
     // Approved requests waiting on the shard about to die.
     const first = await bcAuthorizeOn(a, ALICE, SIM_SWAP);
     const waiting = [((await first.json()) as { auth_req_id: string }).auth_req_id];

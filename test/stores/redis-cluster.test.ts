@@ -67,9 +67,12 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each
     const gw = createTestGateway({ store });
     try {
       await store.open();
-      const token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body.access_token as string;
+      const token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body
+        .access_token as string;
       expect((await callApi(gw.app, token)).status).toBe(200);
-      const counters = await Promise.all((await cluster.masterServers()).map(async (m) => (await ask(m, ['KEYS', `${prefix}rl:*`])) as string[]));
+      const counters = await Promise.all(
+        (await cluster.masterServers()).map(async (m) => (await ask(m, ['KEYS', `${prefix}rl:*`])) as string[]),
+      );
       expect(counters.flat().length).toBeGreaterThan(0);
     } finally {
       await store.close();
@@ -78,7 +81,10 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each
 
   it('merged rate-limit counters on the cluster: one script per call, its keys on one shard; a cluster client given as rateLimits.redis counts the same', async () => {
     const rules = only({
-      bcAuthorize: { perClientAndSubscriber: { points: 2, duration: 600 }, perSubscriber: { points: 3, duration: 600 } },
+      bcAuthorize: {
+        perClientAndSubscriber: { points: 2, duration: 600 },
+        perSubscriber: { points: 3, duration: 600 },
+      },
       clientAuthentication: { perClientAndAddress: { failures: 2, duration: 900 } },
     });
     const prefix = freshPrefix();
@@ -87,13 +93,22 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each
     const errors: unknown[] = [];
     // One instance on the store's cluster connection (from a URL), one on a createCluster() client: one set of counters.
     const a = createTestGateway({ store, rateLimits: { ...rules, keyPrefix }, onError: (error) => errors.push(error) });
-    const b = createTestGateway({ store: new MemoryStore(), rateLimits: { ...rules, redis: client, keyPrefix }, onError: (error) => errors.push(error) });
+    const b = createTestGateway({
+      store: new MemoryStore(),
+      rateLimits: { ...rules, redis: client, keyPrefix },
+      onError: (error) => errors.push(error),
+    });
     for (const gw of [a, b]) gw.netauth.events.on('rate.fallback', (event) => void errors.push(event));
     try {
       // Connected and the cluster found before the counters' first call (their deadline is 500 ms).
       await store.open();
       const send = (gw: TestGateway, authorization = APP1) =>
-        request(gw.app).post('/apigateway/bc-authorize').set('X-Forwarded-For', '203.0.113.9').set('Authorization', authorization).type('form').send({ login_hint: ALICE, scope: SIM_SWAP });
+        request(gw.app)
+          .post('/apigateway/bc-authorize')
+          .set('X-Forwarded-For', '203.0.113.9')
+          .set('Authorization', authorization)
+          .type('form')
+          .send({ login_hint: ALICE, scope: SIM_SWAP });
       expect((await send(a)).status).toBe(200);
       expect((await send(b)).status).toBe(200);
       const refused = await send(a);
@@ -108,12 +123,21 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each
 
       const placed = new Map<string, string>();
       for (const master of await cluster.masterServers()) {
-        for (const key of (await ask(master, ['KEYS', `${keyPrefix}*`])) as string[]) placed.set(key.slice(keyPrefix.length), master.address);
+        for (const key of (await ask(master, ['KEYS', `${keyPrefix}*`])) as string[])
+          placed.set(key.slice(keyPrefix.length), master.address);
       }
       // The subscriber's counters (app-1's and app-2's allowances, the ceiling) share its hash tag, so one shard.
-      const subscriberKeys = ['bc-authorize:client-subscriber:{sub-alice}app-1', 'bc-authorize:client-subscriber:{sub-alice}app-2', 'bc-authorize:subscriber:{sub-alice}'];
-      expect(subscriberKeys.map((k) => placed.get(k))).toEqual(Array(3).fill(placed.get('bc-authorize:subscriber:{sub-alice}')));
-      expect(placed.get('auth-failures:client-address:{app-1}203.0.113.9')).toBe(placed.get('auth-attempts:client-address:{app-1}203.0.113.9'));
+      const subscriberKeys = [
+        'bc-authorize:client-subscriber:{sub-alice}app-1',
+        'bc-authorize:client-subscriber:{sub-alice}app-2',
+        'bc-authorize:subscriber:{sub-alice}',
+      ];
+      expect(subscriberKeys.map((k) => placed.get(k))).toEqual(
+        Array(3).fill(placed.get('bc-authorize:subscriber:{sub-alice}')),
+      );
+      expect(placed.get('auth-failures:client-address:{app-1}203.0.113.9')).toBe(
+        placed.get('auth-attempts:client-address:{app-1}203.0.113.9'),
+      );
       // Nothing fell back to per-process counting (a CROSSSLOT or MOVED would have, and said so).
       expect(errors).toEqual([]);
     } finally {
@@ -132,7 +156,9 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each
         const grant = taggedId(tag, 16);
         const code = taggedId(tag, 32);
         await store.put('code', code, { i }, { ttl: 60, grants: [grant] });
-        await store.consume('code', code, [{ kind: 'access_token', id: taggedId(tag, 32), value: { i }, options: { ttl: 60, grants: [grant] } }]);
+        await store.consume('code', code, [
+          { kind: 'access_token', id: taggedId(tag, 32), value: { i }, options: { ttl: 60, grants: [grant] } },
+        ]);
       }
       const counts = await keysPerMaster(cluster, prefix);
       expect(counts).toHaveLength(3);
@@ -140,7 +166,10 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each
       // One master holds each grant's code, token and index.
       for (const master of await cluster.masterServers()) {
         const keys = (await ask(master, ['KEYS', `${prefix}*`])) as string[];
-        const tags = (kind: string) => new Set(keys.filter((k) => k.startsWith(`${prefix}${kind}.`)).map((k) => k.slice(k.indexOf('{'), k.indexOf('}'))));
+        const tags = (kind: string) =>
+          new Set(
+            keys.filter((k) => k.startsWith(`${prefix}${kind}.`)).map((k) => k.slice(k.indexOf('{'), k.indexOf('}'))),
+          );
         expect(tags('t')).toEqual(tags('c'));
         expect(tags('g')).toEqual(tags('c'));
       }
@@ -149,7 +178,9 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each
     }
   });
 
-  it('waits for a replica after each write, answers 503 while the master is gone, then heals by itself with everything it wrote', { timeout: 60_000 }, async () => {
+  it('waits for a replica after each write, answers 503 while the master is gone, then heals by itself with everything it wrote', {
+    timeout: 60_000,
+  }, async () => {
     const client = cluster.client();
     await client.connect();
     const tag = randomTag();
@@ -163,7 +194,11 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each
       const grant = taggedId(tag, 16);
       const ids = Array.from({ length: 20 }, () => taggedId(tag, 32));
       for (const id of ids) await store.put('backchannel', id, { id }, { ttl: 120, grants: [grant] });
-      expect(await store.consume('backchannel', ids[0]!, [{ kind: 'access_token', id: taggedId(tag, 32), value: {}, options: { ttl: 120, grants: [grant] } }])).toBe(true);
+      expect(
+        await store.consume('backchannel', ids[0]!, [
+          { kind: 'access_token', id: taggedId(tag, 32), value: {}, options: { ttl: 120, grants: [grant] } },
+        ]),
+      ).toBe(true);
 
       await master.stop();
       await expect(store.get('backchannel', ids[1]!)).rejects.toBeInstanceOf(StoreUnavailableError);
@@ -194,7 +229,9 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each
       // A shard whose replica runs (not the one the failover above left without).
       const nodes = await cluster.topology();
       const up = (n: { flags: string[] }) => !n.flags.includes('fail');
-      const line = nodes.find((m) => m.flags.includes('master') && up(m) && nodes.some((r) => r.masterId === m.id && up(r)))!;
+      const line = nodes.find(
+        (m) => m.flags.includes('master') && up(m) && nodes.some((r) => r.masterId === m.id && up(r)),
+      )!;
       dead = cluster.nodes.find((n) => n.address === line.address)!;
       const replica = cluster.nodes.find((n) => n.address === nodes.find((r) => r.masterId === line.id)!.address)!;
       for (let i = 0; !downTag || !upTag; i++) {
@@ -239,7 +276,7 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each
       }
     });
 
-    it("a store started with the shard down places its marker when it returns", { timeout: 30_000 }, async () => {
+    it('a store started with the shard down places its marker when it returns', { timeout: 30_000 }, async () => {
       const losses: unknown[] = [];
       const prefix = freshPrefix();
       const url = cluster.running[0]!.url;
@@ -248,11 +285,14 @@ describe.skipIf(skip)('redis store on a Redis Cluster (3 masters, a replica each
         await store.open();
         await dead.restart();
         const marker = async () => (await ask(dead, ['KEYS', `${prefix}boot*`])) as string[];
-        await vi.waitFor(async () => {
-          // A write to the returned shard reconnects the client to it (and so checks the markers).
-          await store.put('code', `${downTag}.y`, { v: 1 }, { ttl: 60 }).catch(() => {});
-          expect(await marker()).toHaveLength(1);
-        }, { timeout: 20_000, interval: 100 });
+        await vi.waitFor(
+          async () => {
+            // A write to the returned shard reconnects the client to it (and so checks the markers).
+            await store.put('code', `${downTag}.y`, { v: 1 }, { ttl: 60 }).catch(() => {});
+            expect(await marker()).toHaveLength(1);
+          },
+          { timeout: 20_000, interval: 100 },
+        );
         // Nothing was known of it before: placing it is not a loss.
         expect(losses).toEqual([]);
       } finally {

@@ -52,29 +52,71 @@ describe.skipIf(skip)('migrating data written by 0.1', () => {
     const now = gw.clock.now;
     const raw = createClient({ url: server.url });
     await raw.connect();
-    const consentId = ['app-1', 'sub-alice', 'FraudPreventionAndDetection', 'device-location'].map(encodeURIComponent).join('|');
+    const consentId = ['app-1', 'sub-alice', 'FraudPreventionAndDetection', 'device-location']
+      .map(encodeURIComponent)
+      .join('|');
     const token = 'K'.repeat(43);
     const old = async (kind: string, id: string, value: object, grants: string[]) => {
       const key = `netauth:rec:${kind}:${id}`;
       await raw.hSet(key, { v: JSON.stringify(value), c: '0', g: JSON.stringify(grants) });
       await raw.pExpire(key, 3_600_000);
-      for (const grant of grants) await raw.zAdd(`netauth:grant:${grant}`, { score: Date.now() + 3_600_000, value: key });
+      for (const grant of grants)
+        await raw.zAdd(`netauth:grant:${grant}`, { score: Date.now() + 3_600_000, value: key });
     };
     try {
       // As 0.1 wrote them: a consent, a token issued under it, and a code (not copied: it lives a minute).
-      await old('consent', consentId, { clientId: 'app-1', subscriberId: 'sub-alice', purpose: 'FraudPreventionAndDetection', scope: 'device-location', status: 'granted', decidedAt: now, expiresAt: now + 86_400_000, grantId: 'old-consent-grant' }, []);
-      await old('access_token', sha256(token), { clientId: 'app-1', subscriberId: 'sub-alice', phoneNumber: '+34600000001', purpose: 'FraudPreventionAndDetection', scopes: ['device-location'], scope: LOCATION, issuedAt: now, expiresAt: now + 3_600_000, format: 'opaque', jti: null, grants: ['old-code-grant', 'old-consent-grant'] }, ['old-code-grant', 'old-consent-grant']);
+      await old(
+        'consent',
+        consentId,
+        {
+          clientId: 'app-1',
+          subscriberId: 'sub-alice',
+          purpose: 'FraudPreventionAndDetection',
+          scope: 'device-location',
+          status: 'granted',
+          decidedAt: now,
+          expiresAt: now + 86_400_000,
+          grantId: 'old-consent-grant',
+        },
+        [],
+      );
+      await old(
+        'access_token',
+        sha256(token),
+        {
+          clientId: 'app-1',
+          subscriberId: 'sub-alice',
+          phoneNumber: '+34600000001',
+          purpose: 'FraudPreventionAndDetection',
+          scopes: ['device-location'],
+          scope: LOCATION,
+          issuedAt: now,
+          expiresAt: now + 3_600_000,
+          format: 'opaque',
+          jti: null,
+          grants: ['old-code-grant', 'old-consent-grant'],
+        },
+        ['old-code-grant', 'old-consent-grant'],
+      );
       await old('code', 'old-code', { clientId: 'app-1' }, ['old-code-grant']);
 
       // .mts: an ES module wherever it is (the script awaits at top level).
       const file = join(dir, 'migrate.mts');
       writeFileSync(file, migrationScript());
-      await run(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, REDIS_URL: server.url }, timeout: 20_000 });
+      await run(process.execPath, ['--import', 'tsx', file], {
+        cwd: ROOT,
+        env: { ...process.env, REDIS_URL: server.url },
+        timeout: 20_000,
+      });
 
-      expect(await gw.netauth.consent.lookup({ clientId: 'app-1', login_hint: 'tel:+34600000001', scope: LOCATION })).toMatchObject([{ status: 'granted', grantId: 'old-consent-grant' }]);
+      expect(
+        await gw.netauth.consent.lookup({ clientId: 'app-1', login_hint: 'tel:+34600000001', scope: LOCATION }),
+      ).toMatchObject([{ status: 'granted', grantId: 'old-consent-grant' }]);
       const api = () => request(gw.app).get('/location').set('Authorization', `Bearer ${token}`);
       expect((await api()).status).toBe(200);
-      expect(await gw.netauth.consent.revoke({ clientId: 'app-1', login_hint: 'tel:+34600000001', scope: LOCATION })).toBe(true);
+      expect(
+        await gw.netauth.consent.revoke({ clientId: 'app-1', login_hint: 'tel:+34600000001', scope: LOCATION }),
+      ).toBe(true);
       expect((await api()).status).toBe(401);
     } finally {
       raw.destroy();

@@ -3,7 +3,20 @@ import request from 'supertest';
 import type { NextFunction, Request, Response } from 'express';
 import { MemoryStore, RedisStore, StoreUnavailableError, type ClientRegistry, type Store } from '../../lib/index.js';
 import { ISSUER, SIM_SWAP, createTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { LOCATION, authorize, callApi, callback, codeFor, consentForm, cookies, formTarget, localPath, location, redeem, submitConsent } from '../helpers/frontend.js';
+import {
+  LOCATION,
+  authorize,
+  callApi,
+  callback,
+  codeFor,
+  consentForm,
+  cookies,
+  formTarget,
+  localPath,
+  location,
+  redeem,
+  submitConsent,
+} from '../helpers/frontend.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { RedisServer, freshPrefix, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { wrapStore } from '../helpers/store-wrapper.js';
@@ -21,7 +34,10 @@ function expectUnavailableJson(res: request.Response): void {
   expect(res.status).toBe(503);
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   expect(res.headers['retry-after']).toMatch(/^\d+$/);
-  expect(res.body).toEqual({ error: 'temporarily_unavailable', error_description: 'the service is temporarily unavailable' });
+  expect(res.body).toEqual({
+    error: 'temporarily_unavailable',
+    error_description: 'the service is temporarily unavailable',
+  });
 }
 
 function expectUnavailablePage(res: request.Response): void {
@@ -62,7 +78,12 @@ describe.skipIf(skip)('Redis down: every surface says temporarily unavailable, t
     requireRedisServer();
     server = await RedisServer.start();
     // The test server keeps nothing across its restart: the loss is expected here, not reported.
-    store = new RedisStore({ url: server.url, prefix: freshPrefix('netauth-outage'), timeout: 1000, onDataLoss: () => {} });
+    store = new RedisStore({
+      url: server.url,
+      prefix: freshPrefix('netauth-outage'),
+      timeout: 1000,
+      onDataLoss: () => {},
+    });
     gw = createTestGateway({ store, onError: (error) => reported.push(error) });
     // Anything the router lets through reaches Express's final handler, which logs its stack and drops the connection.
     gw.app.use((error: unknown, _req: Request, _res: Response, next: NextFunction) => {
@@ -77,7 +98,8 @@ describe.skipIf(skip)('Redis down: every surface says temporarily unavailable, t
   });
 
   it('works while Redis is up', async () => {
-    token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body.access_token as string;
+    token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body
+      .access_token as string;
     expect((await callApi(gw.app, token)).status).toBe(200);
     code = await codeFor(gw);
     authReqId = await startBackchannel(gw.app, 'tel:+34600000002', LOCATION);
@@ -133,13 +155,20 @@ describe.skipIf(skip)('Redis down: every surface says temporarily unavailable, t
     expect(escaped).toEqual([]);
   });
 
-  it('the same gateway works again once Redis is back (its data is gone: the test server keeps none)', { timeout: 30_000 }, async () => {
+  it('the same gateway works again once Redis is back (its data is gone: the test server keeps none)', {
+    timeout: 30_000,
+  }, async () => {
     await server.restart();
-    await vi.waitFor(async () => expect((await bcAuthorize(gw.app, { login_hint: 'tel:+34600000001', scope: SIM_SWAP })).status).toBe(200), {
-      timeout: 15_000,
-      interval: 200,
-    });
-    const fresh = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body.access_token as string;
+    await vi.waitFor(
+      async () =>
+        expect((await bcAuthorize(gw.app, { login_hint: 'tel:+34600000001', scope: SIM_SWAP })).status).toBe(200),
+      {
+        timeout: 15_000,
+        interval: 200,
+      },
+    );
+    const fresh = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body
+      .access_token as string;
     expect((await callApi(gw.app, fresh)).status).toBe(200);
     const redeemed = await redeem(gw.app, { code: await codeFor(gw), redirect_uri: 'https://app.example/callback' });
     expect(redeemed.status).toBe(200);

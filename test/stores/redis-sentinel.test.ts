@@ -60,7 +60,8 @@ describe.skipIf(skip)('redis store behind Redis Sentinel', () => {
     gw.netauth.events.on('rate.fallback', (event) => void errors.push(event));
     try {
       await store.open();
-      const token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body.access_token as string;
+      const token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body
+        .access_token as string;
       expect((await callApi(gw.app, token)).status).toBe(200);
       const counters = (await client.sendCommand(true, ['KEYS', `${prefix}rl:*`])) as string[];
       expect(counters.length).toBeGreaterThan(0);
@@ -70,11 +71,18 @@ describe.skipIf(skip)('redis store behind Redis Sentinel', () => {
     }
   });
 
-  it('answers 503 while the master is gone, then works on the promoted replica with everything it wrote, without a restart', { timeout: 60_000 }, async () => {
+  it('answers 503 while the master is gone, then works on the promoted replica with everything it wrote, without a restart', {
+    timeout: 60_000,
+  }, async () => {
     const docs = readFileSync(new URL('../../docs/redis-store.md', import.meta.url), 'utf8');
     expect(docs).toContain('socket: { connectTimeout: 1000, reconnectStrategy: () => 100 }');
     const reported: unknown[] = [];
-    const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 1000, onDataLoss: (error) => reported.push(error) });
+    const store = new RedisStore({
+      client,
+      prefix: freshPrefix(),
+      timeout: 1000,
+      onDataLoss: (error) => reported.push(error),
+    });
     try {
       await store.open();
       for (let i = 0; i < 20; i++) await store.put('backchannel', `Sn.${i}`, { i }, { ttl: 120, grants: ['Sn.grant'] });

@@ -5,7 +5,18 @@ import { APP1, CIBA, ISSUER, SIM_SWAP } from '../helpers/gateway.js';
 import { CALLBACK, LOCATION, consentForm } from '../helpers/frontend.js';
 import { RedisServer, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { startGatewayProcess, stopGatewayProcesses, type GatewayProcess } from '../helpers/gateway-process.js';
-import { browser, callApi, codeFrom, consentAdmin, form, on, redeem, relyingParty, sessionCookie, throughConsentPage } from '../helpers/fleet.js';
+import {
+  browser,
+  callApi,
+  codeFrom,
+  consentAdmin,
+  form,
+  on,
+  redeem,
+  relyingParty,
+  sessionCookie,
+  throughConsentPage,
+} from '../helpers/fleet.js';
 
 /**
  * Issue 6, "done when": two gateway processes (test/helpers/gateway-main.ts) sharing one real Redis, as two
@@ -66,7 +77,10 @@ describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
 
   it('backend flow: auth_req_id created on A, pending on B, consent recorded out-of-band on A, token polled on B', async () => {
     const config = relyingParty(a, b);
-    const started = await client.initiateBackchannelAuthentication(config, { login_hint: 'tel:+34600000002', scope: LOCATION });
+    const started = await client.initiateBackchannelAuthentication(config, {
+      login_hint: 'tel:+34600000002',
+      scope: LOCATION,
+    });
 
     const pending = await fetch(`${b.url}/apigateway/token`, {
       ...form({ grant_type: CIBA, auth_req_id: started.auth_req_id }),
@@ -75,7 +89,11 @@ describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
     expect(pending.status).toBe(400);
     expect(await pending.json()).toEqual({ error: 'authorization_pending', error_description: expect.any(String) });
 
-    const granted = await consentAdmin(a, 'grant', { clientId: 'app-1', login_hint: 'tel:+34600000002', scope: LOCATION });
+    const granted = await consentAdmin(a, 'grant', {
+      clientId: 'app-1',
+      login_hint: 'tel:+34600000002',
+      scope: LOCATION,
+    });
     expect(granted.status).toBe(200);
 
     // openid-client waits `interval` (1 s) before each poll, so B sees no slow_down.
@@ -101,7 +119,9 @@ describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
     for (const instance of [a, b]) expect((await callApi(instance, token)).status).toBe(401);
   });
 
-  it('Redis stopped: both answer temporarily unavailable on every surface; Redis started again: both work, same processes', { timeout: 40_000 }, async () => {
+  it('Redis stopped: both answer temporarily unavailable on every surface; Redis started again: both work, same processes', {
+    timeout: 40_000,
+  }, async () => {
     // Before: a token, and a consent page waiting (prompt=consent asks again although consent is on record).
     const before = await redeem(a, await codeFrom(b));
     const token = ((await before.json()) as { access_token: string }).access_token;
@@ -158,15 +178,24 @@ describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
     await redis.restart();
     // Each process reconnects by itself (backoff up to about 2 s).
     for (const instance of [a, b]) {
-      await vi.waitFor(async () => expect((await redeem(instance, 'unknown')).status).toBe(400), { timeout: 15_000, interval: 200 });
+      await vi.waitFor(async () => expect((await redeem(instance, 'unknown')).status).toBe(400), {
+        timeout: 15_000,
+        interval: 200,
+      });
     }
     // Redis came back empty (the test server keeps nothing): both instances say so, and new flows work across
     // both again.
     for (const instance of [a, b]) {
-      await vi.waitFor(() => expect(instance.reports).toEqual([{ dataLoss: redis.address }]), { timeout: 15_000, interval: 100 });
+      await vi.waitFor(() => expect(instance.reports).toEqual([{ dataLoss: redis.address }]), {
+        timeout: 15_000,
+        interval: 100,
+      });
     }
     const config = relyingParty(b, a);
-    const started = await client.initiateBackchannelAuthentication(config, { login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+    const started = await client.initiateBackchannelAuthentication(config, {
+      login_hint: 'tel:+34600000001',
+      scope: SIM_SWAP,
+    });
     const polled = await client.pollBackchannelAuthenticationGrant(config, started);
     expect((await callApi(b, polled.access_token)).status).toBe(200);
     const redeemed = await redeem(b, await codeFrom(a));

@@ -5,7 +5,13 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createClient } from '../helpers/node-redis.js';
 import { RedisStore } from '../../lib/stores/redis.js';
 import { StoreUnavailableError } from '../../lib/stores/store.js';
-import { RedisServer, freshPrefix, redisServerMissing, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import {
+  RedisServer,
+  freshPrefix,
+  redisServerMissing,
+  requireRedisServer,
+  skipRedisTests,
+} from '../helpers/redis-server.js';
 import { basic, createTestGateway, SIM_SWAP } from '../helpers/gateway.js';
 import { codeFor, redeem, CALLBACK, callApi } from '../helpers/frontend.js';
 import { pollToken, startBackchannel } from '../helpers/requests.js';
@@ -68,7 +74,14 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
 
       const keys = await raw.keys(`${prefix}*`);
       expect(keys.sort()).toEqual(
-        [`${prefix}boot{0}`, `${prefix}g:{g}`, `${prefix}g:{h}`, `${prefix}t:{t}`, `${prefix}c:{c}`, `${prefix}k:{k}`].sort(),
+        [
+          `${prefix}boot{0}`,
+          `${prefix}g:{g}`,
+          `${prefix}g:{h}`,
+          `${prefix}t:{t}`,
+          `${prefix}c:{c}`,
+          `${prefix}k:{k}`,
+        ].sort(),
       );
       for (const key of keys) {
         if (key === `${prefix}boot{0}`) expect(Number(await raw.pTTL(key))).toBe(-1);
@@ -86,9 +99,22 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
     const authReqId = `${tag}.${'x'.repeat(43)}`;
     try {
       await store.put('backchannel', authReqId, { clientId: 'app-1' }, { ttl: 60, grants: [`${tag}.grant`] });
-      await store.consume('backchannel', authReqId, [{ kind: 'access_token', id: `${tag}.${'y'.repeat(43)}`, value: { t: 1 }, options: { ttl: 60, grants: [`${tag}.grant`] } }]);
+      await store.consume('backchannel', authReqId, [
+        {
+          kind: 'access_token',
+          id: `${tag}.${'y'.repeat(43)}`,
+          value: { t: 1 },
+          options: { ttl: 60, grants: [`${tag}.grant`] },
+        },
+      ]);
       const keys = (await raw.keys(`${prefix}*`)).filter((k) => !k.startsWith(`${prefix}boot`));
-      expect(keys.sort()).toEqual([`${prefix}b.{${tag}}${'x'.repeat(43)}`, `${prefix}g.{${tag}}grant`, `${prefix}t.{${tag}}${'y'.repeat(43)}`].sort());
+      expect(keys.sort()).toEqual(
+        [
+          `${prefix}b.{${tag}}${'x'.repeat(43)}`,
+          `${prefix}g.{${tag}}grant`,
+          `${prefix}t.{${tag}}${'y'.repeat(43)}`,
+        ].sort(),
+      );
       expect(await raw.get(`${prefix}b.{${tag}}${'x'.repeat(43)}`)).toBe(`1["${tag}.grant"]\n{"clientId":"app-1"}`);
       const members = await raw.zRange(`${prefix}g.{${tag}}grant`, 0, -1);
       expect(members.sort()).toEqual([`b.{${tag}}${'x'.repeat(43)}`, `t.{${tag}}${'y'.repeat(43)}`]);
@@ -199,7 +225,11 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
       await store.open();
       await store.put('code', 'Ac.code', { v: 1 }, { ttl: 60, grants: ['Ac.grant', 'Other.grant'] });
       expect(await store.add('jti', 'acl-jti', { v: 1 }, { ttl: 60 })).toBe(true);
-      expect(await store.consume('code', 'Ac.code', [{ kind: 'access_token', id: 'Ac.token', value: {}, options: { ttl: 60, grants: ['Ac.grant'] } }])).toBe(true);
+      expect(
+        await store.consume('code', 'Ac.code', [
+          { kind: 'access_token', id: 'Ac.token', value: {}, options: { ttl: 60, grants: ['Ac.grant'] } },
+        ]),
+      ).toBe(true);
       await store.revokeGrant('Ac.grant');
       await store.delete('jti', 'acl-jti');
       expect(await store.get('access_token', 'Ac.token')).toBeUndefined();
@@ -208,7 +238,8 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
       const errors: unknown[] = [];
       const gw = createTestGateway({ store, onError: (error) => errors.push(error) });
       gw.netauth.events.on('rate.fallback', (event) => void errors.push(event));
-      const token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body.access_token as string;
+      const token = (await pollToken(gw.app, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP))).body
+        .access_token as string;
       expect((await callApi(gw.app, token)).status).toBe(200);
       expect((await redeem(gw.app, { code: await codeFor(gw), redirect_uri: CALLBACK })).status).toBe(200);
       // A failed client authentication: the lock-out counters are written too.
@@ -240,7 +271,9 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
       const replica = await RedisServer.start({ args: () => ['--replicaof', '127.0.0.1', String(server.port)] });
       const store = new RedisStore({ url: replica.url, timeout: 500 });
       try {
-        await expect(store.open()).rejects.toThrow(`Redis at ${replica.address} is a slave, not a master: give the master's url, or a Sentinel or Cluster client`);
+        await expect(store.open()).rejects.toThrow(
+          `Redis at ${replica.address} is a slave, not a master: give the master's url, or a Sentinel or Cluster client`,
+        );
       } finally {
         await store.close();
         await replica.destroy();
@@ -285,7 +318,9 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
     it('rejects an injected client that was never connected', async () => {
       const client = createClient({ url: server.url });
       const store = new RedisStore({ client });
-      await expect(store.open()).rejects.toThrow(`the Redis client given to RedisStore (${server.address}) is not connected: await client.connect() first`);
+      await expect(store.open()).rejects.toThrow(
+        `the Redis client given to RedisStore (${server.address}) is not connected: await client.connect() first`,
+      );
     });
   });
 
@@ -300,14 +335,18 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
     });
 
     async function expectUnavailable(store: RedisStore): Promise<void> {
-      await expect(store.put('code', 'x', { v: 1 }, { ttl: 60, grants: ['g'] })).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.put('code', 'x', { v: 1 }, { ttl: 60, grants: ['g'] })).rejects.toBeInstanceOf(
+        StoreUnavailableError,
+      );
       await expect(store.get('code', 'x')).rejects.toBeInstanceOf(StoreUnavailableError);
       await expect(store.consume('code', 'x')).rejects.toBeInstanceOf(StoreUnavailableError);
       await expect(store.delete('code', 'x')).rejects.toBeInstanceOf(StoreUnavailableError);
       await expect(store.revokeGrant('g')).rejects.toBeInstanceOf(StoreUnavailableError);
     }
 
-    it('rejects with StoreUnavailableError while stopped and recovers by itself once restarted', { timeout: 30_000 }, async () => {
+    it('rejects with StoreUnavailableError while stopped and recovers by itself once restarted', {
+      timeout: 30_000,
+    }, async () => {
       await own.restart();
       const losses: unknown[] = [];
       const store = new RedisStore({ url: own.url, prefix: freshPrefix(), onDataLoss: (error) => losses.push(error) });
@@ -343,12 +382,19 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
       }
     });
 
-    it('reports a Redis that came back without the data, once per loss; not one that kept it (appendonly)', { timeout: 30_000 }, async () => {
+    it('reports a Redis that came back without the data, once per loss; not one that kept it (appendonly)', {
+      timeout: 30_000,
+    }, async () => {
       // fsync before each reply, so the test does not depend on when the disk catches up.
       const durable = await RedisServer.start({ args: () => ['--appendonly', 'yes', '--appendfsync', 'always'] });
       const losses: Array<{ store: string; shard: string }> = [];
       const watch = (name: string, url: string) =>
-        new RedisStore({ url, prefix: freshPrefix(), timeout: 500, onDataLoss: (error) => losses.push({ store: name, shard: error.shard }) });
+        new RedisStore({
+          url,
+          prefix: freshPrefix(),
+          timeout: 500,
+          onDataLoss: (error) => losses.push({ store: name, shard: error.shard }),
+        });
       await own.restart();
       const lossy = watch('lossy', own.url);
       const kept = watch('kept', durable.url);
@@ -360,7 +406,10 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
           await server.stop();
           await server.restart();
         }
-        await vi.waitFor(() => expect(losses).toEqual([{ store: 'lossy', shard: own.address }]), { timeout: 10_000, interval: 50 });
+        await vi.waitFor(() => expect(losses).toEqual([{ store: 'lossy', shard: own.address }]), {
+          timeout: 10_000,
+          interval: 50,
+        });
         await vi.waitFor(() => kept.get('consent', 'k'), { timeout: 10_000, interval: 50 });
         expect((await kept.get('consent', 'k'))?.value).toEqual({ v: 1 });
         // A second loss is reported again.
@@ -375,7 +424,9 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
       }
     });
 
-    it('an injected client that queues commands while offline still rejects instead of hanging', { timeout: 30_000 }, async () => {
+    it('an injected client that queues commands while offline still rejects instead of hanging', {
+      timeout: 30_000,
+    }, async () => {
       await own.restart();
       const client = await rawClient(own.url, { offlineQueue: true });
       const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 300, onDataLoss: () => {} });

@@ -152,7 +152,10 @@ export class ClientAuthenticator {
    */
   private failed(endpoint: Endpoint, reason: FailureReason, failure: Failure = {}): OAuthError {
     const { clientId, description = 'client authentication failed', via, refusal } = failure;
-    this.events?.emit('client.authentication_failed', clientId === undefined ? { endpoint, reason } : { endpoint, clientId, reason });
+    this.events?.emit(
+      'client.authentication_failed',
+      clientId === undefined ? { endpoint, reason } : { endpoint, clientId, reason },
+    );
     return refusal ?? this.invalidClient(via, description);
   }
 
@@ -167,7 +170,9 @@ export class ClientAuthenticator {
   private lockedOut(endpoint: Endpoint, retryAfter: number, clientId: string | undefined): OAuthError {
     this.events?.emit(
       'rate.limited',
-      clientId === undefined ? { endpoint, limit: 'client_authentication', retryAfter } : { endpoint, limit: 'client_authentication', clientId, retryAfter },
+      clientId === undefined
+        ? { endpoint, limit: 'client_authentication', retryAfter }
+        : { endpoint, limit: 'client_authentication', clientId, retryAfter },
     );
     return rateLimitedError(retryAfter, 'too many failed client authentications; retry later');
   }

@@ -59,8 +59,10 @@ export class ClientJwtRejectedError extends Error {
 function reasonOf(error: unknown): string {
   if (error instanceof ClientKeysUnavailableError) return error.message;
   if (error instanceof errors.JOSEAlgNotAllowed) return 'its alg is not one the client may sign with';
-  if (error instanceof errors.JWSSignatureVerificationFailed) return 'its signature does not verify with the client\'s keys';
-  if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys) return 'no registered key of the client matches it';
+  if (error instanceof errors.JWSSignatureVerificationFailed)
+    return "its signature does not verify with the client's keys";
+  if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys)
+    return 'no registered key of the client matches it';
   if (error instanceof errors.JWTExpired) return 'it has expired';
   if (error instanceof errors.JWTClaimValidationFailed) return `its ${error.claim} claim is missing or wrong`;
   return 'it is not a valid signed JWT';
@@ -77,7 +79,13 @@ function typeOf(header: { typ?: unknown }): string | undefined {
  * for the one caller that marked it: of concurrent uses exactly one wins, on every store. `namespace`
  * separates issuers (a client id, a DPoP key thumbprint); the id is hashed, so any jti makes a small key.
  */
-export async function useJtiOnce(store: Store, namespace: string, jti: string, exp: number, nowMs: number): Promise<boolean> {
+export async function useJtiOnce(
+  store: Store,
+  namespace: string,
+  jti: string,
+  exp: number,
+  nowMs: number,
+): Promise<boolean> {
   const ttl = Math.max(1, Math.ceil(exp - nowMs / 1000) + CLOCK_SKEW);
   return store.add('jti', sha256(`${namespace}\n${jti}`), {}, { ttl });
 }
@@ -125,7 +133,8 @@ export class ClientJwts {
     const now = nowMs / 1000;
     const { exp, iat, jti } = payload as { exp: number; iat?: number; jti: unknown };
     if (exp <= now) throw new ClientJwtRejectedError('it has expired');
-    if (exp - now > MAX_JWT_LIFETIME) throw new ClientJwtRejectedError(`its exp is more than ${MAX_JWT_LIFETIME} s away`);
+    if (exp - now > MAX_JWT_LIFETIME)
+      throw new ClientJwtRejectedError(`its exp is more than ${MAX_JWT_LIFETIME} s away`);
     if (iat !== undefined) {
       if (iat > now + this.clockTolerance) throw new ClientJwtRejectedError('its iat is in the future');
       if (exp - iat > MAX_JWT_LIFETIME) throw new ClientJwtRejectedError(`exp - iat exceeds ${MAX_JWT_LIFETIME} s`);

@@ -165,7 +165,11 @@ export class ClientKeys {
     return keys;
   }
 
-  private async remoteKey(clientId: string, uri: string, ...args: Parameters<JWTVerifyGetKey>): Promise<Awaited<ReturnType<JWTVerifyGetKey>>> {
+  private async remoteKey(
+    clientId: string,
+    uri: string,
+    ...args: Parameters<JWTVerifyGetKey>
+  ): Promise<Awaited<ReturnType<JWTVerifyGetKey>>> {
     let state = this.remote.get(clientId);
     if (state?.uri !== uri) {
       state = { uri, keys: undefined, fetchedAt: -Infinity, attemptedAt: -Infinity, pending: undefined };
@@ -173,7 +177,8 @@ export class ClientKeys {
     }
     if (!this.fresh(state)) {
       await this.refresh(state);
-      if (!this.fresh(state)) throw new ClientKeysUnavailableError('could not be fetched (retried at most once a minute)');
+      if (!this.fresh(state))
+        throw new ClientKeysUnavailableError('could not be fetched (retried at most once a minute)');
     }
     try {
       return await state.keys!(...args);

@@ -13,7 +13,9 @@ import { formDecode } from '../http/form.js';
  */
 function wholeSecret(req: Request, userid: string): string {
   const token = req.headers.authorization?.split(' ')[1] ?? '';
-  return Buffer.from(token, 'base64').toString().slice(userid.length + 1);
+  return Buffer.from(token, 'base64')
+    .toString()
+    .slice(userid.length + 1);
 }
 
 /**

@@ -1,4 +1,9 @@
-import { StaticClientRegistry, verifyClientSecret, type ClientRegistry, type RegisteredClient } from '../../registry/clients.js';
+import {
+  StaticClientRegistry,
+  verifyClientSecret,
+  type ClientRegistry,
+  type RegisteredClient,
+} from '../../registry/clients.js';
 import { scryptLimiter } from '../../registry/scrypt.js';
 import type { Verified } from './method.js';
 
@@ -48,7 +53,11 @@ function decoyOf(clients: ClientRegistry): Decoy {
  * The secret check shared by client_secret_basic and client_secret_post, against the registration the claimed id
  * found (the authenticator looks it up once per request), or none.
  */
-export async function verifySecret(clients: ClientRegistry, client: RegisteredClient | undefined, secret: string): Promise<Verified> {
+export async function verifySecret(
+  clients: ClientRegistry,
+  client: RegisteredClient | undefined,
+  secret: string,
+): Promise<Verified> {
   const decoy = decoyOf(clients);
   if (!client) {
     // As long as a real comparison, so unknown ids are not told apart by timing.

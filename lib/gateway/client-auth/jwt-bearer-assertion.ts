@@ -15,7 +15,7 @@ export function grantAssertion(params: FormParams): string {
   // CAMARA: the scope travels in the assertion's `scope` claim, never as a parameter. Checked before the
   // assertion is verified, so a refused request does not use up its `jti`.
   if (params.has('scope')) {
-    const description = 'the JWT bearer grant takes its scope from the assertion\'s scope claim';
+    const description = "the JWT bearer grant takes its scope from the assertion's scope claim";
     throw new OAuthError('invalid_request', `${description}; do not send a scope parameter`);
   }
   return params.require('assertion');

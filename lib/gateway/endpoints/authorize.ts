@@ -18,7 +18,10 @@ const NOT_IDENTIFIED = 'subscriber not identified by the mobile network';
 const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
 
 /** Protocol step 1: client and redirect_uri. Failures here are an error page, never a redirect (no open redirector). */
-async function registeredTarget(ctx: GatewayContext, params: FormParams): Promise<{ client: RegisteredClient; redirectUri: string }> {
+async function registeredTarget(
+  ctx: GatewayContext,
+  params: FormParams,
+): Promise<{ client: RegisteredClient; redirectUri: string }> {
   const clientId = params.get('client_id');
   if (clientId === undefined) throw new OAuthError('invalid_request', 'client_id is required');
   const client = await ctx.clients.find(clientId);
@@ -38,11 +41,13 @@ function pkce(client: RegisteredClient, params: FormParams): string | undefined 
   const method = params.get('code_challenge_method');
   if (challenge === undefined) {
     if (method !== undefined) throw new OAuthError('invalid_request', 'code_challenge_method without code_challenge');
-    if (client.requirePkce) throw new OAuthError('invalid_request', 'PKCE (code_challenge with S256) is required for this client');
+    if (client.requirePkce)
+      throw new OAuthError('invalid_request', 'PKCE (code_challenge with S256) is required for this client');
     return undefined;
   }
   if (method !== 'S256') throw new OAuthError('invalid_request', 'code_challenge_method must be S256');
-  if (!S256_CHALLENGE.test(challenge)) throw new OAuthError('invalid_request', 'code_challenge is not a base64url SHA-256 value');
+  if (!S256_CHALLENGE.test(challenge))
+    throw new OAuthError('invalid_request', 'code_challenge is not a base64url SHA-256 value');
   return challenge;
 }
 
@@ -50,7 +55,8 @@ function prompts(params: FormParams): Set<string> {
   const value = params.get('prompt');
   const set = new Set((value ?? '').split(' ').filter((p) => p !== ''));
   for (const p of set) if (!PROMPTS.has(p)) throw new OAuthError('invalid_request', `unsupported prompt value "${p}"`);
-  if (set.has('none') && set.size > 1) throw new OAuthError('invalid_request', 'prompt=none cannot be combined with other values');
+  if (set.has('none') && set.size > 1)
+    throw new OAuthError('invalid_request', 'prompt=none cannot be combined with other values');
   return set;
 }
 
@@ -76,8 +82,17 @@ function hint(ctx: GatewayContext, params: FormParams): LoginHint | undefined {
 }
 
 /** Does the hint name this subscriber? The device's own address always does; otherwise ask the directory. */
-async function hintNames(ctx: GatewayContext, loginHint: LoginHint, subscriber: Subscriber, device: { ip: string; port?: number }): Promise<boolean> {
-  if (loginHint.type === 'ipport' && loginHint.address.ip === device.ip && (loginHint.address.port === undefined || loginHint.address.port === device.port)) {
+async function hintNames(
+  ctx: GatewayContext,
+  loginHint: LoginHint,
+  subscriber: Subscriber,
+  device: { ip: string; port?: number },
+): Promise<boolean> {
+  if (
+    loginHint.type === 'ipport' &&
+    loginHint.address.ip === device.ip &&
+    (loginHint.address.port === undefined || loginHint.address.port === device.port)
+  ) {
     return true;
   }
   const named = await findByLoginHint(ctx.subscribers, loginHint);
@@ -85,7 +100,12 @@ async function hintNames(ctx: GatewayContext, loginHint: LoginHint, subscriber: 
 }
 
 /** Protocol steps 3 and 4: the subscriber behind the device (or, in sandbox mode, behind the allow-listed hint). */
-async function identify(ctx: GatewayContext, req: Request, loginHint: LoginHint | undefined, silent: boolean): Promise<Subscriber> {
+async function identify(
+  ctx: GatewayContext,
+  req: Request,
+  loginHint: LoginHint | undefined,
+  silent: boolean,
+): Promise<Subscriber> {
   if (ctx.sandboxLines) {
     const refusal = sandboxRefusal(ctx, loginHint);
     if (refusal !== undefined || loginHint === undefined) throw new OAuthError('access_denied', refusal);
@@ -119,7 +139,8 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     } catch (error) {
       // No redirect target: over the limit, the error page says so (429), else the request's own error.
       const retryAfter = await limited;
-      if (retryAfter !== undefined) throw overLimit(ctx.events, { endpoint: 'authorize', limit: 'address', retryAfter });
+      if (retryAfter !== undefined)
+        throw overLimit(ctx.events, { endpoint: 'authorize', limit: 'address', retryAfter });
       throw error;
     }
     const { client, redirectUri } = registered;
@@ -131,7 +152,8 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     if (!objectSent) target.state = plain.get('state');
     // Protocol.md, frontend step 2: from here the limit's temporarily_unavailable goes back to the application.
     const retryAfter = await limited;
-    if (retryAfter !== undefined) throw overLimit(ctx.events, { endpoint: 'authorize', limit: 'address', clientId: client.clientId, retryAfter });
+    if (retryAfter !== undefined)
+      throw overLimit(ctx.events, { endpoint: 'authorize', limit: 'address', clientId: client.clientId, retryAfter });
 
     // RFC 9101: from here, a verified request object's parameters only; redirect_uri is the plain one, which it equals.
     const { params, signed } = await requestParameters(ctx, client, plain, 'authorize');
@@ -139,14 +161,16 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     const responseType = params.require('response_type');
     if (responseType !== 'code') throw new OAuthError('unsupported_response_type', 'response_type must be code');
     const responseMode = params.get('response_mode');
-    if (responseMode !== undefined && responseMode !== 'query') throw new OAuthError('invalid_request', 'response_mode must be query');
+    if (responseMode !== undefined && responseMode !== 'query')
+      throw new OAuthError('invalid_request', 'response_mode must be query');
     if (!client.grantTypes.includes('authorization_code')) {
       throw new OAuthError('unauthorized_client', 'the client is not registered for the authorization code grant');
     }
     const scope = params.require('scope');
     checkOpenidForClaims(scope, params.get('claims'));
     const decision = decideScope(ctx, client, scope);
-    if (decision.basis === 'forbidden') throw new OAuthError('access_denied', 'the policy forbids this purpose and scope');
+    if (decision.basis === 'forbidden')
+      throw new OAuthError('access_denied', 'the policy forbids this purpose and scope');
     const codeChallenge = pkce(client, params);
     const prompt = prompts(params);
     const nonce = params.get('nonce');
@@ -173,7 +197,8 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
       scopes: decision.requested.scopes,
       consentPage: ask && !prompt.has('none'),
     });
-    if (ask && prompt.has('none')) throw new OAuthError('consent_required', 'the subscriber has not consented to this purpose and scope');
+    if (ask && prompt.has('none'))
+      throw new OAuthError('consent_required', 'the subscriber has not consented to this purpose and scope');
     if (ask) {
       await consentPage.start(req, res, {
         ...storedAuthorization(client.clientId, subscriber, decision.requested),

@@ -26,7 +26,13 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     const limits = ctx.limits;
     if (limits) {
       const retryAfter = await limits.client('bc-authorize', client.clientId);
-      if (retryAfter !== undefined) throw overLimit(ctx.events, { endpoint: 'bc-authorize', limit: 'client', clientId: client.clientId, retryAfter });
+      if (retryAfter !== undefined)
+        throw overLimit(ctx.events, {
+          endpoint: 'bc-authorize',
+          limit: 'client',
+          clientId: client.clientId,
+          retryAfter,
+        });
     }
     if (!client.grantTypes.includes(CIBA_GRANT)) {
       throw new OAuthError('unauthorized_client', 'the client is not registered for the CIBA grant');
@@ -42,7 +48,8 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     const hint = parseLoginHint(loginHint);
     checkOpenidForClaims(scope, params.get('claims'));
     const decision = decideScope(ctx, client, scope);
-    if (decision.basis === 'forbidden') throw new OAuthError('access_denied', 'the policy forbids this purpose and scope');
+    if (decision.basis === 'forbidden')
+      throw new OAuthError('access_denied', 'the policy forbids this purpose and scope');
     const refusal = sandboxRefusal(ctx, hint);
     if (refusal !== undefined) throw new OAuthError('access_denied', refusal);
     const subscriber = await findByLoginHint(ctx.subscribers, hint);
@@ -51,8 +58,17 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     await limitSubscriber(ctx, 'bc-authorize', client.clientId, subscriber.id);
 
     const { authReqId, record } = await createBackchannelRequest(ctx, client, subscriber, decision);
-    sendJson(res, 200, { auth_req_id: authReqId, expires_in: ctx.lifetimes.authReqId, interval: ctx.lifetimes.pollInterval });
-    ctx.events.emit('ciba.requested', { clientId: client.clientId, subscriberId: subscriber.id, purpose: record.purpose, scopes: record.scopes });
+    sendJson(res, 200, {
+      auth_req_id: authReqId,
+      expires_in: ctx.lifetimes.authReqId,
+      interval: ctx.lifetimes.pollInterval,
+    });
+    ctx.events.emit('ciba.requested', {
+      clientId: client.clientId,
+      subscriberId: subscriber.id,
+      purpose: record.purpose,
+      scopes: record.scopes,
+    });
 
     // After the answer: hooks run asynchronously and never delay or fail the response.
     const { authorize, onConsentRequired } = ctx.backchannel;
@@ -65,7 +81,12 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     }
     if (onConsentRequired && decision.consentScopes.length > 0) {
       ctx.consent
-        .state({ clientId: client.clientId, subscriberId: subscriber.id, purpose: record.purpose, scopes: record.consentScopes })
+        .state({
+          clientId: client.clientId,
+          subscriberId: subscriber.id,
+          purpose: record.purpose,
+          scopes: record.consentScopes,
+        })
         .then(async (state) => {
           if (state.state !== 'granted') await onConsentRequired(hookRequest);
         })

@@ -3,7 +3,12 @@ import session from 'express-session';
 import type { Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../../errors.js';
 import type { GatewayContext } from '../context.js';
-import { contentSecurityPolicy, purposeWords, renderAnsweredPage, renderConsentPage } from '../http/consent-template.js';
+import {
+  contentSecurityPolicy,
+  purposeWords,
+  renderAnsweredPage,
+  renderConsentPage,
+} from '../http/consent-template.js';
 import type { RequestContext } from '../http/request-context.js';
 import { sendAuthorizationResponse, type RedirectTarget } from '../http/respond.js';
 import { ContractSessionStore } from '../../stores/session-store.js';
@@ -154,7 +159,13 @@ export class ConsentPage {
       // unset, which includes a session it failed to load (store unavailable): the 503 page would then delete
       // the pending request, or fail again after the response. `forget` destroys sessions explicitly.
       unset: 'keep',
-      cookie: { httpOnly: true, sameSite: 'lax', secure: page.secureCookie, path: page.cookiePath, maxAge: this.ttl * 1000 },
+      cookie: {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: page.secureCookie,
+        path: page.cookiePath,
+        maxAge: this.ttl * 1000,
+      },
     });
   }
 
@@ -169,11 +180,15 @@ export class ConsentPage {
   async start(req: Request, res: Response, pending: Omit<PendingConsent, 'csrf' | 'expiresAt'>): Promise<void> {
     await this.runSession(req, res);
     if (!req.session) {
-      throw new Error(`express-netauth: consentPage.cookiePath "${this.ctx.consentPage.cookiePath}" does not cover ${req.baseUrl}`);
+      throw new Error(
+        `express-netauth: consentPage.cookiePath "${this.ctx.consentPage.cookiePath}" does not cover ${req.baseUrl}`,
+      );
     }
     if (this.ctx.consentPage.secureCookie && !req.secure) {
       // express-session would silently not set the cookie and the page would never find the request.
-      throw new Error('express-netauth: the issuer is https but the request is not secure; set Express "trust proxy" to your TLS proxy');
+      throw new Error(
+        'express-netauth: the issuer is https but the request is not secure; set Express "trust proxy" to your TLS proxy',
+      );
     }
     await renew(req, pending.subscriberId);
     const id = randomBytes(16).toString('base64url');
@@ -182,11 +197,18 @@ export class ConsentPage {
     for (const [key, value] of Object.entries(all)) if (value.expiresAt + RETENTION * 1000 <= now) delete all[key];
     const waiting = Object.entries(all).sort(([, a], [, b]) => a.expiresAt - b.expiresAt);
     while (waiting.length >= MAX_PENDING) delete all[waiting.shift()![0]];
-    all[id] = { ...pending, csrf: randomBytes(32).toString('base64url'), expiresAt: now + this.ctx.lifetimes.interaction * 1000 };
+    all[id] = {
+      ...pending,
+      csrf: randomBytes(32).toString('base64url'),
+      expiresAt: now + this.ctx.lifetimes.interaction * 1000,
+    };
     // The single-use marker: of two submissions of the same form, one wins (the session alone cannot tell).
     await this.ctx.store.put('interaction', id, { clientId: pending.clientId }, { ttl: this.ttl });
     await save(req);
-    res.set('Location', `${this.ctx.issuer}/consent?interaction=${encodeURIComponent(id)}`).status(302).end();
+    res
+      .set('Location', `${this.ctx.issuer}/consent?interaction=${encodeURIComponent(id)}`)
+      .status(302)
+      .end();
   }
 
   private target(pending: PendingConsent, status: 302 | 303): RedirectTarget {
@@ -198,12 +220,18 @@ export class ConsentPage {
     const id = request.params.get('interaction');
     const pending = lookup(req, id);
     if (id === undefined || !pending) {
-      throw new OAuthError('invalid_request', 'This consent request is unknown or has expired. Return to the application and try again.');
+      throw new OAuthError(
+        'invalid_request',
+        'This consent request is unknown or has expired. Return to the application and try again.',
+      );
     }
     if (isAnswered(pending)) {
       const nonce = randomBytes(16).toString('base64');
       res.set('Content-Security-Policy', contentSecurityPolicy(this.ctx.consentPage, nonce, []));
-      res.status(200).type('html').send(renderAnsweredPage(this.ctx.consentPage, nonce, pending));
+      res
+        .status(200)
+        .type('html')
+        .send(renderAnsweredPage(this.ctx.consentPage, nonce, pending));
       return;
     }
     if (pending.expiresAt <= this.ctx.now()) {
@@ -212,9 +240,15 @@ export class ConsentPage {
       throw new OAuthError('access_denied', 'the consent request expired');
     }
     const nonce = randomBytes(16).toString('base64');
-    const scopes = pending.scopes.map((scope) => ({ scope, description: this.ctx.policy.rule(pending.purpose, scope)?.description }));
+    const scopes = pending.scopes.map((scope) => ({
+      scope,
+      description: this.ctx.policy.rule(pending.purpose, scope)?.description,
+    }));
     const purpose = purposeWords(pending.purpose);
-    res.set('Content-Security-Policy', contentSecurityPolicy(this.ctx.consentPage, nonce, [callbackSource(pending.redirectUri)]));
+    res.set(
+      'Content-Security-Policy',
+      contentSecurityPolicy(this.ctx.consentPage, nonce, [callbackSource(pending.redirectUri)]),
+    );
     res
       .status(200)
       .type('html')
@@ -236,11 +270,13 @@ export class ConsentPage {
     const csrf = params.get('csrf');
     const pending = lookup(req, id);
     // Nothing is recorded for a form this session did not serve: cross-site posts, stale or forged tokens.
-    if (id === undefined || !pending) throw refused('This consent form is not valid any more. Return to the application and try again.');
+    if (id === undefined || !pending)
+      throw refused('This consent form is not valid any more. Return to the application and try again.');
     if (isAnswered(pending)) throw refused('This consent request was already answered.');
     if (csrf === undefined || !sameSecret(csrf, pending.csrf)) throw refused('This consent form is not valid.');
     const decision = params.get('decision');
-    if (decision !== 'allow' && decision !== 'deny') throw new OAuthError('invalid_request', 'decision must be allow or deny');
+    if (decision !== 'allow' && decision !== 'deny')
+      throw new OAuthError('invalid_request', 'decision must be allow or deny');
 
     const target = this.target(pending, 303);
     if (pending.expiresAt <= this.ctx.now()) {
@@ -259,7 +295,12 @@ export class ConsentPage {
       expiresAt: pending.expiresAt,
     });
 
-    const subject = { clientId: pending.clientId, subscriberId: pending.subscriberId, purpose: pending.purpose, scopes: pending.consentScopes };
+    const subject = {
+      clientId: pending.clientId,
+      subscriberId: pending.subscriberId,
+      purpose: pending.purpose,
+      scopes: pending.consentScopes,
+    };
     if (decision === 'deny') {
       await this.ctx.consent.deny(subject);
       this.ctx.events.emit('consent.denied', { ...subject, via: 'page' });

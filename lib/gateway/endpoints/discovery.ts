@@ -49,7 +49,10 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
   const algorithms = [...CLIENT_SIGNING_ALGORITHMS];
   // The grant types the registered clients use (a custom registry declares them; by default the seed's two).
   const grantTypes = [...(ctx.clients.grantTypes ?? ['authorization_code', CIBA_GRANT])];
-  const protocolScopes = [...(ctx.idTokens && ctx.keys ? ['openid'] : []), ...(grantTypes.includes('refresh_token') ? ['offline_access'] : [])];
+  const protocolScopes = [
+    ...(ctx.idTokens && ctx.keys ? ['openid'] : []),
+    ...(grantTypes.includes('refresh_token') ? ['offline_access'] : []),
+  ];
   const scopes = ctx.policy
     .rules()
     .filter((r) => r.basis !== 'forbidden')

@@ -39,14 +39,20 @@ interface Introspected {
 }
 
 /** The live access token (the guard's own lookup) or refresh token, in the order the hint suggests (§2.1). */
-async function find(ctx: GatewayContext, token: string, hint: string | undefined): Promise<{ record: Introspected; refresh: boolean } | undefined> {
+async function find(
+  ctx: GatewayContext,
+  token: string,
+  hint: string | undefined,
+): Promise<{ record: Introspected; refresh: boolean } | undefined> {
   const access = async () => {
     const record = await findAccessToken(ctx, token);
     return record && { record, refresh: false };
   };
   const refresh = async () => {
     const stored = await findRefreshToken(ctx, token);
-    return stored && !stored.consumed && stored.value.expiresAt > ctx.now() ? { record: stored.value, refresh: true } : undefined;
+    return stored && !stored.consumed && stored.value.expiresAt > ctx.now()
+      ? { record: stored.value, refresh: true }
+      : undefined;
   };
   return hint === 'refresh_token' ? ((await refresh()) ?? access()) : ((await access()) ?? refresh());
 }

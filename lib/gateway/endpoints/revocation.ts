@@ -23,7 +23,12 @@ async function revokeAccessToken(ctx: GatewayContext, client: RegisteredClient, 
   if (record.clientId !== client.clientId) throw notYours();
   if (record.format === 'jwt' && record.jti) await ctx.revocations.revokeToken(record.jti, record.expiresAt);
   await ctx.store.delete('access_token', key);
-  ctx.events.emit('token.revoked', { clientId: record.clientId, ...(record.subscriberId === null ? {} : { subscriberId: record.subscriberId }), purpose: record.purpose, reason: 'revocation_request' });
+  ctx.events.emit('token.revoked', {
+    clientId: record.clientId,
+    ...(record.subscriberId === null ? {} : { subscriberId: record.subscriberId }),
+    purpose: record.purpose,
+    reason: 'revocation_request',
+  });
   return true;
 }
 
@@ -38,7 +43,12 @@ async function revokeRefreshToken(ctx: GatewayContext, client: RegisteredClient,
   const record = stored.value;
   if (record.clientId !== client.clientId) throw notYours();
   await ctx.revocations.revokeGrants([record.grantId]);
-  ctx.events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'revocation_request' });
+  ctx.events.emit('token.revoked', {
+    clientId: record.clientId,
+    subscriberId: record.subscriberId,
+    purpose: record.purpose,
+    reason: 'revocation_request',
+  });
   return true;
 }
 

@@ -14,7 +14,8 @@ const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 function verifyPkce(record: CodeRecord, verifier: string | undefined): void {
   if (record.codeChallenge === null) {
     // Downgrade protection (RFC 9700 §2.1.1): a verifier for a code issued without a challenge is refused.
-    if (verifier !== undefined) throw new OAuthError('invalid_grant', 'code_verifier sent for a code issued without a code_challenge');
+    if (verifier !== undefined)
+      throw new OAuthError('invalid_grant', 'code_verifier sent for a code issued without a code_challenge');
     return;
   }
   if (verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required');
@@ -30,8 +31,18 @@ async function replayed(ctx: GatewayContext, record: CodeRecord): Promise<OAuthE
   // RFC 6749 §4.1.2 / RFC 9700 §4.5: the code was used before; every token issued from it is revoked
   // (records deleted, and JWT access tokens listed as revoked).
   await ctx.revocations.revokeGrants([record.grantId]);
-  ctx.events.emit('code.replayed', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, scopes: record.scopes });
-  ctx.events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'code_replay' });
+  ctx.events.emit('code.replayed', {
+    clientId: record.clientId,
+    subscriberId: record.subscriberId,
+    purpose: record.purpose,
+    scopes: record.scopes,
+  });
+  ctx.events.emit('token.revoked', {
+    clientId: record.clientId,
+    subscriberId: record.subscriberId,
+    purpose: record.purpose,
+    reason: 'code_replay',
+  });
   return new OAuthError('invalid_grant', 'the code was already used');
 }
 
@@ -48,7 +59,8 @@ export const authorizationCodeGrant: Grant = {
     if (!stored || stored.value.clientId !== client.clientId) throw new OAuthError('invalid_grant', 'unknown code');
     const record = stored.value;
     if (record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the code has expired');
-    if (redirectUri !== record.redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri differs from the authorization request');
+    if (redirectUri !== record.redirectUri)
+      throw new OAuthError('invalid_grant', 'redirect_uri differs from the authorization request');
     verifyPkce(record, verifier);
     if (stored.consumed) throw await replayed(ctx, record);
     // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After.
@@ -58,7 +70,14 @@ export const authorizationCodeGrant: Grant = {
     // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent
     // redemptions exactly one wins; the others are replays.
     const refresh = offeredRefreshToken(ctx, client, record, record.grantId, record.consentGrants, options.dpopJkt);
-    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, { kind: 'code', id: code }, { ...options, refresh });
+    const tokens = await issueAccessToken(
+      ctx,
+      record,
+      record.grantId,
+      record.consentGrants,
+      { kind: 'code', id: code },
+      { ...options, refresh },
+    );
     if (!tokens) throw await replayed(ctx, record);
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = issueIdToken(ctx, {
@@ -70,7 +89,12 @@ export const authorizationCodeGrant: Grant = {
         accessToken: tokens.access_token,
       });
     }
-    const subject = { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, scopes: record.scopes };
+    const subject = {
+      clientId: record.clientId,
+      subscriberId: record.subscriberId,
+      purpose: record.purpose,
+      scopes: record.scopes,
+    };
     ctx.events.emit('code.consumed', subject);
     reportIssued(ctx, record, 'authorization_code', tokens);
     return tokens;

@@ -8,7 +8,10 @@ import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import type { BackchannelRecord, PollRecord } from '../requests/backchannel-requests.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
 
-type Outcome = { kind: 'approved'; consentGrants: string[] } | { kind: 'pending' } | { kind: 'denied'; by: 'decision' | 'consent' };
+type Outcome =
+  | { kind: 'approved'; consentGrants: string[] }
+  | { kind: 'pending' }
+  | { kind: 'denied'; by: 'decision' | 'consent' };
 
 /**
  * A CIBA poll over the client's token limit: `slow_down`, the answer CIBA Core §11 has for polling too fast,
@@ -17,7 +20,9 @@ type Outcome = { kind: 'approved'; consentGrants: string[] } | { kind: 'pending'
 function cibaSlowDown(ctx: GatewayContext, event: RateLimitedEvent): OAuthError {
   ctx.events.emit('rate.limited', event);
   ctx.events.emit('ciba.slow_down', { clientId: event.clientId ?? '', reason: 'rate_limit' });
-  return new OAuthError('slow_down', 'too many requests; poll more slowly', { headers: { 'Retry-After': String(event.retryAfter) } });
+  return new OAuthError('slow_down', 'too many requests; poll more slowly', {
+    headers: { 'Retry-After': String(event.retryAfter) },
+  });
 }
 
 /** Where the request stands: the hook's decision first, then the subscriber's consent where the policy needs it. */
@@ -47,7 +52,12 @@ async function pendingAnswer(ctx: GatewayContext, authReqId: string, record: Bac
   const ttl = Math.max(1, Math.ceil((record.expiresAt - now) / 1000) + ctx.lifetimes.expiredRetention);
   // Not in the grant's index (see createBackchannelRequest): poll state outlives nothing it could let through.
   await ctx.store.put('poll', authReqId, next, { ttl });
-  if (tooSoon) ctx.events.emit('ciba.slow_down', { clientId: record.clientId, subscriberId: record.subscriberId, reason: 'interval' });
+  if (tooSoon)
+    ctx.events.emit('ciba.slow_down', {
+      clientId: record.clientId,
+      subscriberId: record.subscriberId,
+      reason: 'interval',
+    });
   return tooSoon
     ? new OAuthError('slow_down', `poll at most every ${next.interval} seconds`)
     : new OAuthError('authorization_pending', 'the subscriber has not yet authorized the request');
@@ -60,10 +70,16 @@ export const cibaGrant: Grant = {
     const authReqId = params.require('auth_req_id');
     const stored = await ctx.store.get<BackchannelRecord>('backchannel', authReqId);
     // Another client's id is answered exactly like an unknown one: nothing about it is revealed.
-    if (!stored || stored.value.clientId !== client.clientId) throw new OAuthError('invalid_grant', 'unknown auth_req_id');
+    if (!stored || stored.value.clientId !== client.clientId)
+      throw new OAuthError('invalid_grant', 'unknown auth_req_id');
     if (stored.consumed) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
     const record = stored.value;
-    const subject = { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, scopes: record.scopes };
+    const subject = {
+      clientId: record.clientId,
+      subscriberId: record.subscriberId,
+      purpose: record.purpose,
+      scopes: record.scopes,
+    };
     if (record.expiresAt <= ctx.now()) {
       ctx.events.emit('ciba.expired', subject);
       throw new OAuthError('expired_token', 'the auth_req_id has expired');
@@ -82,7 +98,14 @@ export const cibaGrant: Grant = {
     // Single use: of concurrent polls for an approved request exactly one wins the token. Consuming the request
     // and storing its token are one atomic step: a failure (503) leaves the request approved, to poll again.
     const refresh = offeredRefreshToken(ctx, client, record, record.grantId, result.consentGrants, options.dpopJkt);
-    const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, { kind: 'backchannel', id: authReqId }, { ...options, refresh });
+    const tokens = await issueAccessToken(
+      ctx,
+      record,
+      record.grantId,
+      result.consentGrants,
+      { kind: 'backchannel', id: authReqId },
+      { ...options, refresh },
+    );
     if (!tokens) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
     if (idTokenRequested(ctx, record.scope)) {
       tokens.id_token = issueIdToken(ctx, {

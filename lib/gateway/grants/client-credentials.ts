@@ -19,7 +19,9 @@ export const clientCredentialsGrant: Grant = {
   async exchange(ctx, client, params, _req, options) {
     const decision = decideScope(ctx, client, params.require('scope'));
     const { purpose, scopes } = decision.requested;
-    const personal = rulesFor(ctx.policy, purpose, scopes).filter((rule) => rule.personalData !== false || rule.basis === 'forbidden');
+    const personal = rulesFor(ctx.policy, purpose, scopes).filter(
+      (rule) => rule.personalData !== false || rule.basis === 'forbidden',
+    );
     if (personal.length > 0) {
       throw new OAuthError(
         'invalid_scope',
@@ -33,7 +35,14 @@ export const clientCredentialsGrant: Grant = {
       throw overLimit(ctx.events, event, description);
     }
     const granted = withoutProtocolScopes(decision.requested, { openid: true, offlineAccess: true });
-    const authorization: TokenAuthorization = { clientId: client.clientId, subscriberId: null, phoneNumber: null, purpose, scopes, scope: granted.value };
+    const authorization: TokenAuthorization = {
+      clientId: client.clientId,
+      subscriberId: null,
+      phoneNumber: null,
+      purpose,
+      scopes,
+      scope: granted.value,
+    };
     const issue = { ...options, maxLifetime: ctx.lifetimes.backendAccessToken };
     const tokens = await issueAccessToken(ctx, authorization, taggedId(randomTag(), 16), [], undefined, issue);
     reportIssued(ctx, authorization, 'client_credentials', tokens);

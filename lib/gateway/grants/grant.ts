@@ -22,7 +22,13 @@ export interface ExchangeOptions extends IssueOptions {
  */
 export interface Grant {
   type: GrantType;
-  exchange(ctx: GatewayContext, client: RegisteredClient, params: FormParams, req: Request, options: ExchangeOptions): Promise<TokenResponse>;
+  exchange(
+    ctx: GatewayContext,
+    client: RegisteredClient,
+    params: FormParams,
+    req: Request,
+    options: ExchangeOptions,
+  ): Promise<TokenResponse>;
   /**
    * The answer to a request of this grant over the client's token limit, reported as the grant sees fit;
    * without it, 429 with Retry-After (reported as `rate.limited`).

@@ -26,7 +26,8 @@ function subjectOf(claims: JWTPayload): LoginHint {
   } catch (error) {
     if (!isOAuthError(error)) throw error;
   }
-  if (hint === undefined || hint.type === 'ipport') throw invalidGrant('the assertion\'s sub must be tel:+<E.164> or operatortoken:<token>');
+  if (hint === undefined || hint.type === 'ipport')
+    throw invalidGrant("the assertion's sub must be tel:+<E.164> or operatortoken:<token>");
   return hint;
 }
 
@@ -35,7 +36,7 @@ async function assertedSubscriber(ctx: GatewayContext, hint: LoginHint) {
   const refused = sandboxRefusal(ctx, hint);
   if (refused !== undefined) throw invalidGrant(refused);
   const subscriber = await findByLoginHint(ctx.subscribers, hint);
-  if (!subscriber) throw invalidGrant('no subscriber is known by the assertion\'s sub');
+  if (!subscriber) throw invalidGrant("no subscriber is known by the assertion's sub");
   return subscriber;
 }
 
@@ -57,20 +58,31 @@ export const jwtBearerGrant: Grant = {
     const claims =
       assertion ?? (await verifyAssertion(ctx.clientJwts, ctx.issuer, client, grantAssertion(params), req));
     const hint = subjectOf(claims);
-    if (typeof claims.scope !== 'string' || claims.scope.trim() === '') throw invalidGrant('the assertion has no scope claim (purpose and API scopes)');
+    if (typeof claims.scope !== 'string' || claims.scope.trim() === '')
+      throw invalidGrant('the assertion has no scope claim (purpose and API scopes)');
     const decision = decideScope(ctx, client, claims.scope);
     if (decision.basis === 'forbidden') throw invalidGrant('the policy forbids this purpose and scope');
     const subscriber = await assertedSubscriber(ctx, hint);
     await limitSubscriber(ctx, 'token', client.clientId, subscriber.id);
     let consentGrants: string[] = [];
     if (decision.consentScopes.length > 0) {
-      const consent = await ctx.consent.state({ clientId: client.clientId, subscriberId: subscriber.id, purpose: decision.requested.purpose, scopes: decision.consentScopes });
-      if (consent.state !== 'granted') throw invalidGrant('the subscriber\'s consent is needed for this purpose and scope and is not on record');
+      const consent = await ctx.consent.state({
+        clientId: client.clientId,
+        subscriberId: subscriber.id,
+        purpose: decision.requested.purpose,
+        scopes: decision.consentScopes,
+      });
+      if (consent.state !== 'granted')
+        throw invalidGrant("the subscriber's consent is needed for this purpose and scope and is not on record");
       consentGrants = consent.grantIds;
     }
 
     // No ID token and no refresh token here (CAMARA: this flow MUST NOT return refresh tokens): the granted scope says so.
-    const authorization = storedAuthorization(client.clientId, subscriber, withoutProtocolScopes(decision.requested, { openid: true, offlineAccess: true }));
+    const authorization = storedAuthorization(
+      client.clientId,
+      subscriber,
+      withoutProtocolScopes(decision.requested, { openid: true, offlineAccess: true }),
+    );
     const grantId = taggedId(randomTag(), 16);
     const backend = { ...issue, maxLifetime: ctx.lifetimes.backendAccessToken };
     const tokens = await issueAccessToken(ctx, authorization, grantId, consentGrants, undefined, backend);

@@ -4,7 +4,12 @@ import type { RegisteredClient } from '../../registry/clients.js';
 import { limitSubscriber } from '../requests/subscriber-limit.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { authorizationOf, decideScope, type ScopeDecision, type StoredAuthorization } from '../requests/authorization.js';
+import {
+  authorizationOf,
+  decideScope,
+  type ScopeDecision,
+  type StoredAuthorization,
+} from '../requests/authorization.js';
 import { issueAccessToken, reportIssued, tokenKey } from '../tokens/access-tokens.js';
 import { findRefreshToken, mintRefreshToken, type RefreshTokenRecord } from '../tokens/refresh-tokens.js';
 
@@ -14,7 +19,12 @@ import { findRefreshToken, mintRefreshToken, type RefreshTokenRecord } from '../
  */
 async function reused(ctx: GatewayContext, record: RefreshTokenRecord): Promise<OAuthError> {
   await ctx.revocations.revokeGrants([record.grantId]);
-  ctx.events.emit('token.revoked', { clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, reason: 'refresh_token_reuse' });
+  ctx.events.emit('token.revoked', {
+    clientId: record.clientId,
+    subscriberId: record.subscriberId,
+    purpose: record.purpose,
+    reason: 'refresh_token_reuse',
+  });
   return new OAuthError('invalid_grant', 'the refresh_token was already used; every token of its grant is revoked');
 }
 
@@ -42,18 +52,33 @@ function narrowed(record: RefreshTokenRecord, scope: string | undefined): Stored
  * registered for the grant's scopes, the policy still allows them, and the consent they need is still given
  * (the consent grants the tokens will rest on). Anything else: invalid_grant.
  */
-async function consentGrantsNow(ctx: GatewayContext, client: RegisteredClient, record: RefreshTokenRecord): Promise<string[]> {
+async function consentGrantsNow(
+  ctx: GatewayContext,
+  client: RegisteredClient,
+  record: RefreshTokenRecord,
+): Promise<string[]> {
   let decision: ScopeDecision;
   try {
     decision = decideScope(ctx, client, record.scope);
   } catch (error) {
-    if (isOAuthError(error) && error.code === 'invalid_scope') throw new OAuthError('invalid_grant', 'the client is no longer registered for this grant\'s scope, or the policy no longer knows it');
+    if (isOAuthError(error) && error.code === 'invalid_scope')
+      throw new OAuthError(
+        'invalid_grant',
+        "the client is no longer registered for this grant's scope, or the policy no longer knows it",
+      );
     throw error;
   }
-  if (decision.basis === 'forbidden') throw new OAuthError('invalid_grant', 'the policy now forbids this purpose and scope');
+  if (decision.basis === 'forbidden')
+    throw new OAuthError('invalid_grant', 'the policy now forbids this purpose and scope');
   if (decision.consentScopes.length === 0) return [];
-  const consent = await ctx.consent.state({ clientId: record.clientId, subscriberId: record.subscriberId, purpose: record.purpose, scopes: decision.consentScopes });
-  if (consent.state !== 'granted') throw new OAuthError('invalid_grant', 'the subscriber\'s consent is no longer on record');
+  const consent = await ctx.consent.state({
+    clientId: record.clientId,
+    subscriberId: record.subscriberId,
+    purpose: record.purpose,
+    scopes: decision.consentScopes,
+  });
+  if (consent.state !== 'granted')
+    throw new OAuthError('invalid_grant', "the subscriber's consent is no longer on record");
   return consent.grantIds;
 }
 
@@ -70,7 +95,8 @@ export const refreshTokenGrant: Grant = {
     const scope = params.get('scope');
     const stored = await findRefreshToken(ctx, presented);
     // Another client's token is answered exactly like an unknown one.
-    if (!stored || stored.value.clientId !== client.clientId) throw new OAuthError('invalid_grant', 'unknown refresh_token');
+    if (!stored || stored.value.clientId !== client.clientId)
+      throw new OAuthError('invalid_grant', 'unknown refresh_token');
     const record = stored.value;
     if (record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the refresh_token has expired');
     if (stored.consumed) throw await reused(ctx, record);
@@ -85,7 +111,14 @@ export const refreshTokenGrant: Grant = {
     await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId);
 
     const refresh = mintRefreshToken(ctx, record, record.grantId, consentGrants, options.dpopJkt);
-    const tokens = await issueAccessToken(ctx, authorization, record.grantId, consentGrants, { kind: 'refresh_token', id: tokenKey(presented) }, { ...options, refresh });
+    const tokens = await issueAccessToken(
+      ctx,
+      authorization,
+      record.grantId,
+      consentGrants,
+      { kind: 'refresh_token', id: tokenKey(presented) },
+      { ...options, refresh },
+    );
     if (!tokens) throw await reused(ctx, record);
     reportIssued(ctx, authorization, 'refresh_token', tokens);
     return tokens;

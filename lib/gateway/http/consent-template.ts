@@ -78,7 +78,8 @@ function link(name: string, value: string | undefined): string | undefined {
   } catch {
     throw new TypeError(`consentPage.${name} must be an absolute URL`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`consentPage.${name} must be an http(s) URL`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new TypeError(`consentPage.${name} must be an http(s) URL`);
   return url.href;
 }
 
@@ -90,11 +91,14 @@ export function resolveConsentPage(options: ConsentPageOptions | undefined, issu
     throw new TypeError('consentPage.cookieSecret must be one or more strings of at least 16 characters');
   }
   const cookieName = o.cookieName ?? 'netauth.sid';
-  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(cookieName)) throw new TypeError('consentPage.cookieName is not a valid cookie name');
+  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(cookieName))
+    throw new TypeError('consentPage.cookieName is not a valid cookie name');
   const cookiePath = o.cookiePath ?? (issuer.pathname.replace(/\/+$/, '') || '/');
-  if (!cookiePath.startsWith('/') || /[\s;,]/.test(cookiePath)) throw new TypeError('consentPage.cookiePath must be a path');
+  if (!cookiePath.startsWith('/') || /[\s;,]/.test(cookiePath))
+    throw new TypeError('consentPage.cookiePath must be a path');
   const language = o.language ?? 'en';
-  if (!/^[A-Za-z]{2,8}(?:-[A-Za-z0-9]{1,8})*$/.test(language)) throw new TypeError('consentPage.language must be a BCP 47 language tag');
+  if (!/^[A-Za-z]{2,8}(?:-[A-Za-z0-9]{1,8})*$/.test(language))
+    throw new TypeError('consentPage.language must be a BCP 47 language tag');
   return {
     operatorName: o.operatorName ?? 'Your mobile operator',
     primaryColor: colour('primaryColor', o.primaryColor, '#0b57d0'),
@@ -104,7 +108,10 @@ export function resolveConsentPage(options: ConsentPageOptions | undefined, issu
     ...logo(o.logoUrl),
     language,
     privacyPolicyUrl: link('privacyPolicyUrl', o.privacyPolicyUrl),
-    texts: { ...DEFAULT_TEXTS, ...Object.fromEntries(Object.entries(o.texts ?? {}).filter(([, v]) => typeof v === 'string')) },
+    texts: {
+      ...DEFAULT_TEXTS,
+      ...Object.fromEntries(Object.entries(o.texts ?? {}).filter(([, v]) => typeof v === 'string')),
+    },
     cookieName,
     cookiePath,
     cookieSecret: secrets,
@@ -129,7 +136,11 @@ export function purposeWords(purpose: string): string {
 }
 
 /** The page's Content-Security-Policy: nothing but its own inline style (by nonce), the logo and its own form. */
-export function contentSecurityPolicy(config: ConsentPageConfig, nonce: string, formTargets: readonly string[] = []): string {
+export function contentSecurityPolicy(
+  config: ConsentPageConfig,
+  nonce: string,
+  formTargets: readonly string[] = [],
+): string {
   return [
     "default-src 'none'",
     `style-src 'nonce-${nonce}'`,
@@ -198,11 +209,11 @@ export interface ConsentView {
 export function renderConsentPage(c: ConsentPageConfig, nonce: string, view: ConsentView): string {
   const values = { client: view.clientName, operator: c.operatorName };
   const title = fill(c.texts.title, values);
-  const scopes = view.scopes
-    .map((s) => `<li>${escapeHtml(s.description ?? s.scope)}</li>`)
-    .join('\n');
+  const scopes = view.scopes.map((s) => `<li>${escapeHtml(s.description ?? s.scope)}</li>`).join('\n');
   const privacy =
-    c.privacyPolicyUrl === undefined ? '' : ` <a href="${escapeHtml(c.privacyPolicyUrl)}" rel="noreferrer">${escapeHtml(c.operatorName)} privacy notice</a>`;
+    c.privacyPolicyUrl === undefined
+      ? ''
+      : ` <a href="${escapeHtml(c.privacyPolicyUrl)}" rel="noreferrer">${escapeHtml(c.operatorName)} privacy notice</a>`;
   const body = `<h1 id="title">${escapeHtml(title)}</h1>
 <p>${escapeHtml(fill(c.texts.intro, values))}</p>
 <h2>${escapeHtml(c.texts.purposeLabel)}</h2>
@@ -224,14 +235,31 @@ ${scopes}
 }
 
 /** The page of a request already answered (Back after Allow or Deny): the answer and a way back. */
-export function renderAnsweredPage(c: ConsentPageConfig, nonce: string, view: { answered: 'allow' | 'deny'; clientName: string; returnTo: string | null }): string {
+export function renderAnsweredPage(
+  c: ConsentPageConfig,
+  nonce: string,
+  view: { answered: 'allow' | 'deny'; clientName: string; returnTo: string | null },
+): string {
   const values = { client: view.clientName, operator: c.operatorName };
   const title = fill(view.answered === 'allow' ? c.texts.answeredAllow : c.texts.answeredDeny, values);
-  const link = view.returnTo === null ? '' : `\n<p><a href="${escapeHtml(view.returnTo)}">${escapeHtml(fill(c.texts.returnLink, values))}</a></p>`;
-  return layout(c, nonce, title, `<h1>${escapeHtml(title)}</h1>${link}\n<footer><p>${escapeHtml(fill(c.texts.footer, values))}</p></footer>`);
+  const link =
+    view.returnTo === null
+      ? ''
+      : `\n<p><a href="${escapeHtml(view.returnTo)}">${escapeHtml(fill(c.texts.returnLink, values))}</a></p>`;
+  return layout(
+    c,
+    nonce,
+    title,
+    `<h1>${escapeHtml(title)}</h1>${link}\n<footer><p>${escapeHtml(fill(c.texts.footer, values))}</p></footer>`,
+  );
 }
 
-export function renderErrorPage(c: ConsentPageConfig, nonce: string, code: string, description: string | undefined): string {
+export function renderErrorPage(
+  c: ConsentPageConfig,
+  nonce: string,
+  code: string,
+  description: string | undefined,
+): string {
   const body = `<h1>${escapeHtml(c.texts.errorTitle)}</h1>
 <p>${escapeHtml(description ?? 'The request is not valid.')}</p>
 <p>Error: <code>${escapeHtml(code)}</code></p>`;

@@ -75,4 +75,3 @@ export function queryParams(req: Request): FormParams {
   }
   return new FormParams(values);
 }
-

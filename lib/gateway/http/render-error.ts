@@ -17,7 +17,9 @@ export function toOAuthError(error: unknown, onError: (error: unknown) => void):
   const fromBody = bodyError(error);
   if (fromBody) return fromBody;
   if (error instanceof StoreUnavailableError) {
-    return new OAuthError('temporarily_unavailable', 'the service is temporarily unavailable', { headers: { 'Retry-After': '5' } });
+    return new OAuthError('temporarily_unavailable', 'the service is temporarily unavailable', {
+      headers: { 'Retry-After': '5' },
+    });
   }
   onError(error);
   return new OAuthError('server_error', 'internal error');
@@ -45,7 +47,12 @@ function quoted(value: string): string {
  * One `WWW-Authenticate` challenge (RFC 6750 §3, RFC 9449 §7.1): `<scheme> realm="…", error="…", …`, with the
  * parameters given a value, in order. The error's description goes with its code.
  */
-export function authChallenge(scheme: 'Bearer' | 'DPoP', realm: string, error: OAuthError | undefined, params: Record<string, string | undefined> = {}): string {
+export function authChallenge(
+  scheme: 'Bearer' | 'DPoP',
+  realm: string,
+  error: OAuthError | undefined,
+  params: Record<string, string | undefined> = {},
+): string {
   const parts = [`realm=${quoted(realm)}`];
   if (error) {
     parts.push(`error="${error.code}"`);
@@ -59,7 +66,13 @@ export function authChallenge(scheme: 'Bearer' | 'DPoP', realm: string, error: O
  * A refusal of the service-API guard: its challenges (one `WWW-Authenticate` line each), the error's headers, and
  * the body in the guard's format. Without a body (a request with no credentials, RFC 6750 §3.1) the 401 is empty.
  */
-export function sendGuardError(res: Response, status: number, challenges: readonly string[], error: OAuthError | undefined, body: object | undefined): void {
+export function sendGuardError(
+  res: Response,
+  status: number,
+  challenges: readonly string[],
+  error: OAuthError | undefined,
+  body: object | undefined,
+): void {
   if (error) res.set(error.headers);
   if (challenges.length > 0) res.set('WWW-Authenticate', [...challenges]);
   if (body === undefined) {
@@ -105,11 +118,18 @@ function sendErrorPage(res: Response, page: ConsentPageConfig, error: OAuthError
   const nonce = randomBytes(16).toString('base64');
   res.set(error.headers);
   res.set('Content-Security-Policy', contentSecurityPolicy(page, nonce));
-  res.status(error.status).type('html').send(renderErrorPage(page, nonce, error.code, error.description));
+  res
+    .status(error.status)
+    .type('html')
+    .send(renderErrorPage(page, nonce, error.code, error.description));
 }
 
 /** Error handler for the frontend flow (authorize, consent page): a redirect when the target is known, else the error page. */
-export function frontendErrorHandler(issuer: string, page: ConsentPageConfig, onError: (error: unknown) => void): ErrorRequestHandler {
+export function frontendErrorHandler(
+  issuer: string,
+  page: ConsentPageConfig,
+  onError: (error: unknown) => void,
+): ErrorRequestHandler {
   return (error: unknown, _req, res, _next) => {
     if (res.headersSent) {
       afterResponse(res, error, onError);

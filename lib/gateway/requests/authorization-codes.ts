@@ -49,7 +49,10 @@ export async function createAuthorizationCode(ctx: GatewayContext, request: Code
     expiresAt: issuedAt + ctx.lifetimes.code * 1000,
   };
   // Written with the consent grants too: withdrawing consent before redemption kills the code as well.
-  await ctx.store.put('code', code, record, { ttl: ctx.lifetimes.code, grants: [record.grantId, ...record.consentGrants] });
+  await ctx.store.put('code', code, record, {
+    ttl: ctx.lifetimes.code,
+    grants: [record.grantId, ...record.consentGrants],
+  });
   ctx.events.emit('code.issued', {
     clientId: record.clientId,
     subscriberId: record.subscriberId,

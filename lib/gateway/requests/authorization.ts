@@ -83,7 +83,11 @@ export interface StoredAuthorization {
   scope: string;
 }
 
-export function storedAuthorization(clientId: string, subscriber: Subscriber, requested: RequestedScope): StoredAuthorization {
+export function storedAuthorization(
+  clientId: string,
+  subscriber: Subscriber,
+  requested: RequestedScope,
+): StoredAuthorization {
   return {
     clientId,
     subscriberId: subscriber.id,
@@ -101,5 +105,7 @@ export function authorizationOf(record: StoredAuthorization): StoredAuthorizatio
 }
 
 export function subscriberOf(record: Pick<StoredAuthorization, 'subscriberId' | 'phoneNumber'>): Subscriber {
-  return record.phoneNumber === null ? { id: record.subscriberId } : { id: record.subscriberId, phoneNumber: record.phoneNumber };
+  return record.phoneNumber === null
+    ? { id: record.subscriberId }
+    : { id: record.subscriberId, phoneNumber: record.phoneNumber };
 }

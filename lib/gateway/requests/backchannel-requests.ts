@@ -31,7 +31,11 @@ function ttlFor(ctx: GatewayContext, record: BackchannelRecord): number {
   return Math.max(1, Math.ceil((record.expiresAt - ctx.now()) / 1000) + ctx.lifetimes.expiredRetention);
 }
 
-export function toHookRequest(authReqId: string, record: BackchannelRecord, client: RegisteredClient | undefined): BackchannelRequest {
+export function toHookRequest(
+  authReqId: string,
+  record: BackchannelRecord,
+  client: RegisteredClient | undefined,
+): BackchannelRequest {
   const subscriber = subscriberOf(record);
   return {
     auth_req_id: authReqId,
@@ -75,10 +79,19 @@ export async function createBackchannelRequest(
  * Records the approval hook's decision (or an operator's, through `netauth.backchannel`).
  * Only a pending, unexpired request changes; true when it did.
  */
-export async function decideBackchannelRequest(ctx: GatewayContext, authReqId: string, decision: 'approved' | 'denied'): Promise<boolean> {
+export async function decideBackchannelRequest(
+  ctx: GatewayContext,
+  authReqId: string,
+  decision: 'approved' | 'denied',
+): Promise<boolean> {
   const stored = await ctx.store.get<BackchannelRecord>('backchannel', authReqId);
-  if (!stored || stored.consumed || stored.value.status !== 'pending' || stored.value.expiresAt <= ctx.now()) return false;
-  const record: BackchannelRecord = { ...stored.value, status: decision, approvedAt: decision === 'approved' ? ctx.now() : null };
+  if (!stored || stored.consumed || stored.value.status !== 'pending' || stored.value.expiresAt <= ctx.now())
+    return false;
+  const record: BackchannelRecord = {
+    ...stored.value,
+    status: decision,
+    approvedAt: decision === 'approved' ? ctx.now() : null,
+  };
   await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record) });
   return true;
 }

@@ -42,13 +42,15 @@ function parametersOf(claims: Record<string, unknown>, client: RegisteredClient)
   const values: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [name, value] of Object.entries(claims)) {
     if (JWT_CLAIMS.has(name)) continue;
-    if (name === 'request' || name === 'request_uri') throw invalid('a request object must not contain request or request_uri');
+    if (name === 'request' || name === 'request_uri')
+      throw invalid('a request object must not contain request or request_uri');
     if (typeof value === 'string') values[name] = value;
     else if (STRING_PARAMETERS.has(name)) throw invalid(`${name} in the request object must be a string`);
   }
   const signed = new FormParams(values);
   const clientId = signed.get('client_id');
-  if (clientId !== undefined && clientId !== client.clientId) throw invalid('client_id in the request object is not the client');
+  if (clientId !== undefined && clientId !== client.clientId)
+    throw invalid('client_id in the request object is not the client');
   return signed;
 }
 
@@ -68,11 +70,15 @@ export async function requestParameters(
   endpoint: SignedRequestEndpoint,
 ): Promise<{ params: FormParams; signed: boolean }> {
   if (endpoint === 'authorize' && params.has('request_uri')) {
-    throw new OAuthError('request_uri_not_supported', 'request_uri is not supported; send the request object by value (request)');
+    throw new OAuthError(
+      'request_uri_not_supported',
+      'request_uri is not supported; send the request object by value (request)',
+    );
   }
   const request = params.get('request');
   if (request === undefined) {
-    if (client.requireSignedRequestObject) throw new OAuthError('invalid_request', 'this client must send its request as a signed request object (request)');
+    if (client.requireSignedRequestObject)
+      throw new OAuthError('invalid_request', 'this client must send its request as a signed request object (request)');
     return { params, signed: false };
   }
   let claims: Record<string, unknown>;

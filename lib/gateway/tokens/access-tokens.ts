@@ -78,7 +78,11 @@ export interface ExchangedRecord {
  * The access token's lifetime and use for these scopes (per-scope token policy, the rules' `accessTokenLifetime`
  * and `singleUseAccessToken`): the shortest lifetime of their rules, and single use if any rule asks for it.
  */
-export function accessTokenPolicy(ctx: GatewayContext, purpose: string, scopes: readonly string[]): { lifetime: number; singleUse: boolean } {
+export function accessTokenPolicy(
+  ctx: GatewayContext,
+  purpose: string,
+  scopes: readonly string[],
+): { lifetime: number; singleUse: boolean } {
   let lifetime = ctx.lifetimes.accessToken;
   let singleUse = false;
   for (const scope of scopes) {
@@ -203,13 +207,23 @@ export async function issueAccessToken(
       throw withdrawn();
     }
   }
-  const response: TokenResponse = { access_token: token, token_type: jkt === null ? 'Bearer' : 'DPoP', expires_in: lifetime, scope: authorization.scope };
+  const response: TokenResponse = {
+    access_token: token,
+    token_type: jkt === null ? 'Bearer' : 'DPoP',
+    expires_in: lifetime,
+    scope: authorization.scope,
+  };
   if (options.refresh) response.refresh_token = options.refresh.token;
   return response;
 }
 
 /** Reports an issue as `token.issued`: who, for what, by which grant, and how; never a token. */
-export function reportIssued(ctx: GatewayContext, authorization: TokenAuthorization, grantType: GrantType, tokens: TokenResponse): void {
+export function reportIssued(
+  ctx: GatewayContext,
+  authorization: TokenAuthorization,
+  grantType: GrantType,
+  tokens: TokenResponse,
+): void {
   // The payload looks the token policy up again: not worth it for an event nobody listens to.
   if (!ctx.events.has('token.issued')) return;
   const { clientId, subscriberId, purpose, scopes } = authorization;
@@ -243,7 +257,10 @@ export async function findAccessToken(ctx: GatewayContext, token: string): Promi
   return liveRecord(ctx, await ctx.store.get<AccessTokenRecord>('access_token', tokenKey(token)));
 }
 
-function liveRecord(ctx: GatewayContext, stored: StoredRecord<AccessTokenRecord> | undefined): AccessTokenRecord | undefined {
+function liveRecord(
+  ctx: GatewayContext,
+  stored: StoredRecord<AccessTokenRecord> | undefined,
+): AccessTokenRecord | undefined {
   // A consumed record is a single-use token that has had its one call.
   if (!stored || stored.consumed || stored.value.expiresAt <= ctx.now()) return undefined;
   const record = stored.value;

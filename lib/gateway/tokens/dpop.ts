@@ -75,7 +75,8 @@ function reasonOf(error: unknown): string {
   if (error instanceof errors.JOSEAlgNotAllowed) return 'its alg is not an accepted asymmetric algorithm';
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'its signature does not verify with its jwk';
   if (error instanceof errors.JWTExpired) return 'it has expired';
-  if (error instanceof errors.JWTClaimValidationFailed) return error.claim === 'typ' ? 'its typ is not dpop+jwt' : `its ${error.claim} claim is missing or wrong`;
+  if (error instanceof errors.JWTClaimValidationFailed)
+    return error.claim === 'typ' ? 'its typ is not dpop+jwt' : `its ${error.claim} claim is missing or wrong`;
   if (error instanceof errors.JWSInvalid) return 'its jwk header is missing, not a public key, or does not fit its alg';
   if (error instanceof errors.JOSENotSupported) return 'its key type or alg is not supported';
   return 'it is not a valid signed JWT';
@@ -84,7 +85,9 @@ function reasonOf(error: unknown): string {
 function protectedHeaderOf(proof: string): Record<string, unknown> | undefined {
   try {
     const header: unknown = JSON.parse(Buffer.from(proof.slice(0, proof.indexOf('.')), 'base64url').toString('utf8'));
-    return header !== null && typeof header === 'object' && !Array.isArray(header) ? (header as Record<string, unknown>) : undefined;
+    return header !== null && typeof header === 'object' && !Array.isArray(header)
+      ? (header as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -95,8 +98,14 @@ function protectedHeaderOf(proof: string): Record<string, unknown> | undefined {
  * longer pass the `iat` window (the store's atomic `add`: of concurrent uses exactly one wins, on every store).
  * Resolves with the JWK SHA-256 thumbprint of the proof's key (RFC 7638), the `jkt` a token is bound to.
  */
-export async function verifyDpopProof(store: Store, nowMs: number, proof: string, request: DpopRequest): Promise<string> {
-  if (proof.length > MAX_PROOF_LENGTH || !COMPACT_JWS.test(proof)) throw new DpopProofRejectedError('it is not a compact JWS');
+export async function verifyDpopProof(
+  store: Store,
+  nowMs: number,
+  proof: string,
+  request: DpopRequest,
+): Promise<string> {
+  if (proof.length > MAX_PROOF_LENGTH || !COMPACT_JWS.test(proof))
+    throw new DpopProofRejectedError('it is not a compact JWS');
   const jwk = protectedHeaderOf(proof)?.jwk;
   // §4.2: the jwk header is a public key. jose refuses a private one too; this says why.
   if (jwk !== null && typeof jwk === 'object' && PRIVATE_MEMBERS.some((member) => member in jwk)) {
@@ -120,10 +129,18 @@ export async function verifyDpopProof(store: Store, nowMs: number, proof: string
     // No cause: jose's claim errors carry the whole payload.
     throw new DpopProofRejectedError(reasonOf(error));
   }
-  const { iat, jti, htm, htu, ath } = payload as { iat: number; jti: unknown; htm: unknown; htu: unknown; ath: unknown };
+  const { iat, jti, htm, htu, ath } = payload as {
+    iat: number;
+    jti: unknown;
+    htm: unknown;
+    htu: unknown;
+    ath: unknown;
+  };
   const now = nowMs / 1000;
-  if (Math.abs(now - iat) > DPOP_IAT_WINDOW) throw new DpopProofRejectedError(`its iat is more than ${DPOP_IAT_WINDOW} s from the server's clock`);
-  if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH) throw new DpopProofRejectedError('its jti claim is missing or wrong');
+  if (Math.abs(now - iat) > DPOP_IAT_WINDOW)
+    throw new DpopProofRejectedError(`its iat is more than ${DPOP_IAT_WINDOW} s from the server's clock`);
+  if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH)
+    throw new DpopProofRejectedError('its jti claim is missing or wrong');
   if (htm !== request.method) throw new DpopProofRejectedError('its htm is not the method of this request');
   const expected = normalizeHtu(request.url);
   if (typeof htu !== 'string' || expected === undefined || normalizeHtu(htu) !== expected) {
@@ -134,9 +151,11 @@ export async function verifyDpopProof(store: Store, nowMs: number, proof: string
     throw new DpopProofRejectedError('its ath is not the hash of the access token');
   }
   const jkt = await calculateJwkThumbprint(key, 'sha256');
-  if (request.jkt !== undefined && jkt !== request.jkt) throw new DpopProofRejectedError('it is not signed with the key the access token is bound to');
+  if (request.jkt !== undefined && jkt !== request.jkt)
+    throw new DpopProofRejectedError('it is not signed with the key the access token is bound to');
   // Namespaced by key: only the key's holder can make a proof, so no one else can use up its jtis.
-  if (!(await useJtiOnce(store, `dpop:${jkt}`, jti, iat + DPOP_IAT_WINDOW, nowMs))) throw new DpopProofRejectedError('its jti has been used before');
+  if (!(await useJtiOnce(store, `dpop:${jkt}`, jti, iat + DPOP_IAT_WINDOW, nowMs)))
+    throw new DpopProofRejectedError('its jti has been used before');
   return jkt;
 }
 
@@ -147,16 +166,22 @@ export async function verifyDpopProof(store: Store, nowMs: number, proof: string
  * `invalid_dpop_proof`. `htu` is the token endpoint as discovery publishes it (issuer-based), never a URL built
  * from the request's Host or X-Forwarded-* headers.
  */
-export async function tokenRequestBinding(ctx: GatewayContext, req: IncomingMessage, client: RegisteredClient): Promise<string | undefined> {
+export async function tokenRequestBinding(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  client: RegisteredClient,
+): Promise<string | undefined> {
   try {
     const proof = dpopProofOf(req);
     if (proof === undefined) {
-      if (client.dpopBoundAccessTokens === true) throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof (dpop_bound_access_tokens)');
+      if (client.dpopBoundAccessTokens === true)
+        throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof (dpop_bound_access_tokens)');
       return undefined;
     }
     return await verifyDpopProof(ctx.store, ctx.now(), proof, { method: req.method ?? '', url: `${ctx.issuer}/token` });
   } catch (error) {
-    if (error instanceof DpopProofRejectedError) throw new OAuthError('invalid_dpop_proof', `the DPoP proof was refused: ${error.reason}`);
+    if (error instanceof DpopProofRejectedError)
+      throw new OAuthError('invalid_dpop_proof', `the DPoP proof was refused: ${error.reason}`);
     throw error;
   }
 }

@@ -48,7 +48,15 @@ export function mintRefreshToken(
     expiresAt: issuedAt + lifetime * 1000,
     jkt: jkt ?? null,
   };
-  return { token, write: { kind: 'refresh_token', id: tokenKey(token), value: record, options: { ttl: lifetime, grants: [grantId, ...consentGrants] } } };
+  return {
+    token,
+    write: {
+      kind: 'refresh_token',
+      id: tokenKey(token),
+      value: record,
+      options: { ttl: lifetime, grants: [grantId, ...consentGrants] },
+    },
+  };
 }
 
 /**
@@ -63,11 +71,15 @@ export function offeredRefreshToken(
   consentGrants: readonly string[],
   jkt: string | undefined,
 ): MintedRefreshToken | undefined {
-  if (!client.grantTypes.includes('refresh_token') || !authorization.scope.split(' ').includes('offline_access')) return undefined;
+  if (!client.grantTypes.includes('refresh_token') || !authorization.scope.split(' ').includes('offline_access'))
+    return undefined;
   return mintRefreshToken(ctx, authorization, grantId, consentGrants, jkt);
 }
 
 /** The stored record of a presented refresh token, used or not (expired ones included), or undefined. */
-export function findRefreshToken(ctx: GatewayContext, token: string): Promise<StoredRecord<RefreshTokenRecord> | undefined> {
+export function findRefreshToken(
+  ctx: GatewayContext,
+  token: string,
+): Promise<StoredRecord<RefreshTokenRecord> | undefined> {
   return ctx.store.get<RefreshTokenRecord>('refresh_token', tokenKey(token));
 }

@@ -15,7 +15,8 @@ function keyOf(privateKey: KeyObject): Buffer {
   let key = keys.get(privateKey);
   if (key === undefined) {
     const material = privateKey.export({ format: 'der', type: 'pkcs8' });
-    keys.set(privateKey, (key = Buffer.from(hkdfSync('sha256', material, Buffer.alloc(0), INFO, 32))));
+    key = Buffer.from(hkdfSync('sha256', material, Buffer.alloc(0), INFO, 32));
+    keys.set(privateKey, key);
   }
   return key;
 }

@@ -14,5 +14,8 @@ export type PairwiseSubject = (clientId: string, subscriberId: string) => string
 export function createPairwiseSubject(salt: string | undefined): PairwiseSubject {
   if (salt !== undefined && salt.length === 0) throw new TypeError('pairwiseSalt must not be empty');
   const effective = salt ?? randomBytes(32).toString('base64url');
-  return (clientId, subscriberId) => createHash('sha256').update(clientId + subscriberId + effective, 'utf8').digest('base64url');
+  return (clientId, subscriberId) =>
+    createHash('sha256')
+      .update(clientId + subscriberId + effective, 'utf8')
+      .digest('base64url');
 }

@@ -108,7 +108,11 @@ describe('client authentication', () => {
       .type('form')
       .send({ ...body, client_id: 'poster', client_secret: 's3cret' });
     expect(ok.status).toBe(200);
-    const basicForPoster = await request(postApp).post('/apigateway/bc-authorize').set('Authorization', basic('poster', 's3cret')).type('form').send(body);
+    const basicForPoster = await request(postApp)
+      .post('/apigateway/bc-authorize')
+      .set('Authorization', basic('poster', 's3cret'))
+      .type('form')
+      .send(body);
     expectInvalidClient(basicForPoster);
     expect(basicForPoster.body.error_description).toBe(
       'this client is registered for client_secret_post, not client_secret_basic',
@@ -118,11 +122,22 @@ describe('client authentication', () => {
   it('secrets registered as hashes (sha256 and scrypt) authenticate', async () => {
     const { app: hashed } = createTestGateway({
       clients: [
-        { clientId: 'sha', clientSecretHash: await hashClientSecret('pw-sha'), grantTypes: ['urn:openid:params:grant-type:ciba'], scopes: [SIM_SWAP] },
-        { clientId: 'scr', clientSecretHash: await hashClientSecret('pw-scrypt', 'scrypt'), grantTypes: ['urn:openid:params:grant-type:ciba'], scopes: [SIM_SWAP] },
+        {
+          clientId: 'sha',
+          clientSecretHash: await hashClientSecret('pw-sha'),
+          grantTypes: ['urn:openid:params:grant-type:ciba'],
+          scopes: [SIM_SWAP],
+        },
+        {
+          clientId: 'scr',
+          clientSecretHash: await hashClientSecret('pw-scrypt', 'scrypt'),
+          grantTypes: ['urn:openid:params:grant-type:ciba'],
+          scopes: [SIM_SWAP],
+        },
       ],
     });
-    const send = (auth: string) => request(hashed).post('/apigateway/bc-authorize').set('Authorization', auth).type('form').send(body);
+    const send = (auth: string) =>
+      request(hashed).post('/apigateway/bc-authorize').set('Authorization', auth).type('form').send(body);
     expect((await send(basic('sha', 'pw-sha'))).status).toBe(200);
     expect((await send(basic('scr', 'pw-scrypt'))).status).toBe(200);
     expectInvalidClient(await send(basic('sha', 'pw-sha2')));
@@ -130,9 +145,16 @@ describe('client authentication', () => {
   });
 
   it('the token endpoint authenticates the same way', async () => {
-    const res = await request(app).post('/apigateway/token').type('form').send({ grant_type: 'urn:openid:params:grant-type:ciba', auth_req_id: 'x' });
+    const res = await request(app)
+      .post('/apigateway/token')
+      .type('form')
+      .send({ grant_type: 'urn:openid:params:grant-type:ciba', auth_req_id: 'x' });
     expectInvalidClient(res);
-    const wrong = await request(app).post('/apigateway/token').set('Authorization', basic('app-1', 'nope')).type('form').send({ grant_type: 'urn:openid:params:grant-type:ciba', auth_req_id: 'x' });
+    const wrong = await request(app)
+      .post('/apigateway/token')
+      .set('Authorization', basic('app-1', 'nope'))
+      .type('form')
+      .send({ grant_type: 'urn:openid:params:grant-type:ciba', auth_req_id: 'x' });
     expectInvalidClient(wrong);
   });
 });
@@ -155,7 +177,15 @@ describe('client registration', () => {
   it('accepts https, loopback http and private-use schemes for native apps', () => {
     expect(() =>
       createTestGateway({
-        clients: [client(['https://app.example/cb', 'http://localhost:3001/cb', 'http://127.0.0.1:8080/cb', 'http://[::1]/cb', 'com.example.app:/oauth2redirect'])],
+        clients: [
+          client([
+            'https://app.example/cb',
+            'http://localhost:3001/cb',
+            'http://127.0.0.1:8080/cb',
+            'http://[::1]/cb',
+            'com.example.app:/oauth2redirect',
+          ]),
+        ],
       }),
     ).not.toThrow();
   });

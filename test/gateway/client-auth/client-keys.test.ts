@@ -5,7 +5,14 @@ import request from 'supertest';
 import type { Express } from 'express';
 import type { RegisteredClient } from '../../../lib/index.js';
 import { CLIENTS, SIM_SWAP, basic, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { CAMARA_CLIENT, CAMARA_KEY, assertionFields, clientAssertion, rsaPair, type ClientKeyPair } from '../../helpers/client-jwts.js';
+import {
+  CAMARA_CLIENT,
+  CAMARA_KEY,
+  assertionFields,
+  clientAssertion,
+  rsaPair,
+  type ClientKeyPair,
+} from '../../helpers/client-jwts.js';
 
 /**
  * A client's `jwksUri`, served by real local HTTP servers: fetched once and cached, fetched again for an unknown
@@ -68,7 +75,10 @@ function remoteClient(clientId: string, jwksUri: string): RegisteredClient {
 }
 
 function bcAuthorize(app: Express, fields: Record<string, string>) {
-  return request(app).post('/apigateway/bc-authorize').type('form').send({ login_hint: 'tel:+34600000001', scope: SIM_SWAP, ...fields });
+  return request(app)
+    .post('/apigateway/bc-authorize')
+    .type('form')
+    .send({ login_hint: 'tel:+34600000001', scope: SIM_SWAP, ...fields });
 }
 
 const ROTATED = rsaPair('rotated-in');
@@ -181,8 +191,15 @@ describe('jwksUri that fails: invalid_client in bounded time, never holding up o
       ['not-found', serve(404, 'missing', 'text/plain')],
       ['redirect', (_req, res) => void res.writeHead(302, { location: goodUrl }).end()],
       ['private-keys', serve(200, JSON.stringify({ keys: [CAMARA_KEY.privateJwk] }))],
-      ['bad-utf8', (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]))],
-      ['truncated', (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"keys":[{"kty":"RSA"')],
+      [
+        'bad-utf8',
+        (_req, res) =>
+          void res.writeHead(200, { 'content-type': 'application/json' }).end(Buffer.from([0x7b, 0xff, 0xfe, 0x7d])),
+      ],
+      [
+        'truncated',
+        (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"keys":[{"kty":"RSA"'),
+      ],
       ['reset', (req) => void req.socket.destroy()],
     ];
     const garbageClients: RegisteredClient[] = [];

@@ -1,7 +1,12 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { Express } from 'express';
 import request from 'supertest';
-import { StaticClientRegistry, hashClientSecret, type ClientRegistry, type RegisteredClient } from '../../../lib/index.js';
+import {
+  StaticClientRegistry,
+  hashClientSecret,
+  type ClientRegistry,
+  type RegisteredClient,
+} from '../../../lib/index.js';
 import { decoyKind, verifySecret } from '../../../lib/gateway/client-auth/client-secret.js';
 import { SCRYPT_DEFAULTS } from '../../../lib/defaults.js';
 import { ScryptLimiter, deriveScrypt, scryptLimiter, type Derive } from '../../../lib/registry/scrypt.js';
@@ -30,7 +35,10 @@ const bcAuthorize = (app: Express, authorization: string) =>
 
 describe('the decoy for unknown client ids', () => {
   it('plain and sha256 secrets only: one SHA-256, as a registered check', async () => {
-    const registry = new StaticClientRegistry([...CLIENTS, { ...CLIENTS[1]!, clientId: 'hashed', clientSecret: undefined, clientSecretHash: await hashClientSecret('x') }]);
+    const registry = new StaticClientRegistry([
+      ...CLIENTS,
+      { ...CLIENTS[1]!, clientId: 'hashed', clientSecret: undefined, clientSecretHash: await hashClientSecret('x') },
+    ]);
     expect(decoyKind(registry)).toBe('sha256');
   });
 
@@ -75,7 +83,10 @@ describe('the decoy for unknown client ids', () => {
     // Derivations held until released: 1 runs, 2 wait, every further check is refused.
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const held: Derive = async (...args) => (await gate, deriveScrypt(...args));
+    const held: Derive = async (...args) => {
+      await gate;
+      return deriveScrypt(...args);
+    };
     scryptLimiter.configure({ concurrency: 1, queue: 2, derive: held });
     try {
       const before = { computed: scryptLimiter.computed, refused: scryptLimiter.refused };
@@ -105,31 +116,41 @@ describe('the decoy for unknown client ids', () => {
     const { app } = createTestGateway({ clients: [...CLIENTS, human], rateLimits: false });
     const post = (authorization: string) =>
       request(app)
-    .post('/apigateway/bc-authorize')
-    .set('Authorization', authorization)
-    .type('form')
-    .send({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+        .post('/apigateway/bc-authorize')
+        .set('Authorization', authorization)
+        .type('form')
+        .send({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
     expect((await post(basic('nobody', 'a person chose this'))).status).toBe(401);
     expect((await post(basic('human', 'a person chose this'))).status).toBe(200);
   });
 
-  it.each(['client_secret_basic', 'client_secret_post'] as const)('asks the registry once per %s request, lock-out on (it keys the slot and the check by what it found)', async (method) => {
-    const inner = new StaticClientRegistry(CLIENTS.map((c) => ({ ...c, tokenEndpointAuthMethod: method })));
-    const asked: string[] = [];
-    const counting: ClientRegistry = {
-      find: (id) => {
-        asked.push(id);
-        return inner.find(id);
-      },
-    };
-    const { app } = createTestGateway({ clients: counting });
-    const { clientId, clientSecret } = CLIENTS[0]!;
-    const form = { login_hint: 'tel:+34600000001', scope: SIM_SWAP };
-    const res =
-      method === 'client_secret_basic'
-        ? await request(app).post('/apigateway/bc-authorize').set('Authorization', basic(clientId, clientSecret!)).type('form').send(form)
-        : await request(app).post('/apigateway/bc-authorize').type('form').send({ ...form, client_id: clientId, client_secret: clientSecret! });
-    expect(res.status).toBe(200);
-    expect(asked).toEqual([clientId]);
-  });
+  it.each(['client_secret_basic', 'client_secret_post'] as const)(
+    'asks the registry once per %s request, lock-out on (it keys the slot and the check by what it found)',
+    async (method) => {
+      const inner = new StaticClientRegistry(CLIENTS.map((c) => ({ ...c, tokenEndpointAuthMethod: method })));
+      const asked: string[] = [];
+      const counting: ClientRegistry = {
+        find: (id) => {
+          asked.push(id);
+          return inner.find(id);
+        },
+      };
+      const { app } = createTestGateway({ clients: counting });
+      const { clientId, clientSecret } = CLIENTS[0]!;
+      const form = { login_hint: 'tel:+34600000001', scope: SIM_SWAP };
+      const res =
+        method === 'client_secret_basic'
+          ? await request(app)
+              .post('/apigateway/bc-authorize')
+              .set('Authorization', basic(clientId, clientSecret!))
+              .type('form')
+              .send(form)
+          : await request(app)
+              .post('/apigateway/bc-authorize')
+              .type('form')
+              .send({ ...form, client_id: clientId, client_secret: clientSecret! });
+      expect(res.status).toBe(200);
+      expect(asked).toEqual([clientId]);
+    },
+  );
 });

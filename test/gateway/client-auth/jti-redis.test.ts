@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { RedisStore } from '../../../lib/index.js';
 import { CLIENTS, SIM_SWAP, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import { RedisServer, freshPrefix, redisServerMissing, requireRedisServer, skipRedisTests } from '../../helpers/redis-server.js';
+import {
+  RedisServer,
+  freshPrefix,
+  redisServerMissing,
+  requireRedisServer,
+  skipRedisTests,
+} from '../../helpers/redis-server.js';
 import { CAMARA_CLIENT, assertionFields, clientAssertion, requestObject } from '../../helpers/client-jwts.js';
 
 const skip = skipRedisTests('the Redis jti tests');
@@ -39,7 +45,10 @@ describe.skipIf(skip)(`jti single use on Redis${skip ? ` (skipped: ${redisServer
     const assertion = await clientAssertion({ now: now() });
     const answers = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
-        request(gateways[i % 2]!.app).post('/apigateway/introspect').type('form').send({ token: 'x', ...assertionFields(assertion) }),
+        request(gateways[i % 2]!.app)
+          .post('/apigateway/introspect')
+          .type('form')
+          .send({ token: 'x', ...assertionFields(assertion) }),
       ),
     );
     expect(answers.filter((r) => r.status === 200)).toHaveLength(1);

@@ -8,7 +8,13 @@ import type { Express } from 'express';
 import { APP1, APP2, CIBA, CLIENTS, SECRET, SIM_SWAP, basic } from '../../helpers/gateway.js';
 import { recordEvents } from '../../helpers/events.js';
 import { describeEachBackend, expectTooMany, only } from '../../helpers/rate-limits.js';
-import { RATE_LIMIT_DEFAULTS, StaticClientRegistry, hashClientSecret, type ClientRegistry, type FailureLimitRule } from '../../../lib/index.js';
+import {
+  RATE_LIMIT_DEFAULTS,
+  StaticClientRegistry,
+  hashClientSecret,
+  type ClientRegistry,
+  type FailureLimitRule,
+} from '../../../lib/index.js';
 
 /**
  * Brute-force protection on client authentication (docs/protocol.md, client authentication): refused
@@ -21,33 +27,53 @@ const ALICE = 'tel:+34600000001';
 const body = { login_hint: ALICE, scope: SIM_SWAP };
 
 const from = (app: Express, ip: string, authorization: string, extra: Record<string, string> = {}) =>
-  request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', ip).set('Authorization', authorization).type('form').send({ ...body, ...extra });
+  request(app)
+    .post('/apigateway/bc-authorize')
+    .set('X-Forwarded-For', ip)
+    .set('Authorization', authorization)
+    .type('form')
+    .send({ ...body, ...extra });
 
-const pairs = (rule: FailureLimitRule) => ({ rateLimits: only({ clientAuthentication: { perClientAndAddress: rule } }) });
+const pairs = (rule: FailureLimitRule) => ({
+  rateLimits: only({ clientAuthentication: { perClientAndAddress: rule } }),
+});
 
 describeEachBackend('client-authentication lock-out', (backend) => {
   describe('lock-out per (client id, address)', () => {
     it('after the failures, 429 from that address even with the right credentials, on every endpoint; elsewhere, and for other clients, served', async () => {
       const { app, netauth } = backend.gateway(pairs({ failures: 3, duration: 900 }));
       const events = recordEvents(netauth);
-      for (let i = 0; i < 3; i++) expect((await from(app, '203.0.113.7', basic('app-1', `guess-${i}`))).status).toBe(401);
+      for (let i = 0; i < 3; i++)
+        expect((await from(app, '203.0.113.7', basic('app-1', `guess-${i}`))).status).toBe(401);
       expectTooMany(await from(app, '203.0.113.7', APP1), 900);
       expectTooMany(await from(app, '203.0.113.7', basic('app-1', 'guess-4')), 900);
       const at7 = (path: string, form: Record<string, string>) =>
-        request(app).post(path).set('X-Forwarded-For', '203.0.113.7').set('Authorization', APP1).type('form').send(form);
+        request(app)
+          .post(path)
+          .set('X-Forwarded-For', '203.0.113.7')
+          .set('Authorization', APP1)
+          .type('form')
+          .send(form);
       expectTooMany(await at7('/apigateway/token', { grant_type: CIBA, auth_req_id: 'x' }), 900);
       expectTooMany(await at7('/apigateway/introspect', { token: 'x' }), 900);
       expect((await from(app, '203.0.113.8', APP1)).status).toBe(200);
       expect((await from(app, '203.0.113.7', APP2)).status).toBe(200);
       expect(events.of('rate.limited')).toHaveLength(4);
-      expect(events.of('rate.limited')[0]).toEqual({ endpoint: 'bc-authorize', limit: 'client_authentication', clientId: 'app-1', retryAfter: expect.any(Number) });
+      expect(events.of('rate.limited')[0]).toEqual({
+        endpoint: 'bc-authorize',
+        limit: 'client_authentication',
+        clientId: 'app-1',
+        retryAfter: expect.any(Number),
+      });
       expect(events.of('client.authentication_failed')).toHaveLength(3);
     });
 
     it('a third party cannot lock a client out: 50 wrong secrets for its id from a few addresses, and its own requests are served', async () => {
       const { app } = backend.gateway();
       // 50 guesses from five addresses, each staying under the per-address budget (30 by default).
-      const guesses = ['198.51.100.1', '198.51.100.2', '198.51.100.3', '198.51.100.4', '198.51.100.5'].flatMap((ip) => Array.from({ length: 10 }, () => ip));
+      const guesses = ['198.51.100.1', '198.51.100.2', '198.51.100.3', '198.51.100.4', '198.51.100.5'].flatMap((ip) =>
+        Array.from({ length: 10 }, () => ip),
+      );
       for (const ip of guesses) expect((await from(app, ip, basic('app-1', 'wrong'))).status).toBe(401);
       // The client, from its own address: served, every time.
       for (let i = 0; i < 5; i++) expect((await from(app, '192.0.2.10', APP1)).status).toBe(200);
@@ -62,7 +88,15 @@ describeEachBackend('client-authentication lock-out', (backend) => {
       const { app } = backend.gateway(pairs({ failures: 2, duration: 900 }));
       for (let i = 0; i < 5; i++) expect((await from(app, '192.0.2.1', APP1)).status).toBe(200);
       for (let i = 0; i < 3; i++) {
-        expect((await request(app).post('/apigateway/bc-authorize').set('X-Forwarded-For', '192.0.2.1').type('form').send(body)).status).toBe(401);
+        expect(
+          (
+            await request(app)
+              .post('/apigateway/bc-authorize')
+              .set('X-Forwarded-For', '192.0.2.1')
+              .type('form')
+              .send(body)
+          ).status,
+        ).toBe(401);
         expect((await from(app, '192.0.2.1', APP1, { client_id: 'app-2' })).status).toBe(401);
       }
       expect((await from(app, '192.0.2.1', basic('app-1', 'wrong'))).status).toBe(401);
@@ -79,12 +113,13 @@ describeEachBackend('client-authentication lock-out', (backend) => {
       expect((await from(app, '192.0.2.9', APP1)).status).toBe(200);
     });
 
-    it('counts by the registry\'s canonical id: case variants of a locked id in a registry that normalises ids are the same client', async () => {
+    it("counts by the registry's canonical id: case variants of a locked id in a registry that normalises ids are the same client", async () => {
       const registry = new StaticClientRegistry(CLIENTS);
       const normalising: ClientRegistry = { find: (clientId) => registry.find(clientId.toLowerCase()) };
       const { app } = backend.gateway({ clients: normalising, ...pairs({ failures: 3, duration: 900 }) });
       expect((await from(app, '192.0.2.20', basic('App-1', SECRET))).status).toBe(200);
-      for (const variant of ['APP-1', 'App-1', 'aPp-1']) expect((await from(app, '192.0.2.20', basic(variant, 'wrong'))).status).toBe(401);
+      for (const variant of ['APP-1', 'App-1', 'aPp-1'])
+        expect((await from(app, '192.0.2.20', basic(variant, 'wrong'))).status).toBe(401);
       expectTooMany(await from(app, '192.0.2.20', basic('apP-1', 'wrong')), 900);
       expectTooMany(await from(app, '192.0.2.20', basic('app-1', SECRET)), 900);
       expect((await from(app, '192.0.2.21', basic('APP-1', SECRET))).status).toBe(200);
@@ -93,8 +128,11 @@ describeEachBackend('client-authentication lock-out', (backend) => {
 
   describe('lock-out per address, for ids that name no client', () => {
     it('429 for unknown ids from that address; registered clients from it are still served', async () => {
-      const { app } = backend.gateway({ rateLimits: only({ clientAuthentication: { perAddress: { failures: 3, duration: 900 } } }) });
-      for (let i = 0; i < 3; i++) expect((await from(app, '198.51.100.60', basic(`nobody-${i}`, 'wrong'))).status).toBe(401);
+      const { app } = backend.gateway({
+        rateLimits: only({ clientAuthentication: { perAddress: { failures: 3, duration: 900 } } }),
+      });
+      for (let i = 0; i < 3; i++)
+        expect((await from(app, '198.51.100.60', basic(`nobody-${i}`, 'wrong'))).status).toBe(401);
       expectTooMany(await from(app, '198.51.100.60', basic('someone-else', 'wrong')), 900);
       expect((await from(app, '198.51.100.60', APP1)).status).toBe(200);
       expect((await from(app, '198.51.100.61', basic('nobody-4', 'wrong'))).status).toBe(401);
@@ -119,8 +157,15 @@ describeEachBackend('client-authentication lock-out', (backend) => {
     const rule = { failures: budget, duration: 900 };
 
     beforeAll(async () => {
-      const client = { ...CLIENTS[1]!, clientSecret: undefined, clientSecretHash: await hashClientSecret('other-secret', 'scrypt') };
-      const gw = backend.gateway({ clients: [CLIENTS[0]!, client], rateLimits: { clientAuthentication: { perClientAndAddress: rule, perAddress: rule } } });
+      const client = {
+        ...CLIENTS[1]!,
+        clientSecret: undefined,
+        clientSecretHash: await hashClientSecret('other-secret', 'scrypt'),
+      };
+      const gw = backend.gateway({
+        clients: [CLIENTS[0]!, client],
+        rateLimits: { clientAuthentication: { perClientAndAddress: rule, perAddress: rule } },
+      });
       failed = 0;
       // The lock-out alone is under test: no check waits on the scrypt limit (its 503 is decoy.test.ts's).
       scryptLimiter.configure({ queue: 1000 });
@@ -145,8 +190,12 @@ describeEachBackend('client-authentication lock-out', (backend) => {
       });
 
     // A generous timeout: where every guess is compared (the defect this guards against), 500 scrypt derivations take a while.
-    it('500 parallel wrong guesses against a scrypt secret: at most the budget compared (401), the rest 429; then the right secret from there is 429 too', { timeout: 60_000 }, async () => {
-      const answers = await Promise.all(Array.from({ length: 500 }, (_, i) => post('203.0.113.50', basic('app-2', `guess-${i}`)).then((r) => r.status)));
+    it('500 parallel wrong guesses against a scrypt secret: at most the budget compared (401), the rest 429; then the right secret from there is 429 too', {
+      timeout: 60_000,
+    }, async () => {
+      const answers = await Promise.all(
+        Array.from({ length: 500 }, (_, i) => post('203.0.113.50', basic('app-2', `guess-${i}`)).then((r) => r.status)),
+      );
       const compared = answers.filter((s) => s === 401).length;
       expect(compared).toBe(budget);
       expect(failed).toBe(budget);
@@ -156,9 +205,13 @@ describeEachBackend('client-authentication lock-out', (backend) => {
       expect((await post('203.0.113.51', APP2)).status).toBe(200);
     });
 
-    it('a burst of the client\'s own correct requests, larger than the budget, is served in full', async () => {
+    it("a burst of the client's own correct requests, larger than the budget, is served in full", async () => {
       // Introspection: no per-subscriber limit in the way, only client authentication.
-      const answers = await Promise.all(Array.from({ length: 3 * budget }, () => post('203.0.113.52', APP2, 'introspect', { token: 'x' }).then((r) => r.status)));
+      const answers = await Promise.all(
+        Array.from({ length: 3 * budget }, () =>
+          post('203.0.113.52', APP2, 'introspect', { token: 'x' }).then((r) => r.status),
+        ),
+      );
       expect(answers.every((s) => s === 200)).toBe(true);
     });
   });

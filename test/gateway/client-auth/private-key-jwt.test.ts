@@ -3,7 +3,15 @@ import request from 'supertest';
 import { randomUUID } from 'node:crypto';
 import { SignJWT, UnsecuredJWT } from 'jose';
 import type { Express } from 'express';
-import { CLIENTS, ISSUER, SECRET, SIM_SWAP, basic, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import {
+  CLIENTS,
+  ISSUER,
+  SECRET,
+  SIM_SWAP,
+  basic,
+  createTestGateway,
+  type TestGateway,
+} from '../../helpers/gateway.js';
 import { recordEvents } from '../../helpers/events.js';
 import { only } from '../../helpers/rate-limits.js';
 import {
@@ -35,7 +43,12 @@ const MULTI_ALG: RegisteredClient = {
 };
 /** An RSA key registered without `alg`, and the client restricted to PS256. */
 const { alg: _alg, ...UNTAGGED_RSA } = CAMARA_KEY.publicJwk;
-const PS256_ONLY: RegisteredClient = { ...CAMARA_CLIENT, clientId: 'ps256-only', jwks: { keys: [UNTAGGED_RSA] }, signingAlgorithms: ['PS256'] };
+const PS256_ONLY: RegisteredClient = {
+  ...CAMARA_CLIENT,
+  clientId: 'ps256-only',
+  jwks: { keys: [UNTAGGED_RSA] },
+  signingAlgorithms: ['PS256'],
+};
 
 function gateway(): TestGateway {
   return createTestGateway({ clients: [...CLIENTS, CAMARA_CLIENT, MULTI_ALG, PS256_ONLY], rateLimits: false });
@@ -44,7 +57,10 @@ function gateway(): TestGateway {
 const nowOf = (gw: TestGateway): number => Math.floor(gw.clock.now / 1000);
 
 function bcAuthorize(app: Express, fields: Record<string, string>) {
-  return request(app).post('/apigateway/bc-authorize').type('form').send({ login_hint: ALICE, scope: SIM_SWAP, ...fields });
+  return request(app)
+    .post('/apigateway/bc-authorize')
+    .type('form')
+    .send({ login_hint: ALICE, scope: SIM_SWAP, ...fields });
 }
 
 function expectInvalidClient(res: request.Response): void {
@@ -63,7 +79,11 @@ describe('private_key_jwt (RFC 7523 §2.2, CAMARA profile): accepted', () => {
     const token = await request(gw.app)
       .post('/apigateway/token')
       .type('form')
-      .send({ grant_type: 'urn:openid:params:grant-type:ciba', auth_req_id: started.body.auth_req_id, ...assertionFields(await sign()) });
+      .send({
+        grant_type: 'urn:openid:params:grant-type:ciba',
+        auth_req_id: started.body.auth_req_id,
+        ...assertionFields(await sign()),
+      });
     expect(token.status).toBe(200);
     const introspected = await request(gw.app)
       .post('/apigateway/introspect')
@@ -84,7 +104,10 @@ describe('private_key_jwt (RFC 7523 §2.2, CAMARA profile): accepted', () => {
 
   it('aud: the issuer, the token endpoint, or the URL of the endpoint it is sent to', async () => {
     for (const aud of [ISSUER, `${ISSUER}/token`, `${ISSUER}/bc-authorize`, [`https://elsewhere.example`, ISSUER]]) {
-      expect((await bcAuthorize(gw.app, assertionFields(await sign({ claims: { aud } })))).status, JSON.stringify(aud)).toBe(200);
+      expect(
+        (await bcAuthorize(gw.app, assertionFields(await sign({ claims: { aud } })))).status,
+        JSON.stringify(aud),
+      ).toBe(200);
     }
     const introspect = await request(gw.app)
       .post('/apigateway/introspect')
@@ -94,7 +117,10 @@ describe('private_key_jwt (RFC 7523 §2.2, CAMARA profile): accepted', () => {
   });
 
   it('a client restricted to PS256 signs with PS256', async () => {
-    const res = await bcAuthorize(gw.app, assertionFields(await sign({ clientId: 'ps256-only', key: { ...CAMARA_KEY, alg: 'PS256' } }), 'ps256-only'));
+    const res = await bcAuthorize(
+      gw.app,
+      assertionFields(await sign({ clientId: 'ps256-only', key: { ...CAMARA_KEY, alg: 'PS256' } }), 'ps256-only'),
+    );
     expect(res.status).toBe(200);
   });
 
@@ -115,16 +141,28 @@ describe('private_key_jwt (RFC 7523 §2.2, CAMARA profile): accepted', () => {
 
   it('exp exactly 300 s after receipt, exp - iat exactly 300 s, iat a few seconds ahead (clock skew)', async () => {
     const now = nowOf(gw);
-    expect((await bcAuthorize(gw.app, assertionFields(await sign({ claims: { iat: now, exp: now + 300 } })))).status).toBe(200);
-    expect((await bcAuthorize(gw.app, assertionFields(await sign({ claims: { iat: now + 3, exp: now + 60, nbf: now + 3 } })))).status).toBe(200);
+    expect(
+      (await bcAuthorize(gw.app, assertionFields(await sign({ claims: { iat: now, exp: now + 300 } })))).status,
+    ).toBe(200);
+    expect(
+      (
+        await bcAuthorize(
+          gw.app,
+          assertionFields(await sign({ claims: { iat: now + 3, exp: now + 60, nbf: now + 3 } })),
+        )
+      ).status,
+    ).toBe(200);
   });
 });
 
 describe('clockTolerance: one tolerance for client assertions, request objects and JWT-bearer assertions', () => {
-  it('with 0 (the profile\'s reading), an iat 3 s ahead is refused; at the default (5 s) it passes', async () => {
+  it("with 0 (the profile's reading), an iat 3 s ahead is refused; at the default (5 s) it passes", async () => {
     const strict = createTestGateway({ clients: [...CLIENTS, CAMARA_CLIENT], rateLimits: false, clockTolerance: 0 });
     const lenient = gateway();
-    for (const [gw, status] of [[strict, 401], [lenient, 200]] as const) {
+    for (const [gw, status] of [
+      [strict, 401],
+      [lenient, 200],
+    ] as const) {
       const now = nowOf(gw);
       const assertion = await clientAssertion({ now, claims: { iat: now + 3, exp: now + 60 } });
       expect((await bcAuthorize(gw.app, assertionFields(assertion))).status).toBe(status);
@@ -151,43 +189,83 @@ describe('private_key_jwt: refused with 401 invalid_client, as a wrong secret', 
     ['expired', async () => assertionFields(await sign({ claims: { iat: now() - 120, exp: now() - 60 } }))],
     ['exp equal to now', async () => assertionFields(await sign({ claims: { iat: now() - 60, exp: now() } }))],
     ['exp - iat > 300 s', async () => assertionFields(await sign({ claims: { iat: now() - 200, exp: now() + 101 } }))],
-    ['exp more than 300 s after receipt (no iat)', async () => assertionFields(await sign({ claims: { iat: undefined, exp: now() + 301 } }))],
+    [
+      'exp more than 300 s after receipt (no iat)',
+      async () => assertionFields(await sign({ claims: { iat: undefined, exp: now() + 301 } })),
+    ],
     ['iat in the future', async () => assertionFields(await sign({ claims: { iat: now() + 60, exp: now() + 120 } }))],
     ['nbf in the future', async () => assertionFields(await sign({ claims: { nbf: now() + 60 } }))],
     ['no exp', async () => assertionFields(await sign({ claims: { exp: undefined } }))],
     ['no jti', async () => assertionFields(await sign({ claims: { jti: undefined } }))],
     ['a jti that is not a string', async () => assertionFields(await sign({ claims: { jti: 7 } }))],
-    ['wrong aud (another server)', async () => assertionFields(await sign({ claims: { aud: 'https://other-gateway.example/apigateway' } }))],
-    ['wrong aud (another endpoint of this server)', async () => assertionFields(await sign({ claims: { aud: `${ISSUER}/introspect` } }))],
+    [
+      'wrong aud (another server)',
+      async () => assertionFields(await sign({ claims: { aud: 'https://other-gateway.example/apigateway' } })),
+    ],
+    [
+      'wrong aud (another endpoint of this server)',
+      async () => assertionFields(await sign({ claims: { aud: `${ISSUER}/introspect` } })),
+    ],
     ['no aud', async () => assertionFields(await sign({ claims: { aud: undefined } }))],
     ['iss another client', async () => assertionFields(await sign({ claims: { iss: 'app-1' } }))],
     ['sub another client', async () => assertionFields(await sign({ claims: { sub: 'app-1' } }))],
     ['no sub', async () => ({ ...assertionFields(await sign({ claims: { sub: undefined } })) })],
-    ['signed by a foreign key with the registered kid', async () => assertionFields(await sign({ key: FOREIGN_CAMARA_KEY }))],
+    [
+      'signed by a foreign key with the registered kid',
+      async () => assertionFields(await sign({ key: FOREIGN_CAMARA_KEY })),
+    ],
     ['a kid nobody registered', async () => assertionFields(await sign({ header: { kid: 'unknown' } }))],
     [
       'alg: none',
-      async () => assertionFields(new UnsecuredJWT({ iss: 'aggregator', sub: 'aggregator', aud: ISSUER, exp: now() + 60, jti: randomUUID() }).encode()),
+      async () =>
+        assertionFields(
+          new UnsecuredJWT({
+            iss: 'aggregator',
+            sub: 'aggregator',
+            aud: ISSUER,
+            exp: now() + 60,
+            jti: randomUUID(),
+          }).encode(),
+        ),
     ],
     [
       'HS256 keyed with the public key',
       async () =>
         assertionFields(
-          await new SignJWT({ iss: 'aggregator', sub: 'aggregator', aud: ISSUER, iat: now(), exp: now() + 60, jti: randomUUID() })
+          await new SignJWT({
+            iss: 'aggregator',
+            sub: 'aggregator',
+            aud: ISSUER,
+            iat: now(),
+            exp: now() + 60,
+            jti: randomUUID(),
+          })
             .setProtectedHeader({ alg: 'HS256', kid: CAMARA_KEY.publicJwk.kid })
             .sign(publicKeyBytes),
         ),
     ],
-    ['an alg the client is not registered for', async () => assertionFields(await sign({ clientId: 'ps256-only', key: CAMARA_KEY }), 'ps256-only')],
+    [
+      'an alg the client is not registered for',
+      async () => assertionFields(await sign({ clientId: 'ps256-only', key: CAMARA_KEY }), 'ps256-only'),
+    ],
     ['typ of a request object', async () => assertionFields(await sign({ header: { typ: 'oauth-authz-req+jwt' } }))],
     ['a signature cut off', async () => assertionFields((await sign()).replace(/\.[^.]+$/, '.'))],
     ['garbage', async () => assertionFields('not.a.jwt')],
-    ['another assertion type', async () => ({ ...assertionFields(await sign()), client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:saml2-bearer' })],
+    [
+      'another assertion type',
+      async () => ({
+        ...assertionFields(await sign()),
+        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:saml2-bearer',
+      }),
+    ],
     ['an assertion without its type', async () => ({ client_id: 'aggregator', client_assertion: await sign() })],
     ['a type without an assertion', async () => ({ client_id: 'aggregator', client_assertion_type: ASSERTION_TYPE })],
     ['an unknown client', async () => assertionFields(await sign({ clientId: 'nobody' }), 'nobody')],
     ['a body client_id of another client', async () => assertionFields(await sign(), 'app-1')],
-    ['an assertion by a client_secret_basic client', async () => assertionFields(await sign({ clientId: 'app-1' }), 'app-1')],
+    [
+      'an assertion by a client_secret_basic client',
+      async () => assertionFields(await sign({ clientId: 'app-1' }), 'app-1'),
+    ],
   ];
 
   it.each(cases)('%s', async (_name, fields) => {
@@ -198,7 +276,13 @@ describe('private_key_jwt: refused with 401 invalid_client, as a wrong secret', 
   });
 
   it('a secret presented for a private_key_jwt client (Basic or in the body)', async () => {
-    expectInvalidClient(await request(gw.app).post('/apigateway/bc-authorize').set('Authorization', basic('aggregator', SECRET)).type('form').send({ login_hint: ALICE, scope: SIM_SWAP }));
+    expectInvalidClient(
+      await request(gw.app)
+        .post('/apigateway/bc-authorize')
+        .set('Authorization', basic('aggregator', SECRET))
+        .type('form')
+        .send({ login_hint: ALICE, scope: SIM_SWAP }),
+    );
     expectInvalidClient(await bcAuthorize(gw.app, { client_id: 'aggregator', client_secret: 'anything' }));
   });
 
@@ -218,14 +302,20 @@ describe('private_key_jwt: refused with 401 invalid_client, as a wrong secret', 
     expectInvalidClient(await bcAuthorize(gw.app, assertionFields(assertion)));
     // The same jti in a new assertion: still a replay.
     const jti = randomUUID();
-    expect((await bcAuthorize(gw.app, { ...assertionFields(await sign({ claims: { jti } })), scope: 'dpv:Nothing#x' })).body.error).toBe('invalid_scope');
+    expect(
+      (await bcAuthorize(gw.app, { ...assertionFields(await sign({ claims: { jti } })), scope: 'dpv:Nothing#x' })).body
+        .error,
+    ).toBe('invalid_scope');
     expectInvalidClient(await bcAuthorize(gw.app, assertionFields(await sign({ claims: { jti } }))));
   });
 
   it('a jti is single use per client: another client may use the same value', async () => {
     const jti = randomUUID();
     expect((await bcAuthorize(gw.app, assertionFields(await sign({ claims: { jti } })))).status).toBe(200);
-    const other = await bcAuthorize(gw.app, assertionFields(await sign({ claims: { jti }, clientId: 'multi-alg', key: ED_KEY }), 'multi-alg'));
+    const other = await bcAuthorize(
+      gw.app,
+      assertionFields(await sign({ claims: { jti }, clientId: 'multi-alg', key: ED_KEY }), 'multi-alg'),
+    );
     expect(other.status).toBe(200);
   });
 
@@ -262,7 +352,10 @@ describe('private_key_jwt: failures count towards the client-authentication lock
     });
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) {
-      const res = await bcAuthorize(gw.app, assertionFields(await clientAssertion({ now: nowOf(gw), key: FOREIGN_CAMARA_KEY })));
+      const res = await bcAuthorize(
+        gw.app,
+        assertionFields(await clientAssertion({ now: nowOf(gw), key: FOREIGN_CAMARA_KEY })),
+      );
       statuses.push(res.status);
     }
     expect(statuses[0]).toBe(401);
@@ -275,7 +368,12 @@ describe('private_key_jwt: 50 parallel uses of one assertion (memory store)', ()
     const gw = gateway();
     const assertion = await clientAssertion({ now: nowOf(gw) });
     const answers = await Promise.all(
-      Array.from({ length: 50 }, () => request(gw.app).post('/apigateway/introspect').type('form').send({ token: 'x', ...assertionFields(assertion) })),
+      Array.from({ length: 50 }, () =>
+        request(gw.app)
+          .post('/apigateway/introspect')
+          .type('form')
+          .send({ token: 'x', ...assertionFields(assertion) }),
+      ),
     );
     expect(answers.filter((r) => r.status === 200)).toHaveLength(1);
     expect(answers.filter((r) => r.status === 401 && r.body.error === 'invalid_client')).toHaveLength(49);

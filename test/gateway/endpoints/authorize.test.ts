@@ -71,7 +71,10 @@ describe('step 1: client and redirect_uri, answered with an error page and never
 describe('step 2: later errors redirect to redirect_uri with error, error_description, the exact state and iss', () => {
   const gw = createTestGateway({ clients: CLIENTS_WITH_PKCE });
 
-  async function errorFor(overrides: Record<string, string | string[] | undefined>, expected: string): Promise<Record<string, string>> {
+  async function errorFor(
+    overrides: Record<string, string | string[] | undefined>,
+    expected: string,
+  ): Promise<Record<string, string>> {
     const res = await authorize(gw.app, overrides);
     expect(res.status).toBe(302);
     const url = location(res);
@@ -97,7 +100,11 @@ describe('step 2: later errors redirect to redirect_uri with error, error_descri
     ['scope the client is not registered for', { scope: 'dpv:Marketing#sim-swap' }, 'invalid_scope'],
     ['two purposes', { scope: `${SIM_SWAP} dpv:RequestedServiceProvision#number-verification` }, 'invalid_scope'],
     ['policy forbids the purpose and scope', { scope: 'dpv:Marketing#device-location' }, 'access_denied'],
-    ['code_challenge_method plain', { code_challenge: pkcePair().verifier, code_challenge_method: 'plain' }, 'invalid_request'],
+    [
+      'code_challenge_method plain',
+      { code_challenge: pkcePair().verifier, code_challenge_method: 'plain' },
+      'invalid_request',
+    ],
     ['code_challenge without a method (plain by default)', { code_challenge: pkcePair().challenge }, 'invalid_request'],
     ['code_challenge_method without code_challenge', { code_challenge_method: 'S256' }, 'invalid_request'],
     ['malformed code_challenge', { code_challenge: 'short', code_challenge_method: 'S256' }, 'invalid_request'],
@@ -114,7 +121,10 @@ describe('step 2: later errors redirect to redirect_uri with error, error_descri
   });
 
   it('a client not registered for the code grant: unauthorized_client', async () => {
-    await errorFor({ client_id: 'app-2', redirect_uri: 'https://two.example/cb', scope: SIM_SWAP }, 'unauthorized_client');
+    await errorFor(
+      { client_id: 'app-2', redirect_uri: 'https://two.example/cb', scope: SIM_SWAP },
+      'unauthorized_client',
+    );
   });
 
   it('a client that requires PKCE, without it: invalid_request', async () => {
@@ -135,7 +145,10 @@ describe('step 2: later errors redirect to redirect_uri with error, error_descri
   });
 
   it('never invents a state: none sent, none returned (success and error)', async () => {
-    for (const res of [await authorize(gw.app, { state: undefined }), await authorize(gw.app, { state: undefined, scope: 'dpv:Nope#x' })]) {
+    for (const res of [
+      await authorize(gw.app, { state: undefined }),
+      await authorize(gw.app, { state: undefined, scope: 'dpv:Nope#x' }),
+    ]) {
       expect(location(res).searchParams.has('state')).toBe(false);
       expect(callback(res).iss).toBe(ISSUER);
     }
@@ -213,7 +226,12 @@ describe('step 6: success', () => {
     const store = new MemoryStore({ sweepInterval: 0, now: () => 1_800_000_000_000 });
     const gw = createTestGateway({ store });
     const { challenge } = pkcePair();
-    const res = await authorize(gw.app, { nonce: 'n-0S6_WzA2Mj', code_challenge: challenge, code_challenge_method: 'S256', scope: `openid ${SIM_SWAP}` });
+    const res = await authorize(gw.app, {
+      nonce: 'n-0S6_WzA2Mj',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      scope: `openid ${SIM_SWAP}`,
+    });
     const stored = await store.get<CodeRecord>('code', callback(res).code!);
     expect(stored?.value).toMatchObject({
       clientId: 'app-1',
@@ -231,7 +249,9 @@ describe('step 6: success', () => {
 
   it('HEAD is answered like GET; other methods are 405 with Allow', async () => {
     const gw = createTestGateway();
-    const head = await request(gw.app).head(`/apigateway/authorize?${authorizeQuery()}`).set('X-Forwarded-For', '10.20.0.1');
+    const head = await request(gw.app)
+      .head(`/apigateway/authorize?${authorizeQuery()}`)
+      .set('X-Forwarded-For', '10.20.0.1');
     expect(head.status).toBe(302);
     expect(head.headers.location).toMatch(/^https:\/\/app\.example\/callback\?code=/);
     for (const method of ['post', 'put', 'delete'] as const) {
@@ -242,7 +262,7 @@ describe('step 6: success', () => {
     }
   });
 
-  it('the app\'s query parser setting does not change how parameters are read', async () => {
+  it("the app's query parser setting does not change how parameters are read", async () => {
     const gw = createTestGateway();
     gw.app.set('query parser', 'extended');
     const res = await request(gw.app)
@@ -264,7 +284,9 @@ describe('request targets', () => {
         socket.on('data', (c: Buffer) => chunks.push(c));
         socket.on('error', reject);
         socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-        socket.write(`GET ${target} HTTP/1.1\r\nHost: gateway.test\r\nX-Forwarded-For: 10.20.0.1\r\nConnection: close\r\n\r\n`);
+        socket.write(
+          `GET ${target} HTTP/1.1\r\nHost: gateway.test\r\nX-Forwarded-For: 10.20.0.1\r\nConnection: close\r\n\r\n`,
+        );
       });
       return { status: Number(text.slice(9, 12)), head: text.slice(0, text.indexOf('\r\n\r\n')) };
     } finally {
@@ -274,16 +296,19 @@ describe('request targets', () => {
 
   // Regression (found by test/properties): the query was read with `new URL(originalUrl, base)`, which throws
   // on an absolute-form target whose authority WHATWG refuses, and bad input became a 500.
-  it.each(['http://x:99999', 'http://x@', 'http://1.2.3.256'])('an absolute-form target with authority %s is read by its query, never a 500', async (authority) => {
-    const reported: unknown[] = [];
-    const gw = createTestGateway({ onError: (e) => reported.push(e) });
-    const ok = await rawGet(gw.app, `${authority}/apigateway/authorize?${authorizeQuery()}`);
-    expect(ok.status).toBe(302);
-    expect(ok.head).toMatch(/\r\nLocation: https:\/\/app\.example\/callback\?code=/i);
-    const page = await rawGet(gw.app, `${authority}/apigateway/consent?interaction=x`);
-    expect(page.status).toBe(400);
-    expect(reported).toEqual([]);
-  });
+  it.each(['http://x:99999', 'http://x@', 'http://1.2.3.256'])(
+    'an absolute-form target with authority %s is read by its query, never a 500',
+    async (authority) => {
+      const reported: unknown[] = [];
+      const gw = createTestGateway({ onError: (e) => reported.push(e) });
+      const ok = await rawGet(gw.app, `${authority}/apigateway/authorize?${authorizeQuery()}`);
+      expect(ok.status).toBe(302);
+      expect(ok.head).toMatch(/\r\nLocation: https:\/\/app\.example\/callback\?code=/i);
+      const page = await rawGet(gw.app, `${authority}/apigateway/consent?interaction=x`);
+      expect(page.status).toBe(400);
+      expect(reported).toEqual([]);
+    },
+  );
 });
 
 describe('prompt', () => {
@@ -348,7 +373,11 @@ describe('failures of the service itself, after the redirect_uri is known: redir
     const reported: unknown[] = [];
     const gw = createTestGateway({ store: failingStore(new Error('secret detail')), onError: (e) => reported.push(e) });
     const res = await authorize(gw.app);
-    expect(callback(res)).toMatchObject({ error: 'server_error', error_description: 'internal error', state: 'state-123' });
+    expect(callback(res)).toMatchObject({
+      error: 'server_error',
+      error_description: 'internal error',
+      state: 'state-123',
+    });
     expect(res.headers.location).not.toContain('secret');
     expect(reported).toHaveLength(1);
   });

@@ -60,14 +60,11 @@ describe('POST /bc-authorize', () => {
     ['ipport:100.64.0.1:9000'],
     ['operatortoken:abc'],
     ['msisdn:34600000001'],
-  ])(
-    'well formed but nobody behind %s: 400 unknown_user_id',
-    async (loginHint) => {
-      const res = await bcAuthorize(app, { login_hint: loginHint, scope: SIM_SWAP });
-      expect(res.status).toBe(400);
-      expect(res.body.error).toBe('unknown_user_id');
-    },
-  );
+  ])('well formed but nobody behind %s: 400 unknown_user_id', async (loginHint) => {
+    const res = await bcAuthorize(app, { login_hint: loginHint, scope: SIM_SWAP });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('unknown_user_id');
+  });
 
   it('login_hint and scope are required', async () => {
     for (const body of [{ scope: SIM_SWAP }, { login_hint: 'tel:+34600000001' }] as Record<string, string>[]) {
@@ -100,7 +97,10 @@ describe('POST /bc-authorize', () => {
   });
 
   it('accepts the CAMARA scope form with openid', async () => {
-    const res = await bcAuthorize(app, { login_hint: 'tel:+34600000001', scope: 'openid dpv:FraudPreventionAndDetection sim-swap' });
+    const res = await bcAuthorize(app, {
+      login_hint: 'tel:+34600000001',
+      scope: 'openid dpv:FraudPreventionAndDetection sim-swap',
+    });
     expect(res.status).toBe(200);
     const token = await pollToken(app, res.body.auth_req_id);
     expect(token.body.scope).toBe('openid dpv:FraudPreventionAndDetection sim-swap');
@@ -141,7 +141,11 @@ describe('POST /bc-authorize', () => {
   });
 
   it('a client without the CIBA grant: 400 unauthorized_client', async () => {
-    const res = await bcAuthorize(app, { login_hint: 'tel:+34600000001', scope: SIM_SWAP }, basic('code-only', 'code-secret'));
+    const res = await bcAuthorize(
+      app,
+      { login_hint: 'tel:+34600000001', scope: SIM_SWAP },
+      basic('code-only', 'code-secret'),
+    );
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('unauthorized_client');
   });

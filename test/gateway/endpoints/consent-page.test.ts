@@ -120,12 +120,20 @@ describe('allow and deny, driven as a browser would', () => {
 
     const records = await gw.netauth.consent.lookup(ALICE);
     expect(records).toHaveLength(1);
-    expect(records[0]).toMatchObject({ clientId: 'app-1', subscriberId: 'sub-alice', purpose: 'FraudPreventionAndDetection', scope: 'device-location', status: 'granted' });
+    expect(records[0]).toMatchObject({
+      clientId: 'app-1',
+      subscriberId: 'sub-alice',
+      purpose: 'FraudPreventionAndDetection',
+      scope: 'device-location',
+      status: 'granted',
+    });
 
     const token = await redeem(gw.app, { code: q.code!, redirect_uri: CALLBACK });
     expect(token.status).toBe(200);
     expect(token.body.scope).toBe(LOCATION);
-    const api = await request(gw.app).get('/location').set('Authorization', `Bearer ${token.body.access_token as string}`);
+    const api = await request(gw.app)
+      .get('/location')
+      .set('Authorization', `Bearer ${token.body.access_token as string}`);
     expect(api.status).toBe(200);
     expect(api.body.subscriber).toBe('sub-alice');
   });
@@ -163,12 +171,21 @@ describe('allow and deny, driven as a browser would', () => {
     const challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
     const answer = await answerConsent(
       gw,
-      await authorize(gw.app, { scope: LOCATION, code_challenge: challenge, code_challenge_method: 'S256', nonce: 'n-1' }),
+      await authorize(gw.app, {
+        scope: LOCATION,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+        nonce: 'n-1',
+      }),
       'allow',
     );
     const stored = await store.get('code', callback(answer).code!);
     expect(stored?.value).toMatchObject({ codeChallenge: challenge, nonce: 'n-1' });
-    const token = await redeem(gw.app, { code: callback(answer).code!, redirect_uri: CALLBACK, code_verifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk' });
+    const token = await redeem(gw.app, {
+      code: callback(answer).code!,
+      redirect_uri: CALLBACK,
+      code_verifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
+    });
     expect(token.status).toBe(200);
   });
 
@@ -180,14 +197,26 @@ describe('allow and deny, driven as a browser would', () => {
     const cookie = cookies(second);
     expect(cookie).toMatch(/^netauth\.sid=/);
     expect(cookie).not.toBe(cookies(first));
-    const pageOne = await request(gw.app).get(localPath(location(first))).set('Cookie', cookie);
-    const pageTwo = await request(gw.app).get(localPath(location(second))).set('Cookie', cookie);
+    const pageOne = await request(gw.app)
+      .get(localPath(location(first)))
+      .set('Cookie', cookie);
+    const pageTwo = await request(gw.app)
+      .get(localPath(location(second)))
+      .set('Cookie', cookie);
     const formOne = consentForm(pageOne.text);
     const formTwo = consentForm(pageTwo.text);
     expect(formOne.csrf).not.toBe(formTwo.csrf);
-    const answerTwo = await post(gw, '/apigateway/consent', cookie, { interaction: formTwo.interaction, csrf: formTwo.csrf, decision: 'deny' });
+    const answerTwo = await post(gw, '/apigateway/consent', cookie, {
+      interaction: formTwo.interaction,
+      csrf: formTwo.csrf,
+      decision: 'deny',
+    });
     expect(callback(answerTwo)).toMatchObject({ error: 'access_denied', state: 'two' });
-    const answerOne = await post(gw, '/apigateway/consent', cookie, { interaction: formOne.interaction, csrf: formOne.csrf, decision: 'allow' });
+    const answerOne = await post(gw, '/apigateway/consent', cookie, {
+      interaction: formOne.interaction,
+      csrf: formOne.csrf,
+      decision: 'allow',
+    });
     expect(callback(answerOne).state).toBe('one');
     expect(callback(answerOne).code).toBeDefined();
   });
@@ -201,7 +230,7 @@ describe('session fixation: every interaction starts in a new session', () => {
     return cookies(own);
   }
 
-  it('the victim\'s /authorize with a planted cookie sets a new session id; that cookie cannot see it', async () => {
+  it("the victim's /authorize with a planted cookie sets a new session id; that cookie cannot see it", async () => {
     const gw = createTestGateway();
     const planted = await plantedCookie(gw);
     const victim = await authorize(gw.app, { scope: LOCATION, state: 'victim' }, { cookie: planted });
@@ -218,7 +247,7 @@ describe('session fixation: every interaction starts in a new session', () => {
     expect(consentForm(page.text).interaction).toBe(location(victim).searchParams.get('interaction'));
   });
 
-  it('the planted cookie cannot evict the victim\'s request, nor answer it', async () => {
+  it("the planted cookie cannot evict the victim's request, nor answer it", async () => {
     const gw = createTestGateway();
     const planted = await plantedCookie(gw);
     const victim = await authorize(gw.app, { scope: LOCATION, state: 'victim' }, { cookie: planted });
@@ -237,11 +266,13 @@ describe('session fixation: every interaction starts in a new session', () => {
     expect(callback(answer)).toMatchObject({ state: 'victim', code: expect.any(String) });
   });
 
-  it('the attacker\'s request is not carried into the victim\'s new session', async () => {
+  it("the attacker's request is not carried into the victim's new session", async () => {
     const gw = createTestGateway();
     const planted = await authorize(gw.app, { scope: LOCATION, state: 'attacker' }, { ip: BOB_IP });
     const victim = await authorize(gw.app, { scope: LOCATION, state: 'victim' }, { cookie: cookies(planted) });
-    const attackerPage = await request(gw.app).get(localPath(location(planted))).set('Cookie', cookies(victim));
+    const attackerPage = await request(gw.app)
+      .get(localPath(location(planted)))
+      .set('Cookie', cookies(victim));
     expect(attackerPage.status).toBe(400);
   });
 });
@@ -259,7 +290,10 @@ describe('the form is bound to the session by a CSRF token', () => {
     const gw = createTestGateway();
     const { cookie, pagePath, form } = await openPage(gw);
     const target = formTarget(pagePath, form.action);
-    await refusedAndNothingRecorded(gw, await post(gw, target, cookie, { interaction: form.interaction, decision: 'allow' }));
+    await refusedAndNothingRecorded(
+      gw,
+      await post(gw, target, cookie, { interaction: form.interaction, decision: 'allow' }),
+    );
     const real = await post(gw, target, cookie, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
     expect(real.status).toBe(303);
     expect(callback(real).code).toBeDefined();
@@ -269,28 +303,56 @@ describe('the form is bound to the session by a CSRF token', () => {
     const gw = createTestGateway();
     const { cookie, form } = await openPage(gw);
     const wrong = `${form.csrf.slice(0, -1)}${form.csrf.endsWith('A') ? 'B' : 'A'}`;
-    await refusedAndNothingRecorded(gw, await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: wrong, decision: 'allow' }));
-    await refusedAndNothingRecorded(gw, await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: '', decision: 'allow' }));
-    await refusedAndNothingRecorded(gw, await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: 'x'.repeat(5000), decision: 'allow' }));
+    await refusedAndNothingRecorded(
+      gw,
+      await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: wrong, decision: 'allow' }),
+    );
+    await refusedAndNothingRecorded(
+      gw,
+      await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: '', decision: 'allow' }),
+    );
+    await refusedAndNothingRecorded(
+      gw,
+      await post(gw, '/apigateway/consent', cookie, {
+        interaction: form.interaction,
+        csrf: 'x'.repeat(5000),
+        decision: 'allow',
+      }),
+    );
   });
 
   it('a cross-site POST (no session cookie) is refused, even with the right token', async () => {
     const gw = createTestGateway();
     const { form } = await openPage(gw);
-    await refusedAndNothingRecorded(gw, await post(gw, '/apigateway/consent', undefined, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' }));
+    await refusedAndNothingRecorded(
+      gw,
+      await post(gw, '/apigateway/consent', undefined, {
+        interaction: form.interaction,
+        csrf: form.csrf,
+        decision: 'allow',
+      }),
+    );
   });
 
-  it('another session\'s token is refused (the token belongs to the session that was shown the form)', async () => {
+  it("another session's token is refused (the token belongs to the session that was shown the form)", async () => {
     const gw = createTestGateway();
     const mine = await openPage(gw);
     const theirs = await openPage(gw);
     await refusedAndNothingRecorded(
       gw,
-      await post(gw, '/apigateway/consent', theirs.cookie, { interaction: mine.form.interaction, csrf: mine.form.csrf, decision: 'allow' }),
+      await post(gw, '/apigateway/consent', theirs.cookie, {
+        interaction: mine.form.interaction,
+        csrf: mine.form.csrf,
+        decision: 'allow',
+      }),
     );
     await refusedAndNothingRecorded(
       gw,
-      await post(gw, '/apigateway/consent', theirs.cookie, { interaction: theirs.form.interaction, csrf: mine.form.csrf, decision: 'allow' }),
+      await post(gw, '/apigateway/consent', theirs.cookie, {
+        interaction: theirs.form.interaction,
+        csrf: mine.form.csrf,
+        decision: 'allow',
+      }),
     );
   });
 
@@ -299,7 +361,11 @@ describe('the form is bound to the session by a CSRF token', () => {
     const { form } = await openPage(gw);
     await refusedAndNothingRecorded(
       gw,
-      await post(gw, '/apigateway/consent', 'netauth.sid=s%3Aforged.signature', { interaction: form.interaction, csrf: form.csrf, decision: 'allow' }),
+      await post(gw, '/apigateway/consent', 'netauth.sid=s%3Aforged.signature', {
+        interaction: form.interaction,
+        csrf: form.csrf,
+        decision: 'allow',
+      }),
     );
   });
 
@@ -307,7 +373,10 @@ describe('the form is bound to the session by a CSRF token', () => {
     const gw = createTestGateway();
     const { cookie, form } = await openPage(gw);
     const body = { interaction: form.interaction, csrf: form.csrf, decision: 'allow' };
-    const [a, b] = await Promise.all([post(gw, '/apigateway/consent', cookie, body), post(gw, '/apigateway/consent', cookie, body)]);
+    const [a, b] = await Promise.all([
+      post(gw, '/apigateway/consent', cookie, body),
+      post(gw, '/apigateway/consent', cookie, body),
+    ]);
     expect([a.status, b.status].sort()).toEqual([303, 403]);
     const again = await post(gw, '/apigateway/consent', cookie, body);
     expect(again.status).toBe(403);
@@ -316,7 +385,11 @@ describe('the form is bound to the session by a CSRF token', () => {
   it('a decision other than allow or deny: 400 page, nothing recorded', async () => {
     const gw = createTestGateway();
     const { cookie, form } = await openPage(gw);
-    const res = await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision: 'maybe' });
+    const res = await post(gw, '/apigateway/consent', cookie, {
+      interaction: form.interaction,
+      csrf: form.csrf,
+      decision: 'maybe',
+    });
     expect(res.status).toBe(400);
     expect(res.headers.location).toBeUndefined();
     expect(await gw.netauth.consent.lookup(ALICE)).toEqual([]);
@@ -361,9 +434,18 @@ describe('the pending request expires', () => {
     const gw = createTestGateway();
     const { cookie, form } = await openPage(gw);
     gw.clock.advance(601);
-    const res = await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    const res = await post(gw, '/apigateway/consent', cookie, {
+      interaction: form.interaction,
+      csrf: form.csrf,
+      decision: 'allow',
+    });
     expect(res.status).toBe(303);
-    expect(callback(res)).toMatchObject({ error: 'access_denied', error_description: 'the consent request expired', state: 'state-123', iss: ISSUER });
+    expect(callback(res)).toMatchObject({
+      error: 'access_denied',
+      error_description: 'the consent request expired',
+      state: 'state-123',
+      iss: ISSUER,
+    });
     expect(await gw.netauth.consent.lookup(ALICE)).toEqual([]);
   });
 
@@ -371,7 +453,9 @@ describe('the pending request expires', () => {
     const gw = createTestGateway({ lifetimes: { interaction: 30 } });
     const start = await authorize(gw.app, { scope: LOCATION });
     gw.clock.advance(31);
-    const page = await request(gw.app).get(localPath(location(start))).set('Cookie', cookies(start));
+    const page = await request(gw.app)
+      .get(localPath(location(start)))
+      .set('Cookie', cookies(start));
     expect(page.status).toBe(302);
     expect(callback(page).error).toBe('access_denied');
   });
@@ -380,7 +464,11 @@ describe('the pending request expires', () => {
     const gw = createTestGateway();
     const { cookie, form } = await openPage(gw);
     gw.clock.advance(599);
-    const res = await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    const res = await post(gw, '/apigateway/consent', cookie, {
+      interaction: form.interaction,
+      csrf: form.csrf,
+      decision: 'allow',
+    });
     expect(callback(res).code).toBeDefined();
   });
 
@@ -388,7 +476,11 @@ describe('the pending request expires', () => {
     const gw = createTestGateway();
     const { cookie, form } = await openPage(gw);
     gw.clock.advance(3600);
-    const res = await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    const res = await post(gw, '/apigateway/consent', cookie, {
+      interaction: form.interaction,
+      csrf: form.csrf,
+      decision: 'allow',
+    });
     expect(res.status).toBe(403);
   });
 });
@@ -412,7 +504,10 @@ describe('sessions live in the package store (kind "session")', () => {
   it('a session signed with a shared secret is read by another instance over the same store', async () => {
     const store = new MemoryStore({ sweepInterval: 0 });
     const a = createTestGateway({ store, consentPage: { cookieSecret: 'shared-secret-of-the-fleet' } });
-    const b = createTestGateway({ store, consentPage: { cookieSecret: ['next-secret-of-the-fleet', 'shared-secret-of-the-fleet'] } });
+    const b = createTestGateway({
+      store,
+      consentPage: { cookieSecret: ['next-secret-of-the-fleet', 'shared-secret-of-the-fleet'] },
+    });
     const start = await authorize(a.app, { scope: LOCATION });
     const answer = await answerConsent(b, start, 'allow');
     expect(callback(answer).code).toBeDefined();
@@ -454,16 +549,18 @@ describe('theming', () => {
     expect((await openPage(inline)).page.headers['content-security-policy']).toContain('img-src data:');
   });
 
-  it('the policy\'s plain-words description of each scope is shown, instead of the scope value', async () => {
+  it("the policy's plain-words description of each scope is shown, instead of the scope value", async () => {
     const gw = createTestGateway({
-      consentPolicy: POLICY.map((r) => (r.scope === 'device-location' ? { ...r, description: 'see where your phone is, roughly' } : r)),
+      consentPolicy: POLICY.map((r) =>
+        r.scope === 'device-location' ? { ...r, description: 'see where your phone is, roughly' } : r,
+      ),
     });
     const { text } = (await openPage(gw)).page;
     expect(text).toContain('<li>see where your phone is, roughly</li>');
     expect(text).not.toContain('device-location');
   });
 
-  it('escapes the client\'s name and every text', async () => {
+  it("escapes the client's name and every text", async () => {
     const gw = createTestGateway({
       clients: CLIENTS.map((c) => (c.clientId === 'app-1' ? { ...c, name: '<img src=x onerror=alert(1)>"' } : c)),
       consentPage: { operatorName: '</style><script>x</script>' },
@@ -518,39 +615,62 @@ describe("the browser's Back button after the answer", () => {
   it.each([
     ['allow', 'You allowed Fraud Checker to use this information.'],
     ['deny', 'You did not allow Fraud Checker to use this information.'],
-  ] as const)('after %s: the page says what was answered and links back to the application; the form is gone', async (decision, sentence) => {
-    const gw = createTestGateway();
-    const { cookie, pagePath, form } = await openPage(gw);
-    const answer = await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision });
-    expect(answer.status).toBe(303);
+  ] as const)(
+    'after %s: the page says what was answered and links back to the application; the form is gone',
+    async (decision, sentence) => {
+      const gw = createTestGateway();
+      const { cookie, pagePath, form } = await openPage(gw);
+      const answer = await post(gw, '/apigateway/consent', cookie, {
+        interaction: form.interaction,
+        csrf: form.csrf,
+        decision,
+      });
+      expect(answer.status).toBe(303);
 
-    const back = await request(gw.app).get(pagePath).set('Cookie', cookie);
-    expect(back.status).toBe(200);
-    expect(back.headers['cache-control']).toBe('no-store');
-    expect(back.text).toContain(`<h1>${sentence}</h1>`);
-    expect(back.text).toContain('<a href="https://app.example/">Return to Fraud Checker</a>');
-    expect(back.text).not.toContain('<form');
-    // The old form stays answered once: no second decision, nothing recorded twice.
-    const again = await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
-    expect(again.status).toBe(403);
-    expect((await gw.netauth.consent.lookup(ALICE)).map((r) => r.status)).toEqual([decision === 'allow' ? 'granted' : 'denied']);
-  });
+      const back = await request(gw.app).get(pagePath).set('Cookie', cookie);
+      expect(back.status).toBe(200);
+      expect(back.headers['cache-control']).toBe('no-store');
+      expect(back.text).toContain(`<h1>${sentence}</h1>`);
+      expect(back.text).toContain('<a href="https://app.example/">Return to Fraud Checker</a>');
+      expect(back.text).not.toContain('<form');
+      // The old form stays answered once: no second decision, nothing recorded twice.
+      const again = await post(gw, '/apigateway/consent', cookie, {
+        interaction: form.interaction,
+        csrf: form.csrf,
+        decision: 'allow',
+      });
+      expect(again.status).toBe(403);
+      expect((await gw.netauth.consent.lookup(ALICE)).map((r) => r.status)).toEqual([
+        decision === 'allow' ? 'granted' : 'denied',
+      ]);
+    },
+  );
 
   it('a native application (custom-scheme redirect_uri): the answer without a link', async () => {
     const gw = createTestGateway({
       clients: CLIENTS.map((c) => (c.clientId === 'app-1' ? { ...c, redirectUris: ['com.example.app:/cb'] } : c)),
     });
     const { cookie, pagePath, form } = await openPage(gw, { redirect_uri: 'com.example.app:/cb' });
-    await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    await post(gw, '/apigateway/consent', cookie, {
+      interaction: form.interaction,
+      csrf: form.csrf,
+      decision: 'allow',
+    });
     const back = await request(gw.app).get(pagePath).set('Cookie', cookie);
     expect(back.text).toContain('You allowed Fraud Checker');
     expect(back.text).not.toContain('<a href');
   });
 
-  it('the texts are the operator\'s, escaped', async () => {
-    const gw = createTestGateway({ consentPage: { texts: { answeredAllow: 'Hecho: {client} <ok>', returnLink: 'Volver a {client}' } } });
+  it("the texts are the operator's, escaped", async () => {
+    const gw = createTestGateway({
+      consentPage: { texts: { answeredAllow: 'Hecho: {client} <ok>', returnLink: 'Volver a {client}' } },
+    });
     const { cookie, pagePath, form } = await openPage(gw);
-    await post(gw, '/apigateway/consent', cookie, { interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    await post(gw, '/apigateway/consent', cookie, {
+      interaction: form.interaction,
+      csrf: form.csrf,
+      decision: 'allow',
+    });
     const back = await request(gw.app).get(pagePath).set('Cookie', cookie);
     expect(back.text).toContain('Hecho: Fraud Checker &#60;ok&#62;');
     expect(back.text).toContain('Volver a Fraud Checker');

@@ -10,7 +10,11 @@ import { KEY_A } from '../../helpers/keys.js';
 const SALT = 'test-salt';
 
 async function tokenFor(app: Express, scope = SIM_SWAP, authorization = APP1): Promise<string> {
-  const res = await pollToken(app, await startBackchannel(app, 'tel:+34600000001', scope, authorization), authorization);
+  const res = await pollToken(
+    app,
+    await startBackchannel(app, 'tel:+34600000001', scope, authorization),
+    authorization,
+  );
   if (res.status !== 200) throw new Error(`token failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.access_token as string;
 }
@@ -27,10 +31,13 @@ function revoke(app: Express, body: Record<string, string>, authorization: strin
   return req.type('form').send(body);
 }
 
-const call = (app: Express, token: string) => request(app).post('/sim-swap/check').set('Authorization', `Bearer ${token}`);
+const call = (app: Express, token: string) =>
+  request(app).post('/sim-swap/check').set('Authorization', `Bearer ${token}`);
 
 const pairwise = (clientId: string, subscriberId: string) =>
-  createHash('sha256').update(clientId + subscriberId + SALT).digest('base64url');
+  createHash('sha256')
+    .update(clientId + subscriberId + SALT)
+    .digest('base64url');
 
 const FORMATS: Array<[string, Partial<NetAuthOptions>]> = [
   ['opaque', { pairwiseSalt: SALT }],
@@ -102,7 +109,11 @@ describe.each(FORMATS)('token introspection (RFC 7662), %s access tokens', (_for
     const res = await introspect(app, {});
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: 'invalid_request', error_description: 'token is required' });
-    const twice = await request(app).post('/apigateway/introspect').set('Authorization', APP1).type('form').send('token=a&token=b');
+    const twice = await request(app)
+      .post('/apigateway/introspect')
+      .set('Authorization', APP1)
+      .type('form')
+      .send('token=a&token=b');
     expect(twice.status).toBe(400);
     expect(twice.body.error).toBe('invalid_request');
   });
@@ -162,12 +173,15 @@ describe.each(FORMATS)('token revocation (RFC 7009), %s access tokens', (_format
     expect((await revoke(app, { token })).status).toBe(200);
   });
 
-  it('another client\'s token: 400 invalid_request, and the token stays valid', async () => {
+  it("another client's token: 400 invalid_request, and the token stays valid", async () => {
     const { app } = createTestGateway(options);
     const token = await tokenFor(app);
     const res = await revoke(app, { token }, APP2);
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: 'invalid_request', error_description: 'the token was not issued to this client' });
+    expect(res.body).toEqual({
+      error: 'invalid_request',
+      error_description: 'the token was not issued to this client',
+    });
     expect((await call(app, token)).status).toBe(200);
     expect((await introspect(app, { token })).body.active).toBe(true);
   });

@@ -28,10 +28,19 @@ describe('signing keys', () => {
 
     const jwks = await request(app).get('/apigateway/jwks');
     expect(jwks.body.keys).toHaveLength(1);
-    expect(jwks.body.keys[0]).toMatchObject({ kty: 'RSA', alg: 'RS256', use: 'sig', kid: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    expect(jwks.body.keys[0]).toMatchObject({
+      kty: 'RSA',
+      alg: 'RS256',
+      use: 'sig',
+      kid: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+    });
     expect(jwks.body.keys[0]).not.toHaveProperty('d');
     const res = await pollToken(app, await startBackchannel(app, 'tel:+34600000001', `openid ${SIM_SWAP}`));
-    await jwtVerify(res.body.id_token as string, createLocalJWKSet(jwks.body), { issuer: ISSUER, audience: 'app-1', currentDate: new Date(clock.now) });
+    await jwtVerify(res.body.id_token as string, createLocalJWKSet(jwks.body), {
+      issuer: ISSUER,
+      audience: 'app-1',
+      currentDate: new Date(clock.now),
+    });
   });
 
   it('nothing signed and no keys given: no key generated, an empty /jwks, openid not offered', async () => {
@@ -53,7 +62,10 @@ describe('signing keys', () => {
     // Said when the gateway is created, before any token or introspection, and once per process.
     expect(stderr.filter((line) => line.includes('no pairwiseSalt configured'))).toHaveLength(1);
     const sub = async () =>
-      decodeJwt((await pollToken(app, await startBackchannel(app, 'tel:+34600000001', `openid ${SIM_SWAP}`))).body.id_token as string).sub;
+      decodeJwt(
+        (await pollToken(app, await startBackchannel(app, 'tel:+34600000001', `openid ${SIM_SWAP}`))).body
+          .id_token as string,
+      ).sub;
     const first = await sub();
     expect(await sub()).toBe(first);
     expect(stderr.filter((line) => line.includes('no pairwiseSalt configured'))).toHaveLength(1);
@@ -63,7 +75,10 @@ describe('signing keys', () => {
     const { d: _d, ...publicOnly } = KEY_A;
     const cases: Array<[JWK[], RegExp]> = [
       [[publicOnly], /private JWK is needed/],
-      [[{ kty: 'oct', k: 'c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0', d: 'x' } as JWK], /symmetric keys cannot be published/],
+      [
+        [{ kty: 'oct', k: 'c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0', d: 'x' } as JWK],
+        /symmetric keys cannot be published/,
+      ],
       [[KEY_A, { ...KEY_B, kid: 'key-a' }], /same kid/],
       [[{ ...KEY_A, alg: 'ES256' }], /alg ES256 does not fit/],
       [[{ ...KEY_A, use: 'enc' }], /use must be "sig"/],

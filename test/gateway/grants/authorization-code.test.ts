@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { basic, createTestGateway } from '../../helpers/gateway.js';
-import { APP1_AUTH, CALLBACK, CLIENTS_WITH_PKCE, SIM_SWAP, callApi, codeFor, pkcePair, redeem } from '../../helpers/frontend.js';
+import {
+  APP1_AUTH,
+  CALLBACK,
+  CLIENTS_WITH_PKCE,
+  SIM_SWAP,
+  callApi,
+  codeFor,
+  pkcePair,
+  redeem,
+} from '../../helpers/frontend.js';
 
 /** docs/protocol.md, "Token endpoint: POST /token", authorization code. */
 
@@ -23,10 +32,19 @@ describe('authorization_code grant', () => {
     expect(res.status).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.headers.pragma).toBe('no-cache');
-    expect(res.body).toEqual({ access_token: expect.stringMatching(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/), token_type: 'Bearer', expires_in: 3600, scope: SIM_SWAP });
+    expect(res.body).toEqual({
+      access_token: expect.stringMatching(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/),
+      token_type: 'Bearer',
+      expires_in: 3600,
+      scope: SIM_SWAP,
+    });
     const api = await callApi(gw.app, res.body.access_token as string);
     expect(api.status).toBe(200);
-    expect(api.body).toMatchObject({ subscriber: 'sub-alice', clientId: 'app-1', purpose: 'FraudPreventionAndDetection' });
+    expect(api.body).toMatchObject({
+      subscriber: 'sub-alice',
+      clientId: 'app-1',
+      purpose: 'FraudPreventionAndDetection',
+    });
   });
 
   it('works with client_secret_basic exactly as openid-client encodes it (see interop.test.ts too)', async () => {
@@ -65,13 +83,18 @@ describe('authorization_code grant', () => {
   it('redirect_uri not identical: invalid_grant, and the code is not burnt', async () => {
     const gw = createTestGateway();
     const code = await codeFor(gw);
-    for (const redirect_uri of [`${CALLBACK}/`, 'https://app.example/Callback', `${CALLBACK}?x=1`, 'https://two.example/cb']) {
+    for (const redirect_uri of [
+      `${CALLBACK}/`,
+      'https://app.example/Callback',
+      `${CALLBACK}?x=1`,
+      'https://two.example/cb',
+    ]) {
       expectInvalidGrant(await redeem(gw.app, { code, redirect_uri }));
     }
     expect((await redeem(gw.app, { code, redirect_uri: CALLBACK })).status).toBe(200);
   });
 
-  it('another client\'s code: invalid_grant, and the code is not burnt', async () => {
+  it("another client's code: invalid_grant, and the code is not burnt", async () => {
     const gw = createTestGateway();
     const code = await codeFor(gw);
     expectInvalidGrant(await redeem(gw.app, { code, redirect_uri: CALLBACK }, CODE_ONLY));
@@ -142,7 +165,9 @@ describe('single use', () => {
   it('50 parallel redemptions of one code: exactly one token', async () => {
     const gw = createTestGateway();
     const code = await codeFor(gw);
-    const results = await Promise.all(Array.from({ length: 50 }, () => redeem(gw.app, { code, redirect_uri: CALLBACK })));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => redeem(gw.app, { code, redirect_uri: CALLBACK })),
+    );
     const ok = results.filter((r) => r.status === 200);
     expect(ok).toHaveLength(1);
     const refused = results.filter((r) => r.status === 400);
@@ -175,8 +200,15 @@ describe('PKCE (S256)', () => {
 
   it('the RFC 7636 Appendix B example', async () => {
     const gw = createTestGateway();
-    const code = await codeFor(gw, { code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: S256 });
-    const res = await redeem(gw.app, { code, redirect_uri: CALLBACK, code_verifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk' });
+    const code = await codeFor(gw, {
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: S256,
+    });
+    const res = await redeem(gw.app, {
+      code,
+      redirect_uri: CALLBACK,
+      code_verifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
+    });
     expect(res.status).toBe(200);
   });
 
@@ -203,9 +235,17 @@ describe('PKCE (S256)', () => {
   it('a client that requires PKCE gets its code only with a challenge, and its token only with the verifier', async () => {
     const gw = createTestGateway({ clients: CLIENTS_WITH_PKCE });
     const { verifier, challenge } = pkcePair();
-    const code = await codeFor(gw, { client_id: 'pkce-app', redirect_uri: 'https://pkce.example/cb', code_challenge: challenge, code_challenge_method: S256 });
+    const code = await codeFor(gw, {
+      client_id: 'pkce-app',
+      redirect_uri: 'https://pkce.example/cb',
+      code_challenge: challenge,
+      code_challenge_method: S256,
+    });
     expectInvalidGrant(await redeem(gw.app, { code, redirect_uri: 'https://pkce.example/cb' }, PKCE_APP));
-    expect((await redeem(gw.app, { code, redirect_uri: 'https://pkce.example/cb', code_verifier: verifier }, PKCE_APP)).status).toBe(200);
+    expect(
+      (await redeem(gw.app, { code, redirect_uri: 'https://pkce.example/cb', code_verifier: verifier }, PKCE_APP))
+        .status,
+    ).toBe(200);
   });
 
   it('discovery advertises S256 only, and the iss parameter', async () => {

@@ -49,7 +49,9 @@ describe('token endpoint, CIBA grant', () => {
     const { app, netauth } = createTestGateway();
     await netauth.consent.grant({ clientId: 'app-2', login_hint: ALICE, scope: LOCATION });
     await netauth.consent.grant({ clientId: 'app-1', login_hint: 'tel:+34600000002', scope: LOCATION });
-    expect((await pollToken(app, await startBackchannel(app, ALICE, LOCATION))).body.error).toBe('authorization_pending');
+    expect((await pollToken(app, await startBackchannel(app, ALICE, LOCATION))).body.error).toBe(
+      'authorization_pending',
+    );
   });
 
   it('refused: access_denied (400)', async () => {
@@ -129,7 +131,11 @@ describe('token endpoint, CIBA grant', () => {
   it('an unknown auth_req_id: invalid_grant; a missing one: invalid_request', async () => {
     const { app } = createTestGateway();
     expect((await pollToken(app, 'no-such-request')).body.error).toBe('invalid_grant');
-    const missing = await request(app).post('/apigateway/token').set('Authorization', APP1).type('form').send({ grant_type: CIBA });
+    const missing = await request(app)
+      .post('/apigateway/token')
+      .set('Authorization', APP1)
+      .type('form')
+      .send({ grant_type: CIBA });
     expect(missing.status).toBe(400);
     expect(missing.body.error).toBe('invalid_request');
   });
@@ -148,12 +154,19 @@ describe('token endpoint, CIBA grant', () => {
 
   it('grant_type: missing → invalid_request, unknown → unsupported_grant_type, not registered → unauthorized_client', async () => {
     const { app } = createTestGateway();
-    const send = (body: Record<string, string>, auth = APP1) => request(app).post('/apigateway/token').set('Authorization', auth).type('form').send(body);
+    const send = (body: Record<string, string>, auth = APP1) =>
+      request(app).post('/apigateway/token').set('Authorization', auth).type('form').send(body);
     expect((await send({ auth_req_id: 'x' })).body.error).toBe('invalid_request');
-    expect((await send({ grant_type: 'password', username: 'a', password: 'b' })).body.error).toBe('unsupported_grant_type');
-    expect((await send({ grant_type: 'urn:ietf:params:oauth:grant-type:saml2-bearer' })).body.error).toBe('unsupported_grant_type');
+    expect((await send({ grant_type: 'password', username: 'a', password: 'b' })).body.error).toBe(
+      'unsupported_grant_type',
+    );
+    expect((await send({ grant_type: 'urn:ietf:params:oauth:grant-type:saml2-bearer' })).body.error).toBe(
+      'unsupported_grant_type',
+    );
     // A grant this gateway has, but the client is not registered for.
-    expect((await send({ grant_type: 'client_credentials', scope: 'dpv:FraudPreventionAndDetection sim-swap' })).body.error).toBe('unauthorized_client');
+    expect(
+      (await send({ grant_type: 'client_credentials', scope: 'dpv:FraudPreventionAndDetection sim-swap' })).body.error,
+    ).toBe('unauthorized_client');
     const notRegistered = await send({ grant_type: CIBA, auth_req_id: 'x' }, basic('code-only', 'code-secret'));
     expect(notRegistered.status).toBe(400);
     expect(notRegistered.body.error).toBe('unauthorized_client');
@@ -188,7 +201,13 @@ describe('backchannel hooks', () => {
     });
     const id = await startBackchannel(app, ALICE, SIM_SWAP);
     await vi.waitFor(() => expect(seen).toHaveLength(1));
-    expect(seen[0]).toMatchObject({ auth_req_id: id, clientId: 'app-1', clientName: 'Fraud Checker', purpose: 'FraudPreventionAndDetection', scopes: ['sim-swap'] });
+    expect(seen[0]).toMatchObject({
+      auth_req_id: id,
+      clientId: 'app-1',
+      clientName: 'Fraud Checker',
+      purpose: 'FraudPreventionAndDetection',
+      scopes: ['sim-swap'],
+    });
     expect(seen[0]!.subscriber).toEqual({ id: 'sub-alice', phoneNumber: '+34600000001' });
     expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
     decide('approve');

@@ -27,7 +27,11 @@ import { pollToken, startBackchannel } from '../../helpers/requests.js';
  */
 
 const ask = (app: express.Express, scope: string | undefined, auth = SERVICE_AUTH) =>
-  tokenRequest(app, scope === undefined ? { grant_type: 'client_credentials' } : { grant_type: 'client_credentials', scope }, auth);
+  tokenRequest(
+    app,
+    scope === undefined ? { grant_type: 'client_credentials' } : { grant_type: 'client_credentials', scope },
+    auth,
+  );
 
 describe.each(['opaque', 'jwt'] as const)('client_credentials grant (%s access tokens)', (format) => {
   const gateway = () => createGrantsGateway({ accessTokenFormat: format });
@@ -42,11 +46,24 @@ describe.each(['opaque', 'jwt'] as const)('client_credentials grant (%s access t
     // openid and offline_access cannot be honoured without a subscriber: left out of the granted scope.
     expect(res.body).toMatchObject({ token_type: 'Bearer', expires_in: 3600, scope: POPULATION });
     expect(events.of('token.issued')).toEqual([
-      { clientId: 'service-app', purpose: 'RequestedServiceProvision', scopes: ['population-density'], grantType: 'client_credentials', format, idToken: false, refreshToken: false, singleUse: false },
+      {
+        clientId: 'service-app',
+        purpose: 'RequestedServiceProvision',
+        scopes: ['population-density'],
+        grantType: 'client_credentials',
+        format,
+        idToken: false,
+        refreshToken: false,
+        singleUse: false,
+      },
     ]);
     if (format === 'jwt') {
       // RFC 9068 §2.2: with no resource owner, sub names the client.
-      expect(decodeJwt(res.body.access_token as string)).toMatchObject({ sub: 'service-app', client_id: 'service-app', two_legged: true });
+      expect(decodeJwt(res.body.access_token as string)).toMatchObject({
+        sub: 'service-app',
+        client_id: 'service-app',
+        two_legged: true,
+      });
     }
   });
 
@@ -100,16 +117,32 @@ describe.each(['opaque', 'jwt'] as const)('client_credentials grant (%s access t
   it('introspection: active, no sub; revocation works', async () => {
     const gw = gateway();
     const token = (await ask(gw.app, POPULATION)).body.access_token as string;
-    const introspected = await request(gw.app).post('/apigateway/introspect').set('Authorization', SERVICE_AUTH).type('form').send({ token });
-    expect(introspected.body).toMatchObject({ active: true, client_id: 'service-app', scope: POPULATION, token_type: 'Bearer', purpose: 'RequestedServiceProvision' });
+    const introspected = await request(gw.app)
+      .post('/apigateway/introspect')
+      .set('Authorization', SERVICE_AUTH)
+      .type('form')
+      .send({ token });
+    expect(introspected.body).toMatchObject({
+      active: true,
+      client_id: 'service-app',
+      scope: POPULATION,
+      token_type: 'Bearer',
+      purpose: 'RequestedServiceProvision',
+    });
     expect(introspected.body).not.toHaveProperty('sub');
-    expect((await request(gw.app).post('/apigateway/revoke').set('Authorization', SERVICE_AUTH).type('form').send({ token })).status).toBe(200);
+    expect(
+      (await request(gw.app).post('/apigateway/revoke').set('Authorization', SERVICE_AUTH).type('form').send({ token }))
+        .status,
+    ).toBe(200);
     expect((await callService(gw.app, token, '/population')).status).toBe(401);
   });
 
   it.each([
     ['a scope that processes personal data', SIM_SWAP],
-    ['one personal-data scope among others', 'dpv:RequestedServiceProvision population-density dpv:RequestedServiceProvision#sim-swap'],
+    [
+      'one personal-data scope among others',
+      'dpv:RequestedServiceProvision population-density dpv:RequestedServiceProvision#sim-swap',
+    ],
     ['a scope whose rule is forbidden', 'dpv:Marketing#population-density'],
   ])('%s: invalid_scope', async (_name, scope) => {
     const gw = gateway();
@@ -141,9 +174,15 @@ describe('interop: openid-client v6 clientCredentialsGrant', () => {
     const server = await listen(host);
     host.use(createGrantsGateway({ issuer: `${server.url}/apigateway`, now: Date.now }).app);
     close = server.close;
-    config = await client.discovery(new URL(`${server.url}/apigateway`), 'service-app', undefined, client.ClientSecretBasic('service-secret'), {
-      execute: [client.allowInsecureRequests],
-    });
+    config = await client.discovery(
+      new URL(`${server.url}/apigateway`),
+      'service-app',
+      undefined,
+      client.ClientSecretBasic('service-secret'),
+      {
+        execute: [client.allowInsecureRequests],
+      },
+    );
   });
   afterAll(() => close());
 
@@ -152,7 +191,9 @@ describe('interop: openid-client v6 clientCredentialsGrant', () => {
     const tokens = await client.clientCredentialsGrant(config, { scope: POPULATION });
     expect(tokens.scope).toBe(POPULATION);
     expect(tokens.refresh_token).toBeUndefined();
-    const api = await fetch(new URL('/population', config.serverMetadata().issuer), { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    const api = await fetch(new URL('/population', config.serverMetadata().issuer), {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
     expect(api.status).toBe(200);
     const refused = await client.clientCredentialsGrant(config, { scope: SIM_SWAP }).catch((e: unknown) => e);
     expect((refused as client.ResponseBodyError).error).toBe('invalid_scope');
@@ -161,24 +202,62 @@ describe('interop: openid-client v6 clientCredentialsGrant', () => {
 
 describe('start-up checks of the new rule fields and grant registrations', () => {
   const options = { issuer: ISSUER, subscribers: SUBSCRIBERS };
-  const start = (clients: unknown[], consentPolicy: unknown[] = GRANTS_POLICY, lifetimes = {}) =>
-    () => createNetAuth({ ...options, clients: clients as never, consentPolicy: consentPolicy as never, lifetimes });
+  const start =
+    (clients: unknown[], consentPolicy: unknown[] = GRANTS_POLICY, lifetimes = {}) =>
+    () =>
+      createNetAuth({ ...options, clients: clients as never, consentPolicy: consentPolicy as never, lifetimes });
 
   it.each([
-    ['personalData: false with basis consent', [{ purpose: 'A', scope: 'b', basis: 'consent', personalData: false }], /personalData: false with basis 'consent'/],
-    ['personalData not a boolean', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', personalData: 'no' }], /personalData must be true or false/],
-    ['accessTokenLifetime longer than lifetimes.accessToken', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', accessTokenLifetime: 7200 }], /accessTokenLifetime .* it can only shorten tokens/],
-    ['accessTokenLifetime not whole', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', accessTokenLifetime: 1.5 }], /accessTokenLifetime/],
-    ['singleUseAccessToken not a boolean', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', singleUseAccessToken: 1 }], /singleUseAccessToken must be true or false/],
-    ['a misspelt field', [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', personaldata: false }], /personalData/],
+    [
+      'personalData: false with basis consent',
+      [{ purpose: 'A', scope: 'b', basis: 'consent', personalData: false }],
+      /personalData: false with basis 'consent'/,
+    ],
+    [
+      'personalData not a boolean',
+      [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', personalData: 'no' }],
+      /personalData must be true or false/,
+    ],
+    [
+      'accessTokenLifetime longer than lifetimes.accessToken',
+      [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', accessTokenLifetime: 7200 }],
+      /accessTokenLifetime .* it can only shorten tokens/,
+    ],
+    [
+      'accessTokenLifetime not whole',
+      [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', accessTokenLifetime: 1.5 }],
+      /accessTokenLifetime/,
+    ],
+    [
+      'singleUseAccessToken not a boolean',
+      [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', singleUseAccessToken: 1 }],
+      /singleUseAccessToken must be true or false/,
+    ],
+    [
+      'a misspelt field',
+      [{ purpose: 'A', scope: 'b', basis: 'legitimate-interest', personaldata: false }],
+      /personalData/,
+    ],
   ])('a policy rule with %s', (_name, policy, message) => {
     expect(start(CLIENTS, policy)).toThrow(message);
   });
 
   it.each([
-    ['an unknown grant type', { ...SERVICE_CLIENT, grantTypes: ['password'] }, /grantTypes: "password" is not a grant type of this gateway; use authorization_code or .* or urn:ietf:params:oauth:grant-type:jwt-bearer/],
-    ['refresh_token without a grant to come from', { ...SERVICE_CLIENT, grantTypes: ['client_credentials', 'refresh_token'] }, /refresh tokens come only from the authorization_code and CIBA grants/],
-    ['the JWT bearer grant without keys', { ...SERVICE_CLIENT, grantTypes: ['urn:ietf:params:oauth:grant-type:jwt-bearer'] }, /JWT bearer grant verifies assertions with the client's public keys: give jwks or jwksUri/],
+    [
+      'an unknown grant type',
+      { ...SERVICE_CLIENT, grantTypes: ['password'] },
+      /grantTypes: "password" is not a grant type of this gateway; use authorization_code or .* or urn:ietf:params:oauth:grant-type:jwt-bearer/,
+    ],
+    [
+      'refresh_token without a grant to come from',
+      { ...SERVICE_CLIENT, grantTypes: ['client_credentials', 'refresh_token'] },
+      /refresh tokens come only from the authorization_code and CIBA grants/,
+    ],
+    [
+      'the JWT bearer grant without keys',
+      { ...SERVICE_CLIENT, grantTypes: ['urn:ietf:params:oauth:grant-type:jwt-bearer'] },
+      /JWT bearer grant verifies assertions with the client's public keys: give jwks or jwksUri/,
+    ],
   ])('a client with %s', (_name, registration, message) => {
     expect(start([registration])).toThrow(message);
   });

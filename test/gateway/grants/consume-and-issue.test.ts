@@ -3,7 +3,15 @@ import request from 'supertest';
 import { createTestGateway, LOCATION, SIM_SWAP } from '../../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { CALLBACK, callApi, codeFor, redeem } from '../../helpers/frontend.js';
-import { MemoryStore, StoreUnavailableError, type JsonObject, type PutOptions, type RecordKind, type RecordWrite, type StoredRecord } from '../../../lib/index.js';
+import {
+  MemoryStore,
+  StoreUnavailableError,
+  type JsonObject,
+  type PutOptions,
+  type RecordKind,
+  type RecordWrite,
+  type StoredRecord,
+} from '../../../lib/index.js';
 
 /**
  * Consuming an approved auth_req_id (or a code) and storing the token issued for it are one atomic step (the
@@ -33,11 +41,17 @@ class FlakyStore extends MemoryStore {
   }
 
   override async consume(kind: RecordKind, id: string, writes: readonly RecordWrite[] = []): Promise<boolean> {
-    this.fail('token write', writes.some((w) => w.kind === 'access_token'));
+    this.fail(
+      'token write',
+      writes.some((w) => w.kind === 'access_token'),
+    );
     return super.consume(kind, id, writes);
   }
 
-  override async get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined> {
+  override async get<T extends JsonObject = JsonObject>(
+    kind: RecordKind,
+    id: string,
+  ): Promise<StoredRecord<T> | undefined> {
     this.fail('revocation read', kind === 'revoked');
     return super.get<T>(kind, id);
   }
@@ -70,7 +84,13 @@ describe('consuming a request and storing its token are one step', () => {
     expect((await pollToken(app, id)).status).toBe(503);
     const retried = await pollToken(app, id);
     expect(retried.status).toBe(200);
-    expect((await request(app).get('/location').set('Authorization', `Bearer ${retried.body.access_token as string}`)).status).toBe(200);
+    expect(
+      (
+        await request(app)
+          .get('/location')
+          .set('Authorization', `Bearer ${retried.body.access_token as string}`)
+      ).status,
+    ).toBe(200);
   });
 
   it('code: a failure storing the token is a 503 that leaves the code redeemable, once', async () => {

@@ -5,7 +5,15 @@ import { CALLBACK, codeFor, redeem } from '../../helpers/frontend.js';
 import { KEY_A } from '../../helpers/keys.js';
 import { RedisServer, redisServerMissing, requireRedisServer, skipRedisTests } from '../../helpers/redis-server.js';
 import { RedisCluster } from '../../helpers/redis-cluster.js';
-import { OFFLINE_AUTH, bearerAssertion, callService, createGrantsGateway, refresh, tokenRequest, JWT_BEARER } from '../../helpers/grants.js';
+import {
+  OFFLINE_AUTH,
+  bearerAssertion,
+  callService,
+  createGrantsGateway,
+  refresh,
+  tokenRequest,
+  JWT_BEARER,
+} from '../../helpers/grants.js';
 import type { TestGateway } from '../../helpers/gateway.js';
 
 const skip = skipRedisTests('the Redis tests of refresh tokens and single-use tokens');
@@ -15,80 +23,114 @@ const skip = skipRedisTests('the Redis tests of refresh tokens and single-use to
  * test/guard/single-use.test.ts): two gateways share one Redis, as in production, on a single server and on a
  * Redis Cluster of three masters (where the new tokens must land on the shard of the refresh token they replace).
  */
-describe.skipIf(skip)(`refresh and single-use tokens on Redis${skip ? ` (skipped: ${redisServerMissing()})` : ''}`, () => {
-  let server: RedisServer;
-  let cluster: RedisCluster;
-  const stores: RedisStore[] = [];
+describe.skipIf(skip)(
+  `refresh and single-use tokens on Redis${skip ? ` (skipped: ${redisServerMissing()})` : ''}`,
+  () => {
+    let server: RedisServer;
+    let cluster: RedisCluster;
+    const stores: RedisStore[] = [];
 
-  beforeAll(async () => {
-    requireRedisServer();
-    [server, cluster] = await Promise.all([RedisServer.start(), RedisCluster.start({ masters: 3 })]);
-  }, 60_000);
+    beforeAll(async () => {
+      requireRedisServer();
+      [server, cluster] = await Promise.all([RedisServer.start(), RedisCluster.start({ masters: 3 })]);
+    }, 60_000);
 
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    await server?.destroy();
-    await cluster?.destroy();
-  });
-
-  /** Two gateways on one Redis, with the same signing key (JWT access tokens verify on both). */
-  async function pair(where: 'server' | 'cluster', format: 'opaque' | 'jwt'): Promise<[TestGateway, TestGateway]> {
-    const prefix = `netauth-test-${randomUUID().slice(0, 8)}:`;
-    const gateways = await Promise.all(
-      [0, 1].map(async () => {
-        const store = new RedisStore({ url: where === 'server' ? server.url : cluster.nodes[0]!.url, prefix });
-        await store.open();
-        stores.push(store);
-        return createGrantsGateway({ store, rateLimits: false, accessTokenFormat: format, signingKeys: [KEY_A] });
-      }),
-    );
-    return gateways as [TestGateway, TestGateway];
-  }
-
-  describe.each([
-    ['one Redis server', 'server'],
-    ['a Redis Cluster', 'cluster'],
-  ] as const)('%s', (_name, where) => {
-    it.each(['opaque', 'jwt'] as const)('50 parallel refreshes of one token over two gateways (%s): exactly one succeeds, and the reuse revokes the grant', async (format) => {
-      const [a, b] = await pair(where, format);
-      const code = await codeFor(a, { client_id: 'offline-app', scope: 'dpv:FraudPreventionAndDetection#sim-swap offline_access' });
-      const first = (await redeem(a.app, { code, redirect_uri: CALLBACK }, OFFLINE_AUTH)).body as Record<string, string>;
-      expect(first.refresh_token).toBeDefined();
-      const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => refresh((i % 2 ? a : b).app, first.refresh_token!)));
-      const ok = answers.filter((r) => r.status === 200);
-      expect(ok).toHaveLength(1);
-      expect(answers.filter((r) => r.status === 400 && r.body.error === 'invalid_grant')).toHaveLength(49);
-      // Revoked on both instances: for JWT access tokens, the instance that saw the reuse, and the store's list.
-      expect((await refresh(b.app, ok[0]!.body.refresh_token as string)).body.error).toBe('invalid_grant');
-      const guard = format === 'opaque' ? [a, b] : [];
-      for (const gw of guard) expect((await callService(gw.app, ok[0]!.body.access_token as string)).status).toBe(401);
+    afterAll(async () => {
+      for (const store of stores) await store.close();
+      await server?.destroy();
+      await cluster?.destroy();
     });
 
-    it('a rotation then a reuse, on different instances: invalid_grant, and the opaque access tokens are refused on both', async () => {
-      const [a, b] = await pair(where, 'opaque');
-      const code = await codeFor(a, { client_id: 'offline-app', scope: 'dpv:FraudPreventionAndDetection#sim-swap offline_access' });
-      const first = (await redeem(a.app, { code, redirect_uri: CALLBACK }, OFFLINE_AUTH)).body as Record<string, string>;
-      const second = await refresh(b.app, first.refresh_token!);
-      expect(second.status).toBe(200);
-      expect((await callService(a.app, second.body.access_token as string)).status).toBe(200);
-      expect((await refresh(a.app, first.refresh_token!)).body.error).toBe('invalid_grant');
-      for (const gw of [a, b]) {
-        expect((await callService(gw.app, first.access_token!)).status).toBe(401);
-        expect((await callService(gw.app, second.body.access_token as string)).status).toBe(401);
-      }
-    });
+    /** Two gateways on one Redis, with the same signing key (JWT access tokens verify on both). */
+    async function pair(where: 'server' | 'cluster', format: 'opaque' | 'jwt'): Promise<[TestGateway, TestGateway]> {
+      const prefix = `netauth-test-${randomUUID().slice(0, 8)}:`;
+      const gateways = await Promise.all(
+        [0, 1].map(async () => {
+          const store = new RedisStore({ url: where === 'server' ? server.url : cluster.nodes[0]!.url, prefix });
+          await store.open();
+          stores.push(store);
+          return createGrantsGateway({ store, rateLimits: false, accessTokenFormat: format, signingKeys: [KEY_A] });
+        }),
+      );
+      return gateways as [TestGateway, TestGateway];
+    }
 
-    it.each(['opaque', 'jwt'] as const)('a single-use token (%s), 50 parallel calls over two gateways: exactly one 200, then 401', async (format) => {
-      const [a, b] = await pair(where, format);
-      const assertion = await bearerAssertion('tel:+34600000001', 'dpv:FraudPreventionAndDetection number-verification', { now: Math.floor(a.clock.now / 1000) });
-      const issued = await tokenRequest(a.app, { grant_type: JWT_BEARER, assertion });
-      expect(issued.status).toBe(200);
-      expect(issued.body.expires_in).toBe(300);
-      const token = issued.body.access_token as string;
-      const calls = await Promise.all(Array.from({ length: 50 }, (_, i) => callService((i % 2 ? a : b).app, token, '/number-verification/verify')));
-      expect(calls.filter((r) => r.status === 200)).toHaveLength(1);
-      expect(calls.filter((r) => r.status === 401 && String(r.headers['www-authenticate']).includes('invalid_token'))).toHaveLength(49);
-      expect((await callService(b.app, token, '/number-verification/verify')).status).toBe(401);
+    describe.each([
+      ['one Redis server', 'server'],
+      ['a Redis Cluster', 'cluster'],
+    ] as const)('%s', (_name, where) => {
+      it.each(['opaque', 'jwt'] as const)(
+        '50 parallel refreshes of one token over two gateways (%s): exactly one succeeds, and the reuse revokes the grant',
+        async (format) => {
+          const [a, b] = await pair(where, format);
+          const code = await codeFor(a, {
+            client_id: 'offline-app',
+            scope: 'dpv:FraudPreventionAndDetection#sim-swap offline_access',
+          });
+          const first = (await redeem(a.app, { code, redirect_uri: CALLBACK }, OFFLINE_AUTH)).body as Record<
+            string,
+            string
+          >;
+          expect(first.refresh_token).toBeDefined();
+          const answers = await Promise.all(
+            Array.from({ length: 50 }, (_, i) => refresh((i % 2 ? a : b).app, first.refresh_token!)),
+          );
+          const ok = answers.filter((r) => r.status === 200);
+          expect(ok).toHaveLength(1);
+          expect(answers.filter((r) => r.status === 400 && r.body.error === 'invalid_grant')).toHaveLength(49);
+          // Revoked on both instances: for JWT access tokens, the instance that saw the reuse, and the store's list.
+          expect((await refresh(b.app, ok[0]!.body.refresh_token as string)).body.error).toBe('invalid_grant');
+          const guard = format === 'opaque' ? [a, b] : [];
+          for (const gw of guard)
+            expect((await callService(gw.app, ok[0]!.body.access_token as string)).status).toBe(401);
+        },
+      );
+
+      it('a rotation then a reuse, on different instances: invalid_grant, and the opaque access tokens are refused on both', async () => {
+        const [a, b] = await pair(where, 'opaque');
+        const code = await codeFor(a, {
+          client_id: 'offline-app',
+          scope: 'dpv:FraudPreventionAndDetection#sim-swap offline_access',
+        });
+        const first = (await redeem(a.app, { code, redirect_uri: CALLBACK }, OFFLINE_AUTH)).body as Record<
+          string,
+          string
+        >;
+        const second = await refresh(b.app, first.refresh_token!);
+        expect(second.status).toBe(200);
+        expect((await callService(a.app, second.body.access_token as string)).status).toBe(200);
+        expect((await refresh(a.app, first.refresh_token!)).body.error).toBe('invalid_grant');
+        for (const gw of [a, b]) {
+          expect((await callService(gw.app, first.access_token!)).status).toBe(401);
+          expect((await callService(gw.app, second.body.access_token as string)).status).toBe(401);
+        }
+      });
+
+      it.each(['opaque', 'jwt'] as const)(
+        'a single-use token (%s), 50 parallel calls over two gateways: exactly one 200, then 401',
+        async (format) => {
+          const [a, b] = await pair(where, format);
+          const assertion = await bearerAssertion(
+            'tel:+34600000001',
+            'dpv:FraudPreventionAndDetection number-verification',
+            { now: Math.floor(a.clock.now / 1000) },
+          );
+          const issued = await tokenRequest(a.app, { grant_type: JWT_BEARER, assertion });
+          expect(issued.status).toBe(200);
+          expect(issued.body.expires_in).toBe(300);
+          const token = issued.body.access_token as string;
+          const calls = await Promise.all(
+            Array.from({ length: 50 }, (_, i) =>
+              callService((i % 2 ? a : b).app, token, '/number-verification/verify'),
+            ),
+          );
+          expect(calls.filter((r) => r.status === 200)).toHaveLength(1);
+          expect(
+            calls.filter((r) => r.status === 401 && String(r.headers['www-authenticate']).includes('invalid_token')),
+          ).toHaveLength(49);
+          expect((await callService(b.app, token, '/number-verification/verify')).status).toBe(401);
+        },
+      );
     });
-  });
-});
+  },
+);

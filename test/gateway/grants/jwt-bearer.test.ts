@@ -9,8 +9,22 @@ import { LOCATION } from '../../helpers/frontend.js';
 import { listen } from '../../helpers/listen.js';
 import { recordEvents } from '../../helpers/events.js';
 import { only } from '../../helpers/rate-limits.js';
-import { CAMARA_CLIENT, CAMARA_KEY, FOREIGN_CAMARA_KEY, assertionFields, clientAssertion } from '../../helpers/client-jwts.js';
-import { BEARER_CLIENT, GRANTS_CLIENTS, JWT_BEARER, bearerAssertion, callService, createGrantsGateway, tokenRequest } from '../../helpers/grants.js';
+import {
+  CAMARA_CLIENT,
+  CAMARA_KEY,
+  FOREIGN_CAMARA_KEY,
+  assertionFields,
+  clientAssertion,
+} from '../../helpers/client-jwts.js';
+import {
+  BEARER_CLIENT,
+  GRANTS_CLIENTS,
+  JWT_BEARER,
+  bearerAssertion,
+  callService,
+  createGrantsGateway,
+  tokenRequest,
+} from '../../helpers/grants.js';
 import type { TestGateway } from '../../helpers/gateway.js';
 
 /**
@@ -46,20 +60,42 @@ describe.each(['opaque', 'jwt'] as const)('JWT bearer grant (%s access tokens)',
     expect(res.body).toMatchObject({ token_type: 'Bearer', expires_in: 3600, scope: CAMARA_SIM_SWAP });
     const api = await callService(gw.app, res.body.access_token as string);
     expect(api.status).toBe(200);
-    expect(api.body).toMatchObject({ subscriber: 'sub-alice', clientId: 'backend-app', purpose: 'FraudPreventionAndDetection' });
+    expect(api.body).toMatchObject({
+      subscriber: 'sub-alice',
+      clientId: 'backend-app',
+      purpose: 'FraudPreventionAndDetection',
+    });
     expect(events.of('token.issued')).toEqual([
-      { clientId: 'backend-app', subscriberId: 'sub-alice', purpose: 'FraudPreventionAndDetection', scopes: ['sim-swap'], grantType: JWT_BEARER, format, idToken: false, refreshToken: false, singleUse: false },
+      {
+        clientId: 'backend-app',
+        subscriberId: 'sub-alice',
+        purpose: 'FraudPreventionAndDetection',
+        scopes: ['sim-swap'],
+        grantType: JWT_BEARER,
+        format,
+        idToken: false,
+        refreshToken: false,
+        singleUse: false,
+      },
     ]);
   });
 
-  it('with private_key_jwt client authentication as well; the assertion must then be that client\'s', async () => {
+  it("with private_key_jwt client authentication as well; the assertion must then be that client's", async () => {
     const gw = gateway();
-    const withAuth = await bearer(gw, await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw) }), assertionFields(await clientAssertion({ now: nowOf(gw), clientId: 'backend-app' }), 'backend-app'));
+    const withAuth = await bearer(
+      gw,
+      await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw) }),
+      assertionFields(await clientAssertion({ now: nowOf(gw), clientId: 'backend-app' }), 'backend-app'),
+    );
     expect(withAuth.status).toBe(200);
     // Another client (registered for the grant too) presenting backend-app's assertion.
     const other = { ...BEARER_CLIENT, clientId: 'backend-2' };
     const gw2 = gateway({ clients: [...GRANTS_CLIENTS, other] });
-    const foreign = await bearer(gw2, await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw2) }), assertionFields(await clientAssertion({ now: nowOf(gw2), clientId: 'backend-2' }), 'backend-2'));
+    const foreign = await bearer(
+      gw2,
+      await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw2) }),
+      assertionFields(await clientAssertion({ now: nowOf(gw2), clientId: 'backend-2' }), 'backend-2'),
+    );
     expect(foreign.status).toBe(400);
     expect(foreign.body.error).toBe('invalid_grant');
   });
@@ -84,7 +120,9 @@ describe.each(['opaque', 'jwt'] as const)('JWT bearer grant (%s access tokens)',
     const gw = gateway();
     const now = nowOf(gw);
     const times: Record<string, number> = { far: now + 301, early: now - 250, past: now - 10 };
-    const resolved = Object.fromEntries(Object.entries(claims).map(([k, v]) => [k, typeof v === 'string' && v in times ? times[v]! : v]));
+    const resolved = Object.fromEntries(
+      Object.entries(claims).map(([k, v]) => [k, typeof v === 'string' && v in times ? times[v]! : v]),
+    );
     // exp - iat over 300 s with exp itself close: iat long ago.
     if (claims.iat === 'early') resolved.exp = now + 60;
     const res = await bearer(gw, await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now, claims: resolved }));
@@ -92,10 +130,23 @@ describe.each(['opaque', 'jwt'] as const)('JWT bearer grant (%s access tokens)',
     expect(res.body.error).toBe('invalid_grant');
   });
 
-  it('signed by a key that is not the client\'s, or typed as a client assertion: invalid_grant', async () => {
+  it("signed by a key that is not the client's, or typed as a client assertion: invalid_grant", async () => {
     const gw = gateway();
-    expect((await bearer(gw, await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw), key: FOREIGN_CAMARA_KEY }))).body.error).toBe('invalid_grant');
-    expect((await bearer(gw, await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw), header: { typ: 'client-authentication+jwt' } }))).body.error).toBe('invalid_grant');
+    expect(
+      (await bearer(gw, await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw), key: FOREIGN_CAMARA_KEY })))
+        .body.error,
+    ).toBe('invalid_grant');
+    expect(
+      (
+        await bearer(
+          gw,
+          await bearerAssertion(ALICE, CAMARA_SIM_SWAP, {
+            now: nowOf(gw),
+            header: { typ: 'client-authentication+jwt' },
+          }),
+        )
+      ).body.error,
+    ).toBe('invalid_grant');
   });
 
   it('a replayed jti: invalid_grant; of 50 parallel uses of one assertion exactly one gets a token', async () => {
@@ -124,20 +175,39 @@ describe.each(['opaque', 'jwt'] as const)('JWT bearer grant (%s access tokens)',
     await gw.netauth.consent.grant({ clientId: 'backend-app', login_hint: ALICE, scope: LOCATION });
     const granted = await bearer(gw, await bearerAssertion(ALICE, LOCATION, { now: nowOf(gw) }));
     expect(granted.status).toBe(200);
-    expect((await request(gw.app).get('/location').set('Authorization', `Bearer ${granted.body.access_token as string}`)).status).toBe(200);
+    expect(
+      (
+        await request(gw.app)
+          .get('/location')
+          .set('Authorization', `Bearer ${granted.body.access_token as string}`)
+      ).status,
+    ).toBe(200);
     // Withdrawn: the token issued under it goes, and no new one is issued.
     await gw.netauth.consent.deny({ clientId: 'backend-app', login_hint: ALICE, scope: LOCATION });
-    expect((await request(gw.app).get('/location').set('Authorization', `Bearer ${granted.body.access_token as string}`)).status).toBe(401);
-    expect((await bearer(gw, await bearerAssertion(ALICE, LOCATION, { now: nowOf(gw) }))).body.error).toBe('invalid_grant');
+    expect(
+      (
+        await request(gw.app)
+          .get('/location')
+          .set('Authorization', `Bearer ${granted.body.access_token as string}`)
+      ).status,
+    ).toBe(401);
+    expect((await bearer(gw, await bearerAssertion(ALICE, LOCATION, { now: nowOf(gw) }))).body.error).toBe(
+      'invalid_grant',
+    );
   });
 
   it('a scope the client is not registered for, or an unknown one: invalid_scope', async () => {
     const gw = gateway();
-    expect((await bearer(gw, await bearerAssertion(ALICE, 'dpv:FraudPreventionAndDetection#unknown', { now: nowOf(gw) }))).body.error).toBe('invalid_scope');
-    expect((await bearer(gw, await bearerAssertion(ALICE, 'dpv:Marketing#sim-swap', { now: nowOf(gw) }))).body.error).toBe('invalid_scope');
+    expect(
+      (await bearer(gw, await bearerAssertion(ALICE, 'dpv:FraudPreventionAndDetection#unknown', { now: nowOf(gw) })))
+        .body.error,
+    ).toBe('invalid_scope');
+    expect(
+      (await bearer(gw, await bearerAssertion(ALICE, 'dpv:Marketing#sim-swap', { now: nowOf(gw) }))).body.error,
+    ).toBe('invalid_scope');
   });
 
-  it('operatortoken: resolved by the directory\'s findByOperatorToken', async () => {
+  it("operatortoken: resolved by the directory's findByOperatorToken", async () => {
     const statics = new StaticSubscriberDirectory(SUBSCRIBERS);
     const subscribers: SubscriberDirectory = {
       findByPhoneNumber: (n) => statics.findByPhoneNumber(n),
@@ -159,24 +229,34 @@ describe.each(['opaque', 'jwt'] as const)('JWT bearer grant (%s access tokens)',
       expect(res.body.error).toBe('invalid_client');
     }
     expect((await bearer(gw, 'not-a-jwt')).status).toBe(401);
-    const mismatch = await bearer(gw, await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now }), { client_id: 'aggregator' });
+    const mismatch = await bearer(gw, await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now }), {
+      client_id: 'aggregator',
+    });
     expect(mismatch.status).toBe(401);
   });
 
   it('a client not registered for the grant: unauthorized_client; no assertion: invalid_request', async () => {
     const gw = gateway({ clients: [...GRANTS_CLIENTS, CAMARA_CLIENT] });
-    const res = await bearer(gw, await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw), claims: { iss: 'aggregator' } }));
+    const res = await bearer(
+      gw,
+      await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw), claims: { iss: 'aggregator' } }),
+    );
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('unauthorized_client');
-    const none = await tokenRequest(gw.app, { grant_type: JWT_BEARER, ...assertionFields(await clientAssertion({ now: nowOf(gw), clientId: 'backend-app' }), 'backend-app') });
+    const none = await tokenRequest(gw.app, {
+      grant_type: JWT_BEARER,
+      ...assertionFields(await clientAssertion({ now: nowOf(gw), clientId: 'backend-app' }), 'backend-app'),
+    });
     expect(none.body.error).toBe('invalid_request');
     expect((await tokenRequest(gw.app, { grant_type: JWT_BEARER })).body.error).toBe('invalid_request');
     // A client registered with a secret is refused before anything else, as for any grant.
-    expect((await tokenRequest(gw.app, { grant_type: JWT_BEARER }, basic('app-1', CLIENTS[0]!.clientSecret!))).body.error).toBe('unauthorized_client');
+    expect(
+      (await tokenRequest(gw.app, { grant_type: JWT_BEARER }, basic('app-1', CLIENTS[0]!.clientSecret!))).body.error,
+    ).toBe('unauthorized_client');
   });
 });
 
-describe('JWT bearer: the assertion as client authentication takes the authenticator\'s one failure path', () => {
+describe("JWT bearer: the assertion as client authentication takes the authenticator's one failure path", () => {
   it('failed assertions count towards the lock-out per (client, address), then 429 even for a valid one', async () => {
     const budget = 3;
     const rule = { failures: budget, duration: 900 };
@@ -243,28 +323,44 @@ describe('interop: openid-client v6 genericGrantRequest with the JWT bearer gran
   afterAll(() => close());
 
   async function configuration(auth: client.ClientAuth): Promise<client.Configuration> {
-    return client.discovery(new URL(`${base}/apigateway`), 'backend-app', undefined, auth, { execute: [client.allowInsecureRequests] });
+    return client.discovery(new URL(`${base}/apigateway`), 'backend-app', undefined, auth, {
+      execute: [client.allowInsecureRequests],
+    });
   }
 
   const assertion = (config: client.Configuration) =>
-    bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: Math.floor(Date.now() / 1000), claims: { aud: config.serverMetadata().token_endpoint } });
+    bearerAssertion(ALICE, CAMARA_SIM_SWAP, {
+      now: Math.floor(Date.now() / 1000),
+      claims: { aud: config.serverMetadata().token_endpoint },
+    });
 
   it.each([
     ['the assertion as the only client authentication (client.None())', () => client.None()],
-    ['with private_key_jwt', async () => {
-      const { alg: _alg, ...jwk } = CAMARA_KEY.privateJwk;
-      return client.PrivateKeyJwt({ key: (await importJWK(jwk, CAMARA_KEY.alg)) as client.CryptoKey, kid: CAMARA_KEY.privateJwk.kid! });
-    }],
+    [
+      'with private_key_jwt',
+      async () => {
+        const { alg: _alg, ...jwk } = CAMARA_KEY.privateJwk;
+        return client.PrivateKeyJwt({
+          key: (await importJWK(jwk, CAMARA_KEY.alg)) as client.CryptoKey,
+          kid: CAMARA_KEY.privateJwk.kid!,
+        });
+      },
+    ],
   ] as const)('%s: a token the service API takes', async (_name, auth) => {
     const config = await configuration(await auth());
     expect(config.serverMetadata().grant_types_supported).toContain(JWT_BEARER);
     const tokens = await client.genericGrantRequest(config, JWT_BEARER, { assertion: await assertion(config) });
     expect(tokens.scope).toBe(CAMARA_SIM_SWAP);
     expect(tokens.refresh_token).toBeUndefined();
-    const api = await fetch(`${base}/sim-swap/check`, { method: 'POST', headers: { authorization: `Bearer ${tokens.access_token}` } });
+    const api = await fetch(`${base}/sim-swap/check`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
     expect(api.status).toBe(200);
     const unknown = await client
-      .genericGrantRequest(config, JWT_BEARER, { assertion: await bearerAssertion('tel:+34699999999', SIM_SWAP, { now: Math.floor(Date.now() / 1000) }) })
+      .genericGrantRequest(config, JWT_BEARER, {
+        assertion: await bearerAssertion('tel:+34699999999', SIM_SWAP, { now: Math.floor(Date.now() / 1000) }),
+      })
       .catch((e: unknown) => e);
     expect((unknown as client.ResponseBodyError).error).toBe('invalid_grant');
   });

@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import express from 'express';
 import * as client from 'openid-client';
-import { MemoryStore, type ClientRegistry, type JsonObject, type PutOptions, type RecordKind, type RecordWrite, type RegisteredClient } from '../../../lib/index.js';
+import {
+  MemoryStore,
+  type ClientRegistry,
+  type JsonObject,
+  type PutOptions,
+  type RecordKind,
+  type RecordWrite,
+  type RegisteredClient,
+} from '../../../lib/index.js';
 import { CIBA, CLIENTS, SIM_SWAP, basic } from '../../helpers/gateway.js';
 import { CALLBACK, LOCATION, codeFor, redeem } from '../../helpers/frontend.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
@@ -121,7 +129,14 @@ describe.each(['opaque', 'jwt'] as const)('refresh_token grant (%s access tokens
     const reuse = await refresh(gw.app, first.refresh_token!);
     expect(reuse.status).toBe(400);
     expect(reuse.body.error).toBe('invalid_grant');
-    expect(events.of('token.revoked')).toEqual([{ clientId: 'offline-app', subscriberId: 'sub-alice', purpose: 'FraudPreventionAndDetection', reason: 'refresh_token_reuse' }]);
+    expect(events.of('token.revoked')).toEqual([
+      {
+        clientId: 'offline-app',
+        subscriberId: 'sub-alice',
+        purpose: 'FraudPreventionAndDetection',
+        reason: 'refresh_token_reuse',
+      },
+    ]);
     for (const token of [first.access_token!, second.access_token!]) {
       const api = await callService(gw.app, token);
       expect(api.status).toBe(401);
@@ -161,7 +176,9 @@ describe.each(['opaque', 'jwt'] as const)('refresh_token grant (%s access tokens
 
   it('consent checked on every refresh: a consent that lapsed (its lifetime) is invalid_grant', async () => {
     const gw = gateway({
-      consentPolicy: GRANTS_POLICY.map((rule) => (rule.scope === 'device-location' && rule.basis === 'consent' ? { ...rule, consentLifetime: 600 } : rule)),
+      consentPolicy: GRANTS_POLICY.map((rule) =>
+        rule.scope === 'device-location' && rule.basis === 'consent' ? { ...rule, consentLifetime: 600 } : rule,
+      ),
     });
     await gw.netauth.consent.grant({ clientId: 'offline-app', login_hint: ALICE, scope: LOCATION });
     const tokens = await viaCiba(gw, `${LOCATION} offline_access`);
@@ -177,17 +194,30 @@ describe.each(['opaque', 'jwt'] as const)('refresh_token grant (%s access tokens
     await gw.netauth.consent.grant({ clientId: 'offline-app', login_hint: ALICE, scope: LOCATION });
     const both = `dpv:FraudPreventionAndDetection sim-swap device-location offline_access`;
     const tokens = await viaCiba(gw, both);
-    const wider = await refresh(gw.app, tokens.refresh_token!, { scope: 'dpv:FraudPreventionAndDetection sim-swap device-location number-verification' });
+    const wider = await refresh(gw.app, tokens.refresh_token!, {
+      scope: 'dpv:FraudPreventionAndDetection sim-swap device-location number-verification',
+    });
     expect(wider.status).toBe(400);
     expect(wider.body.error).toBe('invalid_scope');
-    expect((await refresh(gw.app, tokens.refresh_token!, { scope: 'dpv:RequestedServiceProvision sim-swap' })).body.error).toBe('invalid_scope');
-    expect((await refresh(gw.app, tokens.refresh_token!, { scope: 'openid dpv:FraudPreventionAndDetection sim-swap' })).body.error).toBe('invalid_scope');
+    expect(
+      (await refresh(gw.app, tokens.refresh_token!, { scope: 'dpv:RequestedServiceProvision sim-swap' })).body.error,
+    ).toBe('invalid_scope');
+    expect(
+      (await refresh(gw.app, tokens.refresh_token!, { scope: 'openid dpv:FraudPreventionAndDetection sim-swap' })).body
+        .error,
+    ).toBe('invalid_scope');
 
     const narrow = await refresh(gw.app, tokens.refresh_token!, { scope: 'dpv:FraudPreventionAndDetection sim-swap' });
     expect(narrow.status).toBe(200);
     expect(narrow.body.scope).toBe('dpv:FraudPreventionAndDetection sim-swap');
     expect((await callService(gw.app, narrow.body.access_token as string)).status).toBe(200);
-    expect((await request(gw.app).get('/location').set('Authorization', `Bearer ${narrow.body.access_token as string}`)).status).toBe(403);
+    expect(
+      (
+        await request(gw.app)
+          .get('/location')
+          .set('Authorization', `Bearer ${narrow.body.access_token as string}`)
+      ).status,
+    ).toBe(403);
     // The new refresh token keeps the whole grant.
     const again = await refresh(gw.app, narrow.body.refresh_token as string);
     expect(again.body.scope).toBe(both);
@@ -228,7 +258,9 @@ describe.each(['opaque', 'jwt'] as const)('refresh_token grant (%s access tokens
   it('a client no longer registered for the scope: invalid_grant (CAMARA: the client status changed)', async () => {
     const registration: RegisteredClient = { ...OFFLINE_CLIENT };
     // The portal's database: a fresh registration object on every lookup.
-    const clients: ClientRegistry = { find: async (id) => (id === 'offline-app' ? { ...registration } : CLIENTS.find((c) => c.clientId === id)) };
+    const clients: ClientRegistry = {
+      find: async (id) => (id === 'offline-app' ? { ...registration } : CLIENTS.find((c) => c.clientId === id)),
+    };
     const gw = gateway({ clients });
     const tokens = await viaCode(gw);
     registration.scopes = [LOCATION];
@@ -246,7 +278,11 @@ describe.each(['opaque', 'jwt'] as const)('refresh_token grant (%s access tokens
     expect(res.status).toBe(200);
     expect(res.body).not.toHaveProperty('refresh_token');
     expect(res.body.scope).toBe(SIM_SWAP);
-    const notRegistered = await tokenRequest(gw.app, { grant_type: 'refresh_token', refresh_token: 'x' }, basic('app-1', CLIENTS[0]!.clientSecret!));
+    const notRegistered = await tokenRequest(
+      gw.app,
+      { grant_type: 'refresh_token', refresh_token: 'x' },
+      basic('app-1', CLIENTS[0]!.clientSecret!),
+    );
     expect(notRegistered.body.error).toBe('unauthorized_client');
   });
 
@@ -261,8 +297,10 @@ describe.each(['opaque', 'jwt'] as const)('refresh_token grant (%s access tokens
 });
 
 describe('refresh tokens at introspection and revocation (RFC 7662, RFC 7009)', () => {
-  const introspect = (gw: TestGateway, body: Record<string, string>) => request(gw.app).post('/apigateway/introspect').set('Authorization', OFFLINE_AUTH).type('form').send(body);
-  const revoke = (gw: TestGateway, body: Record<string, string>) => request(gw.app).post('/apigateway/revoke').set('Authorization', OFFLINE_AUTH).type('form').send(body);
+  const introspect = (gw: TestGateway, body: Record<string, string>) =>
+    request(gw.app).post('/apigateway/introspect').set('Authorization', OFFLINE_AUTH).type('form').send(body);
+  const revoke = (gw: TestGateway, body: Record<string, string>) =>
+    request(gw.app).post('/apigateway/revoke').set('Authorization', OFFLINE_AUTH).type('form').send(body);
 
   it('introspection reports a live refresh token (no token_type), whatever the hint; a rotated-out one is inactive', async () => {
     const gw = createGrantsGateway();
@@ -280,7 +318,9 @@ describe('refresh tokens at introspection and revocation (RFC 7662, RFC 7009)', 
         purpose: 'FraudPreventionAndDetection',
       });
     }
-    expect((await introspect(gw, { token: tokens.access_token!, token_type_hint: 'refresh_token' })).body).toMatchObject({ active: true, token_type: 'Bearer' });
+    expect(
+      (await introspect(gw, { token: tokens.access_token!, token_type_hint: 'refresh_token' })).body,
+    ).toMatchObject({ active: true, token_type: 'Bearer' });
     await refresh(gw.app, tokens.refresh_token!);
     expect((await introspect(gw, { token: tokens.refresh_token! })).body).toEqual({ active: false });
   });
@@ -300,7 +340,11 @@ describe('refresh tokens at introspection and revocation (RFC 7662, RFC 7009)', 
   it("another client's refresh token is not revoked: 400 invalid_request", async () => {
     const gw = createGrantsGateway();
     const tokens = await viaCode(gw);
-    const res = await request(gw.app).post('/apigateway/revoke').set('Authorization', basic('app-1', CLIENTS[0]!.clientSecret!)).type('form').send({ token: tokens.refresh_token! });
+    const res = await request(gw.app)
+      .post('/apigateway/revoke')
+      .set('Authorization', basic('app-1', CLIENTS[0]!.clientSecret!))
+      .type('form')
+      .send({ token: tokens.refresh_token! });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('invalid_request');
     expect((await refresh(gw.app, tokens.refresh_token!)).status).toBe(200);
@@ -308,8 +352,17 @@ describe('refresh tokens at introspection and revocation (RFC 7662, RFC 7009)', 
 
   it('discovery lists refresh_token and offline_access when a client is registered for it', async () => {
     const gw = createGrantsGateway();
-    const metadata = (await request(gw.app).get('/apigateway/.well-known/openid-configuration')).body as Record<string, string[]>;
-    expect(metadata.grant_types_supported).toEqual(['authorization_code', CIBA, 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:jwt-bearer']);
+    const metadata = (await request(gw.app).get('/apigateway/.well-known/openid-configuration')).body as Record<
+      string,
+      string[]
+    >;
+    expect(metadata.grant_types_supported).toEqual([
+      'authorization_code',
+      CIBA,
+      'refresh_token',
+      'client_credentials',
+      'urn:ietf:params:oauth:grant-type:jwt-bearer',
+    ]);
     expect(metadata.scopes_supported).toContain('offline_access');
   });
 });
@@ -326,9 +379,15 @@ describe('interop: openid-client v6 refreshTokenGrant', () => {
     gw = createGrantsGateway({ issuer: `${listening.url}/apigateway`, now: Date.now });
     host.use(gw.app);
     close = listening.close;
-    config = await client.discovery(new URL(`${listening.url}/apigateway`), 'offline-app', undefined, client.ClientSecretBasic('offline-secret'), {
-      execute: [client.allowInsecureRequests],
-    });
+    config = await client.discovery(
+      new URL(`${listening.url}/apigateway`),
+      'offline-app',
+      undefined,
+      client.ClientSecretBasic('offline-secret'),
+      {
+        execute: [client.allowInsecureRequests],
+      },
+    );
   });
   afterAll(() => close());
 
@@ -346,6 +405,13 @@ describe('interop: openid-client v6 refreshTokenGrant', () => {
     const reuse = await client.refreshTokenGrant(config, first.refresh_token!).catch((e: unknown) => e);
     expect(reuse).toBeInstanceOf(client.ResponseBodyError);
     expect((reuse as client.ResponseBodyError).error).toBe('invalid_grant');
-    expect((await fetch(new URL('/sim-swap/check', config.serverMetadata().issuer), { method: 'POST', headers: { authorization: `Bearer ${narrowed.access_token}` } })).status).toBe(401);
+    expect(
+      (
+        await fetch(new URL('/sim-swap/check', config.serverMetadata().issuer), {
+          method: 'POST',
+          headers: { authorization: `Bearer ${narrowed.access_token}` },
+        })
+      ).status,
+    ).toBe(401);
   });
 });

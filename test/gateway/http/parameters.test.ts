@@ -13,7 +13,12 @@ import { countWork } from '../../helpers/work.js';
  */
 
 const { app } = createTestGateway();
-const JSON_ENDPOINTS = ['/apigateway/bc-authorize', '/apigateway/token', '/apigateway/introspect', '/apigateway/revoke'];
+const JSON_ENDPOINTS = [
+  '/apigateway/bc-authorize',
+  '/apigateway/token',
+  '/apigateway/introspect',
+  '/apigateway/revoke',
+];
 /** `a&a&…`: the most parameters a 16 KB request line holds (the default HTTP header limit). */
 const repeats = (n: number, part = 'a') => Array.from({ length: n }, () => part).join('&');
 const query = (search: string) => ({ originalUrl: `/apigateway/authorize?${search}` }) as Request;
@@ -49,21 +54,29 @@ describe('query parameters', () => {
 
   it('a client known and the parameters at the limit: still read', async () => {
     const fill = repeats(MAX_PARAMETERS - 5, 'x=1');
-    const res = await request(app).get(`/apigateway/authorize?${authorizeQuery()}&${fill}`).set('X-Forwarded-For', '10.20.0.1');
+    const res = await request(app)
+      .get(`/apigateway/authorize?${authorizeQuery()}&${fill}`)
+      .set('X-Forwarded-For', '10.20.0.1');
     expect(res.status).toBe(302);
     expect(new URL(res.headers.location as string).searchParams.get('code')).toBeTruthy();
   });
 });
 
 describe('form parameters', () => {
-  it.each(JSON_ENDPOINTS)(`%s: more than ${MAX_PARAMETERS} parameters is 400 invalid_request JSON, not 413`, async (path) => {
-    const body = `grant_type=${encodeURIComponent(CIBA)}&${repeats(MAX_PARAMETERS, 'x=1')}`;
-    const res = await request(app).post(path).set('Authorization', APP1).type('form').send(body);
-    expect(res.status).toBe(400);
-    expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.body).toEqual({ error: 'invalid_request', error_description: `more than ${MAX_PARAMETERS} parameters` });
-    expect(res.headers['cache-control']).toBe('no-store');
-  });
+  it.each(JSON_ENDPOINTS)(
+    `%s: more than ${MAX_PARAMETERS} parameters is 400 invalid_request JSON, not 413`,
+    async (path) => {
+      const body = `grant_type=${encodeURIComponent(CIBA)}&${repeats(MAX_PARAMETERS, 'x=1')}`;
+      const res = await request(app).post(path).set('Authorization', APP1).type('form').send(body);
+      expect(res.status).toBe(400);
+      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      expect(res.body).toEqual({
+        error: 'invalid_request',
+        error_description: `more than ${MAX_PARAMETERS} parameters`,
+      });
+      expect(res.headers['cache-control']).toBe('no-store');
+    },
+  );
 
   it(`up to ${MAX_PARAMETERS} parameters are read`, async () => {
     const body = `login_hint=${encodeURIComponent('tel:+34600000001')}&scope=${encodeURIComponent(SIM_SWAP)}&${repeats(MAX_PARAMETERS - 2, 'x=1')}`;
@@ -72,14 +85,21 @@ describe('form parameters', () => {
   });
 
   it('POST /consent with too many parameters: the 400 error page', async () => {
-    const res = await request(app).post('/apigateway/consent').type('form').send(repeats(MAX_PARAMETERS + 1, 'decision=allow'));
+    const res = await request(app)
+      .post('/apigateway/consent')
+      .type('form')
+      .send(repeats(MAX_PARAMETERS + 1, 'decision=allow'));
     expect(res.status).toBe(400);
     expect(res.headers['content-type']).toMatch(/^text\/html/);
     expect(res.text).toContain('invalid_request');
   });
 
   it('a body over the size limit is still 413, also when it has many parameters', async () => {
-    const res = await request(app).post('/apigateway/token').set('Authorization', APP1).type('form').send(repeats(9000, 'a=1'));
+    const res = await request(app)
+      .post('/apigateway/token')
+      .set('Authorization', APP1)
+      .type('form')
+      .send(repeats(9000, 'a=1'));
     expect(res.status).toBe(413);
     expect(res.body.error).toBe('invalid_request');
   });

@@ -65,12 +65,17 @@ function sideBySide(): express.Express {
   const parameters = express();
   const bodyParserEcho: express.RequestHandler = (req, res) => {
     const body = req.body as Record<string, unknown>;
-    res.json(Object.keys(body).sort().map((name) => [name, body[name]]));
+    res.json(
+      Object.keys(body)
+        .sort()
+        .map((name) => [name, body[name]]),
+    );
   };
   const bodyParser = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 100 });
   parameters.post('/body-parser', bodyParser, bodyParserEcho);
   parameters.post('/package', beginRequest, formBody('16kb'), packageEcho);
-  parameters.use(((error, _req, res, _next) => res.status(400).json({ failed: String(error) })) as express.ErrorRequestHandler);
+  parameters.use(((error, _req, res, _next) =>
+    res.status(400).json({ failed: String(error) })) as express.ErrorRequestHandler);
   return parameters;
 }
 
@@ -98,9 +103,16 @@ describe('form bodies', () => {
       next();
     });
     outer.use('/apigateway', netauth.router);
-    const secretInBody = await request(outer).post('/apigateway/token').type('form').send('grant_type=client_credentials&client_id=app-1&client_secret=guess');
+    const secretInBody = await request(outer)
+      .post('/apigateway/token')
+      .type('form')
+      .send('grant_type=client_credentials&client_id=app-1&client_secret=guess');
     expect(secretInBody.body.error).toBe('invalid_client');
-    const res = await request(outer).post('/apigateway/bc-authorize').set('Authorization', APP1).type('form').send(`scope=${encodeURIComponent(SIM_SWAP)}&login_hint=tel:%2B34600000001`);
+    const res = await request(outer)
+      .post('/apigateway/bc-authorize')
+      .set('Authorization', APP1)
+      .type('form')
+      .send(`scope=${encodeURIComponent(SIM_SWAP)}&login_hint=tel:%2B34600000001`);
     expect(res.status).toBe(200);
     expect(seen).toEqual([undefined, undefined]);
   });
@@ -110,7 +122,10 @@ describe('form bodies', () => {
     const form = formBody('16kb');
     twice.post('/twice', beginRequest, form, form, packageEcho);
     const res = await request(twice).post('/twice').set('x-names', '["a","b"]').type('form').send('a=1&b=2');
-    expect(res.body).toEqual([['a', '1'], ['b', '2']]);
+    expect(res.body).toEqual([
+      ['a', '1'],
+      ['b', '2'],
+    ]);
   });
 
   it('hand the endpoint the parameters body-parser gives, by the wire rules, for any body', async () => {
@@ -132,9 +147,19 @@ describe('form bodies', () => {
     const names = encodeURIComponent(JSON.stringify(['a', 'b', 'c', 'scope']));
     const post = (text: string) => request(parameters).post('/package').set('x-names', names).type('form').send(text);
     const invalid = await post('a=%C3&b=%E2%82&c=%C3%A9');
-    expect(invalid.body).toEqual([['a', '%C3'], ['b', '%E2%82'], ['c', 'é'], ['scope', null]]);
+    expect(invalid.body).toEqual([
+      ['a', '%C3'],
+      ['b', '%E2%82'],
+      ['c', 'é'],
+      ['scope', null],
+    ]);
     const bom = await post('\uFEFFscope=a');
-    expect(bom.body).toEqual([['a', null], ['b', null], ['c', null], ['scope', 'a']]);
+    expect(bom.body).toEqual([
+      ['a', null],
+      ['b', null],
+      ['c', null],
+      ['scope', 'a'],
+    ]);
   });
 
   it('are read when chunked (no Content-Length) as with one', async () => {
@@ -144,7 +169,17 @@ describe('form bodies', () => {
       const { port } = server.address() as AddressInfo;
       const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
         const req = http.request(
-          { host: '127.0.0.1', port, method: 'POST', path: '/apigateway/bc-authorize', headers: { authorization: APP1, 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' } },
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/apigateway/bc-authorize',
+            headers: {
+              authorization: APP1,
+              'content-type': 'application/x-www-form-urlencoded',
+              'transfer-encoding': 'chunked',
+            },
+          },
           (res) => {
             let text = '';
             res.on('data', (chunk: Buffer) => (text += chunk.toString()));
@@ -177,7 +212,9 @@ describe('a body that ends short', () => {
     const net = await import('node:net');
     await new Promise<void>((resolve) => {
       const socket = net.connect(port, '127.0.0.1', () => {
-        socket.end(`POST /apigateway/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 50\r\n\r\ngrant_type=`);
+        socket.end(
+          `POST /apigateway/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 50\r\n\r\ngrant_type=`,
+        );
       });
       socket.on('close', () => resolve());
       socket.on('error', () => resolve());

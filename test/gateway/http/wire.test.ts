@@ -6,7 +6,10 @@ const { app } = createTestGateway();
 
 describe.each(['/apigateway/bc-authorize', '/apigateway/token'])('wire rules of %s', (path) => {
   it('refuses a JSON body with 400 invalid_request, as JSON, no-store', async () => {
-    const res = await request(app).post(path).set('Authorization', APP1).send({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
+    const res = await request(app)
+      .post(path)
+      .set('Authorization', APP1)
+      .send({ login_hint: 'tel:+34600000001', scope: SIM_SWAP });
     expect(res.status).toBe(400);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.body.error).toBe('invalid_request');
@@ -62,19 +65,30 @@ describe.each(['/apigateway/bc-authorize', '/apigateway/token'])('wire rules of 
   });
 });
 
-describe.each(['/apigateway/bc-authorize', '/apigateway/token'])('request bodies of %s that cannot be decoded', (path) => {
-  // Regression (found by test/properties): body-parser hands on decompression failures as 400s without a
-  // `type`, which the error renderer did not recognise: a 500 server_error for a client's bad body.
-  it.each(['gzip', 'deflate', 'br'])('Content-Encoding: %s on a body that is not: 400 invalid_request, never 500', async (encoding) => {
-    const reported: unknown[] = [];
-    const gw = createTestGateway({ onError: (e) => reported.push(e) });
-    const res = await request(gw.app).post(path).set('Authorization', APP1).set('Content-Encoding', encoding).type('form').send('scope=x');
-    expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: 'invalid_request', error_description: 'request body could not be read' });
-    expect(res.headers['cache-control']).toBe('no-store');
-    expect(reported).toEqual([]);
-  });
-});
+describe.each(['/apigateway/bc-authorize', '/apigateway/token'])(
+  'request bodies of %s that cannot be decoded',
+  (path) => {
+    // Regression (found by test/properties): body-parser hands on decompression failures as 400s without a
+    // `type`, which the error renderer did not recognise: a 500 server_error for a client's bad body.
+    it.each(['gzip', 'deflate', 'br'])(
+      'Content-Encoding: %s on a body that is not: 400 invalid_request, never 500',
+      async (encoding) => {
+        const reported: unknown[] = [];
+        const gw = createTestGateway({ onError: (e) => reported.push(e) });
+        const res = await request(gw.app)
+          .post(path)
+          .set('Authorization', APP1)
+          .set('Content-Encoding', encoding)
+          .type('form')
+          .send('scope=x');
+        expect(res.status).toBe(400);
+        expect(res.body).toEqual({ error: 'invalid_request', error_description: 'request body could not be read' });
+        expect(res.headers['cache-control']).toBe('no-store');
+        expect(reported).toEqual([]);
+      },
+    );
+  },
+);
 
 describe('wire rules', () => {
   // Regression (found by test/properties): descriptions quoting the request were written with '"', which
@@ -87,8 +101,15 @@ describe('wire rules', () => {
       .send({ login_hint: 'tel:+34600000001', scope: 'dpv:FraudPreventionAndDetection#-x' });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: 'invalid_scope', error_description: "'-x' is not a valid API scope" });
-    const hint = await request(app).post('/apigateway/bc-authorize').set('Authorization', APP1).type('form').send({ login_hint: 'msisdn:x', scope: SIM_SWAP });
-    expect(hint.body).toEqual({ error: 'unknown_user_id', error_description: "login_hint type 'msisdn' is not served" });
+    const hint = await request(app)
+      .post('/apigateway/bc-authorize')
+      .set('Authorization', APP1)
+      .type('form')
+      .send({ login_hint: 'msisdn:x', scope: SIM_SWAP });
+    expect(hint.body).toEqual({
+      error: 'unknown_user_id',
+      error_description: "login_hint type 'msisdn' is not served",
+    });
   });
 
   it('an empty value counts as absent, unknown parameters are ignored', async () => {
@@ -115,7 +136,9 @@ describe('wire rules', () => {
       code_challenge_methods_supported: ['S256'],
       authorization_response_iss_parameter_supported: true,
     });
-    expect(res.body.grant_types_supported).toEqual(expect.arrayContaining(['authorization_code', 'urn:openid:params:grant-type:ciba']));
+    expect(res.body.grant_types_supported).toEqual(
+      expect.arrayContaining(['authorization_code', 'urn:openid:params:grant-type:ciba']),
+    );
     expect(res.body.token_endpoint_auth_methods_supported).toContain('client_secret_basic');
     expect(res.body.scopes_supported).toContain(SIM_SWAP);
     expect(res.body.scopes_supported).not.toContain('dpv:Marketing#device-location');

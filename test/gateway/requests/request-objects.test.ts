@@ -5,7 +5,17 @@ import { SignJWT, UnsecuredJWT } from 'jose';
 import type { Express } from 'express';
 import type { RegisteredClient, SubscriberDirectory } from '../../../lib/index.js';
 import { StaticSubscriberDirectory } from '../../../lib/index.js';
-import { CLIENTS, ISSUER, LOCATION, SECRET, SIM_SWAP, SUBSCRIBERS, basic, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import {
+  CLIENTS,
+  ISSUER,
+  LOCATION,
+  SECRET,
+  SIM_SWAP,
+  SUBSCRIBERS,
+  basic,
+  createTestGateway,
+  type TestGateway,
+} from '../../helpers/gateway.js';
 import { CALLBACK, authorize, callback, location } from '../../helpers/frontend.js';
 import {
   CAMARA_CLIENT,
@@ -21,21 +31,38 @@ import {
 const ALICE = 'tel:+34600000001';
 
 /** A client_secret_basic client that registered keys too: it may sign its requests. */
-const SECRET_CLIENT_WITH_KEYS: RegisteredClient = { ...CLIENTS[0]!, clientId: 'secret-with-keys', jwks: CAMARA_CLIENT.jwks! };
+const SECRET_CLIENT_WITH_KEYS: RegisteredClient = {
+  ...CLIENTS[0]!,
+  clientId: 'secret-with-keys',
+  jwks: CAMARA_CLIENT.jwks!,
+};
 
 function gateway(overrides: Parameters<typeof createTestGateway>[0] = {}): TestGateway {
-  return createTestGateway({ clients: [...CLIENTS, CAMARA_CLIENT, SIGNED_ONLY_CLIENT, SECRET_CLIENT_WITH_KEYS], rateLimits: false, ...overrides });
+  return createTestGateway({
+    clients: [...CLIENTS, CAMARA_CLIENT, SIGNED_ONLY_CLIENT, SECRET_CLIENT_WITH_KEYS],
+    rateLimits: false,
+    ...overrides,
+  });
 }
 
 const nowOf = (gw: TestGateway): number => Math.floor(gw.clock.now / 1000);
 
 /** The plain parameters CAMARA requires beside the request object, and nothing else. */
-const PLAIN = { response_type: 'code', client_id: 'aggregator', redirect_uri: CALLBACK, scope: SIM_SWAP, state: undefined };
+const PLAIN = {
+  response_type: 'code',
+  client_id: 'aggregator',
+  redirect_uri: CALLBACK,
+  scope: SIM_SWAP,
+  state: undefined,
+};
 
 describe('GET /authorize with a request object (RFC 9101, CAMARA profile)', () => {
   const gw = gateway();
   const sign = (parameters: Record<string, string>, options: Partial<SignOptions> = {}) =>
-    requestObject({ response_type: 'code', redirect_uri: CALLBACK, scope: SIM_SWAP, ...parameters }, { now: nowOf(gw), ...options });
+    requestObject(
+      { response_type: 'code', redirect_uri: CALLBACK, scope: SIM_SWAP, ...parameters },
+      { now: nowOf(gw), ...options },
+    );
 
   async function errorOf(query: Record<string, string | undefined>): Promise<Record<string, string>> {
     const res = await authorize(gw.app, { ...PLAIN, ...query });
@@ -46,7 +73,11 @@ describe('GET /authorize with a request object (RFC 9101, CAMARA profile)', () =
   }
 
   it('a code, and the state of the request object (not a plain one)', async () => {
-    const res = await authorize(gw.app, { ...PLAIN, state: 'plain-state', request: await sign({ state: 'signed-state', nonce: 'n-1' }) });
+    const res = await authorize(gw.app, {
+      ...PLAIN,
+      state: 'plain-state',
+      request: await sign({ state: 'signed-state', nonce: 'n-1' }),
+    });
     expect(res.status).toBe(302);
     const q = callback(res);
     expect(q.code).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
@@ -55,14 +86,26 @@ describe('GET /authorize with a request object (RFC 9101, CAMARA profile)', () =
     const token = await request(gw.app)
       .post('/apigateway/token')
       .type('form')
-      .send({ grant_type: 'authorization_code', code: q.code, redirect_uri: CALLBACK, ...assertionFields(await clientAssertion({ now: nowOf(gw) })) });
+      .send({
+        grant_type: 'authorization_code',
+        code: q.code,
+        redirect_uri: CALLBACK,
+        ...assertionFields(await clientAssertion({ now: nowOf(gw) })),
+      });
     expect(token.status).toBe(200);
     expect(token.body.scope).toBe(SIM_SWAP);
   });
 
   it('only the signed parameters are used: plain extras are ignored, a plain state is not echoed', async () => {
     const q = callback(
-      await authorize(gw.app, { ...PLAIN, state: 'plain', login_hint: 'tel:600', prompt: 'sometimes', response_mode: 'fragment', request: await sign({}) }),
+      await authorize(gw.app, {
+        ...PLAIN,
+        state: 'plain',
+        login_hint: 'tel:600',
+        prompt: 'sometimes',
+        response_mode: 'fragment',
+        request: await sign({}),
+      }),
     );
     expect(q.code).toBeDefined();
     expect(q.state).toBeUndefined();
@@ -73,7 +116,9 @@ describe('GET /authorize with a request object (RFC 9101, CAMARA profile)', () =
   });
 
   it('acr_values is ignored, plain or signed', async () => {
-    const q = callback(await authorize(gw.app, { ...PLAIN, acr_values: 'urn:x', request: await sign({ acr_values: 'gold silver' }) }));
+    const q = callback(
+      await authorize(gw.app, { ...PLAIN, acr_values: 'urn:x', request: await sign({ acr_values: 'gold silver' }) }),
+    );
     expect(q.code).toBeDefined();
   });
 
@@ -119,12 +164,30 @@ describe('GET /authorize with a request object (RFC 9101, CAMARA profile)', () =
     [
       'alg: none',
       async (now) =>
-        new UnsecuredJWT({ ...PLAIN, client_id: 'aggregator', iss: 'aggregator', aud: ISSUER, iat: now, exp: now + 60, jti: randomUUID() }).encode(),
+        new UnsecuredJWT({
+          ...PLAIN,
+          client_id: 'aggregator',
+          iss: 'aggregator',
+          aud: ISSUER,
+          iat: now,
+          exp: now + 60,
+          jti: randomUUID(),
+        }).encode(),
     ],
     [
       'HS256 keyed with the public key',
       async (now) =>
-        new SignJWT({ response_type: 'code', client_id: 'aggregator', redirect_uri: CALLBACK, scope: SIM_SWAP, iss: 'aggregator', aud: ISSUER, iat: now, exp: now + 60, jti: randomUUID() })
+        new SignJWT({
+          response_type: 'code',
+          client_id: 'aggregator',
+          redirect_uri: CALLBACK,
+          scope: SIM_SWAP,
+          iss: 'aggregator',
+          aud: ISSUER,
+          iat: now,
+          exp: now + 60,
+          jti: randomUUID(),
+        })
           .setProtectedHeader({ alg: 'HS256' })
           .sign(new TextEncoder().encode(JSON.stringify(CAMARA_KEY.publicJwk))),
     ],
@@ -139,7 +202,11 @@ describe('GET /authorize with a request object (RFC 9101, CAMARA profile)', () =
   });
 
   it('aud: the issuer or the authorization endpoint', async () => {
-    expect(callback(await authorize(gw.app, { ...PLAIN, request: await sign({}, { claims: { aud: `${ISSUER}/authorize` } }) })).code).toBeDefined();
+    expect(
+      callback(
+        await authorize(gw.app, { ...PLAIN, request: await sign({}, { claims: { aud: `${ISSUER}/authorize` } }) }),
+      ).code,
+    ).toBeDefined();
   });
 
   it('a replayed request object: invalid_request_object', async () => {
@@ -150,14 +217,21 @@ describe('GET /authorize with a request object (RFC 9101, CAMARA profile)', () =
 
   it('50 parallel uses of one request object: exactly one code', async () => {
     const signed = await sign({});
-    const answers = await Promise.all(Array.from({ length: 50 }, () => authorize(gw.app, { ...PLAIN, request: signed })));
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => authorize(gw.app, { ...PLAIN, request: signed })),
+    );
     const results = answers.map((res) => callback(res));
     expect(results.filter((q) => q.code !== undefined)).toHaveLength(1);
     expect(results.filter((q) => q.error === 'invalid_request_object')).toHaveLength(49);
   });
 
   it('a client without registered keys: invalid_request_object', async () => {
-    const q = callback(await authorize(gw.app, { client_id: 'app-1', request: await sign({ client_id: 'app-1' }, { clientId: 'app-1' }) }));
+    const q = callback(
+      await authorize(gw.app, {
+        client_id: 'app-1',
+        request: await sign({ client_id: 'app-1' }, { clientId: 'app-1' }),
+      }),
+    );
     expect(q.error).toBe('invalid_request_object');
   });
 
@@ -171,7 +245,9 @@ describe('GET /authorize with a request object (RFC 9101, CAMARA profile)', () =
     const unsigned = await errorOf({ client_id: 'signed-only', state: 'st' });
     expect(unsigned).toMatchObject({ error: 'invalid_request', state: 'st' });
     const signed = await sign({ client_id: 'signed-only' }, { clientId: 'signed-only' });
-    expect(callback(await authorize(gw.app, { ...PLAIN, client_id: 'signed-only', request: signed })).code).toBeDefined();
+    expect(
+      callback(await authorize(gw.app, { ...PLAIN, client_id: 'signed-only', request: signed })).code,
+    ).toBeDefined();
   });
 });
 
@@ -198,7 +274,11 @@ describe('POST /bc-authorize with a signed request (CIBA Core §7.1.1, CAMARA pr
 
   it('a client_secret_basic client with registered keys may sign too', async () => {
     const signed = await sign({}, { clientId: 'secret-with-keys' });
-    const res = await request(gw.app).post('/apigateway/bc-authorize').set('Authorization', basic('secret-with-keys', SECRET)).type('form').send({ request: signed });
+    const res = await request(gw.app)
+      .post('/apigateway/bc-authorize')
+      .set('Authorization', basic('secret-with-keys', SECRET))
+      .type('form')
+      .send({ request: signed });
     expect(res.status).toBe(200);
   });
 
@@ -224,7 +304,9 @@ describe('POST /bc-authorize with a signed request (CIBA Core §7.1.1, CAMARA pr
   });
 
   it('aud: the issuer or the backchannel authentication endpoint', async () => {
-    expect((await post(gw.app, { request: await sign({}, { claims: { aud: `${ISSUER}/bc-authorize` } }) })).status).toBe(200);
+    expect(
+      (await post(gw.app, { request: await sign({}, { claims: { aud: `${ISSUER}/bc-authorize` } }) })).status,
+    ).toBe(200);
   });
 
   it('a replayed signed request: invalid_request_object', async () => {
@@ -254,9 +336,15 @@ describe('login_hint operatortoken: (GSMA TS.43)', () => {
   const withTokens: SubscriberDirectory = {
     findByPhoneNumber: (n) => statics.findByPhoneNumber(n),
     findByNetworkAddress: (a) => statics.findByNetworkAddress(a),
-    findByOperatorToken: async (token) => (token === OPERATOR_TOKEN ? { id: 'sub-alice', phoneNumber: '+34600000001' } : undefined),
+    findByOperatorToken: async (token) =>
+      token === OPERATOR_TOKEN ? { id: 'sub-alice', phoneNumber: '+34600000001' } : undefined,
   };
-  const post = (gw: TestGateway, hint: string) => request(gw.app).post('/apigateway/bc-authorize').set('Authorization', basic('app-1', SECRET)).type('form').send({ login_hint: hint, scope: SIM_SWAP });
+  const post = (gw: TestGateway, hint: string) =>
+    request(gw.app)
+      .post('/apigateway/bc-authorize')
+      .set('Authorization', basic('app-1', SECRET))
+      .type('form')
+      .send({ login_hint: hint, scope: SIM_SWAP });
 
   it('resolved by the directory’s findByOperatorToken', async () => {
     const gw = gateway({ subscribers: withTokens });

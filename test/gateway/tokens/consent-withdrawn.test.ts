@@ -4,7 +4,14 @@ import { APP1, LOCATION, createTestGateway, type TestGateway } from '../../helpe
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { KEY_A } from '../../helpers/keys.js';
 import { CALLBACK, authorize, callback, redeem } from '../../helpers/frontend.js';
-import { MemoryStore, type JsonObject, type NetAuthOptions, type PutOptions, type RecordKind, type RecordWrite } from '../../../lib/index.js';
+import {
+  MemoryStore,
+  type JsonObject,
+  type NetAuthOptions,
+  type PutOptions,
+  type RecordKind,
+  type RecordWrite,
+} from '../../../lib/index.js';
 
 /**
  * Consent withdrawn while a token is being issued: a CIBA poll (or a code redemption) read the consent as
@@ -56,10 +63,20 @@ async function expectDead(gws: TestGateway[], token: string | undefined): Promis
   if (token === undefined) return;
   for (const gw of gws) {
     for (const revocation of ['local', 'store'] as const) {
-      gw.app.get(`/location-${revocation}`, gw.netauth.guard({ scope: 'device-location', revocation }), (_req, res) => void res.json({}));
-      expect((await request(gw.app).get(`/location-${revocation}`).set('Authorization', `Bearer ${token}`)).status).toBe(401);
+      gw.app.get(
+        `/location-${revocation}`,
+        gw.netauth.guard({ scope: 'device-location', revocation }),
+        (_req, res) => void res.json({}),
+      );
+      expect(
+        (await request(gw.app).get(`/location-${revocation}`).set('Authorization', `Bearer ${token}`)).status,
+      ).toBe(401);
     }
-    const introspection = await request(gw.app).post('/apigateway/introspect').set('Authorization', APP1).type('form').send({ token });
+    const introspection = await request(gw.app)
+      .post('/apigateway/introspect')
+      .set('Authorization', APP1)
+      .type('form')
+      .send({ token });
     expect(introspection.body).toEqual({ active: false });
   }
 }
@@ -74,11 +91,16 @@ describe.each(FORMATS)('consent withdrawn while a token is issued (%s access tok
     };
     const res = await pollToken(b.app, id);
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: 'invalid_grant', error_description: 'the consent this grant rests on was withdrawn' });
+    expect(res.body).toEqual({
+      error: 'invalid_grant',
+      error_description: 'the consent this grant rests on was withdrawn',
+    });
     await expectDead([a, b], res.body.access_token as string | undefined);
     // The request is spent; a new one waits for consent again.
     expect((await pollToken(b.app, id)).body.error).toBe('invalid_grant');
-    expect((await pollToken(b.app, await startBackchannel(b.app, ALICE, LOCATION))).body.error).toBe('authorization_pending');
+    expect((await pollToken(b.app, await startBackchannel(b.app, ALICE, LOCATION))).body.error).toBe(
+      'authorization_pending',
+    );
   });
 
   it('a refusal that supersedes the consent during the issue: likewise', async () => {
@@ -93,7 +115,7 @@ describe.each(FORMATS)('consent withdrawn while a token is issued (%s access tok
     await expectDead([a, b], res.body.access_token as string | undefined);
   });
 
-  it('authorization code: consent withdrawn between the code\'s redemption check and the token write', async () => {
+  it("authorization code: consent withdrawn between the code's redemption check and the token write", async () => {
     const { a, b, store } = instances(options);
     await a.netauth.consent.grant(CONSENT);
     const code = callback(await authorize(b.app, { scope: LOCATION })).code!;
@@ -105,7 +127,7 @@ describe.each(FORMATS)('consent withdrawn while a token is issued (%s access tok
     await expectDead([a, b], res.body.access_token as string | undefined);
   });
 
-  it('withdrawn after the issue: the token stops working at both instances\' guards and introspection', async () => {
+  it("withdrawn after the issue: the token stops working at both instances' guards and introspection", async () => {
     const { a, b } = instances(options);
     await a.netauth.consent.grant(CONSENT);
     const res = await pollToken(b.app, await startBackchannel(b.app, ALICE, LOCATION));
@@ -117,9 +139,16 @@ describe.each(FORMATS)('consent withdrawn while a token is issued (%s access tok
     const opaque = options.accessTokenFormat !== 'jwt';
     await expectDead(opaque ? [a, b] : [a], token);
     if (!opaque) {
-      b.app.get('/location-shared', b.netauth.guard({ scope: 'device-location', revocation: 'store' }), (_req, r) => void r.json({}));
+      b.app.get(
+        '/location-shared',
+        b.netauth.guard({ scope: 'device-location', revocation: 'store' }),
+        (_req, r) => void r.json({}),
+      );
       expect((await request(b.app).get('/location-shared').set('Authorization', `Bearer ${token}`)).status).toBe(401);
-      expect((await request(b.app).post('/apigateway/introspect').set('Authorization', APP1).type('form').send({ token })).body).toEqual({ active: false });
+      expect(
+        (await request(b.app).post('/apigateway/introspect').set('Authorization', APP1).type('form').send({ token }))
+          .body,
+      ).toEqual({ active: false });
     }
   });
 });

@@ -29,7 +29,8 @@ describe('DPoP proofs at the token endpoint', () => {
   });
 
   const now = (gw: TestGateway) => Math.floor(gw.clock.now / 1000);
-  const proof = (gw: TestGateway, overrides: Partial<HandProof> = {}) => handProof({ key, htm: 'POST', htu: TOKEN_URL, iat: now(gw), ...overrides });
+  const proof = (gw: TestGateway, overrides: Partial<HandProof> = {}) =>
+    handProof({ key, htm: 'POST', htu: TOKEN_URL, iat: now(gw), ...overrides });
 
   /** What is broken, what the description names, the proof. */
   const refusals: Array<[string, string, (gw: TestGateway) => Promise<string | string[]>]> = [
@@ -47,19 +48,35 @@ describe('DPoP proofs at the token endpoint', () => {
     ['an empty jti', 'jti', (gw) => proof(gw, { claims: { jti: '' } })],
     ['no htu', 'htu', (gw) => proof(gw, { claims: { htu: undefined } })],
     ['no jwk', 'jwk', (gw) => proof(gw, { header: { jwk: undefined } })],
-    ['a private jwk', 'private key', async (gw) => {
-      const { privateKey } = await generateKeyPair('ES256', { extractable: true });
-      return proof(gw, { key: { ...key, privateKey }, header: { jwk: await exportJWK(privateKey) } });
-    }],
-    ['a signature by another key than its jwk', 'signature', (gw) => proof(gw, { key: { ...other, publicJwk: key.publicJwk } })],
-    ['alg HS256', 'alg', async (gw) =>
-      new SignJWT({ jti: 'x', htm: 'POST', htu: TOKEN_URL, iat: now(gw) })
-        .setProtectedHeader({ alg: 'HS256', typ: 'dpop+jwt', jwk: key.publicJwk })
-        .sign(new TextEncoder().encode('a shared secret of at least 32 bytes!!'))],
-    ['alg none', 'compact JWS', async (gw) => {
-      const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
-      return `${part({ alg: 'none', typ: 'dpop+jwt', jwk: key.publicJwk })}.${part({ jti: 'x', htm: 'POST', htu: TOKEN_URL, iat: now(gw) })}.`;
-    }],
+    [
+      'a private jwk',
+      'private key',
+      async (gw) => {
+        const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+        return proof(gw, { key: { ...key, privateKey }, header: { jwk: await exportJWK(privateKey) } });
+      },
+    ],
+    [
+      'a signature by another key than its jwk',
+      'signature',
+      (gw) => proof(gw, { key: { ...other, publicJwk: key.publicJwk } }),
+    ],
+    [
+      'alg HS256',
+      'alg',
+      async (gw) =>
+        new SignJWT({ jti: 'x', htm: 'POST', htu: TOKEN_URL, iat: now(gw) })
+          .setProtectedHeader({ alg: 'HS256', typ: 'dpop+jwt', jwk: key.publicJwk })
+          .sign(new TextEncoder().encode('a shared secret of at least 32 bytes!!')),
+    ],
+    [
+      'alg none',
+      'compact JWS',
+      async (gw) => {
+        const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+        return `${part({ alg: 'none', typ: 'dpop+jwt', jwk: key.publicJwk })}.${part({ jti: 'x', htm: 'POST', htu: TOKEN_URL, iat: now(gw) })}.`;
+      },
+    ],
     ['not a JWS', 'compact JWS', async () => 'not-a-proof'],
     ['an oversized header', 'compact JWS', async () => `${'a'.repeat(9000)}.b.c`],
     ['two DPoP headers', 'more than one DPoP header', async (gw) => [await proof(gw), await proof(gw)]],
@@ -82,7 +99,12 @@ describe('DPoP proofs at the token endpoint', () => {
   }
 
   it('accepts a proof within the window on either side, and ignores htu query and fragment', async () => {
-    for (const overrides of [{ iat: -299 }, { iat: 299 }, { htu: `${TOKEN_URL}?x=1#f` }, { htu: 'HTTP://GATEWAY.TEST:80/apigateway/token' }]) {
+    for (const overrides of [
+      { iat: -299 },
+      { iat: 299 },
+      { htu: `${TOKEN_URL}?x=1#f` },
+      { htu: 'HTTP://GATEWAY.TEST:80/apigateway/token' },
+    ]) {
       const gw = createTestGateway();
       const id = await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP);
       const { iat, ...rest } = overrides as { iat?: number; htu?: string };
@@ -99,7 +121,10 @@ describe('DPoP proofs at the token endpoint', () => {
     expect(first.status).toBe(200);
     const second = await tokenRequest(gw, await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP), once);
     expect(second.status).toBe(400);
-    expect(second.body).toEqual({ error: 'invalid_dpop_proof', error_description: 'the DPoP proof was refused: its jti has been used before' });
+    expect(second.body).toEqual({
+      error: 'invalid_dpop_proof',
+      error_description: 'the DPoP proof was refused: its jti has been used before',
+    });
   });
 
   it('no description quotes the proof', async () => {
@@ -119,23 +144,40 @@ describe('DPoP proofs at the guard', () => {
 
   async function boundToken(gw: TestGateway): Promise<string> {
     const id = await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP);
-    const res = await tokenRequest(gw, id, await handProof({ key, htm: 'POST', htu: TOKEN_URL, iat: Math.floor(gw.clock.now / 1000) }));
+    const res = await tokenRequest(
+      gw,
+      id,
+      await handProof({ key, htm: 'POST', htu: TOKEN_URL, iat: Math.floor(gw.clock.now / 1000) }),
+    );
     expect(res.body.token_type).toBe('DPoP');
     return res.body.access_token as string;
   }
 
   const apiProof = (gw: TestGateway, token: string, overrides: Partial<HandProof> = {}) =>
-    handProof({ key, htm: 'POST', htu: 'http://gateway.test/sim-swap/check', iat: Math.floor(gw.clock.now / 1000), accessToken: token, ...overrides });
+    handProof({
+      key,
+      htm: 'POST',
+      htu: 'http://gateway.test/sim-swap/check',
+      iat: Math.floor(gw.clock.now / 1000),
+      accessToken: token,
+      ...overrides,
+    });
 
   it('a proof with the right ath passes; without ath, or with the hash of another token: 401', async () => {
     const gw = createTestGateway();
     const token = await boundToken(gw);
-    const call = (proof: string) => request(gw.app).post('/sim-swap/check').set('Authorization', `DPoP ${token}`).set('DPoP', proof);
+    const call = (proof: string) =>
+      request(gw.app).post('/sim-swap/check').set('Authorization', `DPoP ${token}`).set('DPoP', proof);
     expect((await call(await apiProof(gw, token))).status).toBe(200);
-    for (const proof of [await apiProof(gw, token, { claims: { ath: undefined } }), await apiProof(gw, token, { accessToken: `${token}x` })]) {
+    for (const proof of [
+      await apiProof(gw, token, { claims: { ath: undefined } }),
+      await apiProof(gw, token, { accessToken: `${token}x` }),
+    ]) {
       const res = await call(proof);
       expect(res.status).toBe(401);
-      expect(res.headers['www-authenticate']).toContain('DPoP realm="http://gateway.test/apigateway", error="invalid_dpop_proof", error_description="the DPoP proof was refused: its ath');
+      expect(res.headers['www-authenticate']).toContain(
+        'DPoP realm="http://gateway.test/apigateway", error="invalid_dpop_proof", error_description="the DPoP proof was refused: its ath',
+      );
     }
   });
 
@@ -148,19 +190,34 @@ describe('DPoP proofs at the guard', () => {
       .set('Authorization', `DPoP ${token}`)
       .set('DPoP', await apiProof(gw, token, { htu: 'http://attacker.example/sim-swap/check' }));
     expect(spoofed.status).toBe(401);
-    const right = await request(gw.app).post('/sim-swap/check').set('Host', 'attacker.example').set('Authorization', `DPoP ${token}`).set('DPoP', await apiProof(gw, token));
+    const right = await request(gw.app)
+      .post('/sim-swap/check')
+      .set('Host', 'attacker.example')
+      .set('Authorization', `DPoP ${token}`)
+      .set('DPoP', await apiProof(gw, token));
     expect(right.status).toBe(200);
   });
 
   it('publicOrigin names the service API origin when it is not the issuer', async () => {
     const gw = createTestGateway();
-    gw.app.post('/public/check', gw.netauth.guard({ scope: 'sim-swap', publicOrigin: 'https://api.operator.example' }), (_req, res) => void res.json({ ok: true }));
+    gw.app.post(
+      '/public/check',
+      gw.netauth.guard({ scope: 'sim-swap', publicOrigin: 'https://api.operator.example' }),
+      (_req, res) => void res.json({ ok: true }),
+    );
     const token = await boundToken(gw);
     const call = async (htu: string) =>
-      request(gw.app).post('/public/check').set('Authorization', `DPoP ${token}`).set('DPoP', await apiProof(gw, token, { htu }));
+      request(gw.app)
+        .post('/public/check')
+        .set('Authorization', `DPoP ${token}`)
+        .set('DPoP', await apiProof(gw, token, { htu }));
     expect((await call('http://gateway.test/public/check')).status).toBe(401);
     expect((await call('https://api.operator.example/public/check')).status).toBe(200);
-    expect(() => gw.netauth.guard({ publicOrigin: 'https://api.operator.example/base' })).toThrow(/publicOrigin must be an http\(s\) origin without path/);
-    expect(() => gw.netauth.guard({ publicOrigin: 'api.operator.example' })).toThrow(/publicOrigin must be an absolute URL/);
+    expect(() => gw.netauth.guard({ publicOrigin: 'https://api.operator.example/base' })).toThrow(
+      /publicOrigin must be an http\(s\) origin without path/,
+    );
+    expect(() => gw.netauth.guard({ publicOrigin: 'api.operator.example' })).toThrow(
+      /publicOrigin must be an absolute URL/,
+    );
   });
 });

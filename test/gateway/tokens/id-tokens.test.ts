@@ -13,7 +13,9 @@ const OPTIONS: Partial<NetAuthOptions> = { idTokens: true, signingKeys: [KEY_A],
 const OPENID_SIM_SWAP = `openid ${SIM_SWAP}`;
 
 const pairwise = (clientId: string, subscriberId: string) =>
-  createHash('sha256').update(clientId + subscriberId + SALT).digest('base64url');
+  createHash('sha256')
+    .update(clientId + subscriberId + SALT)
+    .digest('base64url');
 
 async function tokens(app: Express, scope: string, authorization = APP1, hint = 'tel:+34600000001') {
   const authReqId = await startBackchannel(app, hint, scope, authorization);
@@ -44,7 +46,11 @@ describe('ID tokens (CIBA)', () => {
     });
     // Signed by a published key.
     const jwks = await request(app).get('/apigateway/jwks');
-    const { payload } = await jwtVerify(idToken, createLocalJWKSet(jwks.body), { issuer: ISSUER, audience: 'app-1', currentDate: new Date(clock.now) });
+    const { payload } = await jwtVerify(idToken, createLocalJWKSet(jwks.body), {
+      issuer: ISSUER,
+      audience: 'app-1',
+      currentDate: new Date(clock.now),
+    });
     expect(payload.sub).toBe(pairwise('app-1', 'sub-alice'));
   });
 
@@ -94,7 +100,7 @@ describe('ID tokens (CIBA)', () => {
     expect(claims.iat).toBe(createdAt + 30);
   });
 
-  it('auth_time is when the approval hook\'s decision came in', async () => {
+  it("auth_time is when the approval hook's decision came in", async () => {
     const { app, clock, netauth } = createTestGateway({
       ...OPTIONS,
       // The decision is made out-of-band, through netauth.backchannel.approve.

@@ -46,7 +46,7 @@ const CLAIMS = {
   ratio: 0.5,
 };
 
-describe('signJws: the package\'s own signatures through node:crypto', () => {
+describe("signJws: the package's own signatures through node:crypto", () => {
   it.each(CASES)('%s: what jose writes for the same input, and jose verifies it', async (alg, jwk) => {
     const keys = keySet({ ...jwk, alg, kid: `k-${alg}` });
     const key = keys.active;
@@ -74,7 +74,7 @@ describe('signJws: the package\'s own signatures through node:crypto', () => {
   });
 });
 
-describe('verifyJws: accepts exactly what jose\'s jwtVerify accepts with the same keys', () => {
+describe("verifyJws: accepts exactly what jose's jwtVerify accepts with the same keys", () => {
   const ec = jwkOf('ec', 'P-256');
   const keys = keySet({ ...ec, kid: 'ec-1' }, { ...RSA, kid: 'rsa-1', alg: 'PS256' });
   const [ecKey, rsaKey] = keys.keys as [KeySet['active'], KeySet['active']];
@@ -105,7 +105,7 @@ describe('verifyJws: accepts exactly what jose\'s jwtVerify accepts with the sam
     ['no signature', () => `${h}.${p}.`, false],
     ['alg none', () => `${b64(JSON.stringify({ alg: 'none', kid: 'ec-1' }))}.${payload}.`, false],
     ['alg none with the genuine signature', () => unsigned({ alg: 'none', kid: 'ec-1' }), false],
-    ['alg of another key, that key\'s kid', () => withHeader({ alg: 'ES256', kid: 'rsa-1' }), false],
+    ["alg of another key, that key's kid", () => withHeader({ alg: 'ES256', kid: 'rsa-1' }), false],
     ['RS256 header on the PS256 key', () => withHeader({ alg: 'RS256', kid: 'rsa-1' }, rsaKey.privateKey), false],
     ['HS256, the public JWK as secret', () => withHeader({ alg: 'HS256', kid: 'ec-1' }, bytes(publicJwk)), false],
     ['unknown kid', () => withHeader({ alg: 'ES256', kid: 'ec-2' }), false],

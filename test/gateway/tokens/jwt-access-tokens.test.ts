@@ -4,22 +4,42 @@ import request from 'supertest';
 import express, { type Express } from 'express';
 import { SignJWT, decodeJwt, decodeProtectedHeader, createLocalJWKSet, jwtVerify, type JWK } from 'jose';
 import { MemoryStore, createNetAuth, type NetAuthOptions } from '../../../lib/index.js';
-import { APP1, APP2, CLIENTS, ISSUER, LOCATION, POLICY, SIM_SWAP, SUBSCRIBERS, createTestGateway } from '../../helpers/gateway.js';
+import {
+  APP1,
+  APP2,
+  CLIENTS,
+  ISSUER,
+  LOCATION,
+  POLICY,
+  SIM_SWAP,
+  SUBSCRIBERS,
+  createTestGateway,
+} from '../../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { FOREIGN_KEY, KEY_A, KEY_B, NoTokenReadStore, ecKey, rsaKey } from '../../helpers/keys.js';
 
 const pairwise = (clientId: string, subscriberId: string) =>
-  createHash('sha256').update(clientId + subscriberId + 'test-salt').digest('base64url');
+  createHash('sha256').update(`${clientId}${subscriberId}test-salt`).digest('base64url');
 const KEY_A_PRIVATE = createPrivateKey({ key: KEY_A as JsonWebKey, format: 'jwk' });
-const JWT_OPTIONS: Partial<NetAuthOptions> = { accessTokenFormat: 'jwt', signingKeys: [KEY_A], pairwiseSalt: 'test-salt' };
+const JWT_OPTIONS: Partial<NetAuthOptions> = {
+  accessTokenFormat: 'jwt',
+  signingKeys: [KEY_A],
+  pairwiseSalt: 'test-salt',
+};
 
-async function tokenFor(app: Express, scope = SIM_SWAP, authorization = APP1, hint = 'tel:+34600000001'): Promise<string> {
+async function tokenFor(
+  app: Express,
+  scope = SIM_SWAP,
+  authorization = APP1,
+  hint = 'tel:+34600000001',
+): Promise<string> {
   const res = await pollToken(app, await startBackchannel(app, hint, scope, authorization), authorization);
   if (res.status !== 200) throw new Error(`token failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.access_token as string;
 }
 
-const call = (app: Express, token: string) => request(app).post('/sim-swap/check').set('Authorization', `Bearer ${token}`);
+const call = (app: Express, token: string) =>
+  request(app).post('/sim-swap/check').set('Authorization', `Bearer ${token}`);
 
 function revoke(app: Express, token: string, authorization = APP1) {
   return request(app).post('/apigateway/revoke').set('Authorization', authorization).type('form').send({ token });
@@ -83,7 +103,12 @@ describe('JWT access tokens (RFC 9068)', () => {
     expect(jwks.status).toBe(200);
     expect(jwks.headers['content-type']).toMatch(/^application\/jwk-set\+json/);
     for (const key of jwks.body.keys as JWK[]) expect(key).not.toHaveProperty('d');
-    const { payload } = await jwtVerify(token, createLocalJWKSet(jwks.body), { issuer: ISSUER, audience: ISSUER, typ: 'at+jwt', currentDate: new Date(1_800_000_000_000) });
+    const { payload } = await jwtVerify(token, createLocalJWKSet(jwks.body), {
+      issuer: ISSUER,
+      audience: ISSUER,
+      typ: 'at+jwt',
+      currentDate: new Date(1_800_000_000_000),
+    });
     expect(payload.client_id).toBe('app-1');
   });
 
@@ -101,7 +126,12 @@ describe('JWT access tokens (RFC 9068)', () => {
     store.reads.length = 0;
     const res = await call(app, token);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ swapped: false, subscriber: 'sub-alice', clientId: 'app-1', purpose: 'FraudPreventionAndDetection' });
+    expect(res.body).toEqual({
+      swapped: false,
+      subscriber: 'sub-alice',
+      clientId: 'app-1',
+      purpose: 'FraudPreventionAndDetection',
+    });
     // No store read at all in the default (local) revocation mode.
     expect(store.reads).toEqual([]);
     // The wrapper does see and refuse a token-record read: an opaque-format gateway on it fails the call.
@@ -116,7 +146,11 @@ describe('JWT access tokens (RFC 9068)', () => {
   it('guard({ revocation: "store" }) reads only the revocation list, never the token record', async () => {
     const store = new NoTokenReadStore(new MemoryStore());
     const { app, netauth } = createTestGateway({ ...JWT_OPTIONS, store });
-    app.post('/strict', netauth.guard({ scope: 'sim-swap', revocation: 'store' }), (_req, res) => void res.json({ ok: true }));
+    app.post(
+      '/strict',
+      netauth.guard({ scope: 'sim-swap', revocation: 'store' }),
+      (_req, res) => void res.json({ ok: true }),
+    );
     const token = await tokenFor(app);
     store.reads.length = 0;
     const res = await request(app).post('/strict').set('Authorization', `Bearer ${token}`);
@@ -201,7 +235,9 @@ describe('JWT access tokens (RFC 9068)', () => {
     const simSwap = await tokenFor(app, SIM_SWAP);
     const get = (token: string) => request(app).get('/location').set('Authorization', `Bearer ${token}`);
     expect((await get(location)).status).toBe(200);
-    expect(await netauth.consent.revoke({ clientId: 'app-1', login_hint: 'tel:+34600000001', scope: LOCATION })).toBe(true);
+    expect(await netauth.consent.revoke({ clientId: 'app-1', login_hint: 'tel:+34600000001', scope: LOCATION })).toBe(
+      true,
+    );
     expect((await get(location)).status).toBe(401);
     // sim-swap rests on legitimate interest, not on that consent.
     expect((await call(app, simSwap)).status).toBe(200);
@@ -217,7 +253,11 @@ describe('JWT access tokens (RFC 9068)', () => {
 
   it('still answers insufficient_scope and checks the purpose', async () => {
     const { app, netauth } = createTestGateway(JWT_OPTIONS);
-    app.post('/verify', netauth.guard({ scope: 'sim-swap', purpose: 'RequestedServiceProvision' }), (_req, res) => void res.json({}));
+    app.post(
+      '/verify',
+      netauth.guard({ scope: 'sim-swap', purpose: 'RequestedServiceProvision' }),
+      (_req, res) => void res.json({}),
+    );
     const token = await tokenFor(app);
     const location = await request(app).get('/location').set('Authorization', `Bearer ${token}`);
     expect(location.status).toBe(403);
@@ -236,7 +276,7 @@ describe('JWT access tokens (RFC 9068)', () => {
   });
 });
 
-describe('the guard verifies its own tokens as jose\'s jwtVerify did', () => {
+describe("the guard verifies its own tokens as jose's jwtVerify did", () => {
   // The options the guard gave jwtVerify before it verified through node:crypto; every token below must get the
   // same answer from both.
   const joseAccepts = (token: string, jwks: { keys: JWK[] }, now: number) =>
@@ -355,7 +395,7 @@ describe('revocation across instances sharing a store', () => {
     return { app, netauth };
   }
 
-  it('local mode misses another instance\'s revocation; store mode sees it', async () => {
+  it("local mode misses another instance's revocation; store mode sees it", async () => {
     const store = new MemoryStore({ now: () => 1_800_000_000_000 });
     const { app: a } = instance(store);
     const { app: b } = instance(store);
@@ -374,7 +414,11 @@ describe('revocation across instances sharing a store', () => {
     const store = new MemoryStore({ now: () => 1_800_000_000_000 });
     const a = instance(store);
     const b = instance(store);
-    b.app.get('/location', b.netauth.guard({ scope: 'device-location', revocation: 'store' }), (_req, res) => void res.json({}));
+    b.app.get(
+      '/location',
+      b.netauth.guard({ scope: 'device-location', revocation: 'store' }),
+      (_req, res) => void res.json({}),
+    );
     await a.netauth.consent.grant({ clientId: 'app-1', login_hint: 'tel:+34600000001', scope: LOCATION });
     const token = await tokenFor(a.app, LOCATION);
     // The token carries the CIBA request's grant id and the consent's.

@@ -1,10 +1,10 @@
 import type { RequestHandler } from 'express';
 import * as oidc from 'openid-client';
-import type { CallbackOptions } from './options.js';
-import { dpopOption, sent, type ClientContext } from './configuration.js';
-import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
-import { covers, promisify, sessionOf, sessionTokenOf } from './session.js';
-import { middleware } from './middleware.js';
+import type { CallbackOptions } from '../options.js';
+import { dpopOption, sent, type ClientContext } from '../configuration.js';
+import { NetAuthClientError, fromOpenIdClientError } from '../errors.js';
+import { covers, promisify, sessionOf, sessionTokenOf } from '../session.js';
+import { middleware } from './async-handler.js';
 
 /** The authorization response's parameters, each at most once (a repeated one is not a response the gateway sent). */
 const RESPONSE_PARAMETERS = ['state', 'code', 'iss', 'error', 'error_description'];
@@ -28,14 +28,23 @@ function invalidCallback(message: string, cause?: unknown): NetAuthClientError {
  * `state`, then `error`) before it sends the code, so whatever fails before a request left lies in the
  * callback (4xx), and a refused code (`invalid_grant`) is a stale or forged one; only the rest is the gateway's.
  */
-async function exchange(ctx: ClientContext, url: URL, checks: oidc.AuthorizationCodeGrantChecks): Promise<oidc.TokenEndpointResponse> {
+async function exchange(
+  ctx: ClientContext,
+  url: URL,
+  checks: oidc.AuthorizationCodeGrantChecks,
+): Promise<oidc.TokenEndpointResponse> {
   const probe = { sent: false };
   try {
     const { config, dpop } = await ctx.load();
     return await sent.run(probe, () => oidc.authorizationCodeGrant(config, url, checks, undefined, dpopOption(dpop)));
   } catch (cause) {
-    if (cause instanceof NetAuthClientError || cause instanceof oidc.AuthorizationResponseError) throw fromOpenIdClientError(cause);
-    if (!probe.sent) throw invalidCallback('the authorization response is not a valid answer of this gateway (RFC 9207 iss, or its shape)', cause);
+    if (cause instanceof NetAuthClientError || cause instanceof oidc.AuthorizationResponseError)
+      throw fromOpenIdClientError(cause);
+    if (!probe.sent)
+      throw invalidCallback(
+        'the authorization response is not a valid answer of this gateway (RFC 9207 iss, or its shape)',
+        cause,
+      );
     if (cause instanceof oidc.ResponseBodyError && cause.error === 'invalid_grant') {
       throw invalidCallback('the gateway refused the code: unknown, used, expired, or not issued for this flow', cause);
     }
@@ -69,8 +78,10 @@ export function callbackMiddleware(ctx: ClientContext, callback: CallbackOptions
           : 'the callback state does not match a flow started by this session',
       );
     }
-    if (RESPONSE_PARAMETERS.some((name) => query.getAll(name).length > 1)) throw invalidCallback('the authorization response repeats a parameter');
-    if (!query.get('code') && !query.get('error')) throw invalidCallback('the authorization response carries neither code nor error');
+    if (RESPONSE_PARAMETERS.some((name) => query.getAll(name).length > 1))
+      throw invalidCallback('the authorization response repeats a parameter');
+    if (!query.get('code') && !query.get('error'))
+      throw invalidCallback('the authorization response carries neither code nor error');
 
     const tokens = await exchange(ctx, currentUrl(redirectUri, query), {
       pkceCodeVerifier: pending.code_verifier,
@@ -79,7 +90,10 @@ export function callbackMiddleware(ctx: ClientContext, callback: CallbackOptions
     });
     const token = sessionTokenOf(tokens, ctx.now(), pending.scope, pending.data);
     if (pending.required && !covers(token.scope, pending.scope)) {
-      throw new NetAuthClientError('denied', `the gateway granted "${token.scope ?? ''}", less than the "${pending.scope}" this route requires`);
+      throw new NetAuthClientError(
+        'denied',
+        `the gateway granted "${token.scope ?? ''}", less than the "${pending.scope}" this route requires`,
+      );
     }
     // A new session id for the authenticated session (a fixated id from before the flow is worthless);
     // what the application kept in the session comes along.

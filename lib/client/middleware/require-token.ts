@@ -1,11 +1,11 @@
 import type { RequestHandler } from 'express';
-import type { RequireTokenOptions } from './options.js';
-import type { ClientContext } from './configuration.js';
-import { NetAuthClientError } from './errors.js';
-import { covers } from './session.js';
-import { sessionToken } from './refresh.js';
+import type { RequireTokenOptions } from '../options.js';
+import type { ClientContext } from '../configuration.js';
+import { NetAuthClientError } from '../errors.js';
+import { covers } from '../session.js';
+import { sessionToken } from '../refresh.js';
 import { beginAuthorization } from './start.js';
-import { middleware } from './middleware.js';
+import { middleware } from './async-handler.js';
 
 /**
  * Guards the application's own routes: with a live session token that covers the scope, `next()`; otherwise

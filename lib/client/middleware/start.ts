@@ -1,10 +1,10 @@
 import type { Request, RequestHandler, Response } from 'express';
 import * as oidc from 'openid-client';
-import type { StartOptions } from './options.js';
-import { audienceFor, type ClientContext, type ClientSigner } from './configuration.js';
-import { fromOpenIdClientError } from './errors.js';
-import { checkSessionCookie, promisify, sessionOf, type PendingAuthorization } from './session.js';
-import { middleware } from './middleware.js';
+import type { StartOptions } from '../options.js';
+import { audienceFor, type ClientContext, type ClientSigner } from '../configuration.js';
+import { fromOpenIdClientError } from '../errors.js';
+import { checkSessionCookie, promisify, sessionOf, type PendingAuthorization } from '../session.js';
+import { middleware } from './async-handler.js';
 
 function resolve<T>(value: T | ((req: Request) => T), req: Request): T {
   return typeof value === 'function' ? (value as (req: Request) => T)(req) : value;
@@ -17,14 +17,23 @@ const MAX_PENDING = 5;
  * The /authorize URL. With signed requests: every parameter in a request object signed by the client's key
  * (JAR, RFC 9101, built by openid-client), and the four the CAMARA profile requires in the plain too.
  */
-async function authorizationUrl(config: oidc.Configuration, signer: ClientSigner | undefined, params: Record<string, string>): Promise<URL> {
+async function authorizationUrl(
+  config: oidc.Configuration,
+  signer: ClientSigner | undefined,
+  params: Record<string, string>,
+): Promise<URL> {
   if (!signer?.signRequests) return oidc.buildAuthorizationUrl(config, params);
-  const url = await oidc.buildAuthorizationUrlWithJAR(config, params, { key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) }, {
-    [oidc.modifyAssertion]: (header, payload) => {
-      header.alg = signer.alg;
-      payload.aud = audienceFor(config, signer, 'authorization_endpoint');
+  const url = await oidc.buildAuthorizationUrlWithJAR(
+    config,
+    params,
+    { key: signer.key, ...(signer.kid ? { kid: signer.kid } : {}) },
+    {
+      [oidc.modifyAssertion]: (header, payload) => {
+        header.alg = signer.alg;
+        payload.aud = audienceFor(config, signer, 'authorization_endpoint');
+      },
     },
-  });
+  );
   url.searchParams.set('response_type', 'code');
   url.searchParams.set('scope', params.scope!);
   url.searchParams.set('redirect_uri', params.redirect_uri!);
@@ -35,7 +44,13 @@ async function authorizationUrl(config: oidc.Configuration, signer: ClientSigner
  * Starts the frontend flow: a fresh state (CSRF protection), PKCE S256 and, with `openid`, a nonce, all kept
  * in the server-side session; then a 302 to the gateway's /authorize.
  */
-export async function beginAuthorization(ctx: ClientContext, req: Request, res: Response, start: StartOptions, required = false): Promise<void> {
+export async function beginAuthorization(
+  ctx: ClientContext,
+  req: Request,
+  res: Response,
+  start: StartOptions,
+  required = false,
+): Promise<void> {
   const redirectUri = ctx.options.redirectUri!;
   const session = sessionOf(req);
   checkSessionCookie(req, session);
@@ -47,7 +62,10 @@ export async function beginAuthorization(ctx: ClientContext, req: Request, res: 
   const returnTo = requested !== undefined && /^\/(?![/\\])/.test(requested) ? requested : undefined;
   const codeVerifier = oidc.randomPKCECodeVerifier();
   const random = oidc.randomState();
-  const state = start.dataIn === 'url' && data !== undefined ? `${random}.${Buffer.from(JSON.stringify(data)).toString('base64url')}` : random;
+  const state =
+    start.dataIn === 'url' && data !== undefined
+      ? `${random}.${Buffer.from(JSON.stringify(data)).toString('base64url')}`
+      : random;
   const nonce = scope.split(' ').includes('openid') ? oidc.randomNonce() : undefined;
 
   const params: Record<string, string> = {
@@ -69,7 +87,15 @@ export async function beginAuthorization(ctx: ClientContext, req: Request, res: 
     throw fromOpenIdClientError(cause);
   }
 
-  const pending: PendingAuthorization = { state, code_verifier: codeVerifier, nonce, scope, data, returnTo, ...(required ? { required } : {}) };
+  const pending: PendingAuthorization = {
+    state,
+    code_verifier: codeVerifier,
+    nonce,
+    scope,
+    data,
+    returnTo,
+    ...(required ? { required } : {}),
+  };
   const all = { ...(session.netauth?.pending ?? {}), [state]: pending };
   const keys = Object.keys(all);
   for (const key of keys.slice(0, Math.max(0, keys.length - MAX_PENDING))) delete all[key];

@@ -1,17 +1,24 @@
 import type { RequestHandler } from 'express';
 import * as oidc from 'openid-client';
-import type { LogoutOptions } from './options.js';
-import type { ClientContext } from './configuration.js';
-import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
-import { promisify, sessionOf } from './session.js';
-import { middleware } from './middleware.js';
+import type { LogoutOptions } from '../options.js';
+import type { ClientContext } from '../configuration.js';
+import { NetAuthClientError, fromOpenIdClientError } from '../errors.js';
+import { promisify, sessionOf } from '../session.js';
+import { middleware } from './async-handler.js';
 
 /** Revokes a token at the gateway's revocation endpoint (RFC 7009). */
-export async function revokeToken(ctx: ClientContext, token: string, hint?: 'access_token' | 'refresh_token'): Promise<void> {
+export async function revokeToken(
+  ctx: ClientContext,
+  token: string,
+  hint?: 'access_token' | 'refresh_token',
+): Promise<void> {
   try {
     const { config } = await ctx.load();
     if (!config.serverMetadata().revocation_endpoint) {
-      throw new NetAuthClientError('misconfigured', 'the gateway announces no revocation_endpoint, so tokens cannot be revoked');
+      throw new NetAuthClientError(
+        'misconfigured',
+        'the gateway announces no revocation_endpoint, so tokens cannot be revoked',
+      );
     }
     await oidc.tokenRevocation(config, token, hint ? { token_type_hint: hint } : undefined);
   } catch (cause) {
@@ -40,12 +47,16 @@ export function logoutMiddleware(ctx: ClientContext, options: LogoutOptions): Re
       }
     } catch (cause) {
       const error = fromOpenIdClientError(cause);
-      failure = new NetAuthClientError(error.kind, `the session was cleared, but the gateway did not confirm the revocation: ${error.message}`, {
-        ...(error.error === undefined ? {} : { error: error.error }),
-        ...(error.description === undefined ? {} : { description: error.description }),
-        status: error.status,
-        cause: error,
-      });
+      failure = new NetAuthClientError(
+        error.kind,
+        `the session was cleared, but the gateway did not confirm the revocation: ${error.message}`,
+        {
+          ...(error.error === undefined ? {} : { error: error.error }),
+          ...(error.description === undefined ? {} : { description: error.description }),
+          status: error.status,
+          cause: error,
+        },
+      );
     }
     await promisify((cb) => session.regenerate(cb));
     if (failure) throw failure;
