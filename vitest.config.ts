@@ -21,6 +21,9 @@ const FRESH_PROCESS = [
 
 export default defineConfig({
   test: {
+    // Most files wait on servers, sockets and timers more than they compute: three at a time keep two cores busy
+    // (vitest's default on two cores is one).
+    maxWorkers: 3,
     testTimeout: 20_000,
     hookTimeout: 20_000,
     // `include` per project: a project's arrays add to the root's, so one at the root would run every file twice.

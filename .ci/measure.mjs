@@ -69,11 +69,14 @@ const started = process.hrtime.bigint();
 const child = spawn(cmd, args, { stdio: 'inherit' });
 let peak = { rss: 0, pss: 0, members: [] };
 let peakRss = 0;
+/** The largest single process seen (its RSS): what `/usr/bin/time` would report for the tree. */
+let largest = { name: '', rss: 0 };
 const timer = setInterval(() => {
   if (child.pid === undefined) return;
   const now = sampleTree(child.pid);
   if (now.pss > peak.pss) peak = now;
   peakRss = Math.max(peakRss, now.rss);
+  for (const member of now.members) if (member.rss > largest.rss) largest = member;
 }, 200);
 
 child.on('exit', (code, signal) => {
@@ -82,7 +85,8 @@ child.on('exit', (code, signal) => {
   const line = [cmd, ...args].join(' ');
   console.log(
     `measure: ${line}: ${seconds.toFixed(1)} s wall, peak memory ${(peak.pss / MB).toFixed(0)} MB PSS ` +
-      `(${(peakRss / MB).toFixed(0)} MB summed RSS)`,
+      `(${(peakRss / MB).toFixed(0)} MB summed RSS); largest process ${(largest.rss / MB).toFixed(0)} MB RSS ` +
+      `(${largest.name})`,
   );
   // Which processes made the peak, largest first: where to look when it grows.
   const top = peak.members.sort((a, b) => b.pss - a.pss).slice(0, 8);

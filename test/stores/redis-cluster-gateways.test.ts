@@ -277,7 +277,10 @@ describe.skipIf(skip)('two gateway processes on a Redis Cluster (3 masters, 3 re
   it('neither process crashed, restarted or printed a stack trace', () => {
     for (const instance of [a, b]) {
       expect(instance.alive).toBe(true);
-      expect(instance.stderr).toBe('');
+      // A replica that lags past WAIT's 100 ms on a loaded machine is reported, not an error: the one warning allowed.
+      const lines = instance.stderr.split('\n').filter((line) => line !== '');
+      const other = lines.filter((line) => !/NETAUTH_REDIS_REPLICA_SHORTFALL|--trace-warnings/.test(line));
+      expect(other).toEqual([]);
     }
   });
 });
