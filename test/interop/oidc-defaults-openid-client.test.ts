@@ -4,6 +4,7 @@ import * as client from 'openid-client';
 import { createNetAuth, type NetAuth } from '../../lib/index.js';
 import { CLIENTS, POLICY, SECRET, SIM_SWAP, SUBSCRIBERS } from '../helpers/gateway.js';
 import { listen } from '../helpers/listen.js';
+import { openidCodeFlow } from '../helpers/openid-code-flow.js';
 
 const OPENID_SIM_SWAP = `openid ${SIM_SWAP}`;
 
@@ -48,25 +49,7 @@ describe('interop: openid-client v6 against the defaults', () => {
   });
 
   it('code flow with nonce: openid granted with an ID token the library validates', async () => {
-    const codeVerifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const nonce = client.randomNonce();
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: 'https://app.example/callback',
-      scope: OPENID_SIM_SWAP,
-      state,
-      nonce,
-      code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
-      code_challenge_method: 'S256',
-    });
-    const redirect = await fetch(url, { redirect: 'manual' });
-    expect(redirect.status).toBe(302);
-    const tokens = await client.authorizationCodeGrant(config, new URL(redirect.headers.get('location')!), {
-      pkceCodeVerifier: codeVerifier,
-      expectedState: state,
-      expectedNonce: nonce,
-      idTokenExpected: true,
-    });
+    const { tokens, nonce } = await openidCodeFlow(config, OPENID_SIM_SWAP);
     expect(tokens.scope).toBe(OPENID_SIM_SWAP);
     expect(tokens.claims()).toMatchObject({ iss: issuer, aud: 'app-1', nonce });
   });

@@ -6,6 +6,7 @@ import { decodeJwt } from 'jose';
 import { createNetAuth, type NetAuth } from '../../lib/index.js';
 import { CLIENTS, POLICY, SECRET, SUBSCRIBERS, SIM_SWAP } from '../helpers/gateway.js';
 import { listen } from '../helpers/listen.js';
+import { openidCodeFlow } from '../helpers/openid-code-flow.js';
 import { KEY_A, KEY_B } from '../helpers/keys.js';
 
 const SALT = 'interop-salt';
@@ -94,25 +95,7 @@ describe('interop: openid-client v6, ID tokens, JWT access tokens, introspection
 
   it('validates the ID token of the frontend flow: nonce, auth_time, the same pairwise sub', async () => {
     const config = await configuration('app-1', SECRET);
-    const codeVerifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const nonce = client.randomNonce();
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: 'https://app.example/callback',
-      scope: OPENID_SIM_SWAP,
-      state,
-      nonce,
-      code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
-      code_challenge_method: 'S256',
-    });
-    const redirect = await fetch(url, { redirect: 'manual' });
-    expect(redirect.status).toBe(302);
-    const tokens = await client.authorizationCodeGrant(config, new URL(redirect.headers.get('location')!), {
-      pkceCodeVerifier: codeVerifier,
-      expectedState: state,
-      expectedNonce: nonce,
-      idTokenExpected: true,
-    });
+    const { tokens, codeVerifier, state, nonce } = await openidCodeFlow(config, OPENID_SIM_SWAP);
     const claims = tokens.claims()!;
     expect(claims).toMatchObject({ iss: issuer, aud: 'app-1', nonce, amr: ['hwk'] });
     expect(claims.sub).toBe(createHash('sha256').update(`app-1sub-alice${SALT}`).digest('base64url'));
