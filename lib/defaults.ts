@@ -19,7 +19,7 @@ export const LIFETIME_DEFAULTS = {
 /** `lifetimes.backendAccessToken` under `profile: 'camara'` (seconds): the profile's "short-lived". */
 export const CAMARA_BACKEND_ACCESS_TOKEN_LIFETIME = 300;
 
-/** `bodyLimit`: the largest form body (body-parser's notation). */
+/** `bodyLimit`: the largest form body, after content decoding (the `bytes` package's notation, as body-parser's). */
 export const BODY_LIMIT_DEFAULT = '16kb';
 
 /** `idTokens`: a granted `openid` always comes with an ID token (OIDC Core §3.1.3.3). */

@@ -52,6 +52,51 @@ export function formDecode(value: string): string | undefined {
   }
 }
 
+/** A component of an ISO-8859-1 form: `+` is a space, each escape one byte (body-parser's qs, its `charset`). */
+function latin1Decode(value: string): string {
+  return value
+    .replace(/\+/g, ' ')
+    .replace(/%[0-9a-f]{2}/gi, (byte) => String.fromCharCode(Number.parseInt(byte.slice(1), 16)));
+}
+
+/** A UTF-8 component as body-parser (qs) decodes it: one whose escapes are not valid UTF-8 is kept as sent, `+` a space. */
+function utf8Decode(value: string): string {
+  return formDecode(value) ?? value.replace(/\+/g, ' ');
+}
+
+/**
+ * An `application/x-www-form-urlencoded` body, with the values body-parser gives with `extended: false`: one step per
+ * character, a repeated name becomes an array (which FormParams refuses), names are taken as they are, a
+ * byte-order mark is dropped, more than MAX_PARAMETERS `&`-separated parts is invalid_request.
+ */
+export function parseForm(body: Buffer, charset: 'utf-8' | 'iso-8859-1'): FormParams {
+  const decoded = charset === 'utf-8' ? body.toString('utf8') : body.toString('latin1');
+  const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
+  const decode = charset === 'utf-8' ? utf8Decode : latin1Decode;
+  const values: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  if (text === '') return new FormParams(values);
+  let count = 0;
+  for (let start = 0; start <= text.length; ) {
+    if (++count > MAX_PARAMETERS) throw tooManyParameters();
+    let end = text.indexOf('&', start);
+    if (end < 0) end = text.length;
+    if (end > start) {
+      const equals = text.indexOf('=', start);
+      const split = equals >= 0 && equals < end;
+      const name = decode(text.slice(start, split ? equals : end));
+      const value = split ? decode(text.slice(equals + 1, end)) : '';
+      if (name !== '') {
+        const previous = values[name];
+        if (previous === undefined) values[name] = value;
+        else if (Array.isArray(previous)) previous.push(value);
+        else values[name] = [previous, value];
+      }
+    }
+    start = end + 1;
+  }
+  return new FormParams(values);
+}
+
 /**
  * Query parameters by the same wire rules. Read from the raw URL rather than `req.query`, so the app's
  * `query parser` setting (e.g. qs with nested objects) cannot change what the endpoint sees.

@@ -9,7 +9,7 @@ import { sendAuthorizationResponse, sendJson, type RedirectTarget } from './resp
 
 /**
  * The one place errors become responses. Anything that is not already an OAuthError is classified here:
- * body-parser failures are the client's (400/413), an unreachable store is 503 temporarily_unavailable,
+ * body-parser failures (an application's parser before the router) are the client's (400/413), an unreachable store is 503 temporarily_unavailable,
  * and everything else is a bare 500 server_error that reveals nothing.
  */
 export function toOAuthError(error: unknown, onError: (error: unknown) => void): OAuthError {

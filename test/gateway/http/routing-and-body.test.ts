@@ -9,8 +9,9 @@ import { beginRequest, step } from '../../../lib/gateway/http/request-context.js
 import { APP1, SIM_SWAP, createTestGateway } from '../../helpers/gateway.js';
 
 /**
- * The router's endpoints are express.Router routes with Express's routing, and their form bodies are read by
- * body-parser into the request's context (lib/gateway/http/read-params.ts): these pin what both must keep.
+ * The router's endpoints are express.Router routes with Express's routing, and their form bodies are read by the
+ * package's own reader into the request's context (lib/gateway/http/read-params.ts, read-body.ts), with the
+ * values body-parser would give: these pin what both must keep.
  */
 
 const { app } = createTestGateway();
@@ -128,20 +129,26 @@ describe('form bodies', () => {
     ]);
   });
 
-  it('hand the endpoint the parameters body-parser gives, by the wire rules, for any body', async () => {
-    await fc.assert(
-      fc.asyncProperty(body, async (text) => {
-        const expected = await request(parameters).post('/body-parser').type('form').send(text);
-        const names = expected.status === 200 ? (expected.body as Array<[string, unknown]>).map(([name]) => name) : [];
-        const asked = encodeURIComponent(JSON.stringify(names));
-        const actual = await request(parameters).post('/package').set('x-names', asked).type('form').send(text);
-        expect(actual.status).toBe(expected.status);
-        if (expected.status !== 200) return;
-        expect(actual.body).toEqual(wireReading(expected.body as Array<[string, unknown]>));
-      }),
-      { numRuns: 60 },
-    );
-  });
+  // The package reads forms itself, the same under Express 4 and 5: its parity is with body-parser 2 (Express 5's,
+  // qs), which drops an empty name where Express 4's body-parser 1 keeps it.
+  it.skipIf(express4)(
+    'hand the endpoint the parameters body-parser gives, by the wire rules, for any body',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(body, async (text) => {
+          const expected = await request(parameters).post('/body-parser').type('form').send(text);
+          const names =
+            expected.status === 200 ? (expected.body as Array<[string, unknown]>).map(([name]) => name) : [];
+          const asked = encodeURIComponent(JSON.stringify(names));
+          const actual = await request(parameters).post('/package').set('x-names', asked).type('form').send(text);
+          expect(actual.status).toBe(expected.status);
+          if (expected.status !== 200) return;
+          expect(actual.body).toEqual(wireReading(expected.body as Array<[string, unknown]>));
+        }),
+        { numRuns: 60 },
+      );
+    },
+  );
 
   it.skipIf(express4)('keep escapes of invalid UTF-8 as sent (body-parser 2, qs), drop a byte-order mark', async () => {
     const names = encodeURIComponent(JSON.stringify(['a', 'b', 'c', 'scope']));
@@ -160,6 +167,44 @@ describe('form bodies', () => {
       ['c', null],
       ['scope', 'a'],
     ]);
+  });
+
+  it.skipIf(express4)('read an ISO-8859-1 form as body-parser does, and refuse other charsets', async () => {
+    const names = encodeURIComponent(JSON.stringify(['a', 'b', 'c']));
+    const latin1 = 'a=%E9t%E9&b=caf%E9+cr%E8me&c=%ZZ';
+    const type = 'application/x-www-form-urlencoded; charset="ISO-8859-1"';
+    const expected = await request(parameters).post('/body-parser').set('content-type', type).send(latin1);
+    const actual = await request(parameters)
+      .post('/package')
+      .set('x-names', names)
+      .set('content-type', type)
+      .send(latin1);
+    expect(expected.body).toEqual([
+      ['a', 'été'],
+      ['b', 'café crème'],
+      ['c', '%ZZ'],
+    ]);
+    expect(actual.body).toEqual(expected.body);
+    const koi8 = await request(parameters)
+      .post('/package')
+      .set('x-names', names)
+      .set('content-type', 'application/x-www-form-urlencoded; charset=koi8-r')
+      .send('a=1');
+    expect(koi8.status).toBe(400);
+  });
+
+  it('take a form the application read before the router (its own body-parser)', async () => {
+    const { netauth } = createTestGateway();
+    const outer = express();
+    outer.use(express.urlencoded({ extended: false }));
+    outer.use('/apigateway', netauth.router);
+    const res = await request(outer)
+      .post('/apigateway/bc-authorize')
+      .set('Authorization', APP1)
+      .type('form')
+      .send(`scope=${encodeURIComponent(SIM_SWAP)}&login_hint=tel:%2B34600000001`);
+    expect(res.status).toBe(200);
+    expect(res.body).toHaveProperty('auth_req_id');
   });
 
   it('are read when chunked (no Content-Length) as with one', async () => {
