@@ -10,6 +10,7 @@ import type { BackchannelOptions, NetAuthOptions } from './options.js';
 import { resolveConsentPage, type ConsentPageConfig } from './http/consent-template.js';
 import { resolveKeySet, type KeySet } from './tokens/keys.js';
 import { Revocations } from './tokens/revocations.js';
+import { VerifiedAccessTokens } from './tokens/verified-access-tokens.js';
 import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
 import { EventHub } from '../ops/events.js';
 import { RateLimits } from '../ops/rate-limits.js';
@@ -53,6 +54,8 @@ export interface GatewayContext {
   accessTokenAudience: string;
   pairwiseSubject: PairwiseSubject;
   revocations: Revocations;
+  /** JWT access tokens verified before, until they expire (the guard's offline check of its own tokens). */
+  verifiedAccessTokens: VerifiedAccessTokens;
   bodyLimit: string | number;
   onError: (error: unknown) => void;
   now: () => number;
@@ -191,6 +194,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     accessTokenAudience: options.accessTokenAudience ?? issuer,
     pairwiseSubject,
     revocations,
+    verifiedAccessTokens: new VerifiedAccessTokens(now),
     bodyLimit: options.bodyLimit ?? BODY_LIMIT_DEFAULT,
     onError,
     now,

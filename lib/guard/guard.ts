@@ -131,7 +131,7 @@ async function authorizeJwt(
   token: string,
   revocation: 'local' | 'store',
 ): Promise<FoundToken | undefined> {
-  const verified = verifyAccessToken(ctx, token);
+  const verified = ctx.verifiedAccessTokens.find(token, (fresh) => verifyAccessToken(ctx, fresh));
   if (!verified) return undefined;
   if (ctx.revocations.isRevokedLocally(verified.jti, verified.grantIds)) return undefined;
   if (revocation === 'store' && (await ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds)))
