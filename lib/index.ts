@@ -13,6 +13,12 @@ export type {
   ConsentPageTexts,
 } from './gateway/options.js';
 export type {
+  ConfirmationSetting,
+  ConsentConfirmationContext,
+  ConsentConfirmationOptions,
+  SendConsentConfirmation,
+} from './consent/confirmation.js';
+export type {
   GuardOptions,
   NetAuthGrant,
   NetAuthTwoLeggedGrant,
@@ -32,6 +38,7 @@ export type {
   GrantSubject,
   AuthorizationRequestedEvent,
   ConsentEvent,
+  ConsentConfirmationFailedEvent,
   CodeIssuedEvent,
   CodeConsumedEvent,
   CodeReplayedEvent,

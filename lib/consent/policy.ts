@@ -1,6 +1,7 @@
 import { OAuthError } from '../errors.js';
 import { API_SCOPE, PURPOSE } from '../identity/scope.js';
 import { checkNames, checkString, describe, isPlainObject, optionNames } from '../option-checks.js';
+import type { ConfirmationSetting } from './confirmation.js';
 
 /**
  * The legal basis for processing a (purpose, scope) pair:
@@ -28,6 +29,11 @@ export interface ConsentRule {
   accessTokenLifetime?: number;
   /** Access tokens carrying this scope are good for one API call: the guard consumes them (Number Verification). */
   singleUseAccessToken?: boolean;
+  /**
+   * `'required'`: consent on the consent page also needs the one-time code the operator sends through
+   * `sendConsentConfirmation` (docs/consent.md). Default `'off'`. Basis `consent` only.
+   */
+  confirmation?: ConfirmationSetting;
 }
 
 export interface ConsentPolicy {
@@ -48,6 +54,7 @@ const RULE_FIELDS = optionNames<ConsentRule>({
   personalData: true,
   accessTokenLifetime: true,
   singleUseAccessToken: true,
+  confirmation: true,
 });
 const BASES: readonly LegalBasis[] = ['consent', 'legitimate-interest', 'forbidden'];
 
