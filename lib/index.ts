@@ -12,8 +12,8 @@ export type {
   ConsentPageOptions,
   ConsentPageTexts,
 } from './gateway/options.js';
+export type { ConfirmationSetting } from './consent/policy.js';
 export type {
-  ConfirmationSetting,
   ConsentConfirmationContext,
   ConsentConfirmationOptions,
   SendConsentConfirmation,

@@ -3,7 +3,7 @@ import { CONSENT_CONFIRMATION_DEFAULTS } from '../defaults.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import { checkNames, describe, isPlainObject, optionNames } from '../option-checks.js';
 import type { Store } from '../stores/store.js';
-import type { ConsentRule } from './policy.js';
+import type { ConfirmationSetting, ConsentRule } from './policy.js';
 
 /**
  * Confirmation through the operator's channel (CAMARA: consent capture must not allow "background loading and
@@ -13,9 +13,6 @@ import type { ConsentRule } from './policy.js';
  * typed back on the page records consent. The code is random, short-lived, kept only as an HMAC under a
  * per-interaction salt, compared in constant time, and a few wrong codes end the interaction.
  */
-
-/** Per consent rule: whether its consent needs the code from the operator's channel. */
-export type ConfirmationSetting = 'off' | 'required';
 
 /** What `sendConsentConfirmation` is told besides the subscriber and the code. */
 export interface ConsentConfirmationContext {

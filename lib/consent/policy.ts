@@ -1,7 +1,6 @@
 import { OAuthError } from '../errors.js';
 import { API_SCOPE, PURPOSE } from '../identity/scope.js';
 import { checkNames, checkString, describe, isPlainObject, optionNames } from '../option-checks.js';
-import type { ConfirmationSetting } from './confirmation.js';
 
 /**
  * The legal basis for processing a (purpose, scope) pair:
@@ -9,6 +8,9 @@ import type { ConfirmationSetting } from './confirmation.js';
  * `forbidden` — never, whoever asks.
  */
 export type LegalBasis = 'consent' | 'legitimate-interest' | 'forbidden';
+
+/** Per consent rule: whether its consent needs the one-time code from the operator's channel (confirmation.ts). */
+export type ConfirmationSetting = 'off' | 'required';
 
 export interface ConsentRule {
   /** DPV purpose, e.g. `FraudPreventionAndDetection`. */
