@@ -320,6 +320,7 @@ export class ConsentPage {
       );
       if (sent === 'error' || sent === 'timeout') {
         failed(sent === 'error' ? 'send_error' : 'send_timeout');
+        request.answered = 'temporarily_unavailable';
         this.sendPage(res, 503, pending, (nonce) => renderSendFailedPage(this.ctx.consentPage, nonce, view));
         return false;
       }
@@ -349,9 +350,9 @@ export class ConsentPage {
       default: {
         // Expired, or the attempts are spent: the interaction ends, as Deny ends it, but records no refusal.
         failed(check.result === 'expired' ? 'code_expired' : 'attempts_exhausted');
-        request.redirectTarget = this.target(pending, 303);
         if (!(await this.ctx.store.consume('interaction', id)))
           throw refused('This consent request was already answered.');
+        request.redirectTarget = this.target(pending, 303);
         await this.ctx.confirmation.discard(id);
         await forget(req, id);
         throw new OAuthError(
