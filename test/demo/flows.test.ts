@@ -33,7 +33,8 @@ describe.skipIf(skip)('demo in the browser', () => {
 
   /**
    * Allow on the consent page, then what the demo's rules require: the code the operator texted, read on the
-   * phone's inbox (another tab) and typed on the page.
+   * phone's inbox (another tab) and typed on the page. The tests that do it get 60 s: more steps than the
+   * default timeout allows a loaded machine.
    */
   async function allowWithCode(page: Page, line: string): Promise<void> {
     await page.getByRole('button', { name: 'Allow' }).click();
@@ -91,7 +92,6 @@ describe.skipIf(skip)('demo in the browser', () => {
     await page.getByRole('button', { name: 'Verify my number' }).click();
     await page.getByRole('heading', { name: 'Number not verified' }).waitFor();
     expect(page.url()).toBe(`${demo.appUrl}/verified`);
-    // With the code read from the phone, the flow takes more steps than the default timeout allows a loaded machine.
   }, 60_000);
 
   it('frontend flow: the consent page describes the scope in plain words; Back after Allow leads back to the app', async () => {
