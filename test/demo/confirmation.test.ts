@@ -94,6 +94,7 @@ describe.skipIf(skip)('consent confirmation through the operator channel, in the
     const phone = await page.context().newPage();
     await phone.goto(`${demo.gatewayUrl}/demo/phone/34600000001`);
     await phone.getByRole('heading', { name: 'Text messages' }).waitFor();
+    await screenshot(phone, 'phone-text-message');
     const message = await phone.getByRole('listitem').filter({ hasText: 'is your code' }).first().textContent();
     expect(message).toMatch(/^Demo Mobile: [0-9]{6} is your code to allow Demo Shop to confirm that the phone number/);
     const code = /([0-9]{6})/.exec(message!)![1]!;
