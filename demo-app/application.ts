@@ -245,7 +245,7 @@ ${
 }<div class="cards">
 <section class="card" aria-labelledby="h-verify"><span class="step">Frontend flow</span>
 <h2 id="h-verify">Verify my number</h2>
-<p>The operator confirms, from this phone's mobile connection, that the number is its own: no SMS code to type.</p>
+<p>The operator confirms, from this phone's mobile connection, that the number is its own. The first time it asks for consent, confirmed with a code it texts to ${device.subscriber ? html`<a href="${phonePage(device.subscriber.phoneNumber)}">the phone</a>` : 'the phone'}.</p>
 <form method="post" action="/verify">
 <label for="verify-phone">Your phone number</label>
 <input id="verify-phone" name="phoneNumber" type="tel" autocomplete="tel" required value="${number}" aria-describedby="verify-hint">

@@ -83,6 +83,7 @@ const ruleSchema = z.strictObject({
   }),
   description: z.string().min(1).max(200).optional(),
   consentLifetime: seconds.optional(),
+  confirmation: z.enum(['off', 'required'], { error: 'must be "off" or "required"' }).optional(),
 });
 
 const schema = z
@@ -271,12 +272,15 @@ export const DEFAULT_CONFIG: DemoConfig = {
       scope: 'number-verification',
       basis: 'consent',
       description: 'confirm that the phone number you typed is the number of this phone',
+      // The consent page asks for the code the operator texts to the phone (the phone page shows it).
+      confirmation: 'required',
     },
     {
       purpose: 'FraudPreventionAndDetection',
       scope: 'sim-swap',
       basis: 'consent',
       description: 'check whether the SIM card of your line was swapped recently',
+      confirmation: 'required',
     },
   ],
   lifetimes: {},

@@ -70,6 +70,31 @@ class Inbox {
   }
 }
 
+interface TextMessage {
+  subscriberId: string;
+  code: string;
+  text: string;
+  expiresAt: number;
+}
+
+/**
+ * The subscriber's text messages: what `sendConsentConfirmation` sends (the consent page's one-time codes). A real
+ * operator sends an SMS; the handset's apps cannot read it, so only the person holding the phone can confirm.
+ */
+class TextMessages {
+  private readonly messages: TextMessage[] = [];
+
+  add(message: TextMessage): void {
+    if (this.messages.length >= 1000) this.messages.shift();
+    this.messages.push(message);
+  }
+
+  /** The subscriber's messages still good, newest first. */
+  of(subscriberId: string, now: number): TextMessage[] {
+    return this.messages.filter((m) => m.subscriberId === subscriberId && m.expiresAt > now).reverse();
+  }
+}
+
 function apiError(status: number, code: string, message: string) {
   return { status, code, message };
 }
@@ -78,6 +103,7 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
   const { gatewayUrl, appUrl } = options;
   const issuer = `${gatewayUrl}${config.issuerPath}`;
   const inbox = new Inbox();
+  const texts = new TextMessages();
   const operator = config.operator;
   const colour = operator.primaryColor ?? '#0b57d0';
   const textColour = operator.primaryTextColor ?? '#ffffff';
@@ -107,6 +133,16 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
     ...(options.store ? { store: options.store } : {}),
     lifetimes: config.lifetimes,
     backchannel: { onConsentRequired: (request) => inbox.add(request) },
+    // Confirmation through the operator's channel: the code goes to the phone's text messages.
+    sendConsentConfirmation: async (subscriber, code, context) => {
+      const minutes = Math.round(context.expiresIn / 60);
+      texts.add({
+        subscriberId: subscriber.id,
+        code,
+        text: `to allow ${context.clientName} to ${context.descriptions.join(' and ') || context.scopes.join(', ')}. It expires in ${minutes} min. Never share it.`,
+        expiresAt: Date.now() + context.expiresIn * 1000,
+      });
+    },
     // Sandbox mode identifies by the allow-listed login_hint, never by the network.
     ...(config.sandbox ? { sandbox: config.sandbox } : { network: { mobileRanges: config.network.mobileRanges } }),
     // One gateway process on a laptop: fresh secrets per start are all it needs (production gives every
@@ -273,6 +309,7 @@ ${back ? html`<p><a href="${back.href}">Back without changing</a></p>` : ''}`,
     if (!subscriber) return void notFound(res);
     const now = Date.now();
     const pending = inbox.pending(subscriber.id, now);
+    const messages = texts.of(subscriber.id, now);
     const token = csrf.token(req, res);
     const consents: {
       clientId: string;
@@ -319,6 +356,12 @@ ${notice === 'allow' ? html`<p class="card ok" role="status">Thank you: your con
 ${notice === 'deny' ? html`<p class="card bad" role="status">Done: the request was refused and nothing is shared.</p>` : ''}
 ${notice === 'withdrawn' ? html`<p class="card ok" role="status">Your consent was withdrawn; the application will be asked again next time.</p>` : ''}
 ${pending.length === 0 ? html`<p class="card" role="status">No requests waiting for your answer. This page checks again every few seconds.</p>` : ''}
+${
+  messages.length === 0
+    ? ''
+    : html`<section class="card" aria-labelledby="h-texts"><h2 id="h-texts">Text messages</h2>
+<ul class="plain">${messages.map((m) => html`<li>${operator.name}: <strong class="sms-code">${m.code}</strong> is your code ${m.text}</li>`)}</ul></section>`
+}
 ${pending.map(
   (item) => html`<section class="card wait" aria-labelledby="req-${item.id}">
 <h2 id="req-${item.id}">${item.request.clientName ?? item.request.clientId} asks for your consent</h2>

@@ -1,6 +1,7 @@
 /**
  * Regenerates the README's pictures: `npx tsx demo-app/screenshots.ts`
  *   docs/images/consent-page.png  the operator's consent page, as a phone shows it (420×860)
+ *   docs/images/consent-confirmation.png  after Allow: the page asks for the code the operator texted (420×860)
  *   docs/images/demo-app.png      the sample application's home page (1100×800)
  * Starts the demo on free ports with the embedded defaults and drives Debian's chromium.
  */
@@ -32,7 +33,10 @@ try {
   await page.getByRole('button', { name: 'Verify my number' }).click();
   await page.waitForURL(/\/consent\?/);
   await page.screenshot({ path: join(out, 'consent-page.png') });
-  console.log(`wrote ${join(out, 'demo-app.png')} and ${join(out, 'consent-page.png')}`);
+  await page.getByRole('button', { name: 'Allow' }).click();
+  await page.getByLabel('Confirmation code').waitFor();
+  await page.screenshot({ path: join(out, 'consent-confirmation.png') });
+  console.log(`wrote demo-app.png, consent-page.png and consent-confirmation.png in ${out}`);
 } finally {
   await browser.close();
   await demo.close();

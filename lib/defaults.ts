@@ -82,3 +82,10 @@ export const GUARD_DEFAULTS = { revocation: 'local', errorFormat: 'oauth', subsc
 
 /** `netauth.metricsRouter(options)`. */
 export const METRICS_DEFAULTS = { prefix: 'netauth_', clientIdLabel: true } as const;
+
+/**
+ * `consentConfirmation`: the one-time code a consent rule with `confirmation: 'required'` sends through
+ * `sendConsentConfirmation`. `codeLifetime` in seconds, `sendTimeout` in ms, `maxAttempts` codes typed per
+ * interaction before it ends.
+ */
+export const CONSENT_CONFIRMATION_DEFAULTS = { codeLifetime: 300, maxAttempts: 3, sendTimeout: 10_000 } as const;

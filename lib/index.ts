@@ -12,6 +12,12 @@ export type {
   ConsentPageOptions,
   ConsentPageTexts,
 } from './gateway/options.js';
+export type { ConfirmationSetting } from './consent/policy.js';
+export type {
+  ConsentConfirmationContext,
+  ConsentConfirmationOptions,
+  SendConsentConfirmation,
+} from './consent/confirmation.js';
 export type {
   GuardOptions,
   NetAuthGrant,
@@ -32,6 +38,7 @@ export type {
   GrantSubject,
   AuthorizationRequestedEvent,
   ConsentEvent,
+  ConsentConfirmationFailedEvent,
   CodeIssuedEvent,
   CodeConsumedEvent,
   CodeReplayedEvent,

@@ -9,6 +9,9 @@ import { checkNames, checkString, describe, isPlainObject, optionNames } from '.
  */
 export type LegalBasis = 'consent' | 'legitimate-interest' | 'forbidden';
 
+/** Per consent rule: whether its consent needs the one-time code from the operator's channel (confirmation.ts). */
+export type ConfirmationSetting = 'off' | 'required';
+
 export interface ConsentRule {
   /** DPV purpose, e.g. `FraudPreventionAndDetection`. */
   purpose: string;
@@ -28,6 +31,11 @@ export interface ConsentRule {
   accessTokenLifetime?: number;
   /** Access tokens carrying this scope are good for one API call: the guard consumes them (Number Verification). */
   singleUseAccessToken?: boolean;
+  /**
+   * `'required'`: consent on the consent page also needs the one-time code the operator sends through
+   * `sendConsentConfirmation` (docs/consent.md). Default `'off'`. Basis `consent` only.
+   */
+  confirmation?: ConfirmationSetting;
 }
 
 export interface ConsentPolicy {
@@ -48,6 +56,7 @@ const RULE_FIELDS = optionNames<ConsentRule>({
   personalData: true,
   accessTokenLifetime: true,
   singleUseAccessToken: true,
+  confirmation: true,
 });
 const BASES: readonly LegalBasis[] = ['consent', 'legitimate-interest', 'forbidden'];
 

@@ -1,4 +1,5 @@
 import { ConsentRecords } from '../consent/records.js';
+import { ConsentConfirmation, checkConfirmation } from '../consent/confirmation.js';
 import { StaticConsentPolicy, type ConsentPolicy } from '../consent/policy.js';
 import { StaticClientRegistry, type ClientRegistry } from '../registry/clients.js';
 import { checkedRegistry, type RegistrationRefusal } from '../registry/client-checks.js';
@@ -46,6 +47,8 @@ export interface GatewayContext {
   /** Network identification of the frontend flow; undefined when not configured (no one is identified). */
   network: NetworkIdentifier | undefined;
   consentPage: ConsentPageConfig;
+  /** One-time codes through the operator's channel, for consent rules with `confirmation: 'required'`. */
+  confirmation: ConsentConfirmation;
   /** Signing keys; undefined when nothing is signed (no ID tokens, opaque access tokens, no keys given). */
   keys: KeySet | undefined;
   /** ID tokens on: a granted `openid` comes with one. Off: `openid` is never granted (requests/authorization.ts). */
@@ -134,6 +137,12 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
   const pairwiseSubject = createPairwiseSubject(options.pairwiseSalt);
   const warnings = checkConsistency({ options, clients, policy, lifetimes, generatedKey: keys?.generated ?? false });
+  const confirmation = checkConfirmation(
+    policy.rules(),
+    options.sendConsentConfirmation,
+    options.consentConfirmation,
+    lifetimes.interaction,
+  );
 
   // Everything checked: now what holds state (the default store's timer, the counters).
   const store = options.store ?? new MemoryStore({ now });
@@ -188,6 +197,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
       : undefined,
     network,
     consentPage,
+    confirmation: new ConsentConfirmation(store, options.sendConsentConfirmation, confirmation, now),
     keys,
     idTokens,
     accessTokenFormat,

@@ -8,6 +8,7 @@ import {
   type RegisteredClient,
 } from '../registry/clients.js';
 import type { ClientJwksOptions } from './client-auth/client-keys.js';
+import { CONFIRMATION_TEXTS } from './http/confirmation-texts.js';
 import type { FailureLimitRule, RateLimitOptions, RateLimitRule, SubscriberLimitRules } from '../ops/rate-limits.js';
 import type { StartupWarning } from '../ops/logging.js';
 import { MemoryStore } from '../stores/memory.js';
@@ -52,6 +53,8 @@ const OPTIONS = optionNames<NetAuthOptions>({
   sandbox: true,
   network: true,
   consentPage: true,
+  sendConsentConfirmation: true,
+  consentConfirmation: true,
   signingKeys: true,
   idTokens: true,
   clockTolerance: true,
@@ -93,6 +96,11 @@ const CONSENT_PAGE = optionNames<ConsentPageOptions>({
   cookiePath: true,
   cookieSecret: true,
 });
+/** The confirmation step's texts are part of consentPage.texts. */
+const CONFIRMATION_TEXT_NAMES = Object.fromEntries(Object.keys(CONFIRMATION_TEXTS).map((k) => [k, true])) as Record<
+  keyof typeof CONFIRMATION_TEXTS,
+  true
+>;
 const TEXTS = optionNames<ConsentPageTexts>({
   title: true,
   intro: true,
@@ -105,6 +113,7 @@ const TEXTS = optionNames<ConsentPageTexts>({
   answeredAllow: true,
   answeredDeny: true,
   returnLink: true,
+  ...CONFIRMATION_TEXT_NAMES,
 });
 const CLIENT_JWKS = optionNames<ClientJwksOptions>({
   fetchTimeout: true,
@@ -320,6 +329,11 @@ export function checkOptions(options: NetAuthOptions): void {
   checkSandbox(options.sandbox);
   checkOptionObject(options.network, 'network', NETWORK);
   checkConsentPage(options.consentPage);
+  checkFunction(
+    options.sendConsentConfirmation,
+    'sendConsentConfirmation',
+    '(subscriber, code, context) => Promise<void>',
+  );
   if (options.signingKeys !== undefined && !Array.isArray(options.signingKeys))
     throw new TypeError('signingKeys must be a list of private JWKs');
   if (options.profile !== undefined && options.profile !== 'camara') {

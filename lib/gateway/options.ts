@@ -5,7 +5,9 @@ import type { Store } from '../stores/store.js';
 import type { JWK } from 'jose';
 import type { RateLimitOptions } from '../ops/rate-limits.js';
 import type { ClientJwksOptions } from './client-auth/client-keys.js';
+import type { ConfirmationTexts } from './http/confirmation-texts.js';
 import type { NetAuthLogger } from '../ops/logging.js';
+import type { ConsentConfirmationOptions, SendConsentConfirmation } from '../consent/confirmation.js';
 
 /** Lifetimes in seconds. Defaults are docs/protocol.md's. */
 export interface Lifetimes {
@@ -84,7 +86,7 @@ export interface NetworkOptions {
 }
 
 /** Wording of the consent page; every text may be replaced (e.g. to translate it). */
-export interface ConsentPageTexts {
+export interface ConsentPageTexts extends ConfirmationTexts {
   /** Page title and heading. `{client}` is replaced by the application's name. */
   title: string;
   /** Introduces the purpose. `{client}` and `{operator}` are replaced. */
@@ -172,6 +174,13 @@ export interface NetAuthOptions {
   network?: NetworkOptions;
   /** Branding and cookie of the consent page. */
   consentPage?: ConsentPageOptions;
+  /**
+   * Sends the one-time code of a consent rule with `confirmation: 'required'` through the operator's own channel
+   * (SMS, push, USSD), which the handset's apps cannot read; the consent page asks for it. See docs/consent.md.
+   */
+  sendConsentConfirmation?: SendConsentConfirmation;
+  /** The code's lifetime (default 300 s), attempts (default 3) and the hook's timeout (default 10000 ms). */
+  consentConfirmation?: ConsentConfirmationOptions;
   /**
    * Private JWKs (RSA ≥ 2048 bits, EC P-256/P-384/P-521 or Ed25519) that sign ID tokens and JWT access
    * tokens. The first signs; all are published at `{issuer}/jwks` and verify, so a key can be rotated in

@@ -42,6 +42,15 @@ export interface ConsentEvent extends GrantSubject {
   via: 'page' | 'api';
 }
 
+/**
+ * Confirmation through the operator's channel did not go through (docs/consent.md): `send_error` or
+ * `send_timeout` (the `sendConsentConfirmation` hook; the page offers to try again), `wrong_code` (attempts are
+ * left), `attempts_exhausted` or `code_expired` (the interaction ends with access_denied).
+ */
+export interface ConsentConfirmationFailedEvent extends GrantSubject {
+  reason: 'send_error' | 'send_timeout' | 'wrong_code' | 'attempts_exhausted' | 'code_expired';
+}
+
 export interface CodeIssuedEvent extends GrantSubject {
   /** Whether the code is bound to a PKCE challenge. */
   pkce: boolean;
@@ -181,6 +190,7 @@ export interface NetAuthEvents {
   'consent.granted': ConsentEvent;
   'consent.denied': ConsentEvent;
   'consent.revoked': ConsentEvent;
+  'consent.confirmation_failed': ConsentConfirmationFailedEvent;
   'code.issued': CodeIssuedEvent;
   'code.consumed': CodeConsumedEvent;
   'code.replayed': CodeReplayedEvent;
@@ -208,6 +218,7 @@ export const EVENT_NAMES: readonly NetAuthEventName[] = [
   'consent.granted',
   'consent.denied',
   'consent.revoked',
+  'consent.confirmation_failed',
   'code.issued',
   'code.consumed',
   'code.replayed',

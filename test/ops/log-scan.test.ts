@@ -286,6 +286,31 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     });
     expect((await authorize(portal.app, { redirect_uri: 'http://app.example/callback' })).status).toBe(400);
 
+    // Confirmation through the operator's channel (issue 34): the hook fails with an error quoting the number and
+    // the code; the event is logged, the error never.
+    const confirming = createTestGateway({
+      ...format,
+      logger: log.logger,
+      consentPolicy: GRANTS_POLICY.map((r) =>
+        r.basis === 'consent' ? { ...r, confirmation: 'required' as const } : r,
+      ),
+      sendConsentConfirmation: async (subscriber, code) => {
+        throw new Error(`sms-gateway-refused ${subscriber.phoneNumber} ${code}`);
+      },
+    });
+    keep('sms-gateway-refused');
+    const confirm = await authorize(confirming.app, { scope: LOCATION });
+    const confirmCookie = cookies(confirm);
+    const confirmPath = localPath(location(confirm));
+    const confirmForm = consentForm((await request(confirming.app).get(confirmPath).set('Cookie', confirmCookie)).text);
+    keep(confirmForm.interaction, confirmForm.csrf);
+    const unsent = await request(confirming.app)
+      .post(formTarget(confirmPath, confirmForm.action))
+      .set('Cookie', confirmCookie)
+      .type('form')
+      .send({ interaction: confirmForm.interaction, csrf: confirmForm.csrf, decision: 'allow' });
+    expect(unsent.status).toBe(503);
+
     // An internal error (a listener failing) goes to the log too.
     netauth.events.on('token.issued', () => {
       throw new Error('listener failed on purpose');

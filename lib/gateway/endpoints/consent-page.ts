@@ -9,11 +9,14 @@ import {
   renderAnsweredPage,
   renderConsentPage,
 } from '../http/consent-template.js';
+import { renderCodePage, renderSendFailedPage, type CodeView } from '../http/confirmation-template.js';
 import type { RequestContext } from '../http/request-context.js';
 import { sendAuthorizationResponse, type RedirectTarget } from '../http/respond.js';
 import { ContractSessionStore } from '../../stores/session-store.js';
 import { createAuthorizationCode } from '../requests/authorization-codes.js';
-import { authorizationOf, type StoredAuthorization } from '../requests/authorization.js';
+import { authorizationOf, subscriberOf, type StoredAuthorization } from '../requests/authorization.js';
+import { requiresConfirmation } from '../../consent/confirmation.js';
+import type { ConsentConfirmationFailedEvent } from '../../ops/events.js';
 
 /** A validated authorization request waiting for the subscriber's answer, kept in the session. */
 export interface PendingConsent extends StoredAuthorization {
@@ -239,29 +242,126 @@ export class ConsentPage {
       await forget(req, id);
       throw new OAuthError('access_denied', 'the consent request expired');
     }
-    const nonce = randomBytes(16).toString('base64');
-    const scopes = pending.scopes.map((scope) => ({
-      scope,
-      description: this.ctx.policy.rule(pending.purpose, scope)?.description,
-    }));
+    // Allow was pressed and the code is out: the page asks for it.
+    if (this.needsConfirmation(pending) && (await this.ctx.confirmation.sent(id))) {
+      this.sendPage(res, 200, pending, (nonce) => renderCodePage(this.ctx.consentPage, nonce, this.view(id, pending)));
+      return;
+    }
+    this.sendPage(res, 200, pending, (nonce) => renderConsentPage(this.ctx.consentPage, nonce, this.view(id, pending)));
+  };
+
+  /** What the consent page and the code page show of a request. */
+  private view(id: string, pending: PendingConsent): CodeView {
     const purpose = purposeWords(pending.purpose);
+    return {
+      clientName: pending.clientName,
+      purpose: purpose.charAt(0).toUpperCase() + purpose.slice(1),
+      scopes: pending.scopes.map((scope) => ({
+        scope,
+        description: this.ctx.policy.rule(pending.purpose, scope)?.description,
+      })),
+      interaction: id,
+      csrf: pending.csrf,
+    };
+  }
+
+  /** Sends one of the request's pages, with a CSP that lets its form lead on to the application's callback. */
+  private sendPage(res: Response, status: number, pending: PendingConsent, render: (nonce: string) => string): void {
+    const nonce = randomBytes(16).toString('base64');
     res.set(
       'Content-Security-Policy',
       contentSecurityPolicy(this.ctx.consentPage, nonce, [callbackSource(pending.redirectUri)]),
     );
-    res
-      .status(200)
-      .type('html')
-      .send(
-        renderConsentPage(this.ctx.consentPage, nonce, {
+    res.status(status).type('html').send(render(nonce));
+  }
+
+  /** Whether a rule of the scopes Allow would record requires confirmation through the operator's channel. */
+  private needsConfirmation(pending: PendingConsent): boolean {
+    return pending.consentScopes.some((scope) => requiresConfirmation(this.ctx.policy.rule(pending.purpose, scope)));
+  }
+
+  /**
+   * Allow on a request whose consent needs confirmation: without a code, sends one (once) and the page asks for
+   * it; with one, checks it. True only when the code is confirmed; otherwise the answer is sent (the code page,
+   * the send-failure page) or thrown (access_denied once the code expired or the attempts are spent).
+   */
+  private async confirm(
+    request: RequestContext,
+    req: Request,
+    res: Response,
+    id: string,
+    pending: PendingConsent,
+  ): Promise<boolean> {
+    const failed = (reason: ConsentConfirmationFailedEvent['reason']) =>
+      this.ctx.events.emit('consent.confirmation_failed', {
+        clientId: pending.clientId,
+        subscriberId: pending.subscriberId,
+        purpose: pending.purpose,
+        scopes: pending.consentScopes,
+        reason,
+      });
+    const typed = request.params.get('code');
+    const pagePath = `${this.ctx.issuer}/consent?interaction=${encodeURIComponent(id)}`;
+    if (typed === undefined) {
+      const view = this.view(id, pending);
+      const sent = await this.ctx.confirmation.issue(
+        id,
+        subscriberOf(pending),
+        {
+          clientId: pending.clientId,
           clientName: pending.clientName,
-          purpose: purpose.charAt(0).toUpperCase() + purpose.slice(1),
-          scopes,
-          interaction: id,
-          csrf: pending.csrf,
-        }),
+          purpose: pending.purpose,
+          scopes: pending.consentScopes,
+          descriptions: view.scopes.flatMap((s) =>
+            pending.consentScopes.includes(s.scope) && s.description !== undefined ? [s.description] : [],
+          ),
+        },
+        this.ttl,
       );
-  };
+      if (sent === 'error' || sent === 'timeout') {
+        failed(sent === 'error' ? 'send_error' : 'send_timeout');
+        request.answered = 'temporarily_unavailable';
+        this.sendPage(res, 503, pending, (nonce) => renderSendFailedPage(this.ctx.consentPage, nonce, view));
+        return false;
+      }
+      res.set('Location', pagePath).status(303).end();
+      return false;
+    }
+    const check = await this.ctx.confirmation.check(id, typed, this.ttl);
+    switch (check.result) {
+      case 'confirmed':
+        return true;
+      case 'none_sent':
+        // A code typed before any was sent (a script guessing): the page offers Allow, which sends one.
+        res.set('Location', pagePath).status(303).end();
+        return false;
+      case 'wrong':
+      case 'malformed': {
+        if (check.result === 'wrong') failed('wrong_code');
+        const problem =
+          check.result === 'wrong'
+            ? { kind: 'wrong' as const, attemptsLeft: check.attemptsLeft }
+            : { kind: 'malformed' as const };
+        this.sendPage(res, 400, pending, (nonce) =>
+          renderCodePage(this.ctx.consentPage, nonce, { ...this.view(id, pending), problem }),
+        );
+        return false;
+      }
+      default: {
+        // Expired, or the attempts are spent: the interaction ends, as Deny ends it, but records no refusal.
+        failed(check.result === 'expired' ? 'code_expired' : 'attempts_exhausted');
+        if (!(await this.ctx.store.consume('interaction', id)))
+          throw refused('This consent request was already answered.');
+        request.redirectTarget = this.target(pending, 303);
+        await this.ctx.confirmation.discard(id);
+        await forget(req, id);
+        throw new OAuthError(
+          'access_denied',
+          check.result === 'expired' ? 'the confirmation code expired' : 'too many wrong confirmation codes',
+        );
+      }
+    }
+  }
 
   /** POST /consent: interaction, csrf, decision=allow|deny. */
   readonly decide = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
@@ -284,9 +384,17 @@ export class ConsentPage {
       await forget(req, id);
       throw new OAuthError('access_denied', 'the consent request expired');
     }
+    // Confirmation through the operator's channel: Allow counts only with the code it sent.
+    if (
+      decision === 'allow' &&
+      this.needsConfirmation(pending) &&
+      !(await this.confirm(request, req, res, id, pending))
+    )
+      return;
     // Answered already (a double submission): the first answer stands.
     if (!(await this.ctx.store.consume('interaction', id))) throw refused('This consent request was already answered.');
     request.redirectTarget = target;
+    if (this.needsConfirmation(pending)) await this.ctx.confirmation.discard(id);
     await remember(req, id, {
       answered: decision,
       subscriberId: pending.subscriberId,

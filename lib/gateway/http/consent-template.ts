@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ConsentPageOptions, ConsentPageTexts } from '../options.js';
+import { CONFIRMATION_TEXTS } from './confirmation-texts.js';
 
 /**
  * The HTML of the frontend flow: the consent page and the error page. Plain, accessible, self-contained
@@ -37,6 +38,7 @@ export const DEFAULT_TEXTS: ConsentPageTexts = {
   answeredAllow: 'You allowed {client} to use this information.',
   answeredDeny: 'You did not allow {client} to use this information.',
   returnLink: 'Return to {client}',
+  ...CONFIRMATION_TEXTS,
 };
 
 const HEX = /^#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
@@ -123,8 +125,8 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"'`]/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-function fill(template: string, values: Record<string, string>): string {
-  return template.replace(/\{(client|operator)\}/g, (_, key: string) => values[key] ?? '');
+export function fill(template: string, values: Record<string, string>): string {
+  return template.replace(/\{(client|operator|attempts)\}/g, (_, key: string) => values[key] ?? '');
 }
 
 /** A DPV purpose in plain words: `FraudPreventionAndDetection` → `fraud prevention and detection`. */
@@ -171,11 +173,16 @@ button.allow { background: ${c.primaryColor}; color: ${c.primaryTextColor}; bord
 button.deny { background: transparent; color: ${c.textColor}; border: 2px solid currentColor; }
 button:focus-visible, a:focus-visible { outline: 3px solid ${c.textColor}; outline-offset: 2px; }
 footer { margin-top: 1.5rem; font-size: 0.9rem; }
+label { display: block; font-weight: 600; margin: 1.25rem 0 0.25rem; }
+input.code { font: inherit; font-size: 1.5rem; letter-spacing: 0.3em; width: 100%; max-width: 14rem; padding: 0.5rem 0.75rem; border: 2px solid ${c.textColor}; border-radius: 0.5rem; background: ${c.backgroundColor}; color: ${c.textColor}; }
+input.code:focus-visible { outline: 3px solid ${c.primaryColor}; outline-offset: 2px; }
+.hint { margin: 0 0 0.5rem; font-size: 0.9rem; }
+.error { font-weight: 600; border-left: 0.3rem solid currentColor; padding-left: 0.75rem; }
 a { color: inherit; }
 `;
 }
 
-function layout(c: ConsentPageConfig, nonce: string, title: string, body: string): string {
+export function layout(c: ConsentPageConfig, nonce: string, title: string, body: string): string {
   const logoImg = c.logoUrl === undefined ? '' : `<img src="${escapeHtml(c.logoUrl)}" alt="">`;
   return `<!DOCTYPE html>
 <html lang="${escapeHtml(c.language)}">

@@ -1,0 +1,233 @@
+import { createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { CONSENT_CONFIRMATION_DEFAULTS } from '../defaults.js';
+import type { Subscriber } from '../identity/subscribers.js';
+import { checkNames, describe, isPlainObject, optionNames } from '../option-checks.js';
+import type { Store } from '../stores/store.js';
+import type { ConfirmationSetting, ConsentRule } from './policy.js';
+
+/**
+ * Confirmation through the operator's channel (CAMARA: consent capture must not allow "background loading and
+ * acceptance by a malicious application"). An app on the handset can load the consent page and press Allow
+ * itself; it cannot read what the operator sends over SMS, push or USSD. So for a rule with
+ * `confirmation: 'required'`, Allow sends a one-time code through `sendConsentConfirmation` and only the code
+ * typed back on the page records consent. The code is random, short-lived, kept only as an HMAC under a
+ * per-interaction salt, compared in constant time, and a few wrong codes end the interaction.
+ */
+
+/** What `sendConsentConfirmation` is told besides the subscriber and the code. */
+export interface ConsentConfirmationContext {
+  /** What is sent: a one-time code the subscriber types on the consent page. */
+  kind: 'code';
+  clientId: string;
+  /** The application's registered name (its client id when it has none). */
+  clientName: string;
+  /** DPV purpose, e.g. `FraudPreventionAndDetection`. */
+  purpose: string;
+  /** The API scopes the consent is for, e.g. `["device-location"]`. */
+  scopes: string[];
+  /** The rules' plain words for those scopes, where they have them (the consent page shows the same). */
+  descriptions: string[];
+  /** Seconds the code is good for. */
+  expiresIn: number;
+  /** Aborted when `consentConfirmation.sendTimeout` passes: the page then says the code could not be sent. */
+  signal: AbortSignal;
+}
+
+/**
+ * Sends `code` to the subscriber through the operator's own channel (SMS, push, USSD). Resolves once the
+ * channel took the message; a rejection (or the timeout) shows the subscriber a page to try again.
+ */
+export type SendConsentConfirmation = (
+  subscriber: Subscriber,
+  code: string,
+  context: ConsentConfirmationContext,
+) => Promise<void>;
+
+export interface ConsentConfirmationOptions {
+  /** Seconds a code is good for. Default 300. */
+  codeLifetime?: number;
+  /** Codes that may be typed for one consent request; the last wrong one ends it (access_denied). Default 3. */
+  maxAttempts?: number;
+  /** Milliseconds `sendConsentConfirmation` may take. Default 10000. */
+  sendTimeout?: number;
+}
+
+const OPTION_NAMES = optionNames<ConsentConfirmationOptions>({
+  codeLifetime: true,
+  maxAttempts: true,
+  sendTimeout: true,
+});
+const SETTINGS: readonly ConfirmationSetting[] = ['off', 'required'];
+/** Digits of a code: what an SMS carries and a person types; three tries in a million. */
+const DIGITS = 6;
+const CODE = /^[0-9]{6}$/;
+
+function whole(value: unknown, path: string, min: number, max: number, unit: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
+    throw new TypeError(`${path} must be a whole number of ${unit} from ${min} to ${max}, not ${describe(value)}`);
+  return value;
+}
+
+/** Whether a rule's consent needs the code. */
+export function requiresConfirmation(rule: ConsentRule | undefined): boolean {
+  return rule?.confirmation === 'required';
+}
+
+/**
+ * The rules' `confirmation` settings and the options, checked at start-up: a rule that requires confirmation
+ * with no hook to send the code could never record consent.
+ */
+export function checkConfirmation(
+  rules: readonly ConsentRule[],
+  send: SendConsentConfirmation | undefined,
+  options: ConsentConfirmationOptions | undefined,
+  interactionLifetime: number,
+): Required<ConsentConfirmationOptions> {
+  for (const rule of rules) {
+    const where = `consent policy rule dpv:${rule.purpose}#${rule.scope}`;
+    if (rule.confirmation === undefined) continue;
+    if (!SETTINGS.includes(rule.confirmation))
+      throw new TypeError(`${where}: confirmation must be 'off' or 'required', not ${describe(rule.confirmation)}`);
+    if (rule.confirmation === 'required' && rule.basis !== 'consent') {
+      throw new TypeError(
+        `${where}: confirmation: 'required' confirms consent, and this rule's basis is '${rule.basis}'; use basis 'consent' or remove confirmation`,
+      );
+    }
+    if (rule.confirmation === 'required' && send === undefined) {
+      throw new TypeError(
+        `${where}: confirmation: 'required' needs the sendConsentConfirmation option, and none is configured; ` +
+          "pass sendConsentConfirmation: async (subscriber, code, context) => { /* your SMS or push */ }, or set confirmation: 'off'",
+      );
+    }
+  }
+  if (options !== undefined && !isPlainObject(options))
+    throw new TypeError(`consentConfirmation must be an object, not ${describe(options)}`);
+  if (options) checkNames(options, OPTION_NAMES, 'consentConfirmation.');
+  const d = CONSENT_CONFIRMATION_DEFAULTS;
+  const codeLifetime = whole(options?.codeLifetime, 'consentConfirmation.codeLifetime', 30, 3600, 'seconds');
+  return {
+    // Never longer than the consent request it confirms.
+    codeLifetime: Math.min(codeLifetime ?? d.codeLifetime, interactionLifetime),
+    maxAttempts: whole(options?.maxAttempts, 'consentConfirmation.maxAttempts', 1, 10, 'attempts') ?? d.maxAttempts,
+    sendTimeout: whole(options?.sendTimeout, 'consentConfirmation.sendTimeout', 1, 120_000, 'ms') ?? d.sendTimeout,
+  };
+}
+
+/** The code's record: only its HMAC, under a salt of this interaction's own. */
+interface CodeRecord {
+  [key: string]: string | number;
+  hash: string;
+  salt: string;
+  expiresAt: number;
+}
+
+/** How one typed code fared. `malformed` (not six digits) costs no attempt: it cannot be a guess. */
+export type CodeCheck =
+  | { result: 'confirmed' }
+  | { result: 'wrong'; attemptsLeft: number }
+  | { result: 'malformed' }
+  | { result: 'none_sent' }
+  | { result: 'expired' }
+  | { result: 'exhausted' };
+
+/** Why a code could not be sent: the hook rejected, or took longer than `sendTimeout`. */
+export type SendFailure = 'error' | 'timeout';
+
+function digest(salt: string, code: string): Buffer {
+  return createHmac('sha256', Buffer.from(salt, 'base64url')).update(code, 'utf8').digest();
+}
+
+/** Codes per consent interaction, in the store: what the consent page asks of it. */
+export class ConsentConfirmation {
+  constructor(
+    private readonly store: Store,
+    private readonly send: SendConsentConfirmation | undefined,
+    private readonly settings: Required<ConsentConfirmationOptions>,
+    private readonly now: () => number,
+  ) {}
+
+  private codeId(interaction: string): string {
+    return `${interaction}:code`;
+  }
+
+  /** Whether a code is out for this interaction (the page then asks for it). */
+  async sent(interaction: string): Promise<boolean> {
+    return (await this.store.get('interaction', this.codeId(interaction))) !== undefined;
+  }
+
+  /**
+   * Sends a new code, unless one is out already (a second Allow, or two at once: `add` lets one through, so
+   * the subscriber gets one message). `ttl` is the interaction's. A failed send leaves nothing behind: the
+   * subscriber can try again.
+   */
+  async issue(
+    interaction: string,
+    subscriber: Subscriber,
+    context: Omit<ConsentConfirmationContext, 'kind' | 'expiresIn' | 'signal'>,
+    ttl: number,
+  ): Promise<'sent' | 'already_sent' | SendFailure> {
+    const send = this.send;
+    if (send === undefined) throw new Error('express-netauth: a confirmation is required but no hook sends it');
+    const code = String(randomInt(0, 10 ** DIGITS)).padStart(DIGITS, '0');
+    const salt = randomBytes(16).toString('base64url');
+    const record: CodeRecord = {
+      hash: digest(salt, code).toString('base64url'),
+      salt,
+      expiresAt: this.now() + this.settings.codeLifetime * 1000,
+    };
+    if (!(await this.store.add('interaction', this.codeId(interaction), record, { ttl }))) return 'already_sent';
+    const abort = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), this.settings.sendTimeout);
+    });
+    let outcome: 'sent' | SendFailure;
+    try {
+      const delivery = send(subscriber.phoneNumber === undefined ? { id: subscriber.id } : { ...subscriber }, code, {
+        ...context,
+        kind: 'code',
+        expiresIn: this.settings.codeLifetime,
+        signal: abort.signal,
+      }).then(() => 'sent' as const);
+      outcome = await Promise.race([delivery, timeout]);
+      // A late rejection after the timeout is the channel's; nothing waits for it.
+      delivery.catch(() => {});
+    } catch {
+      // The hook's error may quote the number or the code: it is not passed on (the event says what failed).
+      outcome = 'error';
+    } finally {
+      clearTimeout(timer);
+    }
+    if (outcome === 'timeout') abort.abort();
+    if (outcome !== 'sent') await this.store.delete('interaction', this.codeId(interaction));
+    return outcome;
+  }
+
+  /**
+   * Checks a typed code. Each check first takes one of `maxAttempts` slots with the store's `add` (atomic on
+   * every store), so parallel guesses cannot test more codes than the slots allow, on any number of instances.
+   */
+  async check(interaction: string, typed: string, ttl: number): Promise<CodeCheck> {
+    const code = typed.replace(/[\s-]/g, '');
+    if (!CODE.test(code)) return { result: 'malformed' };
+    const stored = await this.store.get<CodeRecord>('interaction', this.codeId(interaction));
+    if (stored === undefined) return { result: 'none_sent' };
+    if (stored.value.expiresAt <= this.now()) return { result: 'expired' };
+    const max = this.settings.maxAttempts;
+    let attempt = 0;
+    for (let n = 1; n <= max && attempt === 0; n++) {
+      if (await this.store.add('interaction', `${interaction}:attempt${n}`, {}, { ttl })) attempt = n;
+    }
+    if (attempt === 0) return { result: 'exhausted' };
+    const expected = Buffer.from(stored.value.hash, 'base64url');
+    const actual = digest(stored.value.salt, code);
+    if (expected.length === actual.length && timingSafeEqual(expected, actual)) return { result: 'confirmed' };
+    return attempt === max ? { result: 'exhausted' } : { result: 'wrong', attemptsLeft: max - attempt };
+  }
+
+  /** Forgets the code once the interaction is answered: it is never good again. */
+  async discard(interaction: string): Promise<void> {
+    await this.store.delete('interaction', this.codeId(interaction));
+  }
+}
