@@ -17,6 +17,7 @@ import { attachLogger, logInternalError, reportWarning } from '../ops/logging.js
 import { checkConsistency, checkOptions } from './options-check.js';
 import { ClientKeys } from './client-auth/client-keys.js';
 import { ClientJwts } from './client-auth/client-jwt.js';
+import { dpopClaimsOption, type DpopHashClaim } from './tokens/dpop-binding.js';
 import {
   ACCESS_TOKEN_FORMAT_DEFAULT,
   BODY_LIMIT_DEFAULT,
@@ -60,6 +61,8 @@ export interface GatewayContext {
   events: EventHub;
   /** Rate limits and the client-authentication lock-out; undefined with `rateLimits: false`. */
   limits: RateLimits | undefined;
+  /** Hash claims every DPoP proof must carry (`dpopClaimsRequired`), at the token endpoint and the guard. */
+  dpopClaimsRequired: readonly DpopHashClaim[];
   /** Verifies JWTs signed by a client's registered keys: client assertions and request objects. */
   clientJwts: ClientJwts;
 }
@@ -196,6 +199,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     now,
     events,
     limits,
+    dpopClaimsRequired: dpopClaimsOption(options.dpopClaimsRequired, 'dpopClaimsRequired'),
     clientJwts: new ClientJwts(store, clientKeys, now, options.clockTolerance ?? CLOCK_TOLERANCE_DEFAULT),
   };
 }

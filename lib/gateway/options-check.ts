@@ -10,6 +10,7 @@ import {
 import type { ClientJwksOptions } from './client-auth/client-keys.js';
 import type { FailureLimitRule, RateLimitOptions, RateLimitRule, SubscriberLimitRules } from '../ops/rate-limits.js';
 import type { StartupWarning } from '../ops/logging.js';
+import { dpopClaimsOption } from './tokens/dpop-binding.js';
 import { MemoryStore } from '../stores/memory.js';
 import {
   checkBoolean,
@@ -55,6 +56,7 @@ const OPTIONS = optionNames<NetAuthOptions>({
   signingKeys: true,
   idTokens: true,
   clockTolerance: true,
+  dpopClaimsRequired: true,
   accessTokenFormat: true,
   accessTokenAudience: true,
   pairwiseSalt: true,
@@ -328,6 +330,7 @@ export function checkOptions(options: NetAuthOptions): void {
   }
   checkBoolean(options.idTokens, 'idTokens');
   checkClockTolerance(options.clockTolerance);
+  dpopClaimsOption(options.dpopClaimsRequired, 'dpopClaimsRequired');
   checkString(options.accessTokenAudience, 'accessTokenAudience', 'the aud of JWT access tokens');
   checkString(options.pairwiseSalt, 'pairwiseSalt', 'a secret, the same on every instance');
   checkRealm(options.realm, 'realm');

@@ -1,7 +1,9 @@
-import express, { type RequestHandler } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type RequestHandler, type Response } from 'express';
 import { OAuthError } from '../../errors.js';
 import { MAX_PARAMETERS, FormParams, queryParams, tooManyParameters } from './form.js';
-import { step } from './request-context.js';
+import { findRequestContext, step } from './request-context.js';
+import { sha256Of } from '../tokens/dpop-binding.js';
 
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 
@@ -36,6 +38,11 @@ function readError(error: unknown): unknown {
   return typeof status === 'number' && status >= 400 && status < 500 ? unreadable() : error;
 }
 
+/** Whether a request has a body at all (type-is's test): one is framed by Transfer-Encoding or Content-Length. */
+export function hasBody(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
+}
+
 /**
  * The reader of a POST endpoint's stack: an `application/x-www-form-urlencoded` body up to `limit` (anything else
  * is invalid_request), read by body-parser into the request's context. `extended: false` keeps values flat and
@@ -44,7 +51,18 @@ function readError(error: unknown): unknown {
  * before the router (its own body-parser) is taken from there.
  */
 export function formBody(limit: string | number): RequestHandler {
-  const parse = express.urlencoded({ extended: false, limit, parameterLimit: MAX_PARAMETERS, type: FORM_TYPE });
+  // The bytes' hash is kept for a DPoP proof's camara:bh: once parsed, the body's exact bytes are gone.
+  const verify = (req: IncomingMessage, res: ServerResponse, bytes: Buffer): void => {
+    const request = req.headers.dpop === undefined ? undefined : findRequestContext(res as Response);
+    if (request !== undefined) request.bodyHash = sha256Of(bytes);
+  };
+  const parse = express.urlencoded({
+    extended: false,
+    limit,
+    parameterLimit: MAX_PARAMETERS,
+    type: FORM_TYPE,
+    verify,
+  });
   return step((request, req, res, next) => {
     if (!req.is(FORM_TYPE)) {
       next(new OAuthError('invalid_request', `Content-Type must be ${FORM_TYPE}`));
@@ -58,6 +76,9 @@ export function formBody(limit: string | number): RequestHandler {
         next(readError(error));
         return;
       }
+      // A request without a body has the empty byte stream's hash (body-parser calls no verify for it).
+      if (request.bodyHash === undefined && req.headers.dpop !== undefined && !hasBody(req))
+        request.bodyHash = sha256Of(Buffer.alloc(0));
       // None when this reader read the body before on this request: the form is in the context already.
       if (body !== null && typeof body === 'object') request.params = new FormParams(body as Record<string, unknown>);
       next();
