@@ -94,7 +94,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   checkOptions(options);
   const issuerUrl = new URL(options.issuer);
   if (issuerUrl.search || issuerUrl.hash) throw new TypeError('issuer must not have a query or fragment');
-  const issuer = options.issuer.replace(/\/+$/, '');
+  // Exactly as given: a trailing slash is refused by checkOptions, never removed.
+  const issuer = options.issuer;
   const now = options.now ?? Date.now;
   const policy = isList(options.consentPolicy) ? new StaticConsentPolicy(options.consentPolicy) : options.consentPolicy;
   const l = options.lifetimes ?? {};

@@ -166,6 +166,13 @@ function checkIssuer(value: unknown): void {
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new TypeError(`issuer must be an https: URL (http: for development), not ${url.protocol}`);
   if (url.username !== '' || url.password !== '') throw new TypeError('issuer must not carry credentials');
+  // OIDC Discovery §4.3, RFC 8414 §3.3: clients compare the issuer as an exact string, so it is never rewritten.
+  if (value.endsWith('/')) {
+    throw new TypeError(
+      `issuer must not end with '/': clients compare it as an exact string with what discovery publishes; ` +
+        `give ${JSON.stringify(value.replace(/\/+$/, ''))}`,
+    );
+  }
 }
 
 /** A realm for `WWW-Authenticate` (`realm`, and the guard's). */
