@@ -339,7 +339,7 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
 
   /** A store that failed (503) or a bug (500, reported): the answer, never a thrown error. */
   function failed(res: Response, error: unknown): void {
-    responses.refuse(res, toOAuthError(error, ctx.onError), undefined);
+    responses.refuse(res, toOAuthError(error, ctx.onError, ctx.storeUnavailable), undefined);
   }
 
   function grantTo(req: Request, res: Response, grant: NetAuthAnyGrant): void {
