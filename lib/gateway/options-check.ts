@@ -169,7 +169,7 @@ function checkIssuer(value: unknown): void {
   // OIDC Discovery §4.3, RFC 8414 §3.3: clients compare the issuer as an exact string, so it is never rewritten.
   if (value.endsWith('/')) {
     throw new TypeError(
-      `issuer must not end with '/': clients compare it as an exact string with what discovery publishes; ` +
+      `issuer must not end with '/': clients compare it exactly (as a string) with what discovery publishes; ` +
         `give ${JSON.stringify(value.replace(/\/+$/, ''))}`,
     );
   }

@@ -117,7 +117,8 @@ describe('demo config', () => {
     [
       { clients: [client, other] },
       'clients[1].tokenEndpointAuthMethod: profile "camara" (the default) requires private_key_jwt, which only ' +
-        'the sample app\'s client has here (its key is made at start): remove the secret client, or set "profile": "none"',
+        "the sample app's client has here (its key is made at start): remove the secret client, " +
+        'or set "profile": "none"',
     ],
     [{ profile: 'fapi' }, 'profile: must be "camara" (the CAMARA profile, the default) or "none"'],
     [{ lifetimes: { authReqId: 2 } }, 'lifetimes.pollInterval: must be shorter than lifetimes.authReqId (2)'],

@@ -158,7 +158,7 @@ const refused: Array<[string, NetAuthOptions, RegExp]> = [
   [
     'offline_access among the scopes',
     withClient({ scopes: ['offline_access'] }),
-    /client app-1: scopes: offline_access is a protocol scope .*leave it out of scopes and add 'refresh_token' to grantTypes$/,
+    /client app-1: scopes: offline_access is a protocol scope .*out of scopes and add 'refresh_token' to grantTypes$/,
   ],
   ['no scopes', withClient({ scopes: [] }), /client app-1: scopes is empty, so the client can do nothing/],
   [
@@ -327,7 +327,7 @@ const refused: Array<[string, NetAuthOptions, RegExp]> = [
   [
     'an issuer with a trailing slash (never rewritten: clients compare it exactly)',
     withOptions({ issuer: `${ISSUER}/` }),
-    /issuer must not end with '\/': clients compare it as an exact string .*; give "http:\/\/gateway\.test\/apigateway"$/,
+    /issuer must not end with '\/': clients compare it exactly .*; give "http:\/\/gateway\.test\/apigateway"$/,
   ],
   [
     'a root issuer with its slash',
