@@ -95,6 +95,7 @@ const schema = z
     issuerPath: z
       .string()
       .regex(/^\/[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/, { error: 'must be a path such as /apigateway' }),
+    profile: z.enum(['camara', 'none'], { error: 'must be "camara" (the CAMARA profile, the default) or "none"' }),
     operator: z.strictObject({
       name: z.string().min(1).max(60),
       primaryColor: colour.optional(),
@@ -171,6 +172,13 @@ const schema = z
         issue(
           ['clients', i, 'clientSecret'],
           'is required (or "tokenEndpointAuthMethod": "private_key_jwt" for the sample app\'s client)',
+        );
+      } else if (c.profile === 'camara') {
+        // The gateway would refuse it at start (profile 'camara' requires private_key_jwt): said here, by its path.
+        issue(
+          ['clients', i, 'tokenEndpointAuthMethod'],
+          'profile "camara" (the default) requires private_key_jwt, which only the sample app\'s client has here ' +
+            '(its key is made at start): remove the secret client, or set "profile": "none"',
         );
       }
       // The app's callback is registered for it; any other frontend client needs its own.
@@ -249,6 +257,8 @@ export const DEFAULT_CONFIG: DemoConfig = {
   host: 'localhost',
   ports: { gateway: 3000, app: 3001 },
   issuerPath: '/apigateway',
+  // The CAMARA Security and Interoperability Profile's requirements, set at once (createNetAuth's `profile`).
+  profile: 'camara',
   operator: { name: 'Demo Mobile', primaryColor: '#b3123e', logoUrl: '/demo/logo.svg' },
   clients: [
     {

@@ -110,6 +110,8 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
 
   const netauth = createNetAuth({
     issuer,
+    // By default the CAMARA profile: private_key_jwt clients, ID tokens, CAMARA error bodies at the APIs.
+    ...(config.profile === 'camara' ? { profile: 'camara' as const } : {}),
     // The sample app's callback and key URL depend on its port, so they are registered here, not in the config.
     clients: config.clients.map((c) => {
       const isApp = c.clientId === config.app.clientId;

@@ -27,6 +27,7 @@ export type {
   NetAuthOptionalSubscriberGuard,
 } from './guard/guard.js';
 export type { GuardErrorFormat, CamaraErrorInfo } from './guard/responses.js';
+export type { DpopHashClaim } from './gateway/tokens/dpop-binding.js';
 export type { DeviceOptions, DeviceIdentifier, NetAuthDevice } from './guard/device.js';
 export { EVENT_NAMES } from './ops/events.js';
 export type {

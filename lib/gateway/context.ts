@@ -15,10 +15,11 @@ import { VerifiedAccessTokens } from './tokens/verified-access-tokens.js';
 import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
 import { EventHub } from '../ops/events.js';
 import { RateLimits } from '../ops/rate-limits.js';
-import { attachLogger, logInternalError, reportWarning } from '../ops/logging.js';
+import { attachLogger, logInternalError, reportWarning, type StartupWarning } from '../ops/logging.js';
 import { checkConsistency, checkOptions } from './options-check.js';
 import { ClientKeys } from './client-auth/client-keys.js';
 import { ClientJwts } from './client-auth/client-jwt.js';
+import { dpopClaimsOption, type DpopHashClaim } from './tokens/dpop-binding.js';
 import {
   ACCESS_TOKEN_FORMAT_DEFAULT,
   BODY_LIMIT_DEFAULT,
@@ -66,6 +67,12 @@ export interface GatewayContext {
   events: EventHub;
   /** Rate limits and the client-authentication lock-out; undefined with `rateLimits: false`. */
   limits: RateLimits | undefined;
+  /** A warning (or an error) found at run time, to the logger or stderr: each caller says it once. */
+  warn: (warning: StartupWarning) => void;
+  /** Reports, once per gateway, that the store could not be reached and requests are answered 503. */
+  storeUnavailable: (error: Error) => void;
+  /** Hash claims every DPoP proof must carry (`dpopClaimsRequired`), at the token endpoint and the guard. */
+  dpopClaimsRequired: readonly DpopHashClaim[];
   /** Verifies JWTs signed by a client's registered keys: client assertions and request objects. */
   clientJwts: ClientJwts;
 }
@@ -97,7 +104,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   checkOptions(options);
   const issuerUrl = new URL(options.issuer);
   if (issuerUrl.search || issuerUrl.hash) throw new TypeError('issuer must not have a query or fragment');
-  const issuer = options.issuer.replace(/\/+$/, '');
+  // Exactly as given: a trailing slash is refused by checkOptions, never removed.
+  const issuer = options.issuer;
   const now = options.now ?? Date.now;
   const policy = isList(options.consentPolicy) ? new StaticConsentPolicy(options.consentPolicy) : options.consentPolicy;
   const l = options.lifetimes ?? {};
@@ -127,7 +135,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const subscribers = isList(options.subscribers)
     ? new StaticSubscriberDirectory(options.subscribers)
     : options.subscribers;
-  const warnTrust = (message: string) => reportWarning(options.logger, { option: 'network.portHeader', message });
+  const warnTrust = (message: string, code: string) =>
+    reportWarning(options.logger, { option: 'network.portHeader', message, code });
   const network = options.network ? new NetworkIdentifier(options.network, warnTrust) : undefined;
   const consentPage = resolveConsentPage(options.consentPage, issuerUrl);
   const accessTokenFormat = options.accessTokenFormat ?? ACCESS_TOKEN_FORMAT_DEFAULT;
@@ -180,6 +189,21 @@ export function createContext(options: NetAuthOptions): GatewayContext {
       });
   });
   for (const warning of warnings) reportWarning(logger, warning);
+  const warn = (warning: StartupWarning): void => reportWarning(logger, warning);
+  let storeReported = false;
+  const storeUnavailable = (error: Error): void => {
+    if (storeReported) return;
+    storeReported = true;
+    warn({
+      option: 'store',
+      code: 'NETAUTH_STORE_UNAVAILABLE',
+      level: 'error',
+      message:
+        `the store (${(store as Store).describe?.() ?? store.constructor.name}) cannot be reached: ${error.message}. ` +
+        'Requests that need it are answered 503 until it answers (said once). Call `await store.open()` before ' +
+        'the server listens, so a store that cannot connect stops the start.',
+    });
+  };
   return {
     issuer,
     profile: options.profile,
@@ -210,6 +234,9 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     now,
     events,
     limits,
+    warn,
+    storeUnavailable,
+    dpopClaimsRequired: dpopClaimsOption(options.dpopClaimsRequired, 'dpopClaimsRequired'),
     clientJwts: new ClientJwts(store, clientKeys, now, options.clockTolerance ?? CLOCK_TOLERANCE_DEFAULT),
   };
 }

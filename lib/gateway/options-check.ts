@@ -11,6 +11,7 @@ import type { ClientJwksOptions } from './client-auth/client-keys.js';
 import { CONFIRMATION_TEXTS } from './http/confirmation-texts.js';
 import type { FailureLimitRule, RateLimitOptions, RateLimitRule, SubscriberLimitRules } from '../ops/rate-limits.js';
 import type { StartupWarning } from '../ops/logging.js';
+import { dpopClaimsOption } from './tokens/dpop-binding.js';
 import { MemoryStore } from '../stores/memory.js';
 import {
   checkBoolean,
@@ -58,6 +59,7 @@ const OPTIONS = optionNames<NetAuthOptions>({
   signingKeys: true,
   idTokens: true,
   clockTolerance: true,
+  dpopClaimsRequired: true,
   accessTokenFormat: true,
   accessTokenAudience: true,
   pairwiseSalt: true,
@@ -173,6 +175,13 @@ function checkIssuer(value: unknown): void {
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new TypeError(`issuer must be an https: URL (http: for development), not ${url.protocol}`);
   if (url.username !== '' || url.password !== '') throw new TypeError('issuer must not carry credentials');
+  // OIDC Discovery §4.3, RFC 8414 §3.3: clients compare the issuer as an exact string, so it is never rewritten.
+  if (value.endsWith('/')) {
+    throw new TypeError(
+      `issuer must not end with '/': clients compare it exactly (as a string) with what discovery publishes; ` +
+        `give ${JSON.stringify(value.replace(/\/+$/, ''))}`,
+    );
+  }
 }
 
 /** A realm for `WWW-Authenticate` (`realm`, and the guard's). */
@@ -342,6 +351,7 @@ export function checkOptions(options: NetAuthOptions): void {
   }
   checkBoolean(options.idTokens, 'idTokens');
   checkClockTolerance(options.clockTolerance);
+  dpopClaimsOption(options.dpopClaimsRequired, 'dpopClaimsRequired');
   checkString(options.accessTokenAudience, 'accessTokenAudience', 'the aud of JWT access tokens');
   checkString(options.pairwiseSalt, 'pairwiseSalt', 'a secret, the same on every instance');
   checkRealm(options.realm, 'realm');

@@ -8,6 +8,7 @@ import type { ClientJwksOptions } from './client-auth/client-keys.js';
 import type { ConfirmationTexts } from './http/confirmation-texts.js';
 import type { NetAuthLogger } from '../ops/logging.js';
 import type { ConsentConfirmationOptions, SendConsentConfirmation } from '../consent/confirmation.js';
+import type { DpopHashClaim } from './tokens/dpop-binding.js';
 
 /** Lifetimes in seconds. Defaults are docs/protocol.md's. */
 export interface Lifetimes {
@@ -208,6 +209,12 @@ export interface NetAuthOptions {
    * `nbf` in the future). Default 5. The CAMARA profile's "SHALL reject" an `iat` in the future reads as 0.
    */
   clockTolerance?: number;
+  /**
+   * CAMARA's DPoP request binding: claims every DPoP proof must carry, at the token endpoint and every guarded
+   * route (`'camara:qh'`, the query's hash; `'camara:bh'`, the body's), announced in discovery as
+   * `camara_dpop_claims_required`. Present ones are verified whatever this says. Default none.
+   */
+  dpopClaimsRequired?: readonly DpopHashClaim[];
   /** Realm in `WWW-Authenticate` challenges. Default: the issuer. */
   realm?: string;
   /** Largest accepted form body. Default `16kb`. */

@@ -37,6 +37,7 @@ interface EndpointStacks {
  */
 export function createRouter(ctx: GatewayContext): Router {
   const router = express.Router();
+  router.use(mountCheck(ctx));
   const auth = new ClientAuthenticator(ctx.clients, ctx.realm, {
     events: ctx.events,
     ...(ctx.limits ? { limits: ctx.limits } : {}),
@@ -44,9 +45,9 @@ export function createRouter(ctx: GatewayContext): Router {
   });
   const form = formBody(ctx.bodyLimit);
   const consentPage = new ConsentPage(ctx);
-  const json = jsonErrorHandler(ctx.onError);
+  const json = jsonErrorHandler(ctx.onError, ctx.storeUnavailable);
   // The frontend flow answers browsers: redirects and HTML pages, never JSON (except 405), from its own error handler.
-  const page = frontendErrorHandler(ctx.issuer, ctx.consentPage, ctx.onError);
+  const page = frontendErrorHandler(ctx.issuer, ctx.consentPage, ctx.onError, ctx.storeUnavailable);
 
   function endpoint(
     path: string,
@@ -90,6 +91,34 @@ export function createRouter(ctx: GatewayContext): Router {
   // Errors handed to the router by the application's own middleware before it.
   router.use(json);
   return router;
+}
+
+/**
+ * The router answers at the issuer's path only if it is mounted there: otherwise discovery publishes endpoints
+ * that are not where the router answers, and every error points back at them. The mount point is known at the
+ * first request (`req.baseUrl`), so it is checked then, once, and a mismatch is a warning naming both paths.
+ */
+function mountCheck(ctx: GatewayContext): RequestHandler {
+  const issuerPath = new URL(ctx.issuer).pathname.replace(/\/$/, '');
+  let checked = false;
+  return (req, _res, next) => {
+    if (!checked) {
+      checked = true;
+      // Express matches routes case-insensitively by default, so a request may name the mount point in any case.
+      if (req.baseUrl.toLowerCase() !== issuerPath.toLowerCase()) {
+        ctx.warn({
+          option: 'issuer',
+          code: 'NETAUTH_MOUNT_PATH_MISMATCH',
+          message:
+            `the router is mounted at '${req.baseUrl || '/'}' but the issuer ${ctx.issuer} has the path ` +
+            `'${issuerPath || '/'}': discovery names endpoints where the router does not answer. Mount it with ` +
+            `app.use('${issuerPath || '/'}', netauth.router), or give the issuer the mount path (said once; ignore ` +
+            'it only if a proxy in front rewrites the path).',
+        });
+      }
+    }
+    next();
+  };
 }
 
 /**

@@ -1,7 +1,9 @@
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { DpopProofRejectedError, dpopProofOf, verifyDpopProof } from '../gateway/tokens/dpop.js';
+import { rawQuery, type DpopHashClaim } from '../gateway/tokens/dpop-binding.js';
+import type { BodyHashReader } from './body-hash.js';
 import type { AuthScheme } from './responses.js';
 
 /**
@@ -24,7 +26,8 @@ function refused(description: string): OAuthError {
  * RFC 9449 §7: a token bound to a DPoP key (`jkt`) passes only with the DPoP scheme and a proof for this request
  * (method, URL, `ath`) made with that key, its `jti` used once. The same token presented as Bearer is refused
  * (§7.2), and so is an unbound token presented with the DPoP scheme (§7.1: it is bound to no key the proof could
- * match). An unbound token presented as Bearer passes whether or not a proof came with it.
+ * match). An unbound token presented as Bearer passes whether or not a proof came with it. The proof's
+ * `camara:qh` / `camara:bh` are checked when present, and must be present when `binding.required` names them.
  */
 export async function checkSenderConstraint(
   ctx: GatewayContext,
@@ -32,6 +35,7 @@ export async function checkSenderConstraint(
   presented: { scheme: AuthScheme; token: string },
   jkt: string | undefined,
   origin: string,
+  binding: { required: readonly DpopHashClaim[]; bodyHash: BodyHashReader; res: Response },
 ): Promise<void> {
   if (jkt === undefined) {
     if (presented.scheme === 'DPoP')
@@ -51,6 +55,11 @@ export async function checkSenderConstraint(
       url: resourceUrl(origin, req),
       accessToken: presented.token,
       jkt,
+      binding: {
+        required: binding.required,
+        query: rawQuery(req.originalUrl),
+        bodyHash: () => binding.bodyHash(req, binding.res),
+      },
     });
   } catch (error) {
     if (error instanceof DpopProofRejectedError) throw refused(`the DPoP proof was refused: ${error.reason}`);

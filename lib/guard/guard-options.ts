@@ -13,6 +13,7 @@ const GUARD = optionNames<GuardOptions>({
   errorFormat: true,
   device: true,
   publicOrigin: true,
+  dpopClaimsRequired: true,
 });
 
 function scopeList(value: string | readonly string[] | undefined, path: string, pattern: RegExp): readonly string[] {

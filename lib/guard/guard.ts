@@ -7,6 +7,8 @@ import { consumeSingleUseToken, findAccessToken, type AccessTokenRecord } from '
 import { subscriberOf } from '../gateway/requests/authorization.js';
 import { looksLikeJwt, verifyAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
 import { DPOP_ALGORITHMS } from '../gateway/tokens/dpop.js';
+import { DPOP_HASH_CLAIMS, dpopClaimsOption, type DpopHashClaim } from '../gateway/tokens/dpop-binding.js';
+import { bodyHashReader } from './body-hash.js';
 import { toOAuthError } from '../gateway/http/render-error.js';
 import { GuardResponses, camaraError, type AuthScheme, type GuardErrorFormat } from './responses.js';
 import { echoCorrelator } from './correlator.js';
@@ -96,6 +98,12 @@ export interface GuardOptions {
    * request's Host or X-Forwarded-* headers.
    */
   publicOrigin?: string;
+  /**
+   * CAMARA's DPoP request binding on this route, beside the gateway's `dpopClaimsRequired`: every DPoP proof
+   * must carry `'camara:qh'` (the query's hash) and/or `'camara:bh'` (the body's; the guard then reads the body,
+   * parsing JSON into `req.body`, so mount it before the route's body parser). Present ones are always verified.
+   */
+  dpopClaimsRequired?: readonly DpopHashClaim[];
   /**
    * `required` (default): only tokens issued for a subscriber pass; a two-legged token (client credentials) is
    * answered 403 `insufficient_scope`. `optional`: two-legged tokens pass too, for APIs that process no personal
@@ -256,6 +264,9 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
     options.device === undefined
       ? undefined
       : deviceIdentification(ctx.subscribers, options.device === true ? {} : options.device, ctx.bodyLimit);
+  const routeClaims = dpopClaimsOption(options.dpopClaimsRequired, 'guard dpopClaimsRequired');
+  const required = DPOP_HASH_CLAIMS.filter((c) => ctx.dpopClaimsRequired.includes(c) || routeClaims.includes(c));
+  const bodyHash = bodyHashReader(ctx.bodyLimit);
   const origin = options.publicOrigin === undefined ? new URL(ctx.issuer).origin : originOf(options.publicOrigin);
   const responses = new GuardResponses(format, {
     realm: options.realm ?? ctx.realm,
@@ -290,7 +301,7 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
     // A Bearer token bound to no key has no proof to check.
     if (found.jkt !== undefined || scheme === 'DPoP') {
       try {
-        await checkSenderConstraint(ctx, req, { scheme, token }, found.jkt, origin);
+        await checkSenderConstraint(ctx, req, { scheme, token }, found.jkt, origin, { required, bodyHash, res });
       } catch (error) {
         if (!(error instanceof OAuthError)) throw error;
         responses.refuse(res, error, scheme);
@@ -328,7 +339,7 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
 
   /** A store that failed (503) or a bug (500, reported): the answer, never a thrown error. */
   function failed(res: Response, error: unknown): void {
-    responses.refuse(res, toOAuthError(error, ctx.onError), undefined);
+    responses.refuse(res, toOAuthError(error, ctx.onError, ctx.storeUnavailable), undefined);
   }
 
   function grantTo(req: Request, res: Response, grant: NetAuthAnyGrant): void {

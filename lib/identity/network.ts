@@ -8,8 +8,12 @@ export interface NetworkIdentifierOptions {
   portHeader?: string;
 }
 
-/** Told once, at the first request, when the app's `trust proxy` makes the port header believable from anyone. */
-export type TrustWarning = (message: string) => void;
+/**
+ * Told once each, at run time: the app's `trust proxy` makes the port header believable from anyone
+ * (`NETAUTH_PORT_HEADER_TRUSTS_ANY`), or the header came from a hop it does not trust and was ignored
+ * (`NETAUTH_PORT_HEADER_UNTRUSTED`).
+ */
+export type TrustWarning = (message: string, code: string) => void;
 
 /** Why a device was not identified; the endpoint turns every reason into the same answer. */
 export type NetworkIdentification =
@@ -57,6 +61,7 @@ export class NetworkIdentifier {
   private readonly ranges: Range[];
   private readonly portHeader: string | undefined;
   private trustChecked = false;
+  private untrustedWarned = false;
 
   constructor(
     options: NetworkIdentifierOptions,
@@ -88,9 +93,12 @@ export class NetworkIdentifier {
     if (ip === undefined) return 'no-address';
     if (this.portHeader === undefined) return { ip };
     if (!this.trustChecked) this.checkTrust(req);
-    if (!fromTrustedHop(req)) return { ip };
     const header = req.headers[this.portHeader];
     if (header === undefined) return { ip };
+    if (!fromTrustedHop(req)) {
+      if (!this.untrustedWarned) this.warnUntrusted();
+      return { ip };
+    }
     const text = Array.isArray(header) ? undefined : header.trim();
     if (text === undefined || !PORT.test(text)) return 'bad-port';
     const port = Number(text);
@@ -111,6 +119,22 @@ export class NetworkIdentifier {
     this.warnTrust(
       `trust proxy is ${String(setting)}: every peer is trusted, so network.portHeader is believed from any ` +
         "connection. Set trust proxy to the addresses of the operator's edge proxies.",
+      'NETAUTH_PORT_HEADER_TRUSTS_ANY',
+    );
+  }
+
+  /**
+   * The header came from a peer `trust proxy` does not trust: ignored (a device could name any port), so devices
+   * behind a CGNAT address are not told apart. Said once: when the operator's edge sets the header, `trust proxy`
+   * misses its address. The peer's address is not logged (it may be a subscriber's).
+   */
+  private warnUntrusted(): void {
+    this.untrustedWarned = true;
+    this.warnTrust(
+      `network.portHeader (${this.portHeader}) came from a peer that trust proxy does not trust, so it is ignored ` +
+        "(said once). If the operator's edge proxies set it, add their addresses to the app's trust proxy setting, " +
+        "e.g. app.set('trust proxy', ['10.0.0.10']).",
+      'NETAUTH_PORT_HEADER_UNTRUSTED',
     );
   }
 

@@ -99,6 +99,10 @@ export interface StartupWarning {
   /** The option it concerns, e.g. `pairwiseSalt`. */
   option: string;
   message: string;
+  /** Stable identifier (`NETAUTH_…`) of a warning found at run time; the message may change. */
+  code?: string;
+  /** `error`: the deployment does not work as configured (every request fails). Default `warn`. */
+  level?: 'warn' | 'error';
 }
 
 /** Warnings already printed to stderr: each once per process, however many gateways it creates (tests, workers). */
@@ -109,11 +113,14 @@ const printed = new Set<string>();
  * else one line on stderr, once per process.
  */
 export function reportWarning(logger: NetAuthLogger | undefined, warning: StartupWarning): void {
+  const { option, code, level = 'warn' } = warning;
   if (logger) {
-    child(logger).warn({ option: warning.option }, warning.message);
+    // Not `code`: that field is redacted (an authorization code).
+    child(logger)[level](code === undefined ? { option } : { option, warning: code }, warning.message);
     return;
   }
   if (printed.has(warning.message)) return;
   printed.add(warning.message);
-  process.stderr.write(`express-netauth: WARNING: ${warning.message}\n`);
+  const label = `${level === 'error' ? 'ERROR' : 'WARNING'}${code === undefined ? '' : ` ${code}`}`;
+  process.stderr.write(`express-netauth: ${label}: ${warning.message}\n`);
 }

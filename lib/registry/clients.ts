@@ -195,6 +195,15 @@ const CLIENT_FIELDS = optionNames<RegisteredClient>({
 
 /** What `hashClientSecret()` makes: a SHA-256 digest (32 bytes), or an scrypt salt and hash. */
 const SECRET_HASH = /^(?:sha256:[A-Za-z0-9_-]{43}|scrypt:[A-Za-z0-9_-]{16,}:[A-Za-z0-9_-]{22,})$/;
+/** The protocol scopes are no API's: what registers them instead. */
+const PROTOCOL_SCOPE_ADVICE = new Map<unknown, string>([
+  ['openid', 'is a protocol scope every client may request (an ID token comes with it): leave it out of scopes'],
+  [
+    'offline_access',
+    "is a protocol scope (a refresh token): leave it out of scopes and add 'refresh_token' to grantTypes",
+  ],
+]);
+
 /** A registered scope, exactly as requests are matched against it: `dpv:<Purpose>#<scope>`. */
 const REGISTERED_SCOPE = new RegExp(`^dpv:(${PURPOSE.source.slice(1, -1)})#(${API_SCOPE.source.slice(1, -1)})$`);
 
@@ -264,6 +273,8 @@ function checkFields(client: RegisteredClient): void {
     );
   }
   for (const scope of list(client, 'scopes')) {
+    const protocol = PROTOCOL_SCOPE_ADVICE.get(scope);
+    if (protocol !== undefined) throw new TypeError(`client ${id}: scopes: ${scope} ${protocol}`);
     if (typeof scope !== 'string' || registeredScope(scope) === undefined) {
       throw new TypeError(
         `client ${id}: scopes: ${JSON.stringify(scope)} is not of the form dpv:<Purpose>#<scope> (e.g. dpv:FraudPreventionAndDetection#sim-swap), ` +

@@ -186,6 +186,11 @@ export class RedisStore implements Store {
     }
   }
 
+  /** Where Redis is expected (host and port, never the URL's credentials), for operators' messages. */
+  describe(): string {
+    return `RedisStore, Redis at ${this.connection.describe()}`;
+  }
+
   /** The rate limits' shared counters: on the store's connection, with its handling of clusters and failovers. */
   counters(): SharedCounters {
     const connection = this.connection;

@@ -137,6 +137,8 @@ export interface Store {
   revokeGrant(grantId: string): Promise<void>;
   /** Releases timers and connections. */
   close?(): Promise<void>;
+  /** Optional: where the store keeps its data, for operators' messages (e.g. `Redis at 10.0.0.5:6379`). No secrets. */
+  describe?(): string;
   /**
    * Optional: the counters every instance on this store shares, for the rate limits and the lock-out (RedisStore:
    * its Redis). Without it each process counts for itself, unless `rateLimits.redis` names a Redis.

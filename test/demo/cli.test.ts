@@ -85,7 +85,8 @@ const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secr
 
 describe('demo command line', () => {
   it('npm run demo serves the sample application and the operator gateway', async () => {
-    const config = { ...freePorts, clients: [...DEFAULT_CONFIG.clients, FRAUD_CHECKER] };
+    // A secret client: outside the CAMARA profile the demo runs with by default.
+    const config = { ...freePorts, profile: 'none', clients: [...DEFAULT_CONFIG.clients, FRAUD_CHECKER] };
     const { output, exit, child } = run('npm', [
       'run',
       '--silent',
@@ -153,7 +154,12 @@ describe('demo command line', () => {
       '--config',
       configFile('ports2.json', freePorts),
     ]);
-    await urls(output, exit);
+    const { gateway } = await urls(output, exit);
+    // The embedded defaults run the CAMARA profile: private_key_jwt is the only client authentication.
+    const discovery = (await (await fetch(`${gateway}/apigateway/.well-known/openid-configuration`)).json()) as {
+      token_endpoint_auth_methods_supported: string[];
+    };
+    expect(discovery.token_endpoint_auth_methods_supported).toEqual(['private_key_jwt']);
     child.kill('SIGTERM');
     expect(await exit).toEqual({ code: 0, signal: null });
     expect(output().stdout).toContain('demo stopped');

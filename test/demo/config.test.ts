@@ -111,9 +111,16 @@ describe('demo config', () => {
       "clients[1].tokenEndpointAuthMethod: private_key_jwt is for the sample app's client (app.clientId): the app generates its key at start",
     ],
     [
-      { clients: [client, { ...other, grantTypes: ['authorization_code'] }] },
+      { profile: 'none', clients: [client, { ...other, grantTypes: ['authorization_code'] }] },
       'clients[1].redirectUris: needs at least one URI for the grant type authorization_code',
     ],
+    [
+      { clients: [client, other] },
+      'clients[1].tokenEndpointAuthMethod: profile "camara" (the default) requires private_key_jwt, which only ' +
+        "the sample app's client has here (its key is made at start): remove the secret client, " +
+        'or set "profile": "none"',
+    ],
+    [{ profile: 'fapi' }, 'profile: must be "camara" (the CAMARA profile, the default) or "none"'],
     [{ lifetimes: { authReqId: 2 } }, 'lifetimes.pollInterval: must be shorter than lifetimes.authReqId (2)'],
     [{ sandbox: { allowList: ['+1'] } }, 'sandbox.allowList[0]: must be +<E.164> or tel:+<E.164>'],
     [{ lifetimes: { pollInterval: 0.5 } }, 'lifetimes.pollInterval: must be a whole number of seconds'],

@@ -229,7 +229,12 @@ describe('demo with the app registered with a client secret', () => {
     const { tokenEndpointAuthMethod: _camara, ...app } = DEFAULT_CONFIG.clients[0]!;
     demo = await startDemo(
       resolveConfig(
-        { host: '127.0.0.1', ports: { gateway: 0, app: 0 }, clients: [{ ...app, clientSecret: 'demo-app-secret' }] },
+        {
+          host: '127.0.0.1',
+          ports: { gateway: 0, app: 0 },
+          profile: 'none',
+          clients: [{ ...app, clientSecret: 'demo-app-secret' }],
+        },
         'test',
       ),
     );

@@ -150,6 +150,16 @@ const refused: Array<[string, NetAuthOptions, RegExp]> = [
     withClient({ scopes: ['dpv:FraudPreventionAndDetection sim-swap'] }),
     /is not of the form dpv:<Purpose>#<scope>/,
   ],
+  [
+    'openid among the scopes (a protocol scope, no dpv: value)',
+    withClient({ scopes: ['openid', 'dpv:FraudPreventionAndDetection#sim-swap'] }),
+    /client app-1: scopes: openid is a protocol scope every client may request .*: leave it out of scopes$/,
+  ],
+  [
+    'offline_access among the scopes',
+    withClient({ scopes: ['offline_access'] }),
+    /client app-1: scopes: offline_access is a protocol scope .*out of scopes and add 'refresh_token' to grantTypes$/,
+  ],
   ['no scopes', withClient({ scopes: [] }), /client app-1: scopes is empty, so the client can do nothing/],
   [
     'an unknown grant type',
@@ -313,6 +323,16 @@ const refused: Array<[string, NetAuthOptions, RegExp]> = [
     'issuer not a string',
     withOptions({ issuer: new URL(ISSUER) }),
     /issuer must be the absolute URL where the router is mounted/,
+  ],
+  [
+    'an issuer with a trailing slash (never rewritten: clients compare it exactly)',
+    withOptions({ issuer: `${ISSUER}/` }),
+    /issuer must not end with '\/': clients compare it exactly .*; give "http:\/\/gateway\.test\/apigateway"$/,
+  ],
+  [
+    'a root issuer with its slash',
+    withOptions({ issuer: 'https://gw.example/' }),
+    /issuer must not end with '\/'.*give "https:\/\/gw\.example"$/,
   ],
   [
     'an ftp: issuer',

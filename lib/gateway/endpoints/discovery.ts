@@ -34,6 +34,8 @@ export interface AuthorizationServerMetadata {
   revocation_endpoint_auth_signing_alg_values_supported?: string[];
   /** RFC 9449 §5.1: DPoP proofs are accepted (token endpoint and guard), signed with these. */
   dpop_signing_alg_values_supported: string[];
+  /** CAMARA: the DPoP extension claims every proof must carry (`dpopClaimsRequired`); absent when none. */
+  camara_dpop_claims_required?: string[];
   /** Always (OIDC Discovery §3 REQUIRED); its set is empty where nothing is signed. */
   jwks_uri: string;
   /** Always (REQUIRED): the published keys' algorithms, else RS256, which Discovery says must be listed. */
@@ -86,6 +88,7 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
     // Every published key's algorithm, the signing one first: a key rotated in is announced before use.
     id_token_signing_alg_values_supported: ctx.keys?.algorithms ?? ['RS256'],
   };
+  if (ctx.dpopClaimsRequired.length > 0) document.camara_dpop_claims_required = [...ctx.dpopClaimsRequired];
   if (authMethods.includes('private_key_jwt')) {
     document.token_endpoint_auth_signing_alg_values_supported = algorithms;
     document.introspection_endpoint_auth_signing_alg_values_supported = algorithms;

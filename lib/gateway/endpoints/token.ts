@@ -31,7 +31,7 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
       const event = { endpoint: 'token', limit: 'client', clientId: client.clientId, retryAfter } as const;
       throw grant.overClientLimit ? grant.overClientLimit(ctx, event) : overLimit(ctx.events, event);
     }
-    const dpopJkt = await tokenRequestBinding(ctx, req, client);
+    const dpopJkt = await tokenRequestBinding(ctx, req, client, request.bodyHash);
     sendJson(res, 200, await grant.exchange(ctx, client, params, req, { dpopJkt, assertion }));
   };
 }

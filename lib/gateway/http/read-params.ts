@@ -1,9 +1,11 @@
+import type { IncomingMessage } from 'node:http';
 import bytes from 'bytes';
 import type { RequestHandler } from 'express';
 import { OAuthError } from '../../errors.js';
 import { FormParams, parseForm, queryParams, tooManyParameters } from './form.js';
 import { bodyTooLarge, bodyUnreadable, readBody } from './read-body.js';
 import { step } from './request-context.js';
+import { sha256Of } from '../tokens/dpop-binding.js';
 
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 
@@ -24,6 +26,11 @@ export function bodyError(error: unknown): OAuthError | undefined {
   if (type === 'parameters.too.many') return tooManyParameters();
   if (status >= 400 && status < 500) return bodyUnreadable();
   return undefined;
+}
+
+/** Whether a request has a body at all (type-is's test): one is framed by Transfer-Encoding or Content-Length. */
+export function hasBody(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
 }
 
 /**
@@ -79,6 +86,8 @@ export function formBody(limit: string | number): RequestHandler {
       return;
     }
     readBody(req, maxBytes).then((body) => {
+      // The bytes' hash is kept for a DPoP proof's camara:bh: once parsed, the body's exact bytes are gone.
+      if (req.headers.dpop !== undefined) request.bodyHash = sha256Of(body);
       try {
         request.params = parseForm(body, charset);
       } catch (error) {

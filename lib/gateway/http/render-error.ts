@@ -7,16 +7,24 @@ import { contentSecurityPolicy, renderErrorPage, type ConsentPageConfig } from '
 import { findRequestContext, type RequestContext } from './request-context.js';
 import { sendAuthorizationResponse, sendJson, type RedirectTarget } from './respond.js';
 
+/** Told when a request is answered 503 because the store cannot be reached (the gateway says it once). */
+export type StoreReport = (error: Error) => void;
+
 /**
  * The one place errors become responses. Anything that is not already an OAuthError is classified here:
  * body-parser failures (an application's parser before the router) are the client's (400/413), an unreachable store is 503 temporarily_unavailable,
  * and everything else is a bare 500 server_error that reveals nothing.
  */
-export function toOAuthError(error: unknown, onError: (error: unknown) => void): OAuthError {
+export function toOAuthError(
+  error: unknown,
+  onError: (error: unknown) => void,
+  storeUnavailable?: StoreReport,
+): OAuthError {
   if (error instanceof OAuthError) return error;
   const fromBody = bodyError(error);
   if (fromBody) return fromBody;
   if (error instanceof StoreUnavailableError) {
+    storeUnavailable?.(error);
     return new OAuthError('temporarily_unavailable', 'the service is temporarily unavailable', {
       headers: { 'Retry-After': '5' },
     });
@@ -87,8 +95,8 @@ export function sendGuardError(
  * left to tell, so an unexpected one is reported and an unfinished response cut. It goes no further: Express's
  * final handler would print its stack trace.
  */
-function afterResponse(res: Response, error: unknown, onError: (error: unknown) => void): void {
-  toOAuthError(error, onError);
+function afterResponse(res: Response, error: unknown, onError: (error: unknown) => void, store?: StoreReport): void {
+  toOAuthError(error, onError, store);
   if (!res.writableEnded) res.destroy();
 }
 
@@ -96,13 +104,13 @@ function afterResponse(res: Response, error: unknown, onError: (error: unknown) 
  * Error handler for the JSON endpoints (bc-authorize, token, introspection, revocation, discovery), and for
  * errors the application's own middleware hands to the router (no request context then).
  */
-export function jsonErrorHandler(onError: (error: unknown) => void): ErrorRequestHandler {
+export function jsonErrorHandler(onError: (error: unknown) => void, store?: StoreReport): ErrorRequestHandler {
   return (error: unknown, _req, res, _next) => {
     if (res.headersSent) {
-      afterResponse(res, error, onError);
+      afterResponse(res, error, onError, store);
       return;
     }
-    const oauthError = toOAuthError(error, onError);
+    const oauthError = toOAuthError(error, onError, store);
     answered(res, oauthError);
     sendJsonError(res, oauthError);
   };
@@ -129,13 +137,14 @@ export function frontendErrorHandler(
   issuer: string,
   page: ConsentPageConfig,
   onError: (error: unknown) => void,
+  store?: StoreReport,
 ): ErrorRequestHandler {
   return (error: unknown, _req, res, _next) => {
     if (res.headersSent) {
-      afterResponse(res, error, onError);
+      afterResponse(res, error, onError, store);
       return;
     }
-    const oauthError = toOAuthError(error, onError);
+    const oauthError = toOAuthError(error, onError, store);
     const target = answered(res, oauthError)?.redirectTarget;
     if (target) sendRedirectError(res, issuer, target, oauthError);
     else sendErrorPage(res, page, oauthError);

@@ -13,6 +13,8 @@ import type { RedirectTarget } from './respond.js';
 export class RequestContext {
   /** The request's parameters: its form body (POST) or its query (GET), once the stack's reader has run. */
   params = new FormParams({});
+  /** Base64url SHA-256 of the form body's bytes, kept when a DPoP proof came (its `camara:bh`). */
+  bodyHash?: string;
   /** The client, once authenticated. */
   client: RegisteredClient | undefined;
   /** The JWT-bearer grant's assertion (RFC 7523), once verified. */

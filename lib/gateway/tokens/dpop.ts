@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Request } from 'express';
 import { EmbeddedJWK, calculateJwkThumbprint, errors, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import { sha256 } from '../../crypto.js';
 import { OAuthError } from '../../errors.js';
@@ -8,6 +9,7 @@ import type { Store } from '../../stores/store.js';
 import { useJtiOnce } from '../client-auth/client-jwt.js';
 import type { GatewayContext } from '../context.js';
 import { proofKeyRefusal } from './dpop-proof-key.js';
+import { BodyAlreadyReadError, DPOP_HASH_CLAIMS, rawQuery, type RequestBinding } from './dpop-binding.js';
 
 /**
  * DPoP proofs (RFC 9449 §4): checked at the token endpoint (the token is then bound to the proof's key) and by
@@ -44,6 +46,23 @@ export interface DpopRequest {
   accessToken?: string;
   /** At a protected resource: the thumbprint of the key the token is bound to; the proof's key must be that one. */
   jkt?: string;
+  /** The CAMARA binding of the request's query and body: checked when the proof carries it, or required. */
+  binding?: RequestBinding;
+}
+
+/** `camara:qh` and `camara:bh` (when present or required) match the request's query and body. */
+async function checkBinding(payload: JWTPayload, binding: RequestBinding): Promise<void> {
+  for (const claim of DPOP_HASH_CLAIMS) {
+    const value = payload[claim];
+    if (value === undefined) {
+      if (binding.required.includes(claim)) throw new DpopProofRejectedError(`it has no ${claim} claim, required here`);
+      continue;
+    }
+    const part = claim === 'camara:qh' ? 'query' : 'body';
+    const expected = claim === 'camara:qh' ? sha256(binding.query) : await binding.bodyHash();
+    if (typeof value !== 'string' || value !== expected)
+      throw new DpopProofRejectedError(`its ${claim} is not the hash of the request's ${part}`);
+  }
 }
 
 /**
@@ -150,6 +169,7 @@ export async function verifyDpopProof(
   if (request.accessToken !== undefined && ath !== sha256(request.accessToken)) {
     throw new DpopProofRejectedError('its ath is not the hash of the access token');
   }
+  if (request.binding !== undefined) await checkBinding(payload, request.binding);
   const jkt = await calculateJwkThumbprint(key, 'sha256');
   if (request.jkt !== undefined && jkt !== request.jkt)
     throw new DpopProofRejectedError('it is not signed with the key the access token is bound to');
@@ -164,12 +184,14 @@ export async function verifyDpopProof(
  * binds the token whoever the client is (the `jkt` to bind to is returned); a request without one is served
  * unbound, unless the client is registered with `dpopBoundAccessTokens`; a proof that fails is 400
  * `invalid_dpop_proof`. `htu` is the token endpoint as discovery publishes it (issuer-based), never a URL built
- * from the request's Host or X-Forwarded-* headers.
+ * from the request's Host or X-Forwarded-* headers. `bodyHash`: of the form body's bytes, when the router read
+ * them (undefined when the application's parser did).
  */
 export async function tokenRequestBinding(
   ctx: GatewayContext,
-  req: IncomingMessage,
+  req: Request,
   client: RegisteredClient,
+  bodyHash: string | undefined,
 ): Promise<string | undefined> {
   try {
     const proof = dpopProofOf(req);
@@ -178,7 +200,19 @@ export async function tokenRequestBinding(
         throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof (dpop_bound_access_tokens)');
       return undefined;
     }
-    return await verifyDpopProof(ctx.store, ctx.now(), proof, { method: req.method ?? '', url: `${ctx.issuer}/token` });
+    const binding: RequestBinding = {
+      required: ctx.dpopClaimsRequired,
+      query: rawQuery(req.originalUrl),
+      bodyHash: () => {
+        if (bodyHash === undefined) throw new BodyAlreadyReadError("express-netauth's router");
+        return Promise.resolve(bodyHash);
+      },
+    };
+    return await verifyDpopProof(ctx.store, ctx.now(), proof, {
+      method: req.method,
+      url: `${ctx.issuer}/token`,
+      binding,
+    });
   } catch (error) {
     if (error instanceof DpopProofRejectedError)
       throw new OAuthError('invalid_dpop_proof', `the DPoP proof was refused: ${error.reason}`);
