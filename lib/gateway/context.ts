@@ -13,6 +13,7 @@ import { Revocations } from './tokens/revocations.js';
 import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
 import { EventHub } from '../ops/events.js';
 import { RateLimits } from '../ops/rate-limits.js';
+import { createSourceLabel, type SourceLabel } from '../ops/event-source.js';
 import { attachLogger, logInternalError, reportWarning } from '../ops/logging.js';
 import { checkConsistency, checkOptions } from './options-check.js';
 import { ClientKeys } from './client-auth/client-keys.js';
@@ -60,6 +61,8 @@ export interface GatewayContext {
   events: EventHub;
   /** Rate limits and the client-authentication lock-out; undefined with `rateLimits: false`. */
   limits: RateLimits | undefined;
+  /** A request's network as events name it (`client.authentication_failed`'s `source`). */
+  sourceLabel: SourceLabel;
   /** Verifies JWTs signed by a client's registered keys: client assertions and request objects. */
   clientJwts: ClientJwts;
 }
@@ -196,6 +199,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     now,
     events,
     limits,
+    sourceLabel: createSourceLabel(options.pairwiseSalt),
     clientJwts: new ClientJwts(store, clientKeys, now, options.clockTolerance ?? CLOCK_TOLERANCE_DEFAULT),
   };
 }
