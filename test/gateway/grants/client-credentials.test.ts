@@ -93,6 +93,33 @@ describe.each(['opaque', 'jwt'] as const)('client_credentials grant (%s access t
     expect((await ask(gw.app, POPULATION, basic('service-2', 'service-secret'))).status).toBe(200);
   });
 
+  it('device identification under a two-legged token: an address gives the route the operator id, never the phone number', async () => {
+    // Issue 32, item 10: any address a client names resolved to a subscriber record with its phone number.
+    const gw = gateway();
+    gw.app.post(
+      '/population/device',
+      gw.netauth.guard({ scope: 'population-density', subscriber: 'optional', errorFormat: 'camara', device: true }),
+      (_req, res) => void res.json({ device: res.locals.netauth.device }),
+    );
+    const token = (await ask(gw.app, POPULATION)).body.access_token as string;
+    const call = (device: object) =>
+      request(gw.app).post('/population/device').set('Authorization', `Bearer ${token}`).send({ device });
+    const byAddress = await call({ ipv4Address: { publicAddress: '10.20.0.2', privateAddress: '10.20.0.2' } });
+    expect(byAddress.status).toBe(200);
+    expect(byAddress.body.device).toEqual({
+      identifiedBy: 'request',
+      subscriber: { id: 'sub-bob' },
+      identifier: { ipv4Address: { publicAddress: '10.20.0.2', privateAddress: '10.20.0.2' } },
+    });
+    expect(JSON.stringify(byAddress.body)).not.toContain('+34600000002');
+    const byV6 = await call({ ipv6Address: '2001:db8::1' });
+    expect(byV6.body.device.subscriber).toEqual({ id: 'sub-alice' });
+    // A number the client sent is the only number the route sees.
+    const byNumber = await call({ phoneNumber: '+34600000002' });
+    expect(byNumber.body.device.subscriber).toEqual({ id: 'sub-bob', phoneNumber: '+34600000002' });
+    expect((await call({ phoneNumber: '+34699999999' })).body.code).toBe('IDENTIFIER_NOT_FOUND');
+  });
+
   it('the guard: 403 insufficient_scope where a subscriber is needed (the default), 200 on a route that opts in', async () => {
     const gw = gateway();
     const token = (await ask(gw.app, POPULATION)).body.access_token as string;
