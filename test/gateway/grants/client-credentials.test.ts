@@ -3,7 +3,15 @@ import express from 'express';
 import request from 'supertest';
 import * as client from 'openid-client';
 import { decodeJwt } from 'jose';
-import { MemoryStore, RATE_LIMIT_DEFAULTS, createNetAuth } from '../../../lib/index.js';
+import { MemoryStore, RATE_LIMIT_DEFAULTS, RedisStore, createNetAuth, type Store } from '../../../lib/index.js';
+import {
+  RedisServer,
+  freshPrefix,
+  redisServerMissing,
+  requireRedisServer,
+  skipRedisTests,
+} from '../../helpers/redis-server.js';
+import { ask as ask_ } from '../../helpers/redis-cluster.js';
 import { CLIENTS, ISSUER, SIM_SWAP, SUBSCRIBERS, basic } from '../../helpers/gateway.js';
 import { listen } from '../../helpers/listen.js';
 import { recordEvents } from '../../helpers/events.js';
@@ -300,3 +308,42 @@ describe('start-up checks of the new rule fields and grant registrations', () =>
     expect(netauth.metadata().scopes_supported).not.toContain('offline_access');
   });
 });
+
+const skipRedis = skipRedisTests('the client-credentials cap on Redis');
+
+describe.skipIf(skipRedis)(
+  `client-credentials cap on Redis, two gateways${skipRedis ? ` (skipped: ${redisServerMissing()})` : ''}`,
+  () => {
+    let redis: RedisServer;
+    const stores: Store[] = [];
+    beforeAll(async () => {
+      requireRedisServer();
+      redis = await RedisServer.start();
+    });
+    afterAll(async () => {
+      await Promise.all(stores.map((s) => s.close?.()));
+      await redis?.destroy();
+    });
+
+    it('400 requests of one client over two gateways leave at most its cap of token records in Redis; then 429', async () => {
+      // Issue 32, finding 6: the cap is counted in Redis, so it holds for the fleet, not per instance.
+      const prefix = freshPrefix();
+      const [a, b] = [0, 1].map(() => {
+        const store = new RedisStore({ url: redis.url, prefix });
+        stores.push(store);
+        return createGrantsGateway({ store });
+      });
+      const statuses: number[] = [];
+      // 25 at once: the lock-out's shared slots admit 30 credential checks of one client and address in flight.
+      for (let batch = 0; batch < 16; batch++) {
+        const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => ask((i % 2 ? a! : b!).app, POPULATION)));
+        statuses.push(...answers.map((r) => r.status));
+      }
+      const cap = RATE_LIMIT_DEFAULTS.clientCredentials.perClient.points;
+      expect(statuses.filter((s) => s === 200)).toHaveLength(cap);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(400 - cap);
+      // RedisStore keeps an access token under `<prefix>t`: one key per token issued, the cap's worth.
+      expect(((await ask_(redis, ['KEYS', `${prefix}t*`])) as string[]).length).toBe(cap);
+    }, 60_000);
+  },
+);
