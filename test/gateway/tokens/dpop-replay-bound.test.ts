@@ -50,11 +50,12 @@ const apiProof = (gw: TestGateway, key: ProofKey, token: string) =>
   handProof({ key, htm: 'POST', htu: API_URL, iat: Math.floor(gw.clock.now / 1000), accessToken: token });
 
 function replayBoundTests(backend: () => Backend): void {
-  it(`300 fresh proofs of one key leave at most its cap of replay entries; replays by others use none of it`, async () => {
+  it(`150 fresh proofs of one key leave at most its cap of replay entries; replays by others use none of it`, async () => {
     const { store, replayEntries } = backend();
     const gw = createTestGateway({
       store: store(),
-      rateLimits: { dpopProofs: { perKey: { points: CAP, duration: 900 } } },
+      // Redis counters wait long on a loaded machine: a timeout would count in the process meanwhile (the fallback).
+      rateLimits: { timeout: 10_000, dpopProofs: { perKey: { points: CAP, duration: 900 } } },
     });
     const [key, other] = [await proofKey('ES256'), await proofKey('ES256')];
     const before = await replayEntries();
@@ -70,7 +71,7 @@ function replayBoundTests(backend: () => Backend): void {
 
     const statuses: number[] = [];
     let refused: request.Response | undefined;
-    for (let batch = 0; batch < 6; batch++) {
+    for (let batch = 0; batch < 3; batch++) {
       const proofs = await Promise.all(Array.from({ length: 50 }, () => apiProof(gw, key, token)));
       for (const res of await Promise.all(proofs.map((proof) => call(gw, token, proof)))) {
         statuses.push(res.status);
@@ -78,7 +79,7 @@ function replayBoundTests(backend: () => Backend): void {
       }
     }
     expect(statuses.filter((s) => s === 200)).toHaveLength(CAP - 2);
-    expect(statuses.filter((s) => s === 401)).toHaveLength(300 - (CAP - 2));
+    expect(statuses.filter((s) => s === 401)).toHaveLength(150 - (CAP - 2));
     expect(refused!.headers['www-authenticate']).toContain('error="invalid_dpop_proof"');
     expect(refused!.headers['www-authenticate']).toMatch(/rateLimits\.dpopProofs\.perKey\); retry in \d+ s/);
     // The key's replay entries grow with its cap, not with its calls; refused proofs leave none.
@@ -98,7 +99,7 @@ function replayBoundTests(backend: () => Backend): void {
     expect(polled.status).toBe(400);
     expect(polled.body.error).toBe('invalid_dpop_proof');
     expect(polled.body.error_description).toContain('rateLimits.dpopProofs.perKey');
-  });
+  }, 60_000);
 }
 
 describe('DPoP replay entries bounded per key [memory]', () => {
