@@ -1,4 +1,5 @@
 import * as crypto from 'node:crypto';
+import { placementTag } from './stores/store.js';
 
 /**
  * The package's two hot cryptographic primitives, kept cheap: random identifiers drawn from a pooled buffer
@@ -44,6 +45,17 @@ export function sha256(text: string): string {
   return oneShot
     ? oneShot('sha256', text, 'base64url')
     : crypto.createHash('sha256').update(text, 'utf8').digest('base64url');
+}
+
+/**
+ * The store id of a secret identifier the gateway hands out (a code, an auth_req_id): its SHA-256 after its
+ * placement tag, so a leaked store (or a Redis KEYS listing) reveals no usable value while the record still lands
+ * with its grant's.
+ */
+export function hashedRecordId(id: string): string {
+  const tag = placementTag(id);
+  const hash = sha256(id);
+  return tag === undefined ? hash : `${tag}.${hash}`;
 }
 
 /** SHA-256 of a UTF-8 string, as bytes (for constant-time comparison of fixed-length digests). */

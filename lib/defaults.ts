@@ -58,6 +58,11 @@ export const RATE_LIMIT_DEFAULTS = {
   },
   /** At most twice `points` live tokens per client, whatever the token lifetime up to `duration`. */
   clientCredentials: { perClient: { points: 100, duration: 3600 } },
+  /**
+   * DPoP proofs whose `jti` is recorded, per key (`jkt`): a window longer than a replay entry lives (605 s) keeps at
+   * most twice `points` entries of one key live. ~66 proofs a second per key, sustained.
+   */
+  dpopProofs: { perKey: { points: 60000, duration: 900 } },
   clientAuthentication: {
     perClientAndAddress: { failures: 30, duration: 900 },
     perAddress: { failures: 30, duration: 900 },

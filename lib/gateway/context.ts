@@ -15,6 +15,7 @@ import { VerifiedAccessTokens } from './tokens/verified-access-tokens.js';
 import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
 import { EventHub } from '../ops/events.js';
 import { RateLimits } from '../ops/rate-limits.js';
+import { createSourceLabel, type SourceLabel } from '../ops/event-source.js';
 import { attachLogger, logInternalError, reportWarning, type StartupWarning } from '../ops/logging.js';
 import { checkConsistency, checkOptions } from './options-check.js';
 import { ClientKeys } from './client-auth/client-keys.js';
@@ -73,6 +74,8 @@ export interface GatewayContext {
   storeUnavailable: (error: Error) => void;
   /** Hash claims every DPoP proof must carry (`dpopClaimsRequired`), at the token endpoint and the guard. */
   dpopClaimsRequired: readonly DpopHashClaim[];
+  /** A request's network as events name it (`client.authentication_failed`'s `source`). */
+  sourceLabel: SourceLabel;
   /** Verifies JWTs signed by a client's registered keys: client assertions and request objects. */
   clientJwts: ClientJwts;
 }
@@ -237,6 +240,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     warn,
     storeUnavailable,
     dpopClaimsRequired: dpopClaimsOption(options.dpopClaimsRequired, 'dpopClaimsRequired'),
+    sourceLabel: createSourceLabel(options.pairwiseSalt),
     clientJwts: new ClientJwts(store, clientKeys, now, options.clockTolerance ?? CLOCK_TOLERANCE_DEFAULT),
   };
 }

@@ -221,8 +221,8 @@ export interface NetAuthOptions {
   bodyLimit?: string | number;
   /**
    * How clients' `jwksUri`s are fetched (private_key_jwt, signed requests): `fetchTimeout` ms (default 5000),
-   * `maxBytes` (default 64 KiB), `cacheMaxAge` seconds (default 600). An unknown `kid` or a failed fetch is
-   * fetched again at most once a minute per client.
+   * `maxBytes` (default 64 KiB), `cacheMaxAge` seconds (default 600). An unknown `kid` is fetched again at once,
+   * at most once per 10 s per client; a failed fetch, at most once a minute.
    */
   clientJwks?: ClientJwksOptions;
   /**

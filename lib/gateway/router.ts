@@ -40,6 +40,7 @@ export function createRouter(ctx: GatewayContext): Router {
   router.use(mountCheck(ctx));
   const auth = new ClientAuthenticator(ctx.clients, ctx.realm, {
     events: ctx.events,
+    sourceLabel: ctx.sourceLabel,
     ...(ctx.limits ? { limits: ctx.limits } : {}),
     assertions: { jwts: ctx.clientJwts, issuer: ctx.issuer },
   });

@@ -38,7 +38,11 @@ export interface DeviceIdentifier {
 export interface NetAuthDevice {
   /** `token`: the three-legged access token's subscriber; `request`: the body's identifier (a token with no subscriber). */
   identifiedBy: 'token' | 'request';
-  /** The subscriber, with the phone number when the gateway knows it. */
+  /**
+   * The subscriber. Identified by the token: with the phone number when the gateway knows it. Identified by the
+   * request (a two-legged token): the operator's id, and a phone number only when the request named it, so an
+   * address never discloses a subscriber's number to a client that holds no subscriber's consent.
+   */
   subscriber: Subscriber;
   /**
    * The one identifier of the request that was used, exactly as sent: what a `DeviceResponse` may echo (the
@@ -229,8 +233,11 @@ export function deviceIdentification(
         );
       return { identifiedBy: 'token', subscriber, identifier };
     }
-    const subscriber = await lookup(directory, identifier);
-    if (subscriber === undefined) return camaraError(404, 'IDENTIFIER_NOT_FOUND', 'Device identifier not found.');
+    const found = await lookup(directory, identifier);
+    if (found === undefined) return camaraError(404, 'IDENTIFIER_NOT_FOUND', 'Device identifier not found.');
+    // Issue 32, item 10: what the service API needs to act on the device, never more than the client sent.
+    const subscriber: Subscriber =
+      identifier.phoneNumber === undefined ? { id: found.id } : { id: found.id, phoneNumber: identifier.phoneNumber };
     return { identifiedBy: 'request', subscriber, identifier };
   };
 }

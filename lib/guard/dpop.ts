@@ -50,7 +50,7 @@ export async function checkSenderConstraint(
   try {
     const proof = dpopProofOf(req);
     if (proof === undefined) throw refused('a DPoP proof is required with this access token');
-    await verifyDpopProof(ctx.store, ctx.now(), proof, {
+    await verifyDpopProof({ store: ctx.store, nowMs: ctx.now(), limits: ctx.limits }, proof, {
       method: req.method,
       url: resourceUrl(origin, req),
       accessToken: presented.token,

@@ -6,7 +6,7 @@ import type { GrantType } from '../registry/clients.js';
  *
  * Payloads carry what an operator needs and nothing that grants or identifies more than that: client ids,
  * the operator's opaque subscriber id, purpose, scopes, grant type, a reason. Never a secret, token, code,
- * auth_req_id, phone number or login_hint; never an IP address.
+ * auth_req_id, phone number or login_hint; never an IP address (a failure's `source` is a keyed hash of a network).
  */
 
 /** The router's endpoints, as they appear in events and metrics. */
@@ -122,6 +122,12 @@ export interface ClientAuthenticationFailedEvent {
    * `client_id_mismatch`: a body client_id naming another client.
    */
   reason: 'missing' | 'malformed' | 'invalid_credentials' | 'client_id_mismatch';
+  /**
+   * The network the request came from, never its address: `ipv4:` or `ipv6:` and a keyed hash (HMAC-SHA-256 keyed
+   * from `pairwiseSalt`) of its /24 or /48, equal for one network on every instance; `unknown` without an address.
+   * Count the distinct sources of one client's failures to see a guesser spread over many addresses.
+   */
+  source: string;
 }
 
 /**

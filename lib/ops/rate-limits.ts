@@ -75,6 +75,14 @@ export interface RateLimitOptions {
    */
   clientCredentials?: { perClient?: RateLimitRule | false };
   /**
+   * DPoP proofs accepted per key (`jkt`, its JWK thumbprint), at the token endpoint and every guard together: each
+   * leaves a replay entry (its `jti`) in the store for up to 605 s, so one key holder's calls cannot grow the store
+   * without bound. Only fresh proofs count (a replayed proof is refused before), and only the key's holder can make
+   * them, so no one else can use up a key's allowance. Default 60000 per 900 s (at most 120000 entries of one key
+   * live); past it the proof is refused (`invalid_dpop_proof`, "retry in N s").
+   */
+  dpopProofs?: { perKey?: RateLimitRule | false };
+  /**
    * Refused client credentials (wrong secret, wrong method, unknown client) on every client-authenticated
    * endpoint, counted where they come from, so no one can lock a client out from an address that has not
    * failed. Defaults: per registered client id (as the registry resolves it) and address, 30 per 900 s; per
@@ -188,6 +196,7 @@ export class RateLimits {
   private readonly perSubscriber: Partial<Record<LimitedEndpoint, CounterLimit>> = {};
   private readonly ahead = new Map<string, Ahead>();
   private readonly twoLeggedPerClient: CounterLimit | undefined;
+  private readonly dpopPerKey: CounterLimit | undefined;
   /** The lock-out: refused credentials per (registered client id, address), and per address for unknown ids. */
   private readonly failuresPerClientAndAddress: FailureBudget | undefined;
   private readonly failuresPerAddress: FailureBudget | undefined;
@@ -227,6 +236,8 @@ export class RateLimits {
     const twoLeggedRule = o.clientCredentials?.perClient;
     const twoLegged = resolveRule('clientCredentials.perClient', twoLeggedRule, D.clientCredentials.perClient);
     this.twoLeggedPerClient = twoLegged && limit('client-credentials:client', twoLegged);
+    const dpopKey = resolveRule('dpopProofs.perKey', o.dpopProofs?.perKey, D.dpopProofs.perKey);
+    this.dpopPerKey = dpopKey && limit('dpop-proofs:key', dpopKey);
     const ca = o.clientAuthentication;
     if (ca !== undefined && 'perClient' in ca) {
       throw new TypeError(
@@ -270,12 +281,25 @@ export class RateLimits {
    */
   async client(endpoint: LimitedEndpoint, clientId: string): Promise<number | undefined> {
     const limit = this.perClient[endpoint];
-    if (limit === undefined) return undefined;
+    return limit && this.takeOne(limit, `${endpoint} ${clientId}`, part(clientId));
+  }
+
+  /**
+   * One fresh DPoP proof of the key `jkt` (its replay entry written): seconds to wait when over the key's limit,
+   * else undefined. Counted as a client's requests are (points taken ahead with shared counters): the guard's calls
+   * cost no round trip for it.
+   */
+  async dpopProof(jkt: string): Promise<number | undefined> {
+    const limit = this.dpopPerKey;
+    return limit && this.takeOne(limit, `dpop ${jkt}`, part(jkt));
+  }
+
+  /** One point of `limit` under the counter `tag`; `id` names what this instance took ahead for it. */
+  private async takeOne(limit: CounterLimit, id: string, tag: string): Promise<number | undefined> {
     if (!this.counters.shared) {
-      const answer = await this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, 1));
+      const answer = await this.guarded(() => this.counters.take(limit, { tag }, 1));
       return answer === undefined || answer.taken > 0 ? undefined : seconds(answer.msBeforeNext);
     }
-    const id = `${endpoint} ${clientId}`;
     const ahead = this.ahead.get(id);
     if (ahead !== undefined) {
       if (ahead.left > 0 && Date.now() < ahead.until) {
@@ -284,7 +308,7 @@ export class RateLimits {
       }
       this.ahead.delete(id);
     }
-    const a = await this.guarded(() => this.counters.take(limit, { tag: part(clientId) }, pointsAhead(limit.points)));
+    const a = await this.guarded(() => this.counters.take(limit, { tag }, pointsAhead(limit.points)));
     if (a === undefined) return undefined;
     if (a.taken === 0) return seconds(a.msBeforeNext);
     if (a.taken > 1) {

@@ -72,7 +72,7 @@ export interface RegisteredClient {
   /**
    * Where the client publishes its JWK Set: `https:` to a public address, unless its origin is listed in
    * `clientJwks.internalOrigins`. Fetched at the address checked when its host was resolved, with a timeout and a
-   * size limit, cached, and fetched again for an unknown `kid` at most once a minute.
+   * size limit, cached, and fetched again for an unknown `kid` at once (at most once per 10 s).
    */
   jwksUri?: string;
   /** Algorithms the client may sign with. Default: all of `CLIENT_SIGNING_ALGORITHMS`. */

@@ -394,9 +394,10 @@ describe('device identification (Commonalities Appendix A)', () => {
           ipv4Address: { publicAddress: '100.64.0.1', publicPort: 3000 },
         },
       });
+    // The address gives the operator's id only, never the number behind it (issue 32, item 10).
     expect(found.body).toEqual({
       identifiedBy: 'request',
-      subscriber: { id: 'sub-bob', phoneNumber: '+34600000002' },
+      subscriber: { id: 'sub-bob' },
       identifier: { ipv4Address: { publicAddress: '100.64.0.1', publicPort: 3000 } },
     });
     expect((await request(app).post('/phone').send({ phoneNumber: '+34600000001' })).body.subscriber).toEqual(ALICE);

@@ -200,15 +200,55 @@ describe('events: client authentication and requests', () => {
       .post('/apigateway/introspect')
       .type('form')
       .send({ token: 'x', client_assertion: 'y', client_assertion_type: 'z' });
+    // supertest connects from loopback: one network, one source.
+    const source = expect.stringMatching(/^ipv[46]:[A-Za-z0-9_-]{16}$/);
     expect(events.of('client.authentication_failed')).toEqual([
-      { endpoint: 'bc-authorize', clientId: 'app-1', reason: 'invalid_credentials' },
-      { endpoint: 'bc-authorize', reason: 'invalid_credentials' },
-      { endpoint: 'bc-authorize', reason: 'missing' },
-      { endpoint: 'bc-authorize', reason: 'malformed' },
-      { endpoint: 'bc-authorize', clientId: 'app-1', reason: 'client_id_mismatch' },
-      { endpoint: 'token', clientId: 'app-2', reason: 'invalid_credentials' },
-      { endpoint: 'introspect', reason: 'malformed' },
+      { endpoint: 'bc-authorize', clientId: 'app-1', reason: 'invalid_credentials', source },
+      { endpoint: 'bc-authorize', reason: 'invalid_credentials', source },
+      { endpoint: 'bc-authorize', reason: 'missing', source },
+      { endpoint: 'bc-authorize', reason: 'malformed', source },
+      { endpoint: 'bc-authorize', clientId: 'app-1', reason: 'client_id_mismatch', source },
+      { endpoint: 'token', clientId: 'app-2', reason: 'invalid_credentials', source },
+      { endpoint: 'introspect', reason: 'malformed', source },
     ]);
+    expect(new Set(events.of('client.authentication_failed').map((e) => e.source)).size).toBe(1);
+  });
+
+  it('client.authentication_failed: the source network as a keyed hash (/24, /48), never the address', async () => {
+    // Issue 32, item 10: failures of one client from many networks can be watched without logging addresses.
+    const sources = async (pairwiseSalt: string, addresses: string[]) => {
+      const { app, netauth } = createTestGateway({ pairwiseSalt });
+      const events = recordEvents(netauth);
+      for (const ip of addresses)
+        await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP }, basic('app-1', 'wrong')).set(
+          'X-Forwarded-For',
+          ip,
+        );
+      const failed = events.of('client.authentication_failed');
+      for (const ip of addresses) expect(JSON.stringify(failed)).not.toContain(ip);
+      return failed.map((e) => e.source);
+    };
+    const addresses = [
+      '203.0.113.7',
+      '203.0.113.200',
+      '203.0.114.7',
+      '2001:db8:1:ff::1',
+      '2001:db8:1:1::2',
+      '2001:db8:2::1',
+    ];
+    const [a1, a2, b, v6a1, v6a2, v6b] = await sources('salt-one', addresses);
+    expect(a1).toMatch(/^ipv4:[A-Za-z0-9_-]{16}$/);
+    expect(v6a1).toMatch(/^ipv6:[A-Za-z0-9_-]{16}$/);
+    // One /24 (one /48) is one source; another is another.
+    expect(a2).toBe(a1);
+    expect(b).not.toBe(a1);
+    expect(v6a2).toBe(v6a1);
+    expect(v6b).not.toBe(v6a1);
+    // Instances with one pairwiseSalt agree; another salt gives unrelated labels.
+    expect(await sources('salt-one', addresses)).toEqual([a1, a2, b, v6a1, v6a2, v6b]);
+    const other = await sources('salt-two', addresses);
+    expect(other[0]).not.toBe(a1);
+    expect(other[3]).not.toBe(v6a1);
   });
 
   it('request.completed: endpoint, method, status, outcome (ok or the error code), grant type, duration', async () => {

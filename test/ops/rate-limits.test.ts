@@ -274,6 +274,7 @@ describe('rateLimits option', () => {
         perSubscriber: { points: 3000, duration: 60 },
       },
       clientCredentials: { perClient: { points: 100, duration: 3600 } },
+      dpopProofs: { perKey: { points: 60000, duration: 900 } },
       clientAuthentication: {
         perClientAndAddress: { failures: 30, duration: 900 },
         perAddress: { failures: 30, duration: 900 },

@@ -12,6 +12,7 @@ import { clientSecretPost } from './client-secret-post.js';
 import { privateKeyJwt } from './private-key-jwt.js';
 import { jwtBearerAssertion } from './jwt-bearer-assertion.js';
 import type { ClientJwts } from './client-jwt.js';
+import type { SourceLabel } from '../../ops/event-source.js';
 
 /** Failures get more detail in events than on the wire (a bare 401 invalid_client, or the method's own answer). */
 type FailureReason = ClientAuthenticationFailedEvent['reason'];
@@ -25,6 +26,8 @@ export interface ClientAuthenticatorOptions {
   limits?: RateLimits;
   /** Verifies `private_key_jwt` client assertions; the issuer is what their `aud` may name. */
   assertions: { jwts: ClientJwts; issuer: string };
+  /** The request's network as `client.authentication_failed` names it (lib/ops/event-source.ts). */
+  sourceLabel: SourceLabel;
 }
 
 /** An authenticated client, and the JWT bearer grant's assertion (its verified claims) when that authenticated it. */
@@ -56,6 +59,7 @@ export class ClientAuthenticator {
   private readonly grantAssertion: ClientAuthMethodModule;
   private readonly events: EventHub | undefined;
   private readonly limits: RateLimits | undefined;
+  private readonly sourceLabel: SourceLabel;
 
   constructor(
     private readonly clients: ClientRegistry,
@@ -64,6 +68,7 @@ export class ClientAuthenticator {
   ) {
     this.events = options.events;
     this.limits = options.limits;
+    this.sourceLabel = options.sourceLabel;
     const { jwts, issuer } = options.assertions;
     this.methods = [clientSecretBasic(clients), clientSecretPost(clients), privateKeyJwt(jwts, issuer)];
     this.grantAssertion = jwtBearerAssertion(jwts, issuer);
@@ -74,15 +79,23 @@ export class ClientAuthenticator {
     const outcome = await method.authenticate(req, res, params, (clientId, check) =>
       this.attempt(method.method, req, endpoint, clientId, check),
     );
-    if ('failure' in outcome) throw this.failed(endpoint, outcome.failure, { via: method.method });
+    if ('failure' in outcome) throw this.failed(req, endpoint, outcome.failure, { via: method.method });
     const { client, known, refusal, assertion } = outcome;
     if (!client) {
-      throw this.failed(endpoint, 'invalid_credentials', { clientId: known?.clientId, via: method.method, refusal });
+      throw this.failed(req, endpoint, 'invalid_credentials', {
+        clientId: known?.clientId,
+        via: method.method,
+        refusal,
+      });
     }
     const bodyClientId = params.get('client_id');
     if (bodyClientId !== undefined && bodyClientId !== client.clientId) {
       const description = 'client_id does not match the authenticated client';
-      throw this.failed(endpoint, 'client_id_mismatch', { clientId: client.clientId, description, via: method.method });
+      throw this.failed(req, endpoint, 'client_id_mismatch', {
+        clientId: client.clientId,
+        description,
+        via: method.method,
+      });
     }
     return assertion === undefined ? { client } : { client, assertion };
   }
@@ -97,7 +110,7 @@ export class ClientAuthenticator {
     if (presented.length > 1) throw new OAuthError('invalid_request', 'use exactly one client authentication method');
     if (presented[0] !== undefined) return presented[0];
     if (endpoint === 'token' && this.grantAssertion.presentedIn(req, params)) return this.grantAssertion;
-    throw this.failed(endpoint, 'missing');
+    throw this.failed(req, endpoint, 'missing');
   }
 
   /**
@@ -150,12 +163,15 @@ export class ClientAuthenticator {
    * challenge: RFC 6749 §5.2 asks for one only after the Authorization header, and it would invite a secret from a
    * client that has none.
    */
-  private failed(endpoint: Endpoint, reason: FailureReason, failure: Failure = {}): OAuthError {
+  private failed(req: Request, endpoint: Endpoint, reason: FailureReason, failure: Failure = {}): OAuthError {
     const { clientId, description = 'client authentication failed', via, refusal } = failure;
-    this.events?.emit(
-      'client.authentication_failed',
-      clientId === undefined ? { endpoint, reason } : { endpoint, clientId, reason },
-    );
+    if (this.events?.has('client.authentication_failed')) {
+      const source = this.sourceLabel(req.ip);
+      this.events.emit(
+        'client.authentication_failed',
+        clientId === undefined ? { endpoint, reason, source } : { endpoint, clientId, reason, source },
+      );
+    }
     return refusal ?? this.invalidClient(via, description);
   }
 

@@ -87,7 +87,12 @@ export async function useJtiOnce(
   nowMs: number,
 ): Promise<boolean> {
   const ttl = Math.max(1, Math.ceil(exp - nowMs / 1000) + CLOCK_SKEW);
-  return store.add('jti', sha256(`${namespace}\n${jti}`), {}, { ttl });
+  return store.add('jti', jtiRecordId(namespace, jti), {}, { ttl });
+}
+
+/** The store id of a JWT id's replay entry (`useJtiOnce`). */
+export function jtiRecordId(namespace: string, jti: string): string {
+  return sha256(`${namespace}\n${jti}`);
 }
 
 /**

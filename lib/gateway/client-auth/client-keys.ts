@@ -23,10 +23,16 @@ export interface ClientJwksOptions {
 }
 
 /**
- * At most one fetch per client in this window (milliseconds): an unknown `kid` (the client rotated its keys)
- * or a failed fetch waits for it, so no stream of requests can make the gateway hammer a client's server.
+ * After a failed fetch, the next waits this long (milliseconds): a broken `jwksUri` is not asked on every request.
  */
 export const JWKS_REFETCH_COOLDOWN = 60_000;
+
+/**
+ * An unknown `kid` (the client rotated its keys) fetches the set again at once, unless a fetch of this client
+ * started less than this long ago (milliseconds): a rotated-in key is refused for at most 10 s, and a forger's
+ * stream of unknown kids makes the gateway ask the client's server at most once per 10 s.
+ */
+export const JWKS_UNKNOWN_KID_COOLDOWN = 10_000;
 
 /** A `jwksUri` that could not be fetched or did not hold a JWK Set: the client's JWTs cannot be verified now. */
 export class ClientKeysUnavailableError extends Error {
@@ -102,7 +108,7 @@ function get(uri: string, pinned: PinnedAddress, signal: AbortSignal): Promise<I
  * `jwksUri` fetched and cached per client. jose's `createRemoteJWKSet` is not used because it reads a
  * response whole, with no size limit, and retries a failing URL on every request; here a fetch is bounded in
  * time (`AbortSignal.timeout`) and size (a byte cap while reading), at most one runs per client at a time and
- * one starts per client per minute, and the JSON goes to jose's `createLocalJWKSet`. State is per client: a
+ * one starts per client per minute (per 10 s for an unknown `kid`), and the JSON goes to jose's `createLocalJWKSet`. State is per client: a
  * slow or broken `jwksUri` only ever delays its own client.
  */
 export class ClientKeys {
@@ -183,9 +189,9 @@ export class ClientKeys {
     try {
       return await state.keys!(...args);
     } catch (error) {
-      // An unknown kid: the client may have rotated its keys. Fetch again, at most once a minute.
-      if (!(error instanceof errors.JWKSNoMatchingKey) || !this.mayFetch(state)) throw error;
-      await this.refresh(state);
+      // An unknown kid: the client may have rotated its keys. Fetch again, at most once per 10 s.
+      if (!(error instanceof errors.JWKSNoMatchingKey) || !this.mayFetch(state, JWKS_UNKNOWN_KID_COOLDOWN)) throw error;
+      await this.refresh(state, JWKS_UNKNOWN_KID_COOLDOWN);
       return state.keys!(...args);
     }
   }
@@ -194,14 +200,14 @@ export class ClientKeys {
     return state.keys !== undefined && this.now() - state.fetchedAt < this.cacheMaxAge;
   }
 
-  private mayFetch(state: RemoteKeys): boolean {
-    return state.pending !== undefined || this.now() - state.attemptedAt >= JWKS_REFETCH_COOLDOWN;
+  private mayFetch(state: RemoteKeys, cooldown: number): boolean {
+    return state.pending !== undefined || this.now() - state.attemptedAt >= cooldown;
   }
 
-  /** Fetches the client's set unless a fetch is in flight (then waits for it) or one started less than a minute ago. */
-  private refresh(state: RemoteKeys): Promise<void> {
+  /** Fetches the client's set unless a fetch is in flight (then waits for it) or one started within `cooldown` ms. */
+  private refresh(state: RemoteKeys, cooldown = JWKS_REFETCH_COOLDOWN): Promise<void> {
     if (state.pending !== undefined) return state.pending;
-    if (!this.mayFetch(state)) return Promise.resolve();
+    if (!this.mayFetch(state, cooldown)) return Promise.resolve();
     state.attemptedAt = this.now();
     const pending = this.fetchKeys(state.uri).then(
       (keys) => {

@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { hashedRecordId } from '../../crypto.js';
 import { OAuthError } from '../../errors.js';
 import type { CodeRecord } from '../requests/authorization-codes.js';
 import type { GatewayContext } from '../context.js';
@@ -54,7 +55,9 @@ export const authorizationCodeGrant: Grant = {
     const verifier = params.get('code_verifier');
 
     // Everything is checked before the code is consumed, so a bad request does not burn it.
-    const stored = await ctx.store.get<CodeRecord>('code', code);
+    // Stored under its hash: a leaked store holds no code to redeem.
+    const key = hashedRecordId(code);
+    const stored = await ctx.store.get<CodeRecord>('code', key);
     // Another client's code is answered exactly like an unknown one.
     if (!stored || stored.value.clientId !== client.clientId) throw new OAuthError('invalid_grant', 'unknown code');
     const record = stored.value;
@@ -75,7 +78,7 @@ export const authorizationCodeGrant: Grant = {
       record,
       record.grantId,
       record.consentGrants,
-      { kind: 'code', id: code },
+      { kind: 'code', id: key },
       { ...options, refresh },
     );
     if (!tokens) throw await replayed(ctx, record);

@@ -1,3 +1,4 @@
+import { hashedRecordId } from '../../crypto.js';
 import { OAuthError } from '../../errors.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
@@ -43,15 +44,15 @@ async function outcome(ctx: GatewayContext, record: BackchannelRecord): Promise<
 }
 
 /** CIBA §11 slow_down: measured from the previous poll; each early poll adds 5 s for this request. */
-async function pendingAnswer(ctx: GatewayContext, authReqId: string, record: BackchannelRecord): Promise<OAuthError> {
+async function pendingAnswer(ctx: GatewayContext, key: string, record: BackchannelRecord): Promise<OAuthError> {
   const now = ctx.now();
-  const previous = (await ctx.store.get<PollRecord>('poll', authReqId))?.value;
+  const previous = (await ctx.store.get<PollRecord>('poll', key))?.value;
   const interval = previous?.interval ?? ctx.lifetimes.pollInterval;
   const tooSoon = previous !== undefined && now - previous.last < interval * 1000;
   const next: PollRecord = { last: now, interval: tooSoon ? interval + 5 : interval };
   const ttl = Math.max(1, Math.ceil((record.expiresAt - now) / 1000) + ctx.lifetimes.expiredRetention);
   // Not in the grant's index (see createBackchannelRequest): poll state outlives nothing it could let through.
-  await ctx.store.put('poll', authReqId, next, { ttl });
+  await ctx.store.put('poll', key, next, { ttl });
   if (tooSoon)
     ctx.events.emit('ciba.slow_down', {
       clientId: record.clientId,
@@ -68,7 +69,9 @@ export const cibaGrant: Grant = {
   overClientLimit: cibaSlowDown,
   async exchange(ctx, client, params, _req, options) {
     const authReqId = params.require('auth_req_id');
-    const stored = await ctx.store.get<BackchannelRecord>('backchannel', authReqId);
+    // The request and its poll state are stored under the auth_req_id's hash.
+    const key = hashedRecordId(authReqId);
+    const stored = await ctx.store.get<BackchannelRecord>('backchannel', key);
     // Another client's id is answered exactly like an unknown one: nothing about it is revealed.
     if (!stored || stored.value.clientId !== client.clientId)
       throw new OAuthError('invalid_grant', 'unknown auth_req_id');
@@ -93,7 +96,7 @@ export const cibaGrant: Grant = {
       ctx.events.emit('ciba.denied', { ...subject, reason: result.by });
       throw new OAuthError('access_denied', 'the subscriber denied the request', { status: 400 });
     }
-    if (result.kind === 'pending') throw await pendingAnswer(ctx, authReqId, record);
+    if (result.kind === 'pending') throw await pendingAnswer(ctx, key, record);
 
     // Single use: of concurrent polls for an approved request exactly one wins the token. Consuming the request
     // and storing its token are one atomic step: a failure (503) leaves the request approved, to poll again.
@@ -103,7 +106,7 @@ export const cibaGrant: Grant = {
       record,
       record.grantId,
       result.consentGrants,
-      { kind: 'backchannel', id: authReqId },
+      { kind: 'backchannel', id: key },
       { ...options, refresh },
     );
     if (!tokens) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');

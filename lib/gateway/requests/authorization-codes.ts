@@ -1,8 +1,8 @@
-import { randomTag, taggedId } from '../../crypto.js';
+import { hashedRecordId, randomTag, taggedId } from '../../crypto.js';
 import type { GatewayContext } from '../context.js';
 import { authorizationOf, type StoredAuthorization } from './authorization.js';
 
-/** An authorization code as stored under the code itself (kind `code`). */
+/** An authorization code as stored under its hash (kind `code`, `hashedRecordId`). */
 export interface CodeRecord extends StoredAuthorization {
   /** The redirect_uri the code was delivered to; the token request must repeat it exactly. */
   redirectUri: string;
@@ -49,7 +49,7 @@ export async function createAuthorizationCode(ctx: GatewayContext, request: Code
     expiresAt: issuedAt + ctx.lifetimes.code * 1000,
   };
   // Written with the consent grants too: withdrawing consent before redemption kills the code as well.
-  await ctx.store.put('code', code, record, {
+  await ctx.store.put('code', hashedRecordId(code), record, {
     ttl: ctx.lifetimes.code,
     grants: [record.grantId, ...record.consentGrants],
   });

@@ -1,11 +1,11 @@
-import { randomTag, taggedId } from '../../crypto.js';
+import { hashedRecordId, randomTag, taggedId } from '../../crypto.js';
 import type { GatewayContext } from '../context.js';
 import type { BackchannelRequest } from '../options.js';
 import { storedAuthorization, subscriberOf, type ScopeDecision, type StoredAuthorization } from './authorization.js';
 import type { RegisteredClient } from '../../registry/clients.js';
 import type { Subscriber } from '../../identity/subscribers.js';
 
-/** A CIBA request as stored under its auth_req_id. */
+/** A CIBA request as stored under its auth_req_id's hash (`hashedRecordId`): a leaked store holds none to poll with. */
 export interface BackchannelRecord extends StoredAuthorization {
   /** Scopes that need a consent record before a token is issued. */
   consentScopes: string[];
@@ -71,7 +71,7 @@ export async function createBackchannelRequest(
   };
   // Not written into its grant's index: nothing revokes a request by its grant (consent is checked at every
   // poll, and the grant is only the tokens'), and a pending request then costs one Redis key, not two.
-  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record) });
+  await ctx.store.put('backchannel', hashedRecordId(authReqId), record, { ttl: ttlFor(ctx, record) });
   return { authReqId, record };
 }
 
@@ -84,7 +84,8 @@ export async function decideBackchannelRequest(
   authReqId: string,
   decision: 'approved' | 'denied',
 ): Promise<boolean> {
-  const stored = await ctx.store.get<BackchannelRecord>('backchannel', authReqId);
+  const key = hashedRecordId(authReqId);
+  const stored = await ctx.store.get<BackchannelRecord>('backchannel', key);
   if (!stored || stored.consumed || stored.value.status !== 'pending' || stored.value.expiresAt <= ctx.now())
     return false;
   const record: BackchannelRecord = {
@@ -92,6 +93,6 @@ export async function decideBackchannelRequest(
     status: decision,
     approvedAt: decision === 'approved' ? ctx.now() : null,
   };
-  await ctx.store.put('backchannel', authReqId, record, { ttl: ttlFor(ctx, record) });
+  await ctx.store.put('backchannel', key, record, { ttl: ttlFor(ctx, record) });
   return true;
 }

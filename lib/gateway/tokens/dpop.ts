@@ -6,7 +6,8 @@ import { OAuthError } from '../../errors.js';
 import { CLIENT_SIGNING_ALGORITHMS, type RegisteredClient } from '../../registry/clients.js';
 import { PRIVATE_MEMBERS } from '../../registry/client-jwks.js';
 import type { Store } from '../../stores/store.js';
-import { useJtiOnce } from '../client-auth/client-jwt.js';
+import type { RateLimits } from '../../ops/rate-limits.js';
+import { jtiRecordId, useJtiOnce } from '../client-auth/client-jwt.js';
 import type { GatewayContext } from '../context.js';
 import { proofKeyRefusal } from './dpop-proof-key.js';
 import { BodyAlreadyReadError, DPOP_HASH_CLAIMS, rawQuery, type RequestBinding } from './dpop-binding.js';
@@ -65,6 +66,14 @@ async function checkBinding(payload: JWTPayload, binding: RequestBinding): Promi
   }
 }
 
+/** Where a proof is checked: the store its `jti` is recorded in, the clock, and the per-key limit (if any). */
+export interface DpopVerifier {
+  store: Store;
+  nowMs: number;
+  /** `rateLimits.dpopProofs.perKey`: undefined with `rateLimits: false`. */
+  limits: RateLimits | undefined;
+}
+
 /**
  * The request's DPoP header: undefined when none was sent. More than one (§4.3 check 1) or an empty one is a
  * proof that cannot be valid.
@@ -114,12 +123,12 @@ function protectedHeaderOf(proof: string): Record<string, unknown> | undefined {
 
 /**
  * Verifies a DPoP proof for `request` (RFC 9449 §4.3) and marks its `jti` used, per key, until the proof could no
- * longer pass the `iat` window (the store's atomic `add`: of concurrent uses exactly one wins, on every store).
- * Resolves with the JWK SHA-256 thumbprint of the proof's key (RFC 7638), the `jkt` a token is bound to.
+ * longer pass the `iat` window (the store's atomic `add`: of concurrent uses exactly one wins, on every store), at
+ * most so many per key (`rateLimits.dpopProofs.perKey`). Resolves with the JWK SHA-256 thumbprint of the proof's
+ * key (RFC 7638), the `jkt` a token is bound to.
  */
 export async function verifyDpopProof(
-  store: Store,
-  nowMs: number,
+  { store, nowMs, limits }: DpopVerifier,
   proof: string,
   request: DpopRequest,
 ): Promise<string> {
@@ -174,8 +183,18 @@ export async function verifyDpopProof(
   if (request.jkt !== undefined && jkt !== request.jkt)
     throw new DpopProofRejectedError('it is not signed with the key the access token is bound to');
   // Namespaced by key: only the key's holder can make a proof, so no one else can use up its jtis.
-  if (!(await useJtiOnce(store, `dpop:${jkt}`, jti, iat + DPOP_IAT_WINDOW, nowMs)))
+  const namespace = `dpop:${jkt}`;
+  if (!(await useJtiOnce(store, namespace, jti, iat + DPOP_IAT_WINDOW, nowMs)))
     throw new DpopProofRejectedError('its jti has been used before');
+  // Counted once its entry is written: a replay, which anyone who saw the proof can send, never counts; a fresh
+  // proof only the key's holder can make. Over the limit the entry goes again, so refused proofs leave none.
+  const wait = await limits?.dpopProof(jkt);
+  if (wait !== undefined) {
+    await store.delete('jti', jtiRecordId(namespace, jti));
+    throw new DpopProofRejectedError(
+      `its key has made more proofs than the gateway accepts per key (rateLimits.dpopProofs.perKey); retry in ${wait} s`,
+    );
+  }
   return jkt;
 }
 
@@ -208,7 +227,7 @@ export async function tokenRequestBinding(
         return Promise.resolve(bodyHash);
       },
     };
-    return await verifyDpopProof(ctx.store, ctx.now(), proof, {
+    return await verifyDpopProof({ store: ctx.store, nowMs: ctx.now(), limits: ctx.limits }, proof, {
       method: req.method,
       url: `${ctx.issuer}/token`,
       binding,

@@ -336,9 +336,9 @@ describe('private_key_jwt: refused with 401 invalid_client, as a wrong secret', 
     expectInvalidClient(await bcAuthorize(gw.app, assertionFields('garbage')));
     await events.settle();
     expect(events.of('client.authentication_failed')).toEqual([
-      { endpoint: 'bc-authorize', clientId: 'aggregator', reason: 'invalid_credentials' },
-      { endpoint: 'bc-authorize', reason: 'invalid_credentials' },
-      { endpoint: 'bc-authorize', clientId: 'aggregator', reason: 'invalid_credentials' },
+      { endpoint: 'bc-authorize', clientId: 'aggregator', reason: 'invalid_credentials', source: expect.any(String) },
+      { endpoint: 'bc-authorize', reason: 'invalid_credentials', source: expect.any(String) },
+      { endpoint: 'bc-authorize', clientId: 'aggregator', reason: 'invalid_credentials', source: expect.any(String) },
     ]);
     expect(JSON.stringify(events.all)).not.toContain(assertion.split('.')[2]);
   });

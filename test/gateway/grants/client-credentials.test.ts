@@ -3,7 +3,15 @@ import express from 'express';
 import request from 'supertest';
 import * as client from 'openid-client';
 import { decodeJwt } from 'jose';
-import { MemoryStore, RATE_LIMIT_DEFAULTS, createNetAuth } from '../../../lib/index.js';
+import { MemoryStore, RATE_LIMIT_DEFAULTS, RedisStore, createNetAuth, type Store } from '../../../lib/index.js';
+import {
+  RedisServer,
+  freshPrefix,
+  redisServerMissing,
+  requireRedisServer,
+  skipRedisTests,
+} from '../../helpers/redis-server.js';
+import { ask as ask_ } from '../../helpers/redis-cluster.js';
 import { CLIENTS, ISSUER, SIM_SWAP, SUBSCRIBERS, basic } from '../../helpers/gateway.js';
 import { listen } from '../../helpers/listen.js';
 import { recordEvents } from '../../helpers/events.js';
@@ -91,6 +99,33 @@ describe.each(['opaque', 'jwt'] as const)('client_credentials grant (%s access t
     expect(store.size - before).toBeLessThanOrEqual(2 * cap);
     // Another client is not held back by this one.
     expect((await ask(gw.app, POPULATION, basic('service-2', 'service-secret'))).status).toBe(200);
+  });
+
+  it('device identification under a two-legged token: an address gives the route the operator id, never the phone number', async () => {
+    // Issue 32, item 10: any address a client names resolved to a subscriber record with its phone number.
+    const gw = gateway();
+    gw.app.post(
+      '/population/device',
+      gw.netauth.guard({ scope: 'population-density', subscriber: 'optional', errorFormat: 'camara', device: true }),
+      (_req, res) => void res.json({ device: res.locals.netauth.device }),
+    );
+    const token = (await ask(gw.app, POPULATION)).body.access_token as string;
+    const call = (device: object) =>
+      request(gw.app).post('/population/device').set('Authorization', `Bearer ${token}`).send({ device });
+    const byAddress = await call({ ipv4Address: { publicAddress: '10.20.0.2', privateAddress: '10.20.0.2' } });
+    expect(byAddress.status).toBe(200);
+    expect(byAddress.body.device).toEqual({
+      identifiedBy: 'request',
+      subscriber: { id: 'sub-bob' },
+      identifier: { ipv4Address: { publicAddress: '10.20.0.2', privateAddress: '10.20.0.2' } },
+    });
+    expect(JSON.stringify(byAddress.body)).not.toContain('+34600000002');
+    const byV6 = await call({ ipv6Address: '2001:db8::1' });
+    expect(byV6.body.device.subscriber).toEqual({ id: 'sub-alice' });
+    // A number the client sent is the only number the route sees.
+    const byNumber = await call({ phoneNumber: '+34600000002' });
+    expect(byNumber.body.device.subscriber).toEqual({ id: 'sub-bob', phoneNumber: '+34600000002' });
+    expect((await call({ phoneNumber: '+34699999999' })).body.code).toBe('IDENTIFIER_NOT_FOUND');
   });
 
   it('the guard: 403 insufficient_scope where a subscriber is needed (the default), 200 on a route that opts in', async () => {
@@ -273,3 +308,43 @@ describe('start-up checks of the new rule fields and grant registrations', () =>
     expect(netauth.metadata().scopes_supported).not.toContain('offline_access');
   });
 });
+
+const skipRedis = skipRedisTests('the client-credentials cap on Redis');
+
+describe.skipIf(skipRedis)(
+  `client-credentials cap on Redis, two gateways${skipRedis ? ` (skipped: ${redisServerMissing()})` : ''}`,
+  () => {
+    let redis: RedisServer;
+    const stores: Store[] = [];
+    beforeAll(async () => {
+      requireRedisServer();
+      redis = await RedisServer.start();
+    });
+    afterAll(async () => {
+      await Promise.all(stores.map((s) => s.close?.()));
+      await redis?.destroy();
+    });
+
+    it('400 requests of one client over two gateways leave at most its cap of token records in Redis; then 429', async () => {
+      // Issue 32, finding 6: the cap is counted in Redis, so it holds for the fleet, not per instance.
+      const prefix = freshPrefix();
+      const [a, b] = [0, 1].map(() => {
+        const store = new RedisStore({ url: redis.url, prefix });
+        stores.push(store);
+        // A long Redis timeout: on a loaded machine a timeout would fail the lock-out closed (429) meanwhile.
+        return createGrantsGateway({ store, rateLimits: { timeout: 10_000 } });
+      });
+      const statuses: number[] = [];
+      // 25 at once: the lock-out's shared slots admit 30 credential checks of one client and address in flight.
+      for (let batch = 0; batch < 16; batch++) {
+        const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => ask((i % 2 ? a! : b!).app, POPULATION)));
+        statuses.push(...answers.map((r) => r.status));
+      }
+      const cap = RATE_LIMIT_DEFAULTS.clientCredentials.perClient.points;
+      expect(statuses.filter((s) => s === 200)).toHaveLength(cap);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(400 - cap);
+      // RedisStore keeps an access token under `<prefix>t`: one key per token issued, the cap's worth.
+      expect(((await ask_(redis, ['KEYS', `${prefix}t*`])) as string[]).length).toBe(cap);
+    }, 60_000);
+  },
+);

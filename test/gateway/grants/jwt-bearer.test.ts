@@ -293,7 +293,7 @@ describe("JWT bearer: the assertion as client authentication takes the authentic
         expect((await post('198.51.100.9', await naming(`nobody-${i}`))).status).toBe(401);
       }
       expect((await post('198.51.100.9', await naming('nobody'))).status).toBe(429);
-      const refused = { endpoint: 'token', reason: 'invalid_credentials' };
+      const refused = { endpoint: 'token', reason: 'invalid_credentials', source: expect.any(String) };
       expect(events.of('client.authentication_failed')).toEqual([
         ...Array.from({ length: budget }, () => ({ ...refused, clientId: 'backend-app' })),
         ...Array.from({ length: budget }, () => refused),

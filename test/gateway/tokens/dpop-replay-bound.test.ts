@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { MemoryStore, RedisStore, type Store } from '../../../lib/index.js';
+import { APP1, CIBA, ISSUER, SIM_SWAP, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { startBackchannel } from '../../helpers/requests.js';
+import { handProof, proofKey, type ProofKey } from '../../helpers/dpop.js';
+import {
+  RedisServer,
+  freshPrefix,
+  redisServerMissing,
+  requireRedisServer,
+  skipRedisTests,
+} from '../../helpers/redis-server.js';
+import { ask } from '../../helpers/redis-cluster.js';
+import { wrapStore } from '../../helpers/store-wrapper.js';
+
+/**
+ * Issue 32, finding 6: every accepted DPoP proof leaves a replay entry (its `jti`) for up to 605 s, so one key
+ * holder's guard calls must not grow the store without bound. rateLimits.dpopProofs.perKey counts fresh proofs per
+ * key; a bounded load, counted (answers and the store's replay entries), never timed.
+ */
+
+const CAP = 20;
+const API_URL = 'http://gateway.test/sim-swap/check';
+
+interface Backend {
+  name: string;
+  store: () => Store;
+  /** Replay entries (`jti` records) in the store now. */
+  replayEntries: () => Promise<number>;
+}
+
+async function boundToken(gw: TestGateway, key: ProofKey): Promise<string> {
+  const id = await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP);
+  const res = await request(gw.app)
+    .post('/apigateway/token')
+    .set('Authorization', APP1)
+    .set('DPoP', await handProof({ key, htm: 'POST', htu: `${ISSUER}/token`, iat: Math.floor(gw.clock.now / 1000) }))
+    .type('form')
+    .send({ grant_type: CIBA, auth_req_id: id });
+  expect(res.body.token_type).toBe('DPoP');
+  return res.body.access_token as string;
+}
+
+function call(gw: TestGateway, token: string, proof: string) {
+  return request(gw.app).post('/sim-swap/check').set('Authorization', `DPoP ${token}`).set('DPoP', proof);
+}
+
+const apiProof = (gw: TestGateway, key: ProofKey, token: string) =>
+  handProof({ key, htm: 'POST', htu: API_URL, iat: Math.floor(gw.clock.now / 1000), accessToken: token });
+
+function replayBoundTests(backend: () => Backend): void {
+  it(`150 fresh proofs of one key leave at most its cap of replay entries; replays by others use none of it`, async () => {
+    const { store, replayEntries } = backend();
+    const gw = createTestGateway({
+      store: store(),
+      // Redis counters wait long on a loaded machine: a timeout would count in the process meanwhile (the fallback).
+      rateLimits: { timeout: 10_000, dpopProofs: { perKey: { points: CAP, duration: 900 } } },
+    });
+    const [key, other] = [await proofKey('ES256'), await proofKey('ES256')];
+    const before = await replayEntries();
+    // The token endpoint's proof is the key's first.
+    const token = await boundToken(gw, key);
+
+    // Whoever saw a proof may replay it: refused as a replay, and no part of the key's allowance.
+    const seen = await apiProof(gw, key, token);
+    expect((await call(gw, token, seen)).status).toBe(200);
+    const replays = await Promise.all(Array.from({ length: 50 }, () => call(gw, token, seen)));
+    expect(replays.map((r) => r.status)).toEqual(Array(50).fill(401));
+    for (const r of replays) expect(r.headers['www-authenticate']).toContain('its jti has been used before');
+
+    const statuses: number[] = [];
+    let refused: request.Response | undefined;
+    for (let batch = 0; batch < 3; batch++) {
+      const proofs = await Promise.all(Array.from({ length: 50 }, () => apiProof(gw, key, token)));
+      for (const res of await Promise.all(proofs.map((proof) => call(gw, token, proof)))) {
+        statuses.push(res.status);
+        if (res.status === 401) refused ??= res;
+      }
+    }
+    expect(statuses.filter((s) => s === 200)).toHaveLength(CAP - 2);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(150 - (CAP - 2));
+    expect(refused!.headers['www-authenticate']).toContain('error="invalid_dpop_proof"');
+    expect(refused!.headers['www-authenticate']).toMatch(/rateLimits\.dpopProofs\.perKey\); retry in \d+ s/);
+    // The key's replay entries grow with its cap, not with its calls; refused proofs leave none.
+    expect((await replayEntries()) - before).toBe(CAP);
+
+    // Another key (another holder) is not held back by this one.
+    const otherToken = await boundToken(gw, other);
+    expect((await call(gw, otherToken, await apiProof(gw, other, otherToken))).status).toBe(200);
+    // At the token endpoint the key's proofs are refused as well: 400 invalid_dpop_proof.
+    const id = await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP);
+    const polled = await request(gw.app)
+      .post('/apigateway/token')
+      .set('Authorization', APP1)
+      .set('DPoP', await handProof({ key, htm: 'POST', htu: `${ISSUER}/token`, iat: Math.floor(gw.clock.now / 1000) }))
+      .type('form')
+      .send({ grant_type: CIBA, auth_req_id: id });
+    expect(polled.status).toBe(400);
+    expect(polled.body.error).toBe('invalid_dpop_proof');
+    expect(polled.body.error_description).toContain('rateLimits.dpopProofs.perKey');
+  }, 60_000);
+}
+
+describe('DPoP replay entries bounded per key [memory]', () => {
+  let memory: MemoryStore;
+  /** Every jti record ever written; those the store still holds are the live ones. */
+  const written = new Set<string>();
+  replayBoundTests(() => ({
+    name: 'memory',
+    store: () => {
+      memory = new MemoryStore();
+      return wrapStore(memory, {
+        add: async (kind, id, value, options) => {
+          const added = await memory.add(kind, id, value, options);
+          if (added && kind === 'jti') written.add(id);
+          return added;
+        },
+      });
+    },
+    replayEntries: async () => {
+      const live = await Promise.all([...written].map((id) => memory.get('jti', id)));
+      return live.filter((r) => r !== undefined).length;
+    },
+  }));
+});
+
+const skipRedis = skipRedisTests('the DPoP replay bound on Redis');
+
+describe.skipIf(skipRedis)(
+  `DPoP replay entries bounded per key [redis]${skipRedis ? ` (skipped: ${redisServerMissing()})` : ''}`,
+  () => {
+    let redis: RedisServer;
+    let prefix: string;
+    const stores: Store[] = [];
+    beforeAll(async () => {
+      requireRedisServer();
+      redis = await RedisServer.start();
+    });
+    afterAll(async () => {
+      await Promise.all(stores.map((s) => s.close?.()));
+      await redis?.destroy();
+    });
+    replayBoundTests(() => ({
+      name: 'redis',
+      store: () => {
+        prefix = freshPrefix();
+        const store = new RedisStore({ url: redis.url, prefix });
+        stores.push(store);
+        return store;
+      },
+      // RedisStore keeps a jti record under `<prefix>j`.
+      replayEntries: async () => ((await ask(redis, ['KEYS', `${prefix}j*`])) as string[]).length,
+    }));
+  },
+);
