@@ -1,3 +1,4 @@
+import { hashedRecordId } from '../../../lib/crypto.js';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
@@ -232,7 +233,7 @@ describe('step 6: success', () => {
       code_challenge_method: 'S256',
       scope: `openid ${SIM_SWAP}`,
     });
-    const stored = await store.get<CodeRecord>('code', callback(res).code!);
+    const stored = await store.get<CodeRecord>('code', hashedRecordId(callback(res).code!));
     expect(stored?.value).toMatchObject({
       clientId: 'app-1',
       redirectUri: CALLBACK,
@@ -242,7 +243,7 @@ describe('step 6: success', () => {
       scope: `openid ${SIM_SWAP}`,
       expiresAt: 1_800_000_000_000 + 60_000,
     });
-    const without = await store.get<CodeRecord>('code', callback(await authorize(gw.app)).code!);
+    const without = await store.get<CodeRecord>('code', hashedRecordId(callback(await authorize(gw.app)).code!));
     expect(without?.value.nonce).toBeNull();
     expect(without?.value.codeChallenge).toBeNull();
   });

@@ -1,3 +1,4 @@
+import { hashedRecordId } from '../../../lib/crypto.js';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { MemoryStore, createNetAuth, type RecordKind, type Store } from '../../../lib/index.js';
@@ -179,7 +180,7 @@ describe('allow and deny, driven as a browser would', () => {
       }),
       'allow',
     );
-    const stored = await store.get('code', callback(answer).code!);
+    const stored = await store.get('code', hashedRecordId(callback(answer).code!));
     expect(stored?.value).toMatchObject({ codeChallenge: challenge, nonce: 'n-1' });
     const token = await redeem(gw.app, {
       code: callback(answer).code!,
