@@ -74,7 +74,8 @@ export interface NetAuthClientOptions {
   now?: () => number;
 }
 
-type PerRequest<T> = T | ((req: Request) => T);
+/** A value, or a function of the request that gives it. */
+export type PerRequest<T> = T | ((req: Request) => T);
 
 export interface StartOptions {
   /** `dpv:<Purpose> <scope>…` (CAMARA) or `dpv:<Purpose>#<scope>`. */
