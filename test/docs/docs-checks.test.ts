@@ -109,6 +109,19 @@ describe('the docs', () => {
     });
   });
 
+  it('the README names the supported Node.js releases and the optional peer dependencies of package.json', () => {
+    const manifest = JSON.parse(read('package.json')) as {
+      engines: { node: string };
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+    };
+    const readme = read('README.md');
+    const versions = readme.slice(readme.indexOf('## Supported versions'), readme.indexOf('## Implemented'));
+    for (const range of manifest.engines.node.split(' || ')) expect(versions).toContain(`\`${range}\``);
+    const install = readme.slice(readme.indexOf('## Install'), readme.indexOf('## Quick start'));
+    const optional = Object.entries(manifest.peerDependenciesMeta).filter(([, meta]) => meta.optional);
+    for (const [name] of optional) expect(install).toContain(`\`${name}\``);
+  });
+
   describe('commands', () => {
     const scripts = Object.keys((JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts);
     const ci = read('.ci/run');
