@@ -1,8 +1,8 @@
 /**
- * What the docs say that a test can check (issue 35): the pages stay within their line limits; every option a
- * docs table or an option path in the prose names exists in the public types, and every option of the public option types has the TSDoc the
- * API reference is generated from, with the defaults of lib/defaults.ts; every `npm run` command the docs name
- * is a script, and runs in CI (.ci/run) unless the table below says why not.
+ * What the docs say that a test can check (issue 35): the pages stay within their line limits; every option a docs
+ * table or an option path in the prose names exists in the public types, and every option of the public option
+ * types has the TSDoc the API reference is generated from, with the defaults of lib/defaults.ts; every `npm run`
+ * command the docs name is a script, and runs in CI (.ci/run) unless the table below says why not.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
