@@ -1,5 +1,5 @@
 /**
- * Every default of the options, in one place: the options reference (README), the rate limits
+ * Every default of the options, in one place: the options' TSDoc (the API reference), the rate limits
  * (docs/operations.md), the stores and the guard read theirs from here. Durations are in the unit of the option
  * they stand for: seconds for lifetimes and rules, milliseconds for timeouts and intervals.
  */

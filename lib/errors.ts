@@ -59,6 +59,7 @@ export interface OAuthErrorOptions {
   status?: number;
   /** Extra response headers (e.g. `Retry-After`). */
   headers?: Record<string, string>;
+  /** What caused it, for logs and `onError`: the response carries only the code and its description. */
   cause?: unknown;
 }
 

@@ -1,3 +1,10 @@
+/**
+ * The gateway: `createNetAuth(options)` returns the authorization service's router, its guard for the service
+ * APIs, the consent API and the stores.
+ *
+ * @packageDocumentation
+ * @module express-netauth
+ */
 export { createNetAuth } from './netauth.js';
 export type { NetAuth, ConsentApi, ConsentInput, BackchannelApi } from './netauth.js';
 export type {
@@ -54,6 +61,7 @@ export type {
   RateLimitedEvent,
   RateFallbackEvent,
   RequestCompletedEvent,
+  ClientRegistrationRefusedEvent,
 } from './ops/events.js';
 export { RATE_LIMIT_DEFAULTS } from './defaults.js';
 export { RateLimitFallbackError } from './ops/counters.js';
@@ -73,7 +81,7 @@ export type { AccessTokenClaims } from './gateway/tokens/jwt-access-tokens.js';
 export type { IntrospectionResponse } from './gateway/endpoints/introspection.js';
 export type { JWK } from 'jose';
 export { OAuthError, isOAuthError } from './errors.js';
-export type { OAuthErrorCode } from './errors.js';
+export type { OAuthErrorCode, OAuthErrorOptions } from './errors.js';
 export {
   StaticClientRegistry,
   hashClientSecret,

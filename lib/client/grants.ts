@@ -16,6 +16,7 @@ const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 export interface ClientCredentialsParams {
   /** `dpv:<Purpose> <scope>…` (CAMARA) or `dpv:<Purpose>#<scope>`: scopes whose rule processes no personal data. */
   scope: string;
+  /** Aborts the request (kind `aborted`). */
   signal?: AbortSignal;
 }
 
@@ -24,6 +25,7 @@ export interface JwtBearerParams {
   sub: string;
   /** `dpv:<Purpose> <scope>…`: sent in the assertion's `scope` claim, as the CAMARA profile has it. */
   scope: string;
+  /** Aborts the request (kind `aborted`). */
   signal?: AbortSignal;
 }
 

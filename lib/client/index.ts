@@ -1,3 +1,9 @@
+/**
+ * The application side: middleware for the frontend flow and helpers for the backend flow, on openid-client.
+ *
+ * @packageDocumentation
+ * @module express-netauth/client
+ */
 import type { Request, RequestHandler } from 'express';
 import type * as oidc from 'openid-client';
 import type {
@@ -113,6 +119,7 @@ export type {
   LogoutOptions,
   GatewayEndpoints,
   ClientPrivateKey,
+  PerRequest,
 } from './options.js';
 export type { SessionToken, TokenState } from './session.js';
 export type { ServiceToken } from './refresh.js';

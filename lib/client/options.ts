@@ -14,7 +14,15 @@ export interface GatewayEndpoints {
 }
 
 /** The application's private signing key: a private JWK (with the `kid` registered at the gateway), or a CryptoKey. */
-export type ClientPrivateKey = JWK | { key: oidc.CryptoKey; kid?: string };
+/** A private JWK, or a CryptoKey with the `kid` registered for its public half. */
+export type ClientPrivateKey =
+  | JWK
+  | {
+      /** The private key. */
+      key: oidc.CryptoKey;
+      /** The key id registered at the gateway. */
+      kid?: string;
+    };
 
 export interface NetAuthClientOptions {
   /**
@@ -28,6 +36,7 @@ export interface NetAuthClientOptions {
    * The document must still name `gateway` as its `issuer` (RFC 8414 §3.3), or nothing is sent.
    */
   discoveryUrl?: string;
+  /** The `client_id` the gateway's developer portal registered for the application. */
   clientId: string;
   /** `client_secret_basic` (the seed's method): the secret registered for the application. */
   clientSecret?: string;
@@ -60,7 +69,12 @@ export interface NetAuthClientOptions {
    * after a restart); `{ privateKey }`: a private JWK of your own (EC P-256 / P-384, RSA, Ed25519), the same on
    * every instance. Default false.
    */
-  dpop?: boolean | { privateKey: JWK };
+  dpop?:
+    | boolean
+    | {
+        /** A private JWK (EC P-256 / P-384, RSA, Ed25519), the same on every instance. */
+        privateKey: JWK;
+      };
   /** Allow `http:` gateways (development only). */
   allowInsecureRequests?: boolean;
   /** Where the callback sends the browser after storing the token, unless `start` named a `returnTo`. Default: `next()`. */
@@ -74,7 +88,8 @@ export interface NetAuthClientOptions {
   now?: () => number;
 }
 
-type PerRequest<T> = T | ((req: Request) => T);
+/** A value, or a function of the request that gives it. */
+export type PerRequest<T> = T | ((req: Request) => T);
 
 export interface StartOptions {
   /** `dpv:<Purpose> <scope>…` (CAMARA) or `dpv:<Purpose>#<scope>`. */

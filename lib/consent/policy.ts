@@ -17,6 +17,10 @@ export interface ConsentRule {
   purpose: string;
   /** API scope, e.g. `sim-swap`. */
   scope: string;
+  /**
+   * `consent`: the subscriber is asked (consent page or out-of-band) and the answer recorded;
+   * `legitimate-interest`: no question; `forbidden`: refused with `access_denied`.
+   */
   basis: LegalBasis;
   /** Seconds a consent given for this pair lasts. Default: the policy's default (one year). */
   consentLifetime?: number;

@@ -129,6 +129,7 @@ export interface ConsentPageOptions {
   language?: string;
   /** Link to the operator's privacy notice, shown under the buttons. */
   privacyPolicyUrl?: string;
+  /** Replacements for the page's wording (e.g. a translation); the rest stays English. */
   texts?: Partial<ConsentPageTexts>;
   /** Name of the session cookie that binds the page to the browser. Default `netauth.sid`. */
   cookieName?: string;
@@ -167,7 +168,9 @@ export interface NetAuthOptions {
   consentPolicy: ConsentPolicy | readonly ConsentRule[];
   /** Where state lives. Default: a new MemoryStore (one process, nothing survives a restart). */
   store?: Store;
+  /** Lifetimes of codes, auth_req_ids and tokens, in seconds. */
   lifetimes?: Lifetimes;
+  /** Hooks of the backend flow (CIBA): deciding a request, telling the subscriber that consent is needed. */
   backchannel?: BackchannelOptions;
   /** Sandbox mode: no network identification; the login_hint names an allow-listed line. */
   sandbox?: SandboxOptions;

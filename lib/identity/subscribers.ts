@@ -3,6 +3,7 @@ import { checkNames, describe, isPlainObject, optionNames } from '../option-chec
 
 /** A mobile subscriber. `id` is the operator's stable, opaque identifier; never a phone number in logs. */
 export interface Subscriber {
+  /** The operator's opaque subscriber id: what consent records and tokens refer to. */
   id: string;
   /** E.164 with leading "+", when the subscriber has a line. */
   phoneNumber?: string;

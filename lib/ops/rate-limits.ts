@@ -10,13 +10,17 @@ import { RATE_LIMIT_COUNTER_DEFAULTS, RATE_LIMIT_DEFAULTS, REDIS_STORE_DEFAULTS 
 
 /** At most `points` requests per `duration` seconds. */
 export interface RateLimitRule {
+  /** Requests allowed in a window. */
   points: number;
+  /** The window, in seconds. */
   duration: number;
 }
 
 /** At most `failures` failed client authentications per `duration` seconds; then locked until the window passes. */
 export interface FailureLimitRule {
+  /** Failures allowed in a window. */
   failures: number;
+  /** The window, in seconds; also how long the lock-out lasts at most. */
   duration: number;
 }
 
@@ -60,7 +64,10 @@ export interface RateLimitOptions {
   /** Milliseconds a Redis counter may take before the per-process counter answers instead. Default 500. */
   timeout?: number;
   /** GET /authorize, per device address (an IPv6 address counts by its /64). Default 300 per 60 s. */
-  authorize?: { perAddress?: RateLimitRule | false };
+  authorize?: {
+    /** Requests per device address; `false` turns it off. */
+    perAddress?: RateLimitRule | false;
+  };
   /**
    * POST /bc-authorize. Defaults: per client 3000 per 60 s; per client and subscriber 60 per 600 s; per subscriber,
    * all clients together, 600 per 600 s (a ceiling no one client can reach: its traffic stops at its own allowance).
@@ -73,7 +80,10 @@ export interface RateLimitOptions {
    * with a window at least the tokens' lifetime, at most twice `points` of its tokens live at once. Default 100
    * per 3600 s; past it 429 (the client should reuse the token it holds until it expires).
    */
-  clientCredentials?: { perClient?: RateLimitRule | false };
+  clientCredentials?: {
+    /** Tokens issued to one client; `false` turns it off. */
+    perClient?: RateLimitRule | false;
+  };
   /**
    * DPoP proofs accepted per key (`jkt`, its JWK thumbprint), at the token endpoint and every guard together: each
    * leaves a replay entry (its `jti`) in the store for up to 605 s, so one key holder's calls cannot grow the store
@@ -88,7 +98,12 @@ export interface RateLimitOptions {
    * failed. Defaults: per registered client id (as the registry resolves it) and address, 30 per 900 s; per
    * address, for ids that name no client, 30 per 900 s. Successes do not count.
    */
-  clientAuthentication?: { perClientAndAddress?: FailureLimitRule | false; perAddress?: FailureLimitRule | false };
+  clientAuthentication?: {
+    /** Failures for one registered client id from one address. */
+    perClientAndAddress?: FailureLimitRule | false;
+    /** Failures naming no registered client, per address. */
+    perAddress?: FailureLimitRule | false;
+  };
 }
 
 export type LimitedEndpoint = 'bc-authorize' | 'token';

@@ -40,6 +40,7 @@ export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = [
 
 /** An application as registered in the gateway's developer portal. */
 export interface RegisteredClient {
+  /** The identifier the developer portal gave the application (`client_id`). */
   clientId: string;
   /** Display name shown on the consent page. */
   name?: string;
@@ -48,6 +49,7 @@ export interface RegisteredClient {
    * `scrypt:` for human-chosen ones). Exactly one of the two, except for `private_key_jwt` clients, which have neither.
    */
   clientSecret?: string;
+  /** The secret's hash from `hashClientSecret()`, instead of `clientSecret`: what production registers. */
   clientSecretHash?: string;
   /** Exact strings; the request's redirect_uri must equal one of them character for character. */
   redirectUris?: string[];
@@ -68,7 +70,10 @@ export interface RegisteredClient {
    * The client's PUBLIC keys, as a JWK Set: they verify its client assertions and signed request objects.
    * RSA (at least 2048 bits), EC P-256 / P-384 or Ed25519. Give this or `jwksUri`, not both.
    */
-  jwks?: { keys: JWK[] };
+  jwks?: {
+    /** Public JWKs, each with a `kid` when there are several. */
+    keys: JWK[];
+  };
   /**
    * Where the client publishes its JWK Set: `https:` to a public address, unless its origin is listed in
    * `clientJwks.internalOrigins`. Fetched at the address checked when its host was resolved, with a timeout and a

@@ -8,7 +8,7 @@ import { listen } from '../helpers/listen.js';
 import { Browser } from '../helpers/browser.js';
 
 /**
- * The README's application example copied to http://localhost: express-session does not send a `secure`
+ * docs/client.md's application example copied to http://localhost: express-session does not send a `secure`
  * cookie over plain HTTP, and says nothing. The flow must say what went wrong where it starts, and a callback
  * that comes back without the session must say that the session cookie is the likely cause.
  */

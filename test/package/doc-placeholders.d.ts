@@ -1,7 +1,7 @@
 /**
  * Names the TypeScript examples of README.md and docs/*.md use without defining them: what an earlier example
  * created, or what the reader's application has. test/package/docs-examples.test.ts compiles every example
- * with these declared (against lib/), and .ci/package-check.mjs does the same against the packed tarball.
+ * with these declared (against lib/), and .ci/package-check.ts does the same against the packed tarball.
  * An example that needs another name: declare it here, with what it stands for.
  * (Excluded from tsconfig.json: these globals must not leak into the tests.)
  */

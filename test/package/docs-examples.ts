@@ -1,6 +1,6 @@
 /**
  * The TypeScript examples of README.md and docs/*.md, as the files a reader would paste them into.
- * Used by docs-examples.test.ts (compiled against lib/) and by .ci/package-check.mjs through its JSON dump
+ * Used by docs-examples.test.ts (compiled against lib/) and by .ci/package-check.ts, which imports it
  * (compiled and run against the packed tarball).
  *
  * Above a block, HTML comments (invisible on GitHub and npm) may say:
