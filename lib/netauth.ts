@@ -9,6 +9,7 @@ import type { NetAuthOptions } from './gateway/options.js';
 import { createRouter, createWellKnownRouter } from './gateway/router.js';
 import { createGuard, type GuardOptions, type NetAuthOptionalSubscriberGuard } from './guard/guard.js';
 import { checkGuardOptions } from './guard/guard-options.js';
+import { VerifiedAccessTokens } from './guard/verified-access-tokens.js';
 import { metadata, type AuthorizationServerMetadata } from './gateway/endpoints/discovery.js';
 import { decideBackchannelRequest } from './gateway/requests/backchannel-requests.js';
 import type { NetAuthEventEmitter } from './ops/events.js';
@@ -97,12 +98,14 @@ async function subject(ctx: GatewayContext, input: ConsentInput) {
 export function createNetAuth(options: NetAuthOptions): NetAuth {
   const ctx = createContext(options);
   const router = createRouter(ctx);
+  // One for every guard of this gateway: a token verified at one route is known at the next.
+  const verifiedAccessTokens = new VerifiedAccessTokens(ctx.now);
   return {
     router,
     wellKnown: createWellKnownRouter(ctx),
     guard: (guardOptions) => {
       checkGuardOptions(guardOptions, ctx.policy);
-      return createGuard(ctx, guardOptions);
+      return createGuard(ctx, guardOptions, verifiedAccessTokens);
     },
     consent: {
       grant: async (input) => {

@@ -11,7 +11,6 @@ import type { BackchannelOptions, NetAuthOptions } from './options.js';
 import { resolveConsentPage, type ConsentPageConfig } from './http/consent-template.js';
 import { resolveKeySet, type KeySet } from './tokens/keys.js';
 import { Revocations } from './tokens/revocations.js';
-import { VerifiedAccessTokens } from './tokens/verified-access-tokens.js';
 import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
 import { EventHub } from '../ops/events.js';
 import { RateLimits } from '../ops/rate-limits.js';
@@ -59,8 +58,6 @@ export interface GatewayContext {
   accessTokenAudience: string;
   pairwiseSubject: PairwiseSubject;
   revocations: Revocations;
-  /** JWT access tokens verified before, until they expire (the guard's offline check of its own tokens). */
-  verifiedAccessTokens: VerifiedAccessTokens;
   bodyLimit: string | number;
   onError: (error: unknown) => void;
   now: () => number;
@@ -231,7 +228,6 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     accessTokenAudience: options.accessTokenAudience ?? issuer,
     pairwiseSubject,
     revocations,
-    verifiedAccessTokens: new VerifiedAccessTokens(now),
     bodyLimit: options.bodyLimit ?? BODY_LIMIT_DEFAULT,
     onError,
     now,

@@ -15,6 +15,7 @@ import { echoCorrelator } from './correlator.js';
 import { checkSenderConstraint } from './dpop.js';
 import { deviceIdentification, type DeviceOptions, type NetAuthDevice } from './device.js';
 import { GUARD_DEFAULTS } from '../defaults.js';
+import { VerifiedAccessTokens } from './verified-access-tokens.js';
 
 /** What the guard hands a service-API route, at `req.netauth`: a token issued for a subscriber (three-legged). */
 export interface NetAuthGrant {
@@ -126,20 +127,22 @@ interface FoundToken {
 /** The token's grant, or undefined when it is invalid, expired, revoked or used up. */
 async function authorize(
   ctx: GatewayContext,
+  verifiedTokens: VerifiedAccessTokens,
   token: string,
   revocation: 'local' | 'store',
 ): Promise<FoundToken | undefined> {
-  if (ctx.keys && looksLikeJwt(token)) return authorizeJwt(ctx, token, revocation);
+  if (ctx.keys && looksLikeJwt(token)) return authorizeJwt(ctx, verifiedTokens, token, revocation);
   return foundOpaque(await findAccessToken(ctx, token));
 }
 
 /** A JWT access token, verified offline: the token record is never read (but for a single-use token, which the guard spends). */
 async function authorizeJwt(
   ctx: GatewayContext,
+  verifiedTokens: VerifiedAccessTokens,
   token: string,
   revocation: 'local' | 'store',
 ): Promise<FoundToken | undefined> {
-  const verified = ctx.verifiedAccessTokens.find(token, (fresh) => verifyAccessToken(ctx, fresh));
+  const verified = verifiedTokens.find(token, (fresh) => verifyAccessToken(ctx, fresh));
   if (!verified) return undefined;
   if (ctx.revocations.isRevokedLocally(verified.jti, verified.grantIds)) return undefined;
   if (revocation === 'store' && (await ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds)))
@@ -241,9 +244,19 @@ function originOf(value: string): string {
 export function createGuard(
   ctx: GatewayContext,
   options: GuardOptions & { subscriber: 'optional' },
+  verifiedTokens?: VerifiedAccessTokens,
 ): NetAuthOptionalSubscriberGuard;
-export function createGuard(ctx: GatewayContext, options?: GuardOptions): RequestHandler;
-export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): RequestHandler {
+export function createGuard(
+  ctx: GatewayContext,
+  options?: GuardOptions,
+  verifiedTokens?: VerifiedAccessTokens,
+): RequestHandler;
+/** `verifiedTokens`: shared by every guard of one gateway (createNetAuth makes one), else this guard's own. */
+export function createGuard(
+  ctx: GatewayContext,
+  options: GuardOptions = {},
+  verifiedTokens = new VerifiedAccessTokens(ctx.now),
+): RequestHandler {
   const scopes = list(options.scope);
   const purposes = list(options.purpose);
   const revocation = options.revocation ?? GUARD_DEFAULTS.revocation;
@@ -293,7 +306,7 @@ export function createGuard(ctx: GatewayContext, options: GuardOptions = {}): Re
       );
       return false;
     }
-    const found = await authorize(ctx, token, revocation);
+    const found = await authorize(ctx, verifiedTokens, token, revocation);
     if (!found) {
       responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), scheme);
       return false;

@@ -91,7 +91,10 @@ export interface RateLimitOptions {
    * them, so no one else can use up a key's allowance. Default 60000 per 900 s (at most 120000 entries of one key
    * live); past it the proof is refused (`invalid_dpop_proof`, "retry in N s").
    */
-  dpopProofs?: { perKey?: RateLimitRule | false };
+  dpopProofs?: {
+    /** Fresh proofs of one key; `false` turns it off. */
+    perKey?: RateLimitRule | false;
+  };
   /**
    * Refused client credentials (wrong secret, wrong method, unknown client) on every client-authenticated
    * endpoint, counted where they come from, so no one can lock a client out from an address that has not

@@ -1,4 +1,4 @@
-import type { VerifiedAccessToken } from './jwt-access-tokens.js';
+import type { VerifiedAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
 
 /** How many verified JWT access tokens a gateway remembers (about 1.5 KB each). */
 export const VERIFIED_ACCESS_TOKENS_KEPT = 10_000;

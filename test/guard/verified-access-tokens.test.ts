@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { VerifiedAccessToken } from '../../../lib/gateway/tokens/jwt-access-tokens.js';
-import { VerifiedAccessTokens } from '../../../lib/gateway/tokens/verified-access-tokens.js';
+import type { VerifiedAccessToken } from '../../lib/gateway/tokens/jwt-access-tokens.js';
+import { VerifiedAccessTokens } from '../../lib/guard/verified-access-tokens.js';
 
 const NOW = 1_800_000_000_000;
 
