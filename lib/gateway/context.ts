@@ -200,8 +200,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
       level: 'error',
       message:
         `the store (${(store as Store).describe?.() ?? store.constructor.name}) cannot be reached: ${error.message}. ` +
-        'Requests that need it are answered 503 until it answers (said once). Call `await store.open()` before ' +
-        'the server listens, so a store that cannot connect stops the start.',
+        'Requests that need it are answered 503 until it answers (said once). At start, call `await store.open()` ' +
+        'before the server listens, so a store that cannot connect stops the start.',
     });
   };
   return {

@@ -1,3 +1,4 @@
+import { hashedRecordId } from '../../lib/crypto.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisStore, type ReplicaShortfall } from '../../lib/stores/redis.js';
 import { RedisServer, freshPrefix, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
@@ -106,7 +107,7 @@ describe.skipIf(skip)('Redis durability waits', () => {
       const lost = await pollToken(gw.app, authReqId);
       expect(lost.status).toBe(503);
       expect(lost.body.error).toBe('temporarily_unavailable');
-      const [tag, rest] = authReqId.split('.') as [string, string];
+      const [tag, rest] = hashedRecordId(authReqId).split('.') as [string, string]; // stored under its hash
       const key = `${prefix}b.{${tag}}${rest}`;
       const consumed = async () => String(await ask(master, ['GET', key]))[0];
       await vi.waitFor(async () => expect(await consumed()).toBe('1'), { timeout: 5_000, interval: 25 });

@@ -205,7 +205,10 @@ describe.skipIf(skip)('two gateway processes sharing one Redis', () => {
   it('neither process crashed, restarted or printed a stack trace', () => {
     for (const instance of [a, b]) {
       expect(instance.alive).toBe(true);
-      expect(instance.stderr).toBe('');
+      // Redis stopped above: each instance said so once (NETAUTH_STORE_UNAVAILABLE), and printed nothing else.
+      const lines = instance.stderr.split('\n').filter((line) => line !== '');
+      expect(lines.filter((line) => !line.includes('NETAUTH_STORE_UNAVAILABLE'))).toEqual([]);
+      expect(lines.length).toBeLessThanOrEqual(1);
     }
   });
 });
