@@ -1,5 +1,5 @@
 export { createNetAuth } from './netauth.js';
-export type { NetAuth, ConsentApi, ConsentInput, BackchannelApi } from './netauth.js';
+export type { NetAuth, ConsentApi, ConsentInput, SubscriberInput, BackchannelApi } from './netauth.js';
 export type {
   NetAuthOptions,
   NetAuthProfile,
@@ -89,7 +89,8 @@ export { parseScope } from './identity/scope.js';
 export type { RequestedScope } from './identity/scope.js';
 export { StaticConsentPolicy } from './consent/policy.js';
 export type { ConsentPolicy, ConsentRule, LegalBasis } from './consent/policy.js';
-export type { ConsentRecord } from './consent/records.js';
+export { StoreConsentRegistry } from './consent/records.js';
+export type { ConsentRecord, ConsentRegistry, ConsentSubject } from './consent/registry.js';
 export { MemoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
 export { StoreUnavailableError, placementTag } from './stores/store.js';

@@ -47,6 +47,7 @@ const OPTIONS = optionNames<NetAuthOptions>({
   subscribers: true,
   consentPolicy: true,
   store: true,
+  consentRegistry: true,
   lifetimes: true,
   backchannel: true,
   sandbox: true,
@@ -307,6 +308,14 @@ export function checkOptions(options: NetAuthOptions): void {
       'store',
       STORE_METHODS,
       `implement the Store contract (${STORE_METHODS.join(', ')}), as MemoryStore and RedisStore do`,
+    );
+  }
+  if (options.consentRegistry !== undefined) {
+    checkImplements(
+      options.consentRegistry,
+      'consentRegistry',
+      ['grant', 'deny', 'revoke', 'find', 'list'],
+      'implement the ConsentRegistry contract (grant, deny, revoke, find, list)',
     );
   }
   checkOptionObject(options.lifetimes, 'lifetimes', LIFETIMES);

@@ -1,4 +1,5 @@
 import type { ConsentPolicy, ConsentRule } from '../consent/policy.js';
+import type { ConsentRegistry } from '../consent/registry.js';
 import type { ClientRegistry, RegisteredClient } from '../registry/clients.js';
 import type { StaticSubscriber, Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
 import type { Store } from '../stores/store.js';
@@ -164,6 +165,11 @@ export interface NetAuthOptions {
   consentPolicy: ConsentPolicy | readonly ConsentRule[];
   /** Where state lives. Default: a new MemoryStore (one process, nothing survives a restart). */
   store?: Store;
+  /**
+   * Where consent records live: the operator's Consent Master behind the `ConsentRegistry` contract
+   * (docs/consent.md). Default: the store.
+   */
+  consentRegistry?: ConsentRegistry;
   lifetimes?: Lifetimes;
   backchannel?: BackchannelOptions;
   /** Sandbox mode: no network identification; the login_hint names an allow-listed line. */
