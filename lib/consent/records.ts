@@ -39,7 +39,10 @@ function recordId(clientId: string, subscriberId: string, purpose: string, scope
 
 function subscriberIds(subscriberId: string): { index: string; lock: string } {
   const tag = sha256(`subscriber|${encodeURIComponent(subscriberId)}`).slice(0, 8);
-  return { index: `${tag}.index|${encodeURIComponent(subscriberId)}`, lock: `${tag}.lock|${encodeURIComponent(subscriberId)}` };
+  return {
+    index: `${tag}.index|${encodeURIComponent(subscriberId)}`,
+    lock: `${tag}.lock|${encodeURIComponent(subscriberId)}`,
+  };
 }
 
 /**
