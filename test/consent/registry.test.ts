@@ -25,7 +25,12 @@ const skipRedis = skipRedisTests('the consent registry on Redis');
 const policy = new StaticConsentPolicy(POLICY);
 
 function clock() {
-  const c = { now: 1_800_000_000_000, advance: (seconds: number) => void (c.now += seconds * 1000) };
+  const c = {
+    now: 1_800_000_000_000,
+    advance(seconds: number) {
+      c.now += seconds * 1000;
+    },
+  };
   return c;
 }
 
