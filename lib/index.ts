@@ -11,6 +11,7 @@ export type {
   NetworkOptions,
   ConsentPageOptions,
   ConsentPageTexts,
+  SubscriberConsentsTexts,
 } from './gateway/options.js';
 export type {
   GuardOptions,

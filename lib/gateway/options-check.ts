@@ -106,6 +106,14 @@ const TEXTS = optionNames<ConsentPageTexts>({
   answeredAllow: true,
   answeredDeny: true,
   returnLink: true,
+  consentsTitle: true,
+  consentsIntro: true,
+  consentsEmpty: true,
+  consentsGiven: true,
+  withdraw: true,
+  withdrawn: true,
+  notIdentifiedTitle: true,
+  notIdentified: true,
 });
 const CLIENT_JWKS = optionNames<ClientJwksOptions>({
   fetchTimeout: true,

@@ -84,8 +84,28 @@ export interface NetworkOptions {
   portHeader?: string;
 }
 
-/** Wording of the consent page; every text may be replaced (e.g. to translate it). */
-export interface ConsentPageTexts {
+/** Wording of the subscriber's consents page (`GET {issuer}/consents`). */
+export interface SubscriberConsentsTexts {
+  /** Title and heading. */
+  consentsTitle: string;
+  /** Under the heading. `{operator}` is replaced. */
+  consentsIntro: string;
+  /** When nothing is on record. */
+  consentsEmpty: string;
+  /** Before each consent's date. */
+  consentsGiven: string;
+  /** Each consent's button. */
+  withdraw: string;
+  /** Said after a withdrawal. `{client}` is replaced. */
+  withdrawn: string;
+  /** Heading of the page for a request the network does not identify. */
+  notIdentifiedTitle: string;
+  /** Its text. `{operator}` is replaced. */
+  notIdentified: string;
+}
+
+/** Wording of the consent page and the consents page; every text may be replaced (e.g. to translate it). */
+export interface ConsentPageTexts extends SubscriberConsentsTexts {
   /** Page title and heading. `{client}` is replaced by the application's name. */
   title: string;
   /** Introduces the purpose. `{client}` and `{operator}` are replaced. */
