@@ -2,6 +2,8 @@
  * Regenerates the README's pictures: `npx tsx demo-app/screenshots.ts`
  *   docs/images/consent-page.png  the operator's consent page, as a phone shows it (420×860)
  *   docs/images/demo-app.png      the sample application's home page (1100×800)
+ *   docs/images/consents-list.png, consents-withdrawn.png
+ *                                 the subscriber's consents page on the phone, before and after a withdrawal
  * Starts the demo on free ports with the embedded defaults and drives Debian's chromium.
  */
 import { mkdirSync } from 'node:fs';
@@ -32,7 +34,26 @@ try {
   await page.getByRole('button', { name: 'Verify my number' }).click();
   await page.waitForURL(/\/consent\?/);
   await page.screenshot({ path: join(out, 'consent-page.png') });
-  console.log(`wrote ${join(out, 'demo-app.png')} and ${join(out, 'consent-page.png')}`);
+
+  // Two consents on record (number verification on the page, SIM swap on the phone), then the consents page.
+  await page.getByRole('button', { name: 'Allow' }).click();
+  await page.getByRole('heading', { name: 'Number verified' }).waitFor();
+  await page.goto(`${demo.appUrl}/`);
+  await page.getByRole('button', { name: 'Check for a SIM swap' }).click();
+  await page.getByRole('heading', { name: "Waiting for the subscriber's consent" }).waitFor();
+  await page.goto(`${demo.gatewayUrl}/demo/phone/34600000001`);
+  await page.getByRole('button', { name: 'Allow' }).click();
+  await page.getByRole('button', { name: 'Open my consents page' }).click();
+  await page.getByRole('heading', { name: 'Your consents', level: 1 }).waitFor();
+  await page.screenshot({ path: join(out, 'consents-list.png'), fullPage: true });
+  await page
+    .getByRole('listitem')
+    .filter({ hasText: 'confirm that the phone number' })
+    .getByRole('button', { name: /^Withdraw/ })
+    .click();
+  await page.getByRole('status').waitFor();
+  await page.screenshot({ path: join(out, 'consents-withdrawn.png'), fullPage: true });
+  console.log(`wrote demo-app.png, consent-page.png, consents-list.png and consents-withdrawn.png in ${out}`);
 } finally {
   await browser.close();
   await demo.close();
