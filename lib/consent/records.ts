@@ -1,15 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sha256, taggedId } from '../crypto.js';
-import type { Store } from '../stores/store.js';
+import { StoreUnavailableError, type Store } from '../stores/store.js';
 import { DEFAULT_CONSENT_LIFETIME, type ConsentPolicy } from './policy.js';
 import type { ConsentRecord, ConsentRegistry, ConsentSubject } from './registry.js';
 
 // A refusal is remembered long enough to answer every request pending at that time.
 const DENIAL_LIFETIME = 24 * 3600;
 /** Seconds a subscriber's index lock lives if its holder dies before releasing it. */
-const LOCK_TTL = 10;
-/** How long a writer waits for the lock before it gives up (the request answers 500). */
-const LOCK_WAIT_MS = 5000;
+const LOCK_TTL = 5;
+/** How long a writer waits for the lock before it gives up (the request answers 503, as for a store outage). */
+const LOCK_WAIT_MS = 6000;
 
 /** The subscriber's index: which (client, purpose, scope) records exist, for `list`. */
 interface SubscriberIndex {
@@ -170,7 +170,7 @@ export class StoreConsentRegistry implements ConsentRegistry {
     const until = Date.now() + LOCK_WAIT_MS;
     for (;;) {
       if (await this.store.add('consent', id, {}, { ttl: LOCK_TTL })) return;
-      if (Date.now() > until) throw new Error('express-netauth: the consent index of a subscriber stayed locked');
+      if (Date.now() > until) throw new StoreUnavailableError("a subscriber's consent index stayed locked");
       // Decisions of one subscriber rarely meet; a short random wait keeps those that do from meeting again.
       await sleep(5 + Math.floor(Math.random() * 20));
     }
