@@ -59,7 +59,10 @@ export interface RateLimitOptions {
   keyPrefix?: string;
   /** Milliseconds a Redis counter may take before the per-process counter answers instead. Default 500. */
   timeout?: number;
-  /** GET /authorize, per device address (an IPv6 address counts by its /64). Default 300 per 60 s. */
+  /**
+   * GET /authorize and the subscriber's consents page, per device address (an IPv6 address counts by its /64).
+   * Default 300 per 60 s.
+   */
   authorize?: { perAddress?: RateLimitRule | false };
   /**
    * POST /bc-authorize. Defaults: per client 3000 per 60 s; per client and subscriber 60 per 600 s; per subscriber,

@@ -6,6 +6,7 @@ import type { GatewayContext } from '../context.js';
 import { contentSecurityPolicy, purposeWords } from '../http/consent-template.js';
 import { type ConsentItem, renderConsentsPage, renderNotIdentifiedPage } from '../http/consents-template.js';
 import type { RequestContext } from '../http/request-context.js';
+import { overLimit } from '../../ops/rate-limits.js';
 
 /** What the consents page keeps in the consent page's session: whose list it served, and its form's token. */
 interface ConsentsSession {
@@ -53,6 +54,10 @@ export class SubscriberConsentsPage {
    * operator's channel on, this page would also ask for it before answering.
    */
   private async subscriber(req: Request): Promise<Subscriber | undefined> {
+    // Each view costs a directory lookup and a list: counted with GET /authorize, per device address.
+    const retryAfter = await this.ctx.limits?.authorize(req.ip);
+    if (retryAfter !== undefined)
+      throw overLimit(this.ctx.events, { endpoint: 'consents', limit: 'address', retryAfter });
     // Sandbox mode identifies by login_hint only: no line is recognised here.
     if (this.ctx.sandboxLines || !this.ctx.network) return undefined;
     const result = await this.ctx.network.identify(req, this.ctx.subscribers);

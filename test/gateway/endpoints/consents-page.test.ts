@@ -125,6 +125,16 @@ describe('GET /consents', () => {
     expect(withdrawn.status).toBe(403);
   });
 
+  it('counted with /authorize per device address: over the limit, a 429 page with Retry-After', async () => {
+    const gw = createTestGateway({ rateLimits: { authorize: { perAddress: { points: 2, duration: 60 } } } });
+    expect((await open(gw, ALICE_IP)).status).toBe(200);
+    expect((await authorize(gw.app, {}, { ip: ALICE_IP })).status).toBe(302);
+    const limited = await open(gw, ALICE_IP);
+    expect(limited.status).toBe(429);
+    expect(limited.headers['retry-after']).toMatch(/^[0-9]+$/);
+    expect((await open(gw, BOB_IP)).status).toBe(200);
+  });
+
   it('texts can be replaced; HEAD answers; other methods 405', async () => {
     const gw = createTestGateway({ consentPage: { texts: { consentsTitle: 'Tus consentimientos' }, language: 'es' } });
     expect((await open(gw, ALICE_IP)).text).toContain('<h1>Tus consentimientos</h1>');
