@@ -124,6 +124,13 @@ function failureOf(error: unknown): Failure {
       ...(error.kind === 'not_on_mobile_network' ? { device: true } : {}),
     };
   }
+  if (error instanceof ApiError && error.status === 401) {
+    return {
+      title: 'The operator refused the token',
+      text: 'The access token no longer works: the subscriber withdrew the consent it rested on, or it was revoked or expired. Verify again.',
+      code: 'HTTP 401',
+    };
+  }
   if (error instanceof ApiError)
     return { title: 'The network API answered with an error', text: error.message, code: `HTTP ${error.status}` };
   return { title: 'Something went wrong', text: 'The app could not complete the request.' };
@@ -323,7 +330,7 @@ ${
 <dt>Access token</dt><dd><code>${maskToken(token.access_token)}</code></dd>
 <dt>Scope</dt><dd><code>${token.scope ?? ''}</code></dd>
 <dt>Expires</dt><dd>${token.expires_at === undefined ? 'not stated by the operator' : `${new Date(token.expires_at).toISOString().replace('T', ' ').slice(0, 19)} UTC`}</dd></dl>
-<div class="actions"><a class="button secondary" href="/">Back to ${appName}</a></div></section>`,
+<div class="actions"><a class="button" href="/verified">Call the API again with this token</a><a class="button secondary" href="/">Back to ${appName}</a></div></section>`,
     );
   });
 

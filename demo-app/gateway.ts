@@ -239,7 +239,8 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
 <ul class="plain"><li><code>POST /sim-swap/v1/check</code></li><li><code>POST /number-verification/v1/verify</code></li></ul></section>
 <section class="card" aria-labelledby="h-dev"><h2 id="h-dev">Simulated device</h2>
 <p>This browser is: <strong>${device.label}</strong> (<code>${device.address}</code>).</p>
-<p><a href="/demo/device">Change the simulated device</a></p></section>
+<p><a href="/demo/device">Change the simulated device</a></p>
+<p><a href="${config.issuerPath}/consents">Consents of this device's line</a> (the subscriber's page, withdraw there)</p></section>
 <section class="card" aria-labelledby="h-phones"><h2 id="h-phones">Subscribers' phones</h2>
 <p class="muted">Where the operator asks for consent out-of-band (backend flow).</p>
 <ul class="plain">${config.subscribers.map((s) => html`<li><a href="${phoneUrl(s)}">${s.name ?? s.id}: ${spacedNumber(s.phoneNumber)}</a></li>`)}</ul></section>
@@ -313,30 +314,16 @@ ${back ? html`<p><a href="${back.href}">Back without changing</a></p>` : ''}`,
     const pending = inbox.pending(subscriber.id, now);
     const messages = texts.of(subscriber.id, now);
     const token = csrf.token(req, res);
-    const consents: {
-      clientId: string;
-      clientName: string;
-      scope: string;
-      purpose: string;
-      what: string;
-      status: string;
-    }[] = [];
-    for (const client of config.clients) {
-      for (const rule of rulesFor(client.clientId)) {
-        const scope = `dpv:${rule.purpose}#${rule.scope}`;
-        const records = await netauth.consent.lookup({ clientId: client.clientId, subscriberId: subscriber.id, scope });
-        for (const r of records) {
-          consents.push({
-            clientId: client.clientId,
-            clientName: client.name ?? client.clientId,
-            scope,
-            purpose: rule.purpose,
-            what: rule.description ?? rule.scope,
-            status: r.status,
-          });
-        }
-      }
-    }
+    const clientName = (clientId: string) => config.clients.find((c) => c.clientId === clientId)?.name ?? clientId;
+    const consents = (await netauth.consent.list({ subscriberId: subscriber.id })).map((r) => ({
+      clientId: r.clientId,
+      clientName: clientName(r.clientId),
+      scope: `dpv:${r.purpose}#${r.scope}`,
+      purpose: r.purpose,
+      what: config.consentPolicy.find((p) => p.purpose === r.purpose && p.scope === r.scope)?.description ?? r.scope,
+      status: r.status,
+    }));
+    const line = simulatedDevices(config).find((d) => d.subscriber?.id === subscriber.id);
     const notice = typeof req.query.answered === 'string' ? req.query.answered : undefined;
     const describe = (request: BackchannelRequest): Html[] =>
       request.scopes.map((s) => {
@@ -383,6 +370,14 @@ ${consents.map(
 <input type="hidden" name="clientId" value="${c.clientId}"><input type="hidden" name="scope" value="${c.scope}"><input type="hidden" name="_csrf" value="${token}">
 <button type="submit" class="secondary">${c.status === 'granted' ? 'Withdraw' : 'Forget'}</button></form>`,
 )}
+${
+  line
+    ? html`<form method="post" action="${phoneUrl(subscriber)}/consents">
+<p class="muted">The operator's own page, where the network recognises this phone's line:</p>
+<input type="hidden" name="_csrf" value="${token}">
+<div class="actions"><button type="submit" class="secondary">Open my consents page</button></div></form>`
+    : ''
+}
 </section>`,
     });
   });
@@ -414,6 +409,18 @@ ${consents.map(
       return void badRequest(res, 'Unknown consent.');
     await netauth.consent.revoke({ clientId, subscriberId: subscriber.id, scope });
     res.redirect(303, `${phoneUrl(subscriber)}?answered=withdrawn`);
+  });
+
+  // The subscriber opens the operator's consents page from the phone: this browser becomes that phone's line on
+  // the simulated network, and the gateway identifies it by its address, as it would on the mobile network.
+  app.post('/demo/phone/:line/consents', form, (req, res) => {
+    const subscriber = phoneOf(req);
+    if (!subscriber) return void notFound(res);
+    if (!csrf.verify(req)) return void forbidden(res);
+    const device = simulatedDevices(config).find((d) => d.subscriber?.id === subscriber.id);
+    if (!device) return void badRequest(res, 'This line has no address on the simulated network.');
+    setCookie(res, DEVICE_COOKIE, device.id, { maxAge: 30 * 24 * 3600 });
+    res.redirect(303, `${config.issuerPath}/consents`);
   });
 
   function problem(res: express.Response, status: number, title: string, text: string): void {

@@ -6,7 +6,7 @@
  * @module express-netauth
  */
 export { createNetAuth } from './netauth.js';
-export type { NetAuth, ConsentApi, ConsentInput, BackchannelApi } from './netauth.js';
+export type { NetAuth, ConsentApi, ConsentInput, SubscriberInput, BackchannelApi } from './netauth.js';
 export type {
   NetAuthOptions,
   NetAuthProfile,
@@ -18,6 +18,7 @@ export type {
   NetworkOptions,
   ConsentPageOptions,
   ConsentPageTexts,
+  SubscriberConsentsTexts,
 } from './gateway/options.js';
 export type { ConfirmationSetting } from './consent/policy.js';
 export type {
@@ -105,7 +106,8 @@ export { parseScope } from './identity/scope.js';
 export type { RequestedScope } from './identity/scope.js';
 export { StaticConsentPolicy } from './consent/policy.js';
 export type { ConsentPolicy, ConsentRule, LegalBasis } from './consent/policy.js';
-export type { ConsentRecord } from './consent/records.js';
+export { StoreConsentRegistry } from './consent/records.js';
+export type { ConsentRecord, ConsentRegistry, ConsentSubject } from './consent/registry.js';
 export { MemoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
 export { StoreUnavailableError, placementTag } from './stores/store.js';

@@ -3,7 +3,7 @@ import { OAuthError } from './errors.js';
 import { parseLoginHint } from './identity/login-hint.js';
 import { parseScope } from './identity/scope.js';
 import { findByLoginHint } from './identity/subscribers.js';
-import type { ConsentRecord } from './consent/records.js';
+import type { ConsentRecord } from './consent/registry.js';
 import { createContext, type GatewayContext } from './gateway/context.js';
 import type { NetAuthOptions } from './gateway/options.js';
 import { createRouter, createWellKnownRouter } from './gateway/router.js';
@@ -35,7 +35,18 @@ export interface ConsentApi {
   revoke(input: ConsentInput): Promise<boolean>;
   /** The live records (granted or denied) for the input's scopes. */
   lookup(input: ConsentInput): Promise<ConsentRecord[]>;
+  /** Every live record (granted or denied) of one subscriber, named by `login_hint` or `subscriberId`. */
+  list(input: SubscriberInput): Promise<ConsentRecord[]>;
+  /**
+   * Tells the gateway that consents ended outside it (a Consent Master that withdrew them on its own): the tokens
+   * issued under the granted records' `grantId`s are revoked at once. The records are the registry's, as
+   * `grant` answered them or `lookup` and `list` do.
+   */
+  withdrawn(records: readonly ConsentRecord[]): Promise<void>;
 }
+
+/** A subscriber, named by `login_hint` (`tel:+…`, `ipport:…`) or by the directory's `subscriberId`. */
+export type SubscriberInput = Pick<ConsentInput, 'login_hint' | 'subscriberId'>;
 
 export interface BackchannelApi {
   /** Approves a pending auth_req_id (when a `backchannel.authorize` hook defers the decision). */
@@ -81,6 +92,11 @@ export interface NetAuth {
 
 async function subject(ctx: GatewayContext, input: ConsentInput) {
   const requested = parseScope(input.scope);
+  const subscriberId = await subscriberOf(ctx, input);
+  return { clientId: input.clientId, subscriberId, purpose: requested.purpose, scopes: requested.scopes };
+}
+
+async function subscriberOf(ctx: GatewayContext, input: SubscriberInput): Promise<string> {
   let subscriberId = input.subscriberId;
   if (input.login_hint !== undefined) {
     const subscriber = await findByLoginHint(ctx.subscribers, parseLoginHint(input.login_hint));
@@ -91,7 +107,7 @@ async function subject(ctx: GatewayContext, input: ConsentInput) {
     subscriberId = subscriber.id;
   }
   if (subscriberId === undefined) throw new OAuthError('invalid_request', 'give login_hint or subscriberId');
-  return { clientId: input.clientId, subscriberId, purpose: requested.purpose, scopes: requested.scopes };
+  return subscriberId;
 }
 
 /** Creates the gateway side: the router, the service-API guard and the out-of-band APIs, sharing one state. */
@@ -122,11 +138,13 @@ export function createNetAuth(options: NetAuthOptions): NetAuth {
       },
       revoke: async (input) => {
         const who = await subject(ctx, input);
-        const revoked = await ctx.consent.revoke(who);
+        const revoked = (await ctx.consent.revoke(who)).length > 0;
         if (revoked) ctx.events.emit('consent.revoked', { ...who, via: 'api' });
         return revoked;
       },
-      lookup: async (input) => ctx.consent.lookup(await subject(ctx, input)),
+      lookup: async (input) => ctx.consent.find(await subject(ctx, input)),
+      list: async (input) => ctx.consent.list(await subscriberOf(ctx, input)),
+      withdrawn: (records) => ctx.consent.withdrawn(records),
     },
     backchannel: {
       approve: (id) => decideBackchannelRequest(ctx, id, 'approved'),

@@ -1,38 +1,24 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sha256, taggedId } from '../crypto.js';
-import type { Store } from '../stores/store.js';
+import { StoreUnavailableError, type Store } from '../stores/store.js';
 import { DEFAULT_CONSENT_LIFETIME, type ConsentPolicy } from './policy.js';
-
-/** One subscriber's decision for one (client, purpose, scope). */
-export interface ConsentRecord {
-  clientId: string;
-  subscriberId: string;
-  purpose: string;
-  scope: string;
-  status: 'granted' | 'denied';
-  /** Epoch ms of the decision. */
-  decidedAt: number;
-  /** Epoch ms after which a granted consent no longer counts. */
-  expiresAt: number;
-  /** Tokens issued under this consent carry this grant id; revoking the consent revokes them. */
-  grantId: string;
-  [key: string]: string | number;
-}
-
-export interface ConsentSubject {
-  clientId: string;
-  subscriberId: string;
-  purpose: string;
-  scopes: readonly string[];
-}
-
-/** What the records say about a request, all scopes together. */
-export type ConsentState =
-  | { state: 'granted'; grantIds: string[] }
-  | { state: 'denied'; decidedAt: number }
-  | { state: 'none' };
+import type { ConsentRecord, ConsentRegistry, ConsentSubject } from './registry.js';
 
 // A refusal is remembered long enough to answer every request pending at that time.
 const DENIAL_LIFETIME = 24 * 3600;
+/** Seconds a subscriber's index lock lives if its holder dies before releasing it. */
+const LOCK_TTL = 5;
+/** How long a writer waits for the lock before it gives up (the request answers 503, as for a store outage). */
+const LOCK_WAIT_MS = 6000;
+
+/** The subscriber's index: which (client, purpose, scope) records exist, for `list`. */
+interface SubscriberIndex {
+  /** `clientId|purpose|scope`, each part URI-encoded. */
+  entries: string[];
+  /** Epoch ms after which no entry can be live. */
+  expiresAt: number;
+  [key: string]: string[] | number;
+}
 
 /**
  * The placement tag of a client's consent records for one subscriber (lib/stores/store.ts): derived from both,
@@ -43,58 +29,71 @@ function consentTag(clientId: string, subscriberId: string): string {
   return sha256(`${encodeURIComponent(clientId)}|${encodeURIComponent(subscriberId)}`).slice(0, 8);
 }
 
+function entryOf(clientId: string, purpose: string, scope: string): string {
+  return [clientId, purpose, scope].map(encodeURIComponent).join('|');
+}
+
 function recordId(clientId: string, subscriberId: string, purpose: string, scope: string): string {
   return `${consentTag(clientId, subscriberId)}.${[clientId, subscriberId, purpose, scope].map(encodeURIComponent).join('|')}`;
 }
 
-/** Consent records, per (client, subscriber, purpose, scope), kept in the store. */
-export class ConsentRecords {
+function subscriberIds(subscriberId: string): { index: string; lock: string } {
+  const tag = sha256(`subscriber|${encodeURIComponent(subscriberId)}`).slice(0, 8);
+  return {
+    index: `${tag}.index|${encodeURIComponent(subscriberId)}`,
+    lock: `${tag}.lock|${encodeURIComponent(subscriberId)}`,
+  };
+}
+
+/**
+ * The built-in consent registry: records per (client, subscriber, purpose, scope) in the gateway's store, and per
+ * subscriber an index of them for `list`. The store has no list operation, so the index is one record, updated
+ * under a short lock (the store's `add`) so that concurrent decisions of one subscriber never lose an entry.
+ */
+export class StoreConsentRegistry implements ConsentRegistry {
   constructor(
     private readonly store: Store,
     private readonly policy: ConsentPolicy,
     private readonly now: () => number,
-    /**
-     * Revokes the tokens issued under a consent's grant. Default: deletes the records written with it. The gateway
-     * passes its revocation list, which also reaches JWT access tokens (verified offline, with no record to
-     * delete), and reports the revocation as an event.
-     */
-    private readonly revokeGrant: (grantId: string, consent: ConsentRecord) => Promise<void> = (grantId) =>
-      store.revokeGrant(grantId),
   ) {}
 
   async grant(subject: ConsentSubject): Promise<ConsentRecord[]> {
     const decidedAt = this.now();
-    return Promise.all(
+    const records = await Promise.all(
       subject.scopes.map(async (scope) => {
         const lifetime = this.policy.rule(subject.purpose, scope)?.consentLifetime ?? DEFAULT_CONSENT_LIFETIME;
         return this.decide(subject, scope, 'granted', decidedAt, lifetime);
       }),
     );
+    await this.index(subject.subscriberId, records, []);
+    return records;
   }
 
   async deny(subject: ConsentSubject): Promise<ConsentRecord[]> {
     const decidedAt = this.now();
-    return Promise.all(
+    const records = await Promise.all(
       subject.scopes.map((scope) => this.decide(subject, scope, 'denied', decidedAt, DENIAL_LIFETIME)),
     );
+    await this.index(subject.subscriberId, records, []);
+    return records;
   }
 
-  /** Deletes the records and revokes every token issued under them. True if anything was on record. */
-  async revoke(subject: ConsentSubject): Promise<boolean> {
+  async revoke(subject: ConsentSubject): Promise<ConsentRecord[]> {
     const found = await Promise.all(
       subject.scopes.map(async (scope) => {
         const id = recordId(subject.clientId, subject.subscriberId, subject.purpose, scope);
         const existing = await this.store.get<ConsentRecord>('consent', id);
-        if (!existing) return false;
+        if (!existing) return [];
         await this.store.delete('consent', id);
-        await this.revokeGrant(existing.value.grantId, existing.value);
-        return true;
+        return [existing.value];
       }),
     );
-    return found.some(Boolean);
+    const removed = found.flat();
+    await this.index(subject.subscriberId, [], removed);
+    return removed;
   }
 
-  async lookup(subject: ConsentSubject): Promise<ConsentRecord[]> {
+  async find(subject: ConsentSubject): Promise<ConsentRecord[]> {
     const records = await Promise.all(
       subject.scopes.map((scope) =>
         this.store.get<ConsentRecord>(
@@ -107,14 +106,17 @@ export class ConsentRecords {
     return records.flatMap((r) => (r && r.value.expiresAt > now ? [r.value] : []));
   }
 
-  /** Granted only when every scope is granted and live; denied when any scope was refused. */
-  async state(subject: ConsentSubject): Promise<ConsentState> {
-    const records = await this.lookup(subject);
-    const denied = records.filter((r) => r.status === 'denied');
-    if (denied.length > 0) return { state: 'denied', decidedAt: Math.max(...denied.map((r) => r.decidedAt)) };
-    const granted = records.filter((r) => r.status === 'granted');
-    if (granted.length === subject.scopes.length) return { state: 'granted', grantIds: granted.map((r) => r.grantId) };
-    return { state: 'none' };
+  async list(subscriberId: string): Promise<ConsentRecord[]> {
+    const index = await this.store.get<SubscriberIndex>('consent', subscriberIds(subscriberId).index);
+    if (!index) return [];
+    const records = await Promise.all(
+      index.value.entries.map((entry) => {
+        const [clientId, purpose, scope] = entry.split('|').map(decodeURIComponent) as [string, string, string];
+        return this.store.get<ConsentRecord>('consent', recordId(clientId, subscriberId, purpose, scope));
+      }),
+    );
+    const now = this.now();
+    return records.flatMap((r) => (r && r.value.expiresAt > now ? [r.value] : []));
   }
 
   private async decide(
@@ -142,8 +144,35 @@ export class ConsentRecords {
           : taggedId(consentTag(subject.clientId, subject.subscriberId), 16),
     };
     await this.store.put('consent', id, record, { ttl: lifetime });
-    // A refusal supersedes a consent: the tokens issued under it go with it.
-    if (status === 'denied' && previous?.status === 'granted') await this.revokeGrant(previous.grantId, previous);
     return record;
+  }
+
+  /** Adds and removes index entries under the subscriber's lock (`list` skips entries whose record expired). */
+  private async index(subscriberId: string, added: ConsentRecord[], removed: ConsentRecord[]): Promise<void> {
+    const ids = subscriberIds(subscriberId);
+    await this.lock(ids.lock);
+    try {
+      const current = (await this.store.get<SubscriberIndex>('consent', ids.index))?.value;
+      const now = this.now();
+      const entries = new Set(current && current.expiresAt > now ? current.entries : []);
+      for (const r of removed) entries.delete(entryOf(r.clientId, r.purpose, r.scope));
+      for (const r of added) entries.add(entryOf(r.clientId, r.purpose, r.scope));
+      const expiresAt = Math.max(current?.expiresAt ?? 0, ...added.map((r) => r.expiresAt));
+      const ttl = Math.ceil((expiresAt - now) / 1000);
+      if (entries.size === 0 || ttl <= 0) await this.store.delete('consent', ids.index);
+      else await this.store.put('consent', ids.index, { entries: [...entries], expiresAt }, { ttl });
+    } finally {
+      await this.store.delete('consent', ids.lock);
+    }
+  }
+
+  private async lock(id: string): Promise<void> {
+    const until = Date.now() + LOCK_WAIT_MS;
+    for (;;) {
+      if (await this.store.add('consent', id, {}, { ttl: LOCK_TTL })) return;
+      if (Date.now() > until) throw new StoreUnavailableError("a subscriber's consent index stayed locked");
+      // Decisions of one subscriber rarely meet; a short random wait keeps those that do from meeting again.
+      await sleep(5 + Math.floor(Math.random() * 20));
+    }
   }
 }

@@ -1,4 +1,4 @@
-import { ConsentRecords } from '../consent/records.js';
+import { StoreConsentRegistry } from '../consent/records.js';
 import { ConsentConfirmation, checkConfirmation } from '../consent/confirmation.js';
 import { StaticConsentPolicy, type ConsentPolicy } from '../consent/policy.js';
 import { StaticClientRegistry, type ClientRegistry } from '../registry/clients.js';
@@ -11,6 +11,7 @@ import type { BackchannelOptions, NetAuthOptions } from './options.js';
 import { resolveConsentPage, type ConsentPageConfig } from './http/consent-template.js';
 import { resolveKeySet, type KeySet } from './tokens/keys.js';
 import { Revocations } from './tokens/revocations.js';
+import { Consents } from './consents.js';
 import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
 import { EventHub } from '../ops/events.js';
 import { RateLimits } from '../ops/rate-limits.js';
@@ -38,7 +39,8 @@ export interface GatewayContext {
   clients: ClientRegistry;
   subscribers: SubscriberDirectory;
   policy: ConsentPolicy;
-  consent: ConsentRecords;
+  /** The consent registry (built-in or the operator's Consent Master); withdrawals revoke tokens through it. */
+  consent: Consents;
   store: Store;
   ownsStore: boolean;
   lifetimes: Required<NonNullable<NetAuthOptions['lifetimes']>>;
@@ -178,16 +180,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     throw error;
   }
   const revocations = new Revocations(store, now, lifetimes.accessToken);
-  const consent = new ConsentRecords(store, policy, now, async (grantId, record) => {
-    await revocations.revokeGrants([grantId]);
-    if (record.status === 'granted')
-      events.emit('token.revoked', {
-        clientId: record.clientId,
-        subscriberId: record.subscriberId,
-        purpose: record.purpose,
-        reason: 'consent_withdrawn',
-      });
-  });
+  const consentRegistry = options.consentRegistry ?? new StoreConsentRegistry(store, policy, now);
+  const consent = new Consents(consentRegistry, revocations, events, now);
   for (const warning of warnings) reportWarning(logger, warning);
   const warn = (warning: StartupWarning): void => reportWarning(logger, warning);
   let storeReported = false;

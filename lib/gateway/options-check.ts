@@ -49,6 +49,7 @@ const OPTIONS = optionNames<NetAuthOptions>({
   subscribers: true,
   consentPolicy: true,
   store: true,
+  consentRegistry: true,
   lifetimes: true,
   backchannel: true,
   sandbox: true,
@@ -116,6 +117,14 @@ const TEXTS = optionNames<ConsentPageTexts>({
   answeredDeny: true,
   returnLink: true,
   ...CONFIRMATION_TEXT_NAMES,
+  consentsTitle: true,
+  consentsIntro: true,
+  consentsEmpty: true,
+  consentsGiven: true,
+  withdraw: true,
+  withdrawn: true,
+  notIdentifiedTitle: true,
+  notIdentified: true,
 });
 const CLIENT_JWKS = optionNames<ClientJwksOptions>({
   fetchTimeout: true,
@@ -329,6 +338,14 @@ export function checkOptions(options: NetAuthOptions): void {
       'store',
       STORE_METHODS,
       `implement the Store contract (${STORE_METHODS.join(', ')}), as MemoryStore and RedisStore do`,
+    );
+  }
+  if (options.consentRegistry !== undefined) {
+    checkImplements(
+      options.consentRegistry,
+      'consentRegistry',
+      ['grant', 'deny', 'revoke', 'find', 'list'],
+      'implement the ConsentRegistry contract (grant, deny, revoke, find, list)',
     );
   }
   checkOptionObject(options.lifetimes, 'lifetimes', LIFETIMES);

@@ -1,4 +1,5 @@
 import type { ConsentPolicy, ConsentRule } from '../consent/policy.js';
+import type { ConsentRegistry } from '../consent/registry.js';
 import type { ClientRegistry, RegisteredClient } from '../registry/clients.js';
 import type { StaticSubscriber, Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
 import type { Store } from '../stores/store.js';
@@ -86,8 +87,28 @@ export interface NetworkOptions {
   portHeader?: string;
 }
 
-/** Wording of the consent page; every text may be replaced (e.g. to translate it). */
-export interface ConsentPageTexts extends ConfirmationTexts {
+/** Wording of the subscriber's consents page (`GET {issuer}/consents`). */
+export interface SubscriberConsentsTexts {
+  /** Title and heading. */
+  consentsTitle: string;
+  /** Under the heading. `{operator}` is replaced. */
+  consentsIntro: string;
+  /** When nothing is on record. */
+  consentsEmpty: string;
+  /** Before each consent's date. */
+  consentsGiven: string;
+  /** Each consent's button. */
+  withdraw: string;
+  /** Said after a withdrawal. `{client}` is replaced. */
+  withdrawn: string;
+  /** Heading of the page for a request the network does not identify. */
+  notIdentifiedTitle: string;
+  /** Its text. `{operator}` is replaced. */
+  notIdentified: string;
+}
+
+/** Wording of the consent page and the consents page; every text may be replaced (e.g. to translate it). */
+export interface ConsentPageTexts extends SubscriberConsentsTexts, ConfirmationTexts {
   /** Page title and heading. `{client}` is replaced by the application's name. */
   title: string;
   /** Introduces the purpose. `{client}` and `{operator}` are replaced. */
@@ -168,6 +189,11 @@ export interface NetAuthOptions {
   consentPolicy: ConsentPolicy | readonly ConsentRule[];
   /** Where state lives. Default: a new MemoryStore (one process, nothing survives a restart). */
   store?: Store;
+  /**
+   * Where consent records live: the operator's Consent Master behind the `ConsentRegistry` contract
+   * (docs/consent.md). Default: the store.
+   */
+  consentRegistry?: ConsentRegistry;
   /** Lifetimes of codes, auth_req_ids and tokens, in seconds. */
   lifetimes?: Lifetimes;
   /** Hooks of the backend flow (CIBA): deciding a request, telling the subscriber that consent is needed. */

@@ -13,6 +13,7 @@ import { jwksEndpoint } from './endpoints/jwks.js';
 import { grants } from './grants/index.js';
 import { authorizeEndpoint } from './endpoints/authorize.js';
 import { ConsentPage } from './endpoints/consent-page.js';
+import { SubscriberConsentsPage } from './endpoints/consents-page.js';
 import { introspectionEndpoint } from './endpoints/introspection.js';
 import { revocationEndpoint } from './endpoints/revocation.js';
 import type { Endpoint } from '../ops/events.js';
@@ -76,6 +77,13 @@ export function createRouter(ctx: GatewayContext): Router {
     all: [frontendHeaders],
     get: [queryForm, consentPage.session, action(consentPage.show)],
     post: [form, consentPage.session, action(consentPage.decide)],
+    allow: 'GET, HEAD, POST',
+  });
+  const consents = new SubscriberConsentsPage(ctx, consentPage.session);
+  endpoint('/consents', 'consents', page, {
+    all: [frontendHeaders],
+    get: [consents.session, action(consents.show)],
+    post: [form, consents.session, action(consents.withdraw)],
     allow: 'GET, HEAD, POST',
   });
   post('/bc-authorize', 'bc-authorize', action(bcAuthorize(ctx, auth)));

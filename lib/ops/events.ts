@@ -13,6 +13,7 @@ import type { GrantType } from '../registry/clients.js';
 export type Endpoint =
   | 'authorize'
   | 'consent'
+  | 'consents'
   | 'bc-authorize'
   | 'token'
   | 'introspect'

@@ -63,7 +63,10 @@ export interface RateLimitOptions {
   keyPrefix?: string;
   /** Milliseconds a Redis counter may take before the per-process counter answers instead. Default 500. */
   timeout?: number;
-  /** GET /authorize, per device address (an IPv6 address counts by its /64). Default 300 per 60 s. */
+  /**
+   * GET /authorize and the subscriber's consents page, per device address (an IPv6 address counts by its /64).
+   * Default 300 per 60 s.
+   */
   authorize?: {
     /** Requests per device address; `false` turns it off. */
     perAddress?: RateLimitRule | false;

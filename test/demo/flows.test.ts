@@ -132,6 +132,53 @@ describe.skipIf(skip)('demo in the browser', () => {
     await screenshot(page, 'frontend-denied');
   });
 
+  it("the subscriber's consents page: listed, withdrawn, the app's token refused at once; no other line sees it", async () => {
+    const page = await newPage();
+    await page.goto(`${demo.appUrl}/`);
+    await page.getByRole('button', { name: 'Verify my number' }).click();
+    // Alice may have allowed it in an earlier test: the consent page shows only when she has not.
+    await page.waitForURL((url) => url.pathname === '/verified' || url.pathname.endsWith('/consent'));
+    if (page.url().includes('/apigateway/consent')) await page.getByRole('button', { name: 'Allow' }).click();
+    await page.getByRole('heading', { name: 'Number verified' }).waitFor();
+
+    // From Alice's phone, the operator's consents page.
+    await page.goto(`${demo.gatewayUrl}/demo/phone/34600000001`);
+    await page.getByRole('button', { name: 'Open my consents page' }).click();
+    await page.waitForURL(`${demo.gatewayUrl}/apigateway/consents`);
+    await page.getByRole('heading', { name: 'Your consents', level: 1 }).waitFor();
+    const what = 'confirm that the phone number you typed is the number of this phone';
+    const consent = page.getByRole('listitem').filter({ hasText: what });
+    await expect(consent.getByRole('heading', { name: 'Demo Shop' }).count()).resolves.toBe(1);
+    expect(await consent.textContent()).toContain('Requested service provision');
+    await screenshot(page, 'consents-list');
+
+    await consent.getByRole('button', { name: /^Withdraw/ }).click();
+    await page.getByRole('status').filter({ hasText: 'Demo Shop no longer has your consent' }).waitFor();
+    expect(await page.textContent('main')).not.toContain(what);
+    await screenshot(page, 'consents-withdrawn');
+
+    // The app calls the API again with the token it holds: refused at once.
+    await page.goto(`${demo.appUrl}/verified`);
+    await page.getByRole('heading', { name: 'The operator refused the token' }).waitFor();
+    expect(await page.textContent('body')).toContain('HTTP 401');
+
+    // Alice allows it again; Bob's line opens the page and never sees her consent.
+    await page.goto(`${demo.appUrl}/`);
+    await page.getByRole('button', { name: 'Verify my number' }).click();
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.getByRole('heading', { name: 'Number verified' }).waitFor();
+    await page.goto(`${demo.appUrl}/`);
+    await chooseDevice(page, /Bob's phone/);
+    await page.goto(`${demo.gatewayUrl}/apigateway/consents`);
+    await page.getByRole('heading', { name: 'Your consents', level: 1 }).waitFor();
+    expect(await page.textContent('main')).not.toContain(what);
+    // Off the mobile network: a page that says so, and no list.
+    await page.goto(`${demo.appUrl}/`);
+    await chooseDevice(page, /WiFi/);
+    await page.goto(`${demo.gatewayUrl}/apigateway/consents`);
+    await page.getByRole('heading', { name: 'We could not recognise your line' }).waitFor();
+  }, 60_000);
+
   it('WiFi: the operator cannot identify the device, and the app says so', async () => {
     const page = await newPage();
     await page.goto(`${demo.appUrl}/`);

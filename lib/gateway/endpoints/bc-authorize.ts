@@ -13,6 +13,7 @@ import { limitSubscriber } from '../requests/subscriber-limit.js';
 import { createBackchannelRequest, decideBackchannelRequest, toHookRequest } from '../requests/backchannel-requests.js';
 import { overLimit } from '../../ops/rate-limits.js';
 import { sendJson } from '../http/respond.js';
+import { claimConsentNotification } from '../requests/consent-notifications.js';
 
 /**
  * POST /bc-authorize: CIBA poll mode. Answers 200 with an auth_req_id whether or not consent is on record,
@@ -88,7 +89,10 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
           scopes: record.consentScopes,
         })
         .then(async (state) => {
-          if (state.state !== 'granted') await onConsentRequired(hookRequest);
+          if (state.state === 'granted') return;
+          const deniedAt = state.state === 'denied' ? state.decidedAt : undefined;
+          if (await claimConsentNotification(ctx.store, ctx.now(), authReqId, record, deniedAt))
+            await onConsentRequired(hookRequest);
         })
         .catch(ctx.onError);
     }

@@ -39,6 +39,16 @@ export const DEFAULT_TEXTS: ConsentPageTexts = {
   answeredDeny: 'You did not allow {client} to use this information.',
   returnLink: 'Return to {client}',
   ...CONFIRMATION_TEXTS,
+  consentsTitle: 'Your consents',
+  consentsIntro:
+    'The applications you allowed to use information about your mobile line through {operator}. Withdraw a consent and the application loses access at once.',
+  consentsEmpty: 'No application has your consent at the moment.',
+  consentsGiven: 'Given on',
+  withdraw: 'Withdraw',
+  withdrawn: '{client} no longer has your consent. It cannot use this information any more.',
+  notIdentifiedTitle: 'We could not recognise your line',
+  notIdentified:
+    "Open this page on your phone, connected to {operator}'s mobile network (not over WiFi), to see your consents.",
 };
 
 const HEX = /^#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
@@ -182,7 +192,8 @@ a { color: inherit; }
 `;
 }
 
-export function layout(c: ConsentPageConfig, nonce: string, title: string, body: string): string {
+/** The page around `body`: header with the branding, the styles (plus `extraStyles`, for one page's own). */
+export function layout(c: ConsentPageConfig, nonce: string, title: string, body: string, extraStyles = ''): string {
   const logoImg = c.logoUrl === undefined ? '' : `<img src="${escapeHtml(c.logoUrl)}" alt="">`;
   return `<!DOCTYPE html>
 <html lang="${escapeHtml(c.language)}">
@@ -191,7 +202,7 @@ export function layout(c: ConsentPageConfig, nonce: string, title: string, body:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>${escapeHtml(title)}</title>
-<style nonce="${nonce}">${styles(c)}</style>
+<style nonce="${nonce}">${styles(c)}${extraStyles}</style>
 </head>
 <body>
 <header>${logoImg}<p>${escapeHtml(c.operatorName)}</p></header>

@@ -1,0 +1,83 @@
+import type { ConsentRecord, ConsentRegistry, ConsentSubject } from '../consent/registry.js';
+import type { EventHub } from '../ops/events.js';
+import type { Revocations } from './tokens/revocations.js';
+
+/** What the records say about a request, all scopes together. */
+export type ConsentState =
+  | { state: 'granted'; grantIds: string[] }
+  | { state: 'denied'; decidedAt: number }
+  | { state: 'none' };
+
+/**
+ * The consent registry as the gateway uses it, whichever implementation holds the records: every consent that
+ * goes (withdrawn, or superseded by a refusal) takes the tokens issued under it at once, on one path: the
+ * revocation list (`Revocations.revokeGrants`), which also reaches JWT access tokens verified with no store read.
+ */
+export class Consents {
+  constructor(
+    readonly registry: ConsentRegistry,
+    private readonly revocations: Revocations,
+    private readonly events: EventHub,
+    private readonly now: () => number,
+  ) {}
+
+  grant(subject: ConsentSubject): Promise<ConsentRecord[]> {
+    return this.registry.grant(subject);
+  }
+
+  /** A refusal supersedes a consent: the tokens issued under the consent go with it. */
+  async deny(subject: ConsentSubject): Promise<ConsentRecord[]> {
+    const before = await this.registry.find(subject);
+    const records = await this.registry.deny(subject);
+    await this.withdrawn(before);
+    return records;
+  }
+
+  /** Removes the records and revokes every token issued under them; answers what was on record. */
+  async revoke(subject: ConsentSubject): Promise<ConsentRecord[]> {
+    const removed = await this.registry.revoke(subject);
+    await this.withdrawn(removed);
+    return removed;
+  }
+
+  /** The live records of the subject's scopes. */
+  async find(subject: ConsentSubject): Promise<ConsentRecord[]> {
+    const now = this.now();
+    return (await this.registry.find(subject)).filter((r) => r.expiresAt > now);
+  }
+
+  /** Every live record of a subscriber. */
+  async list(subscriberId: string): Promise<ConsentRecord[]> {
+    const now = this.now();
+    return (await this.registry.list(subscriberId)).filter((r) => r.subscriberId === subscriberId && r.expiresAt > now);
+  }
+
+  /** Granted only when every scope is granted and live; denied when any scope was refused. */
+  async state(subject: ConsentSubject): Promise<ConsentState> {
+    const records = (await this.find(subject)).filter((r) => subject.scopes.includes(r.scope));
+    const denied = records.filter((r) => r.status === 'denied');
+    if (denied.length > 0) return { state: 'denied', decidedAt: Math.max(...denied.map((r) => r.decidedAt)) };
+    const granted = records.filter((r) => r.status === 'granted');
+    if (new Set(granted.map((r) => r.scope)).size === subject.scopes.length)
+      return { state: 'granted', grantIds: granted.map((r) => r.grantId) };
+    return { state: 'none' };
+  }
+
+  /**
+   * Consents that ended (here or in a Consent Master on its own): the tokens issued under the granted ones are
+   * revoked at once. Records that were refusals carry no tokens.
+   */
+  async withdrawn(records: readonly ConsentRecord[]): Promise<void> {
+    const granted = records.filter((r) => r.status === 'granted' && typeof r.grantId === 'string' && r.grantId !== '');
+    if (granted.length === 0) return;
+    await this.revocations.revokeGrants(granted.map((r) => r.grantId));
+    for (const record of granted) {
+      this.events.emit('token.revoked', {
+        clientId: record.clientId,
+        subscriberId: record.subscriberId,
+        purpose: record.purpose,
+        reason: 'consent_withdrawn',
+      });
+    }
+  }
+}
