@@ -138,7 +138,7 @@ describe.skipIf(skip)('demo in the browser', () => {
     await page.getByRole('button', { name: 'Verify my number' }).click();
     // Alice may have allowed it in an earlier test: the consent page shows only when she has not.
     await page.waitForURL((url) => url.pathname === '/verified' || url.pathname.endsWith('/consent'));
-    if (page.url().includes('/apigateway/consent')) await page.getByRole('button', { name: 'Allow' }).click();
+    if (page.url().includes('/apigateway/consent')) await allowWithCode(page, '34600000001');
     await page.getByRole('heading', { name: 'Number verified' }).waitFor();
 
     // From Alice's phone, the operator's consents page.
@@ -165,7 +165,7 @@ describe.skipIf(skip)('demo in the browser', () => {
     // Alice allows it again; Bob's line opens the page and never sees her consent.
     await page.goto(`${demo.appUrl}/`);
     await page.getByRole('button', { name: 'Verify my number' }).click();
-    await page.getByRole('button', { name: 'Allow' }).click();
+    await allowWithCode(page, '34600000001');
     await page.getByRole('heading', { name: 'Number verified' }).waitFor();
     await page.goto(`${demo.appUrl}/`);
     await chooseDevice(page, /Bob's phone/);

@@ -1,4 +1,4 @@
-import { sha256 } from '../../crypto.js';
+import { hashedRecordId, sha256 } from '../../crypto.js';
 import type { Store } from '../../stores/store.js';
 import type { BackchannelRecord } from './backchannel-requests.js';
 
@@ -17,8 +17,8 @@ import type { BackchannelRecord } from './backchannel-requests.js';
  */
 
 interface NotificationRecord {
-  /** The request that sent it. */
-  authReqId: string;
+  /** The request that sent it, by the id its record is stored under (the auth_req_id's hash, never the id). */
+  request: string;
   sentAt: number;
   [key: string]: string | number;
 }
@@ -41,7 +41,7 @@ async function pending(
   deniedAt: number | undefined,
 ): Promise<boolean> {
   if (deniedAt !== undefined && deniedAt >= notification.sentAt) return false;
-  const sender = await store.get<BackchannelRecord>('backchannel', notification.authReqId);
+  const sender = await store.get<BackchannelRecord>('backchannel', notification.request);
   return sender !== undefined && !sender.consumed && sender.value.status !== 'denied' && sender.value.expiresAt > now;
 }
 
@@ -57,7 +57,7 @@ export async function claimConsentNotification(
   deniedAt: number | undefined,
 ): Promise<boolean> {
   const id = notificationId(record);
-  const mine: NotificationRecord = { authReqId, sentAt: now };
+  const mine: NotificationRecord = { request: hashedRecordId(authReqId), sentAt: now };
   const ttl = Math.max(1, Math.ceil((record.expiresAt - now) / 1000));
   if (await store.add('backchannel', id, mine, { ttl })) return true;
   const current = await store.get<NotificationRecord>('backchannel', id);

@@ -1,3 +1,4 @@
+import { hashedRecordId } from '../../../lib/crypto.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
@@ -163,12 +164,12 @@ describe.skipIf(skipRedis)('CIBA consent notifications, Redis store', () => {
     });
     const claim = (i: number, deniedAt?: number) =>
       claimConsentNotification(store, now, `req-${i}`, request(`req-${i}`), deniedAt);
-    await store.put('backchannel', 'req-0', request('req-0'), { ttl: 120 });
+    await store.put('backchannel', hashedRecordId('req-0'), request('req-0'), { ttl: 120 });
     const first = await Promise.all(Array.from({ length: 50 }, (_, i) => claim(i)));
     expect(first.filter(Boolean)).toHaveLength(1);
     // The sender's request is gone with no token (refused by the approval hook, say): the next one notifies.
     const sender = first.indexOf(true);
-    await store.delete('backchannel', `req-${sender}`);
+    await store.delete('backchannel', hashedRecordId(`req-${sender}`));
     const second = await Promise.all(Array.from({ length: 50 }, (_, i) => claim(100 + i)));
     expect(second.filter(Boolean)).toHaveLength(1);
   });
