@@ -197,7 +197,8 @@ describe('a failing store or client registry, without Redis', () => {
         return inner.get(kind, id);
       },
       delete: async (kind, id) => {
-        deleted.push(kind);
+        // The consent registry's short lock on the subscriber's index is taken and released on every answer.
+        if (!(kind === 'consent' && id.includes('.lock|'))) deleted.push(kind);
         return inner.delete(kind, id);
       },
     });
