@@ -1,4 +1,4 @@
-import { escapeHtml, fill, layout, type ConsentPageConfig } from './consent-template.js';
+import { escapeHtml, fill, layout, whatIsAsked, type ConsentPageConfig } from './consent-template.js';
 
 /**
  * The confirmation step's pages (docs/consent.md): the page that asks for the code the operator sent, and the
@@ -31,7 +31,6 @@ function footer(c: ConsentPageConfig, values: Record<string, string>): string {
 export function renderCodePage(c: ConsentPageConfig, nonce: string, view: CodeView): string {
   const values = { client: view.clientName, operator: c.operatorName };
   const title = fill(c.texts.codeTitle, values);
-  const scopes = view.scopes.map((s) => `<li>${escapeHtml(s.description ?? s.scope)}</li>`).join('\n');
   const problem = view.problem;
   const error =
     problem === undefined
@@ -45,12 +44,7 @@ export function renderCodePage(c: ConsentPageConfig, nonce: string, view: CodeVi
   const invalid = problem === undefined ? '' : ' aria-invalid="true"';
   const body = `<h1 id="title">${escapeHtml(title)}</h1>
 <p>${escapeHtml(fill(c.texts.codeIntro, values))}</p>
-<h2>${escapeHtml(c.texts.purposeLabel)}</h2>
-<p>${escapeHtml(view.purpose)}</p>
-<h2>${escapeHtml(c.texts.scopeLabel)}</h2>
-<ul>
-${scopes}
-</ul>
+${whatIsAsked(c, view)}
 <form method="post" action="consent" aria-labelledby="title">
 ${hiddenFields(view)}
 <label for="code">${escapeHtml(c.texts.codeLabel)}</label>

@@ -224,22 +224,30 @@ export interface ConsentView {
   csrf: string;
 }
 
+/** Why the consent is asked and what it gives access to: the consent page's and the code page's middle part. */
+export function whatIsAsked(
+  c: ConsentPageConfig,
+  view: { purpose: string; scopes: readonly { scope: string; description: string | undefined }[] },
+): string {
+  const scopes = view.scopes.map((s) => `<li>${escapeHtml(s.description ?? s.scope)}</li>`).join('\n');
+  return `<h2>${escapeHtml(c.texts.purposeLabel)}</h2>
+<p>${escapeHtml(view.purpose)}</p>
+<h2>${escapeHtml(c.texts.scopeLabel)}</h2>
+<ul>
+${scopes}
+</ul>`;
+}
+
 export function renderConsentPage(c: ConsentPageConfig, nonce: string, view: ConsentView): string {
   const values = { client: view.clientName, operator: c.operatorName };
   const title = fill(c.texts.title, values);
-  const scopes = view.scopes.map((s) => `<li>${escapeHtml(s.description ?? s.scope)}</li>`).join('\n');
   const privacy =
     c.privacyPolicyUrl === undefined
       ? ''
       : ` <a href="${escapeHtml(c.privacyPolicyUrl)}" rel="noreferrer">${escapeHtml(c.operatorName)} privacy notice</a>`;
   const body = `<h1 id="title">${escapeHtml(title)}</h1>
 <p>${escapeHtml(fill(c.texts.intro, values))}</p>
-<h2>${escapeHtml(c.texts.purposeLabel)}</h2>
-<p>${escapeHtml(view.purpose)}</p>
-<h2>${escapeHtml(c.texts.scopeLabel)}</h2>
-<ul>
-${scopes}
-</ul>
+${whatIsAsked(c, view)}
 <form method="post" action="consent" aria-labelledby="title">
 <input type="hidden" name="interaction" value="${escapeHtml(view.interaction)}">
 <input type="hidden" name="csrf" value="${escapeHtml(view.csrf)}">
