@@ -33,6 +33,15 @@ export function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
 }
 
+/** `bodyLimit` in bytes: a number, or a size in the `bytes` package's notation (as body-parser reads it). */
+export function sizeLimit(limit: string | number): number {
+  const maxBytes = typeof limit === 'number' ? limit : bytes.parse(limit);
+  if (maxBytes === null || !Number.isFinite(maxBytes) || maxBytes < 0) {
+    throw new TypeError(`express-netauth: bodyLimit ${String(limit)} is not a size (e.g. '16kb' or 16384)`);
+  }
+  return maxBytes;
+}
+
 /**
  * The charset of a form's Content-Type: UTF-8 unless it names ISO-8859-1 (the two body-parser reads); undefined
  * when it names another, or a parameter is malformed.
@@ -63,10 +72,7 @@ function formCharset(parameters: readonly string[]): 'utf-8' | 'iso-8859-1' | un
  * test (test/gateway/http/routing-and-body.test.ts), the cost each saves in bench/README.md.
  */
 export function formBody(limit: string | number): RequestHandler {
-  const maxBytes = typeof limit === 'number' ? limit : bytes.parse(limit);
-  if (maxBytes === null || !Number.isFinite(maxBytes) || maxBytes < 0) {
-    throw new TypeError(`express-netauth: bodyLimit ${String(limit)} is not a size (e.g. '16kb' or 16384)`);
-  }
+  const maxBytes = sizeLimit(limit);
   return step((request, req, _res, next) => {
     const [type = '', ...parameters] = (req.headers['content-type'] ?? '').split(';');
     if (type.trim().toLowerCase() !== FORM_TYPE) {

@@ -147,6 +147,20 @@ describe('camara:qh and camara:bh at the guard', () => {
     expect(res.body).toEqual({ body: { phoneNumber: '+34600000001' } });
   });
 
+  it("a body the guard cannot read is the client's error: JSON that is not an object or array 400, too large 413", async () => {
+    const gw = boundGateway();
+    const token = await boundToken(gw);
+    for (const body of ['"a string"', '{"a":', 'not json']) {
+      const res = await apiCall(gw, token, { body, claims: { 'camara:qh': hash(''), 'camara:bh': hash(body) } });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('invalid_request');
+    }
+    const large = `{"a":"${'x'.repeat(20_000)}"}`;
+    const res = await apiCall(gw, token, { body: large, claims: { 'camara:qh': hash(''), 'camara:bh': hash(large) } });
+    expect(res.status).toBe(413);
+    expect(res.body.error).toBe('invalid_request');
+  });
+
   it('a wrong or missing hash is 401 invalid_dpop_proof with the DPoP challenge', async () => {
     const gw = boundGateway();
     const token = await boundToken(gw);
