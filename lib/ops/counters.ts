@@ -47,7 +47,8 @@ export interface Refusal {
  */
 export type ReserveAnswer =
   | { taken: true; attempts: number; msBeforeNext: number; shared: boolean }
-  | { taken: false; failures: number; msBeforeNext: number };
+  | { taken: false; failures: number; msBeforeNext: number }
+  | { taken: false; unavailable: true };
 
 export interface Counters {
   /** Counters in Redis, shared by every instance: worth holding slots and taking points ahead (see lockout.ts, rate-limits.ts). */
@@ -141,6 +142,12 @@ export class RateLimitFallbackError extends Error {
 /** How often a Redis failure that goes on is reported again. */
 const REPORT_EVERY_MS = 60_000;
 
+/**
+ * How long a lock-out reservation waits for Redis at least (ms): as long as RedisStore's commands do by default.
+ * Past it the client is refused, where a late request-rate count only falls back to this process's counters.
+ */
+const RESERVE_TIMEOUT_MS = 2_000;
+
 /** Redis did not answer within `rateLimits.timeout` (it may be up, but slow or paused). */
 class CounterTimeoutError extends StoreUnavailableError {}
 
@@ -208,7 +215,9 @@ export class RedisCounters implements Counters {
 
   /**
    * Fails closed while Redis fails: a lock-out slot counted by this process alone would give every instance a
-   * budget of its own, so the reservation is refused as busy (429, Retry-After: 1) until Redis answers again.
+   * budget of its own, so the reservation answers `unavailable` (503, the client retries) until Redis answers
+   * again. Since the only alternative to Redis' answer is a refused client, a reservation waits for it longer
+   * than a request-rate count does (RESERVE_TIMEOUT_MS): a busy instance or a slow reply is not an outage.
    */
   async reserve(attempts: CounterLimit, failures: CounterLimit, key: CounterKey): Promise<ReserveAnswer> {
     const keys = [this.key(attempts, key), this.key(failures, key)];
@@ -221,7 +230,8 @@ export class RedisCounters implements Counters {
         if (taken === 1) return { taken: true, attempts: count, msBeforeNext: ms, shared: true };
         return { taken: false, failures: count, msBeforeNext: Math.max(ms, 0) };
       },
-      async () => ({ taken: false, failures: 0, msBeforeNext: 1000 }),
+      async () => ({ taken: false, unavailable: true }),
+      Math.max(this.timeoutMs, RESERVE_TIMEOUT_MS),
     );
   }
 
@@ -267,15 +277,16 @@ export class RedisCounters implements Counters {
     args: string[],
     parse: (reply: unknown) => T,
     fallback: () => Promise<T>,
+    timeoutMs = this.timeoutMs,
   ): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     try {
       const deadline = new Promise<never>((_, reject) => {
-        const message = `Redis did not answer within ${this.timeoutMs} ms (rateLimits.timeout)`;
+        const message = `Redis did not answer within ${timeoutMs} ms (rateLimits.timeout)`;
         const late = () => reject(new CounterTimeoutError(message));
         // Timers run before the event loop reads its sockets: after a busy stretch a reply that came in time is
         // still unread when the timer fires. setImmediate runs after that read, so only a reply really late loses.
-        timer = setTimeout(() => setImmediate(late), this.timeoutMs);
+        timer = setTimeout(() => setImmediate(late), timeoutMs);
       });
       const answer = parse(await Promise.race([this.connection.script(script, keys, args), deadline]));
       this.answered();

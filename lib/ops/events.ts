@@ -171,7 +171,7 @@ export interface RateFallbackEvent {
   /**
    * `unavailable`: Redis down, restarting or failing over; `timeout`: no answer within `rateLimits.timeout`;
    * `error`: Redis refused the counters' scripts (an ACL without `evalsha`, say), which `onError` is told too.
-   * While Redis fails, lock-out reservations are refused (429, Retry-After: 1) rather than counted per process.
+   * While Redis fails, lock-out reservations are refused (503, Retry-After: 1) rather than counted per process.
    */
   cause: 'unavailable' | 'timeout' | 'error';
   /** Counter operations this instance answered alone since the previous event. */

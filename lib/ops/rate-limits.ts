@@ -138,6 +138,16 @@ export function rateLimitedError(retryAfter: number, description = 'too many req
   });
 }
 
+/**
+ * The lock-out's shared counters cannot be reached, so no credentials are compared: answered as every outage is,
+ * 503 `temporarily_unavailable` with `Retry-After`. Nothing is known against the client, so not a 429.
+ */
+export function countersUnavailableError(retryAfter: number): OAuthError {
+  return new OAuthError('temporarily_unavailable', 'the service is temporarily unavailable', {
+    headers: { 'Retry-After': String(retryAfter) },
+  });
+}
+
 const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
 const CANONICAL_IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
 

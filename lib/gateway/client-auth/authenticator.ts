@@ -4,7 +4,7 @@ import { OAuthError } from '../../errors.js';
 import type { ClientAuthMethod, ClientRegistry, RegisteredClient } from '../../registry/clients.js';
 import type { FormParams } from '../http/form.js';
 import type { ClientAuthenticationFailedEvent, Endpoint, EventHub } from '../../ops/events.js';
-import { rateLimitedError, type RateLimits } from '../../ops/rate-limits.js';
+import { countersUnavailableError, rateLimitedError, type RateLimits } from '../../ops/rate-limits.js';
 import type { AttemptSlot } from '../../ops/lockout.js';
 import type { Check, ClientAuthMethodModule, Verified } from './method.js';
 import { clientSecretBasic } from './client-secret-basic.js';
@@ -131,7 +131,10 @@ export class ClientAuthenticator {
     let slot: AttemptSlot | undefined;
     if (this.limits) {
       const reservation = await this.limits.reserve(registered?.clientId, req.ip);
-      if ('retryAfter' in reservation) throw this.lockedOut(endpoint, reservation.retryAfter, registered?.clientId);
+      if ('retryAfter' in reservation) {
+        if (reservation.unavailable) throw countersUnavailableError(reservation.retryAfter);
+        throw this.lockedOut(endpoint, reservation.retryAfter, registered?.clientId);
+      }
       slot = reservation.slot;
     }
     let verified: Verified;

@@ -331,7 +331,7 @@ describe.skipIf(skipRedis)(
       const [a, b] = [0, 1].map(() => {
         const store = new RedisStore({ url: redis.url, prefix });
         stores.push(store);
-        // A long Redis timeout: on a loaded machine a timeout would fail the lock-out closed (429) meanwhile.
+        // A long Redis timeout: on a loaded machine a timeout would fail the lock-out closed (503) meanwhile.
         return createGrantsGateway({ store, rateLimits: { timeout: 10_000 } });
       });
       const statuses: number[] = [];
