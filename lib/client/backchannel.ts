@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { SignJWT } from 'jose';
 import * as oidc from 'openid-client';
 import { audienceFor, dpopOption, type ClientContext, type ClientSigner } from './configuration.js';
@@ -194,10 +193,12 @@ export async function resumeBackchannel(
     if (current.expires_at - ctx.now() <= wait * 1000)
       throw new NetAuthClientError('expired', 'the authorization request expired before it was approved');
     try {
-      await sleep(wait * 1000, undefined, options.signal ? { signal: options.signal } : {});
+      await ctx.sleep(wait * 1000, options.signal);
     } catch (cause) {
       throw aborted(cause);
     }
+    // An injected sleep may resolve without heeding the signal: the caller asked to stop all the same.
+    if (options.signal?.aborted) throw aborted(options.signal.reason);
     const result = await pollBackchannel(ctx, current);
     if (result.status === 'approved') return result.token;
     current = result.request;

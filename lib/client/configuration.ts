@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createPrivateKey, type JsonWebKey } from 'node:crypto';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as timer } from 'node:timers/promises';
 import { SignJWT, importJWK, type JWK } from 'jose';
 import * as oidc from 'openid-client';
 import type { ClientPrivateKey, NetAuthClientOptions } from './options.js';
@@ -37,6 +38,8 @@ export interface LoadedClient {
 export interface ClientContext {
   options: NetAuthClientOptions;
   now: () => number;
+  /** Waits between polls: the `sleep` option, else a timer. */
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   load(): Promise<LoadedClient>;
 }
 
@@ -294,6 +297,7 @@ function discoveryFailed(cause: unknown, url: string): NetAuthClientError {
 export function createContext(options: NetAuthClientOptions): ClientContext {
   checkOptions(options);
   const now = options.now ?? Date.now;
+  const sleep = options.sleep ?? ((ms: number, signal?: AbortSignal) => timer(ms, undefined, signal ? { signal } : {}));
   // Every request to the gateway goes through here: it marks the caller's probe, and sends the discovery
   // request for the issuer to `discoveryUrl` instead, so openid-client still checks the document's issuer.
   const redirected =
@@ -351,6 +355,7 @@ export function createContext(options: NetAuthClientOptions): ClientContext {
   return {
     options,
     now,
+    sleep,
     load: () => {
       pending ??= build().catch((error: unknown) => {
         pending = undefined;

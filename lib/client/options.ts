@@ -86,6 +86,11 @@ export interface NetAuthClientOptions {
   refreshBeforeExpiry?: number;
   /** The clock, epoch ms (tests). Default `Date.now`. */
   now?: () => number;
+  /**
+   * The wait between backend-flow polls (`backchannel()`, `resumeBackchannel()`): resolves after `ms`, rejects
+   * when `signal` fires. For tests, with `now`: advance the clock instead of waiting. Default: a timer.
+   */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
 /** A value, or a function of the request that gives it. */
