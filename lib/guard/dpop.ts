@@ -1,7 +1,8 @@
 import type { Request, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { GatewayContext } from '../gateway/context.js';
-import { DpopProofRejectedError, dpopProofOf, verifyDpopProof } from '../gateway/tokens/dpop.js';
+import { DPOP_KEY_LIMITED, DpopProofRejectedError, dpopProofOf, verifyDpopProof } from '../gateway/tokens/dpop.js';
+import { overLimit } from '../ops/rate-limits.js';
 import { rawQuery, type DpopHashClaim } from '../gateway/tokens/dpop-binding.js';
 import type { BodyHashReader } from './body-hash.js';
 import type { AuthScheme } from './responses.js';
@@ -28,12 +29,13 @@ function refused(description: string): OAuthError {
  * (§7.2), and so is an unbound token presented with the DPoP scheme (§7.1: it is bound to no key the proof could
  * match). An unbound token presented as Bearer passes whether or not a proof came with it. The proof's
  * `camara:qh` / `camara:bh` are checked when present, and must be present when `binding.required` names them.
+ * A proof whose key is over `rateLimits.dpopProofs.perKey` is 429 with `Retry-After`, reported as `rate.limited`.
  */
 export async function checkSenderConstraint(
   ctx: GatewayContext,
   req: Request,
   presented: { scheme: AuthScheme; token: string },
-  jkt: string | undefined,
+  { jkt, clientId }: { jkt: string | undefined; clientId: string },
   origin: string,
   binding: { required: readonly DpopHashClaim[]; bodyHash: BodyHashReader; res: Response },
 ): Promise<void> {
@@ -62,7 +64,11 @@ export async function checkSenderConstraint(
       },
     });
   } catch (error) {
-    if (error instanceof DpopProofRejectedError) throw refused(`the DPoP proof was refused: ${error.reason}`);
-    throw error;
+    if (!(error instanceof DpopProofRejectedError)) throw error;
+    if (error.retryAfter !== undefined) {
+      const event = { endpoint: 'guard', limit: 'dpop_key', clientId, retryAfter: error.retryAfter } as const;
+      throw overLimit(ctx.events, event, DPOP_KEY_LIMITED);
+    }
+    throw refused(`the DPoP proof was refused: ${error.reason}`);
   }
 }

@@ -83,7 +83,7 @@ export interface GuardOptions {
   revocation?: 'local' | 'store';
   /**
    * Error bodies: `oauth` (default), RFC 6750's `{error, error_description}`; `camara`, the Commonalities'
-   * `{status, code, message}` (401 `UNAUTHENTICATED`, 403 `PERMISSION_DENIED`, 503 `UNAVAILABLE`, and 400
+   * `{status, code, message}` (401 `UNAUTHENTICATED`, 403 `PERMISSION_DENIED`, 429 `TOO_MANY_REQUESTS`, 503 `UNAVAILABLE`, and 400
    * `INVALID_ARGUMENT` for an `x-correlator` that fails its pattern). The `WWW-Authenticate` challenges are the same.
    */
   errorFormat?: GuardErrorFormat;
@@ -314,7 +314,8 @@ export function createGuard(
     // A Bearer token bound to no key has no proof to check.
     if (found.jkt !== undefined || scheme === 'DPoP') {
       try {
-        await checkSenderConstraint(ctx, req, { scheme, token }, found.jkt, origin, { required, bodyHash, res });
+        const bound = { jkt: found.jkt, clientId: found.grant.clientId };
+        await checkSenderConstraint(ctx, req, { scheme, token }, bound, origin, { required, bodyHash, res });
       } catch (error) {
         if (!(error instanceof OAuthError)) throw error;
         responses.refuse(res, error, scheme);

@@ -32,6 +32,7 @@ export function camaraErrorOf(error: OAuthError | undefined): CamaraErrorInfo {
   if (error === undefined || error.status === 401 || error.code === 'invalid_request') return UNAUTHENTICATED;
   if (error.code === 'insufficient_scope')
     return camaraError(403, 'PERMISSION_DENIED', 'Client does not have sufficient permissions to perform this action.');
+  if (error.status === 429) return camaraError(429, 'TOO_MANY_REQUESTS', 'Rate limit reached.');
   if (error.status === 503) return camaraError(503, 'UNAVAILABLE', 'Service Unavailable.');
   return camaraError(500, 'INTERNAL', 'Unknown server error. Typically a server bug.');
 }
@@ -63,8 +64,9 @@ export class GuardResponses {
   refuse(res: Response, error: OAuthError | undefined, scheme: AuthScheme | undefined): void {
     const info = this.format === 'camara' ? camaraErrorOf(error) : undefined;
     const status = info?.status ?? error?.status ?? 401;
-    // A server failure is no authentication problem: no challenge.
-    sendGuardError(res, status, status >= 500 ? [] : this.challenges(error, scheme), error, info ?? error?.toJSON());
+    // A server failure or a rate limit is no authentication problem: no challenge.
+    const challenges = status >= 500 || status === 429 ? [] : this.challenges(error, scheme);
+    sendGuardError(res, status, challenges, error, info ?? error?.toJSON());
   }
 
   /** A refusal of the request's content, after authentication (device identification, x-correlator): no challenge. */

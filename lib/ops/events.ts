@@ -144,15 +144,16 @@ export interface ClientRegistrationRefusedEvent {
 }
 
 export interface RateLimitedEvent {
-  endpoint: Endpoint;
+  /** The router's endpoint, or `guard`: a service API's guard (the DPoP proofs per key). */
+  endpoint: Endpoint | 'guard';
   /**
    * A request-rate limit: `client` (one client), `client_subscriber` (one client for one subscriber),
-   * `subscriber` (one subscriber, every client together), `address` (GET /authorize per device address);
-   * `client_authentication`: the brute-force lock-out after failed client authentications (per client id and
-   * address, or per address for unknown ids).
+   * `subscriber` (one subscriber, every client together), `address` (GET /authorize per device address),
+   * `dpop_key` (DPoP proofs of one key, `rateLimits.dpopProofs.perKey`); `client_authentication`: the brute-force
+   * lock-out after failed client authentications (per client id and address, or per address for unknown ids).
    */
-  limit: 'client' | 'client_subscriber' | 'subscriber' | 'address' | 'client_authentication';
-  /** Present when the limit is the client's (or a registered client's lock-out). */
+  limit: 'client' | 'client_subscriber' | 'subscriber' | 'address' | 'dpop_key' | 'client_authentication';
+  /** Present when the limit is the client's (or a registered client's lock-out); for `dpop_key`, the client that sent the proof. */
   clientId?: string;
   /** Present when the limit concerns a subscriber. */
   subscriberId?: string;

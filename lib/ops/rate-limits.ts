@@ -92,7 +92,7 @@ export interface RateLimitOptions {
    * leaves a replay entry (its `jti`) in the store for up to 605 s, so one key holder's calls cannot grow the store
    * without bound. Only fresh proofs count (a replayed proof is refused before), and only the key's holder can make
    * them, so no one else can use up a key's allowance. Default 60000 per 900 s (at most 120000 entries of one key
-   * live); past it the proof is refused (`invalid_dpop_proof`, "retry in N s").
+   * live); past it 429 with `Retry-After` (a CIBA poll: `slow_down`), reported as `rate.limited` (`dpop_key`).
    */
   dpopProofs?: {
     /** Fresh proofs of one key; `false` turns it off. */

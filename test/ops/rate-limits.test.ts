@@ -1,7 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import type { Express } from 'express';
-import { APP1, APP2, ISSUER, LOCATION, SIM_SWAP, basic, createTestGateway } from '../helpers/gateway.js';
+import {
+  APP1,
+  APP2,
+  CIBA,
+  ISSUER,
+  LOCATION,
+  SIM_SWAP,
+  basic,
+  createTestGateway,
+  type TestGateway,
+} from '../helpers/gateway.js';
+import { handProof, proofKey, type ProofKey } from '../helpers/dpop.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, authorize, callback, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
@@ -173,6 +184,92 @@ describeEachBackend('rate limits', (backend) => {
       const second = await codeFor(gw);
       expect((await redeem(gw.app, { code: first, redirect_uri: CALLBACK })).status).toBe(200);
       expectTooMany(await redeem(gw.app, { code: second, redirect_uri: CALLBACK }), 60);
+    });
+  });
+
+  describe('DPoP proofs per key', () => {
+    const API = 'http://gateway.test';
+    const dpopLimit = (points: number) => only({ dpopProofs: { perKey: { points, duration: 60 } } });
+    const proof = (gw: TestGateway, key: ProofKey, htm: string, htu: string, accessToken?: string) =>
+      handProof({ key, htm, htu, iat: Math.floor(gw.clock.now / 1000), ...(accessToken ? { accessToken } : {}) });
+    const redeemWithProof = async (gw: TestGateway, key: ProofKey, code: string) =>
+      request(gw.app)
+        .post('/apigateway/token')
+        .set('Authorization', APP1)
+        .set('DPoP', await proof(gw, key, 'POST', `${ISSUER}/token`))
+        .type('form')
+        .send({ grant_type: 'authorization_code', code, redirect_uri: CALLBACK });
+    const callWithProof = async (gw: TestGateway, key: ProofKey, token: string, path = '/sim-swap/check') =>
+      request(gw.app)
+        .post(path)
+        .set('Authorization', `DPoP ${token}`)
+        .set('DPoP', await proof(gw, key, 'POST', `${API}${path}`, token));
+
+    it('past the cap: 429 with Retry-After at the guard and the token endpoint, reported as rate.limited; the code is not burnt', async () => {
+      const gw = backend.gateway({ rateLimits: dpopLimit(2) });
+      const events = recordEvents(gw.netauth);
+      const key = await proofKey();
+      const bound = await redeemWithProof(gw, key, await codeFor(gw));
+      expect(bound.body.token_type).toBe('DPoP');
+      const token = bound.body.access_token as string;
+      expect((await callWithProof(gw, key, token)).status).toBe(200);
+
+      const limited = await callWithProof(gw, key, token);
+      expect(limited.status).toBe(429);
+      expect(limited.body).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
+      // A rate limit is no authentication failure: no challenge to present other credentials.
+      expect(limited.headers['www-authenticate']).toBeUndefined();
+      const code = await codeFor(gw);
+      expectTooMany(await redeemWithProof(gw, key, code), 60);
+      expect(events.of('rate.limited')).toEqual([
+        { endpoint: 'guard', limit: 'dpop_key', clientId: 'app-1', retryAfter: expect.any(Number) },
+        { endpoint: 'token', limit: 'dpop_key', clientId: 'app-1', retryAfter: expect.any(Number) },
+      ]);
+      // Refused before the grant read the code: with another key it still redeems.
+      expect((await redeemWithProof(gw, await proofKey(), code)).status).toBe(200);
+    });
+
+    it("the guard's CAMARA format: 429 TOO_MANY_REQUESTS with Retry-After", async () => {
+      const gw = backend.gateway({ rateLimits: dpopLimit(2) });
+      gw.app.post('/camara/check', gw.netauth.guard({ scope: 'sim-swap', errorFormat: 'camara' }), (_req, res) => {
+        res.json({ ok: true });
+      });
+      const key = await proofKey();
+      const token = (await redeemWithProof(gw, key, await codeFor(gw))).body.access_token as string;
+      expect((await callWithProof(gw, key, token, '/camara/check')).status).toBe(200);
+      const res = await callWithProof(gw, key, token, '/camara/check');
+      expect(res.status).toBe(429);
+      expect(res.body).toEqual({ status: 429, code: 'TOO_MANY_REQUESTS', message: 'Rate limit reached.' });
+      const wait = Number(res.headers['retry-after']);
+      expect(wait >= 1 && wait <= 60).toBe(true);
+      expect(res.headers['www-authenticate']).toBeUndefined();
+    });
+
+    it('a CIBA poll past the cap: slow_down (400) with Retry-After, as for the client limit', async () => {
+      const gw = backend.gateway({ rateLimits: dpopLimit(1) });
+      const events = recordEvents(gw.netauth);
+      const key = await proofKey();
+      const id = await startBackchannel(gw.app, ALICE, LOCATION);
+      const poll = async () =>
+        request(gw.app)
+          .post('/apigateway/token')
+          .set('Authorization', APP1)
+          .set('DPoP', await proof(gw, key, 'POST', `${ISSUER}/token`))
+          .type('form')
+          .send({ grant_type: CIBA, auth_req_id: id });
+      expect((await poll()).body.error).toBe('authorization_pending');
+      // Past the poll interval: only the key's cap can slow this poll down.
+      gw.clock.advance(10);
+      const res = await poll();
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('slow_down');
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(events.of('ciba.slow_down')).toEqual([{ clientId: 'app-1', reason: 'rate_limit' }]);
+      expect(events.of('rate.limited')).toEqual([
+        { endpoint: 'token', limit: 'dpop_key', clientId: 'app-1', retryAfter: expect.any(Number) },
+      ]);
     });
   });
 

@@ -5,6 +5,7 @@ import type { GatewayContext } from '../context.js';
 import type { RequestContext } from '../http/request-context.js';
 import type { Grant } from '../grants/grant.js';
 import { overLimit } from '../../ops/rate-limits.js';
+import type { RateLimitedEvent } from '../../ops/events.js';
 import { sendJson } from '../http/respond.js';
 import { tokenRequestBinding } from '../tokens/dpop.js';
 
@@ -27,11 +28,12 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
     if (!client.grantTypes.includes(grant.type)) {
       throw new OAuthError('unauthorized_client', 'the client is not registered for this grant type');
     }
-    if (retryAfter !== undefined) {
-      const event = { endpoint: 'token', limit: 'client', clientId: client.clientId, retryAfter } as const;
-      throw grant.overClientLimit ? grant.overClientLimit(ctx, event) : overLimit(ctx.events, event);
-    }
-    const dpopJkt = await tokenRequestBinding(ctx, req, client, request.bodyHash);
+    // The client's limit and its DPoP key's are answered alike: a CIBA poller is told to slow down, not to stop.
+    const limited = (event: RateLimitedEvent, description?: string) =>
+      grant.overClientLimit ? grant.overClientLimit(ctx, event) : overLimit(ctx.events, event, description);
+    if (retryAfter !== undefined)
+      throw limited({ endpoint: 'token', limit: 'client', clientId: client.clientId, retryAfter });
+    const dpopJkt = await tokenRequestBinding(ctx, req, client, request.bodyHash, limited);
     sendJson(res, 200, await grant.exchange(ctx, client, params, req, { dpopJkt, assertion }));
   };
 }

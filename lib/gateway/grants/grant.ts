@@ -30,8 +30,8 @@ export interface Grant {
     options: ExchangeOptions,
   ): Promise<TokenResponse>;
   /**
-   * The answer to a request of this grant over the client's token limit, reported as the grant sees fit;
-   * without it, 429 with Retry-After (reported as `rate.limited`).
+   * The answer to a request of this grant over the client's token limit (or its DPoP key's), reported as the
+   * grant sees fit; without it, 429 with Retry-After (reported as `rate.limited`).
    */
   overClientLimit?(ctx: GatewayContext, event: RateLimitedEvent): OAuthError;
 }

@@ -7,6 +7,7 @@ import { CLIENT_SIGNING_ALGORITHMS, type RegisteredClient } from '../../registry
 import { PRIVATE_MEMBERS } from '../../registry/client-jwks.js';
 import type { Store } from '../../stores/store.js';
 import type { RateLimits } from '../../ops/rate-limits.js';
+import type { RateLimitedEvent } from '../../ops/events.js';
 import { jtiRecordId, useJtiOnce } from '../client-auth/client-jwt.js';
 import type { GatewayContext } from '../context.js';
 import { proofKeyRefusal } from './dpop-proof-key.js';
@@ -27,16 +28,26 @@ const MAX_PROOF_LENGTH = 8192;
 const MAX_JTI_LENGTH = 256;
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
-/** A proof failed a check. `reason` is for error descriptions: it never quotes the proof or its claims. */
+/**
+ * A proof failed a check. `reason` is for error descriptions: it never quotes the proof or its claims.
+ * `retryAfter` (seconds): the proof was good but its key is over `rateLimits.dpopProofs.perKey`, a rate limit
+ * its caller reports and answers as its other limits.
+ */
 export class DpopProofRejectedError extends Error {
   /** Stable identifier for handlers and logs; the message may change. */
   readonly code = 'NETAUTH_DPOP_PROOF_REJECTED';
 
-  constructor(readonly reason: string) {
+  constructor(
+    readonly reason: string,
+    readonly retryAfter?: number,
+  ) {
     super(reason);
     this.name = 'DpopProofRejectedError';
   }
 }
+
+/** What a key over `rateLimits.dpopProofs.perKey` is told, at the token endpoint and the guard. */
+export const DPOP_KEY_LIMITED = 'too many DPoP proofs of this key; retry later';
 
 /** What the proof must match: this request (§4.3 checks 8, 9) and, at a resource, the token it comes with (check 12). */
 export interface DpopRequest {
@@ -191,9 +202,7 @@ export async function verifyDpopProof(
   const wait = await limits?.dpopProof(jkt);
   if (wait !== undefined) {
     await store.delete('jti', jtiRecordId(namespace, jti));
-    throw new DpopProofRejectedError(
-      `its key has made more proofs than the gateway accepts per key (rateLimits.dpopProofs.perKey); retry in ${wait} s`,
-    );
+    throw new DpopProofRejectedError('its key has made more proofs than the gateway accepts per key', wait);
   }
   return jkt;
 }
@@ -204,13 +213,15 @@ export async function verifyDpopProof(
  * unbound, unless the client is registered with `dpopBoundAccessTokens`; a proof that fails is 400
  * `invalid_dpop_proof`. `htu` is the token endpoint as discovery publishes it (issuer-based), never a URL built
  * from the request's Host or X-Forwarded-* headers. `bodyHash`: of the form body's bytes, when the router read
- * them (undefined when the application's parser did).
+ * them (undefined when the application's parser did). A key over its limit is answered by `overLimit`, as the
+ * grant answers the client's limit.
  */
 export async function tokenRequestBinding(
   ctx: GatewayContext,
   req: Request,
   client: RegisteredClient,
   bodyHash: string | undefined,
+  overLimit: (event: RateLimitedEvent, description: string) => OAuthError,
 ): Promise<string | undefined> {
   try {
     const proof = dpopProofOf(req);
@@ -233,8 +244,16 @@ export async function tokenRequestBinding(
       binding,
     });
   } catch (error) {
-    if (error instanceof DpopProofRejectedError)
-      throw new OAuthError('invalid_dpop_proof', `the DPoP proof was refused: ${error.reason}`);
-    throw error;
+    if (!(error instanceof DpopProofRejectedError)) throw error;
+    if (error.retryAfter !== undefined) {
+      const event: RateLimitedEvent = {
+        endpoint: 'token',
+        limit: 'dpop_key',
+        clientId: client.clientId,
+        retryAfter: error.retryAfter,
+      };
+      throw overLimit(event, DPOP_KEY_LIMITED);
+    }
+    throw new OAuthError('invalid_dpop_proof', `the DPoP proof was refused: ${error.reason}`);
   }
 }

@@ -75,20 +75,20 @@ function replayBoundTests(backend: () => Backend): void {
       const proofs = await Promise.all(Array.from({ length: 50 }, () => apiProof(gw, key, token)));
       for (const res of await Promise.all(proofs.map((proof) => call(gw, token, proof)))) {
         statuses.push(res.status);
-        if (res.status === 401) refused ??= res;
+        if (res.status === 429) refused ??= res;
       }
     }
     expect(statuses.filter((s) => s === 200)).toHaveLength(CAP - 2);
-    expect(statuses.filter((s) => s === 401)).toHaveLength(150 - (CAP - 2));
-    expect(refused!.headers['www-authenticate']).toContain('error="invalid_dpop_proof"');
-    expect(refused!.headers['www-authenticate']).toMatch(/rateLimits\.dpopProofs\.perKey\); retry in \d+ s/);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(150 - (CAP - 2));
+    expect(refused!.body.error).toBe('temporarily_unavailable');
+    expect(Number(refused!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     // The key's replay entries grow with its cap, not with its calls; refused proofs leave none.
     expect((await replayEntries()) - before).toBe(CAP);
 
     // Another key (another holder) is not held back by this one.
     const otherToken = await boundToken(gw, other);
     expect((await call(gw, otherToken, await apiProof(gw, other, otherToken))).status).toBe(200);
-    // At the token endpoint the key's proofs are refused as well: 400 invalid_dpop_proof.
+    // At the token endpoint the key's proofs are refused as well; a CIBA poll is told to slow down.
     const id = await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP);
     const polled = await request(gw.app)
       .post('/apigateway/token')
@@ -97,8 +97,8 @@ function replayBoundTests(backend: () => Backend): void {
       .type('form')
       .send({ grant_type: CIBA, auth_req_id: id });
     expect(polled.status).toBe(400);
-    expect(polled.body.error).toBe('invalid_dpop_proof');
-    expect(polled.body.error_description).toContain('rateLimits.dpopProofs.perKey');
+    expect(polled.body.error).toBe('slow_down');
+    expect(Number(polled.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   }, 60_000);
 }
 
