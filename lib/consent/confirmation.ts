@@ -3,6 +3,7 @@ import { CONSENT_CONFIRMATION_DEFAULTS } from '../defaults.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import { checkNames, describe, isPlainObject, optionNames } from '../option-checks.js';
 import type { Store } from '../stores/store.js';
+import type { RateLimitRule } from '../ops/rate-limits.js';
 import type { ConfirmationSetting, ConsentRule } from './policy.js';
 
 /**
@@ -77,7 +78,7 @@ export interface ConsentConfirmationOptions {
    * with the rate limits' counters (shared on Redis); `rateLimits: false` turns it off too. `false` turns it
    * off. Default 5 per 900 s.
    */
-  codesPerSubscriber?: { points: number; duration: number } | false;
+  codesPerSubscriber?: RateLimitRule | false;
 }
 
 /** The options resolved: what the module works with. */
@@ -86,7 +87,7 @@ export interface ConfirmationSettings {
   maxAttempts: number;
   sendTimeout: number;
   /** Undefined: no cap. */
-  codesPerSubscriber: { points: number; duration: number } | undefined;
+  codesPerSubscriber: RateLimitRule | undefined;
 }
 
 const OPTION_NAMES = optionNames<ConsentConfirmationOptions>({
