@@ -78,8 +78,9 @@ interface TextMessage {
 }
 
 /**
- * The subscriber's text messages: what `sendConsentConfirmation` sends (the consent page's one-time codes). A real
- * operator sends an SMS; the handset's apps cannot read it, so only the person holding the phone can confirm.
+ * The subscriber's text messages: what `sendConsentConfirmation` sends (the one-time codes of the consent page and
+ * of the consents page). A real operator sends an SMS; the handset's apps cannot read it, so only the person
+ * holding the phone can confirm.
  */
 class TextMessages {
   private readonly messages: TextMessage[] = [];
@@ -141,7 +142,10 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
       texts.add({
         subscriberId: subscriber.id,
         code,
-        text: `to allow ${context.clientName} to ${context.descriptions.join(' and ') || context.scopes.join(', ')}. It expires in ${minutes} min. Never share it.`,
+        text:
+          context.for === 'consents'
+            ? `to see your consents at ${operator.name}. It expires in ${minutes} min. Never share it.`
+            : `to allow ${context.clientName} to ${context.descriptions.join(' and ') || context.scopes.join(', ')}. It expires in ${minutes} min. Never share it.`,
         expiresAt: Date.now() + context.expiresIn * 1000,
       });
     },

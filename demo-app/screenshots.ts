@@ -3,8 +3,9 @@
  *   docs/images/consent-page.png  the operator's consent page, as a phone shows it (420×860)
  *   docs/images/consent-confirmation.png  after Allow: the page asks for the code the operator texted (420×860)
  *   docs/images/demo-app.png      the sample application's home page (1100×800)
- *   docs/images/consents-list.png, consents-withdrawn.png
- *                                 the subscriber's consents page on the phone, before and after a withdrawal
+ *   docs/images/consents-confirmation.png, consents-list.png, consents-withdrawn.png
+ *                                 the subscriber's consents page on the phone: the code the operator texted,
+ *                                 then the list, before and after a withdrawal
  * Starts the demo on free ports with the embedded defaults and drives Debian's chromium.
  */
 import { mkdirSync } from 'node:fs';
@@ -39,12 +40,15 @@ try {
   await page.getByLabel('Confirmation code').waitFor();
   await page.screenshot({ path: join(out, 'consent-confirmation.png') });
 
-  // The code the operator texted, read on the demo's phone page; then two consents on record (number
-  // verification on the page, SIM swap on the phone), then the consents page.
-  const inbox = await (await fetch(`${demo.gatewayUrl}/demo/phone/34600000001`)).text();
-  const code = /<strong class="sms-code">([0-9]{6})<\/strong>/.exec(inbox)?.[1];
-  if (code === undefined) throw new Error('no code in the phone inbox');
-  await page.getByLabel('Confirmation code').fill(code);
+  // The code the operator texted, read on the demo's phone page (the newest first); then two consents on record
+  // (number verification on the page, SIM swap on the phone), then the consents page, which asks for a code too.
+  const newestCode = async (): Promise<string> => {
+    const inbox = await (await fetch(`${demo.gatewayUrl}/demo/phone/34600000001`)).text();
+    const code = /<strong class="sms-code">([0-9]{6})<\/strong>/.exec(inbox)?.[1];
+    if (code === undefined) throw new Error('no code in the phone inbox');
+    return code;
+  };
+  await page.getByLabel('Confirmation code').fill(await newestCode());
   await page.getByRole('button', { name: 'Confirm' }).click();
   await page.getByRole('heading', { name: 'Number verified' }).waitFor();
   await page.goto(`${demo.appUrl}/`);
@@ -53,6 +57,10 @@ try {
   await page.goto(`${demo.gatewayUrl}/demo/phone/34600000001`);
   await page.getByRole('button', { name: 'Allow' }).click();
   await page.getByRole('button', { name: 'Open my consents page' }).click();
+  await page.getByLabel('Confirmation code').waitFor();
+  await page.screenshot({ path: join(out, 'consents-confirmation.png') });
+  await page.getByLabel('Confirmation code').fill(await newestCode());
+  await page.getByRole('button', { name: 'Confirm' }).click();
   await page.getByRole('heading', { name: 'Your consents', level: 1 }).waitFor();
   await page.screenshot({ path: join(out, 'consents-list.png'), fullPage: true });
   await page
@@ -63,7 +71,7 @@ try {
   await page.getByRole('status').waitFor();
   await page.screenshot({ path: join(out, 'consents-withdrawn.png'), fullPage: true });
   console.log(
-    `wrote demo-app.png, consent-page.png, consent-confirmation.png, consents-list.png and consents-withdrawn.png in ${out}`,
+    `wrote demo-app.png, consent-page.png, consent-confirmation.png, consents-confirmation.png, consents-list.png and consents-withdrawn.png in ${out}`,
   );
 } finally {
   await browser.close();

@@ -89,8 +89,13 @@ export const GUARD_DEFAULTS = { revocation: 'local', errorFormat: 'oauth', subsc
 export const METRICS_DEFAULTS = { prefix: 'netauth_', clientIdLabel: true } as const;
 
 /**
- * `consentConfirmation`: the one-time code a consent rule with `confirmation: 'required'` sends through
- * `sendConsentConfirmation`. `codeLifetime` in seconds, `sendTimeout` in ms, `maxAttempts` codes typed per
- * interaction before it ends.
+ * `consentConfirmation`: the one-time code a consent rule with `confirmation: 'required'`, and the consents page,
+ * send through `sendConsentConfirmation`. `codeLifetime` in seconds, `sendTimeout` in ms, `maxAttempts` codes
+ * typed per interaction before it ends, `codesPerSubscriber` codes sent to one subscriber per `duration` seconds.
  */
-export const CONSENT_CONFIRMATION_DEFAULTS = { codeLifetime: 300, maxAttempts: 3, sendTimeout: 10_000 } as const;
+export const CONSENT_CONFIRMATION_DEFAULTS = {
+  codeLifetime: 300,
+  maxAttempts: 3,
+  sendTimeout: 10_000,
+  codesPerSubscriber: { points: 5, duration: 900 },
+} as const;

@@ -22,7 +22,10 @@ export type {
 } from './gateway/options.js';
 export type { ConfirmationSetting } from './consent/policy.js';
 export type {
+  ConfirmationContextBase,
   ConsentConfirmationContext,
+  ConsentRequestConfirmation,
+  ConsentsPageConfirmation,
   ConsentConfirmationOptions,
   SendConsentConfirmation,
 } from './consent/confirmation.js';

@@ -3,6 +3,7 @@ import { CONSENT_CONFIRMATION_DEFAULTS } from '../defaults.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import { checkNames, describe, isPlainObject, optionNames } from '../option-checks.js';
 import type { Store } from '../stores/store.js';
+import type { RateLimitRule } from '../ops/rate-limits.js';
 import type { ConfirmationSetting, ConsentRule } from './policy.js';
 
 /**
@@ -14,10 +15,19 @@ import type { ConfirmationSetting, ConsentRule } from './policy.js';
  * per-interaction salt, compared in constant time, and a few wrong codes end the interaction.
  */
 
-/** What `sendConsentConfirmation` is told besides the subscriber and the code. */
-export interface ConsentConfirmationContext {
-  /** What is sent: a one-time code the subscriber types on the consent page. */
+/** What every `sendConsentConfirmation` context says. */
+export interface ConfirmationContextBase {
+  /** What is sent: a one-time code the subscriber types on the page. */
   kind: 'code';
+  /** Seconds the code is good for. */
+  expiresIn: number;
+  /** Aborted when `consentConfirmation.sendTimeout` passes: the page then says the code could not be sent. */
+  signal: AbortSignal;
+}
+
+/** The code that confirms a consent on the consent page (a rule with `confirmation: 'required'`). */
+export interface ConsentRequestConfirmation extends ConfirmationContextBase {
+  for: 'consent';
   clientId: string;
   /** The application's registered name (its client id when it has none). */
   clientName: string;
@@ -27,11 +37,23 @@ export interface ConsentConfirmationContext {
   scopes: string[];
   /** The rules' plain words for those scopes, where they have them (the consent page shows the same). */
   descriptions: string[];
-  /** Seconds the code is good for. */
-  expiresIn: number;
-  /** Aborted when `consentConfirmation.sendTimeout` passes: the page then says the code could not be sent. */
-  signal: AbortSignal;
 }
+
+/** The code that opens the subscriber's consents page (`GET {issuer}/consents`): no application is involved. */
+export interface ConsentsPageConfirmation extends ConfirmationContextBase {
+  for: 'consents';
+}
+
+/**
+ * What `sendConsentConfirmation` is told besides the subscriber and the code: `for` says which page asks for
+ * it, `'consent'` (an application's consent request) or `'consents'` (the subscriber's consents page).
+ */
+export type ConsentConfirmationContext = ConsentRequestConfirmation | ConsentsPageConfirmation;
+
+/** What a page gives `issue`: the context without what the module adds. */
+export type ConfirmationSubject =
+  | Omit<ConsentRequestConfirmation, keyof ConfirmationContextBase>
+  | Omit<ConsentsPageConfirmation, keyof ConfirmationContextBase>;
 
 /**
  * Sends `code` to the subscriber through the operator's own channel (SMS, push, USSD). Resolves once the
@@ -50,13 +72,31 @@ export interface ConsentConfirmationOptions {
   maxAttempts?: number;
   /** Milliseconds `sendConsentConfirmation` may take. Default 10000. */
   sendTimeout?: number;
+  /**
+   * Codes sent to one subscriber, the consent page's and the consents page's together, so no application can
+   * make the operator flood a line with messages; past it the page asks to wait (429, `Retry-After`). Counted
+   * with the rate limits' counters (shared on Redis); `rateLimits: false` turns it off too. `false` turns it
+   * off. Default 5 per 900 s.
+   */
+  codesPerSubscriber?: RateLimitRule | false;
+}
+
+/** The options resolved: what the module works with. */
+export interface ConfirmationSettings {
+  codeLifetime: number;
+  maxAttempts: number;
+  sendTimeout: number;
+  /** Undefined: no cap. */
+  codesPerSubscriber: RateLimitRule | undefined;
 }
 
 const OPTION_NAMES = optionNames<ConsentConfirmationOptions>({
   codeLifetime: true,
   maxAttempts: true,
   sendTimeout: true,
+  codesPerSubscriber: true,
 });
+const CAP_NAMES: ReadonlySet<string> = new Set(['points', 'duration']);
 const SETTINGS: readonly ConfirmationSetting[] = ['off', 'required'];
 /** Digits of a code: what an SMS carries and a person types; three tries in a million. */
 const DIGITS = 6;
@@ -83,7 +123,7 @@ export function checkConfirmation(
   send: SendConsentConfirmation | undefined,
   options: ConsentConfirmationOptions | undefined,
   interactionLifetime: number,
-): Required<ConsentConfirmationOptions> {
+): ConfirmationSettings {
   for (const rule of rules) {
     const where = `consent policy rule dpv:${rule.purpose}#${rule.scope}`;
     if (rule.confirmation === undefined) continue;
@@ -111,7 +151,25 @@ export function checkConfirmation(
     codeLifetime: Math.min(codeLifetime ?? d.codeLifetime, interactionLifetime),
     maxAttempts: whole(options?.maxAttempts, 'consentConfirmation.maxAttempts', 1, 10, 'attempts') ?? d.maxAttempts,
     sendTimeout: whole(options?.sendTimeout, 'consentConfirmation.sendTimeout', 1, 120_000, 'ms') ?? d.sendTimeout,
+    codesPerSubscriber: codesCap(options?.codesPerSubscriber),
   };
+}
+
+function codesCap(value: unknown): ConfirmationSettings['codesPerSubscriber'] {
+  const path = 'consentConfirmation.codesPerSubscriber';
+  if (value === false) return undefined;
+  if (value === undefined) return { ...CONSENT_CONFIRMATION_DEFAULTS.codesPerSubscriber };
+  if (!isPlainObject(value))
+    throw new TypeError(`${path} must be { points, duration } or false, not ${describe(value)}`);
+  checkNames(value, CAP_NAMES, `${path}.`);
+  return {
+    points: whole(value.points, `${path}.points`, 1, 1000, 'codes') ?? missing(`${path}.points`),
+    duration: whole(value.duration, `${path}.duration`, 1, 86_400, 'seconds') ?? missing(`${path}.duration`),
+  };
+}
+
+function missing(path: string): never {
+  throw new TypeError(`${path} is required`);
 }
 
 /** The code's record: only its HMAC, under a salt of this interaction's own. */
@@ -134,18 +192,37 @@ export type CodeCheck =
 /** Why a code could not be sent: the hook rejected, or took longer than `sendTimeout`. */
 export type SendFailure = 'error' | 'timeout';
 
+/**
+ * What `issue` did: sent a code, found one out already, failed to send (nothing left behind), or found the
+ * subscriber's cap of codes reached (`retryAfter` seconds until the next may go).
+ */
+export type IssueResult = { result: 'sent' | 'already_sent' | SendFailure } | { result: 'capped'; retryAfter: number };
+
+/** Counts one code sent to a subscriber: seconds to wait when over the cap, else undefined. */
+export type CodeCap = (subscriberId: string) => Promise<number | undefined>;
+
 function digest(salt: string, code: string): Buffer {
   return createHmac('sha256', Buffer.from(salt, 'base64url')).update(code, 'utf8').digest();
 }
 
-/** Codes per consent interaction, in the store: what the consent page asks of it. */
+/**
+ * Codes per interaction, in the store: what the consent page asks of it for a consent request, and the
+ * consents page for the subscriber's list (its interaction: the browser's visit).
+ */
 export class ConsentConfirmation {
   constructor(
     private readonly store: Store,
     private readonly send: SendConsentConfirmation | undefined,
-    private readonly settings: Required<ConsentConfirmationOptions>,
+    readonly settings: ConfirmationSettings,
     private readonly now: () => number,
+    /** The per-subscriber cap of codes sent; none when undefined. */
+    private readonly cap: CodeCap | undefined,
   ) {}
+
+  /** Whether the operator's channel is configured: the consents page then asks for a code too. */
+  get enabled(): boolean {
+    return this.send !== undefined;
+  }
 
   private codeId(interaction: string): string {
     return `${interaction}:code`;
@@ -158,15 +235,16 @@ export class ConsentConfirmation {
 
   /**
    * Sends a new code, unless one is out already (a second Allow, or two at once: `add` lets one through, so
-   * the subscriber gets one message). `ttl` is the interaction's. A failed send leaves nothing behind: the
-   * subscriber can try again.
+   * the subscriber gets one message) or the subscriber's cap is reached. `ttl` is the interaction's. A failed
+   * send leaves nothing behind: the subscriber can try again (it counts towards the cap: a message may have
+   * gone out before the timeout).
    */
   async issue(
     interaction: string,
     subscriber: Subscriber,
-    context: Omit<ConsentConfirmationContext, 'kind' | 'expiresIn' | 'signal'>,
+    subject: ConfirmationSubject,
     ttl: number,
-  ): Promise<'sent' | 'already_sent' | SendFailure> {
+  ): Promise<IssueResult> {
     const send = this.send;
     if (send === undefined) throw new Error('express-netauth: a confirmation is required but no hook sends it');
     const code = String(randomInt(0, 10 ** DIGITS)).padStart(DIGITS, '0');
@@ -176,7 +254,13 @@ export class ConsentConfirmation {
       salt,
       expiresAt: this.now() + this.settings.codeLifetime * 1000,
     };
-    if (!(await this.store.add('interaction', this.codeId(interaction), record, { ttl }))) return 'already_sent';
+    if (!(await this.store.add('interaction', this.codeId(interaction), record, { ttl })))
+      return { result: 'already_sent' };
+    const retryAfter = await this.cap?.(subscriber.id);
+    if (retryAfter !== undefined) {
+      await this.store.delete('interaction', this.codeId(interaction));
+      return { result: 'capped', retryAfter };
+    }
     const abort = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>((resolve) => {
@@ -184,12 +268,17 @@ export class ConsentConfirmation {
     });
     let outcome: 'sent' | SendFailure;
     try {
-      const delivery = send(subscriber.phoneNumber === undefined ? { id: subscriber.id } : { ...subscriber }, code, {
-        ...context,
+      const context: ConsentConfirmationContext = {
+        ...subject,
         kind: 'code',
         expiresIn: this.settings.codeLifetime,
         signal: abort.signal,
-      }).then(() => 'sent' as const);
+      };
+      const delivery = send(
+        subscriber.phoneNumber === undefined ? { id: subscriber.id } : { ...subscriber },
+        code,
+        context,
+      ).then(() => 'sent' as const);
       outcome = await Promise.race([delivery, timeout]);
       // A late rejection after the timeout is the channel's; nothing waits for it.
       delivery.catch(() => {});
@@ -201,7 +290,7 @@ export class ConsentConfirmation {
     }
     if (outcome === 'timeout') abort.abort();
     if (outcome !== 'sent') await this.store.delete('interaction', this.codeId(interaction));
-    return outcome;
+    return { result: outcome };
   }
 
   /**

@@ -50,7 +50,10 @@ export interface GatewayContext {
   /** Network identification of the frontend flow; undefined when not configured (no one is identified). */
   network: NetworkIdentifier | undefined;
   consentPage: ConsentPageConfig;
-  /** One-time codes through the operator's channel, for consent rules with `confirmation: 'required'`. */
+  /**
+   * One-time codes through the operator's channel: for consent rules with `confirmation: 'required'`, and for the
+   * consents page whenever the hook is configured.
+   */
   confirmation: ConsentConfirmation;
   /** Signing keys; undefined when nothing is signed (no ID tokens, opaque access tokens, no keys given). */
   keys: KeySet | undefined;
@@ -174,7 +177,9 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   let limits: RateLimits | undefined;
   try {
     limits =
-      options.rateLimits === false ? undefined : new RateLimits(options.rateLimits ?? {}, store, onError, events);
+      options.rateLimits === false
+        ? undefined
+        : new RateLimits(options.rateLimits ?? {}, store, onError, events, confirmation.codesPerSubscriber);
   } catch (error) {
     if (options.store === undefined) void store.close?.();
     throw error;
@@ -215,7 +220,13 @@ export function createContext(options: NetAuthOptions): GatewayContext {
       : undefined,
     network,
     consentPage,
-    confirmation: new ConsentConfirmation(store, options.sendConsentConfirmation, confirmation, now),
+    confirmation: new ConsentConfirmation(
+      store,
+      options.sendConsentConfirmation,
+      confirmation,
+      now,
+      limits && ((subscriberId) => limits.confirmationCode(subscriberId)),
+    ),
     keys,
     idTokens,
     accessTokenFormat,

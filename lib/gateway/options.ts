@@ -205,11 +205,16 @@ export interface NetAuthOptions {
   /** Branding and cookie of the consent page. */
   consentPage?: ConsentPageOptions;
   /**
-   * Sends the one-time code of a consent rule with `confirmation: 'required'` through the operator's own channel
-   * (SMS, push, USSD), which the handset's apps cannot read; the consent page asks for it. See docs/consent.md.
+   * Sends a one-time code through the operator's own channel (SMS, push, USSD), which the handset's apps cannot
+   * read: for a consent rule with `confirmation: 'required'` (the consent page asks for it), and, whenever this
+   * hook is configured, for the subscriber's consents page, which lists nothing before the code comes back.
+   * `context.for` tells the two apart. See docs/consent.md.
    */
   sendConsentConfirmation?: SendConsentConfirmation;
-  /** The code's lifetime (default 300 s), attempts (default 3) and the hook's timeout (default 10000 ms). */
+  /**
+   * The code's lifetime (default 300 s), attempts (default 3), the hook's timeout (default 10000 ms) and the codes
+   * sent per subscriber (default 5 per 900 s).
+   */
   consentConfirmation?: ConsentConfirmationOptions;
   /**
    * Private JWKs (RSA ≥ 2048 bits, EC P-256/P-384/P-521 or Ed25519) that sign ID tokens and JWT access

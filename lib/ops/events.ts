@@ -150,9 +150,17 @@ export interface RateLimitedEvent {
    * A request-rate limit: `client` (one client), `client_subscriber` (one client for one subscriber),
    * `subscriber` (one subscriber, every client together), `address` (GET /authorize per device address),
    * `dpop_key` (DPoP proofs of one key, `rateLimits.dpopProofs.perKey`); `client_authentication`: the brute-force
-   * lock-out after failed client authentications (per client id and address, or per address for unknown ids).
+   * lock-out after failed client authentications (per client id and address, or per address for unknown ids);
+   * `confirmation_codes`: the codes sent to one subscriber (`consentConfirmation.codesPerSubscriber`).
    */
-  limit: 'client' | 'client_subscriber' | 'subscriber' | 'address' | 'dpop_key' | 'client_authentication';
+  limit:
+    | 'client'
+    | 'client_subscriber'
+    | 'subscriber'
+    | 'address'
+    | 'dpop_key'
+    | 'client_authentication'
+    | 'confirmation_codes';
   /** Present when the limit is the client's (or a registered client's lock-out); for `dpop_key`, the client that sent the proof. */
   clientId?: string;
   /** Present when the limit concerns a subscriber. */

@@ -228,6 +228,7 @@ export class RateLimits {
   private readonly ahead = new Map<string, Ahead>();
   private readonly twoLeggedPerClient: CounterLimit | undefined;
   private readonly dpopPerKey: CounterLimit | undefined;
+  private readonly codesPerSubscriber: CounterLimit | undefined;
   /** The lock-out: refused credentials per (registered client id, address), and per address for unknown ids. */
   private readonly failuresPerClientAndAddress: FailureBudget | undefined;
   private readonly failuresPerAddress: FailureBudget | undefined;
@@ -237,6 +238,8 @@ export class RateLimits {
     store: Store,
     private readonly onError: (error: unknown) => void,
     events: EventHub,
+    /** `consentConfirmation.codesPerSubscriber`, checked with the confirmation's options. */
+    confirmationCodes?: RateLimitRule,
   ) {
     const o = options;
     const D = RATE_LIMIT_DEFAULTS;
@@ -269,6 +272,7 @@ export class RateLimits {
     this.twoLeggedPerClient = twoLegged && limit('client-credentials:client', twoLegged);
     const dpopKey = resolveRule('dpopProofs.perKey', o.dpopProofs?.perKey, D.dpopProofs.perKey);
     this.dpopPerKey = dpopKey && limit('dpop-proofs:key', dpopKey);
+    this.codesPerSubscriber = confirmationCodes && limit('confirmation-codes:subscriber', confirmationCodes);
     const ca = o.clientAuthentication;
     if (ca !== undefined && 'perClient' in ca) {
       throw new TypeError(
@@ -348,6 +352,17 @@ export class RateLimits {
       this.ahead.set(id, { left: a.taken - 1, until: Date.now() + a.msBeforeNext - WINDOW_MARGIN_MS });
     }
     return undefined;
+  }
+
+  /**
+   * One confirmation code sent to a subscriber (by the operator's subscriber id), on either page: seconds to wait
+   * when over `consentConfirmation.codesPerSubscriber`, else undefined. Every code counts, as a refused one does.
+   */
+  async confirmationCode(subscriberId: string): Promise<number | undefined> {
+    const limit = this.codesPerSubscriber;
+    if (limit === undefined) return undefined;
+    const refusal = await this.guarded(() => this.counters.chain([{ limit, key: { tag: part(subscriberId) } }]));
+    return refusal && seconds(refusal.msBeforeNext);
   }
 
   /** One client-credentials token for `clientId`: seconds to wait when over its limit, else undefined. */

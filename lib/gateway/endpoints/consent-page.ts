@@ -9,7 +9,12 @@ import {
   renderAnsweredPage,
   renderConsentPage,
 } from '../http/consent-template.js';
-import { renderCodePage, renderSendFailedPage, type CodeView } from '../http/confirmation-template.js';
+import {
+  renderCodePage,
+  renderCodesLimitPage,
+  renderSendFailedPage,
+  type CodeView,
+} from '../http/confirmation-template.js';
 import type { RequestContext } from '../http/request-context.js';
 import { sendAuthorizationResponse, type RedirectTarget } from '../http/respond.js';
 import { ContractSessionStore } from '../../stores/session-store.js';
@@ -308,6 +313,7 @@ export class ConsentPage {
         id,
         subscriberOf(pending),
         {
+          for: 'consent',
           clientId: pending.clientId,
           clientName: pending.clientName,
           purpose: pending.purpose,
@@ -318,8 +324,21 @@ export class ConsentPage {
         },
         this.ttl,
       );
-      if (sent === 'error' || sent === 'timeout') {
-        failed(sent === 'error' ? 'send_error' : 'send_timeout');
+      if (sent.result === 'capped') {
+        // The subscriber's cap of codes: the request stays pending, Allow works again once the wait is over.
+        this.ctx.events.emit('rate.limited', {
+          endpoint: 'consent',
+          limit: 'confirmation_codes',
+          subscriberId: pending.subscriberId,
+          retryAfter: sent.retryAfter,
+        });
+        request.answered = 'temporarily_unavailable';
+        res.set('Retry-After', String(sent.retryAfter));
+        this.sendPage(res, 429, pending, (nonce) => renderCodesLimitPage(this.ctx.consentPage, nonce, sent.retryAfter));
+        return false;
+      }
+      if (sent.result === 'error' || sent.result === 'timeout') {
+        failed(sent.result === 'error' ? 'send_error' : 'send_timeout');
         request.answered = 'temporarily_unavailable';
         this.sendPage(res, 503, pending, (nonce) => renderSendFailedPage(this.ctx.consentPage, nonce, view));
         return false;

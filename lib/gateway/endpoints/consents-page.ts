@@ -5,6 +5,12 @@ import type { Subscriber } from '../../identity/subscribers.js';
 import type { GatewayContext } from '../context.js';
 import { contentSecurityPolicy, purposeWords } from '../http/consent-template.js';
 import { type ConsentItem, renderConsentsPage, renderNotIdentifiedPage } from '../http/consents-template.js';
+import {
+  renderCodesLimitPage,
+  renderConsentsCodeEndPage,
+  renderConsentsCodePage,
+  type CodeProblem,
+} from '../http/confirmation-template.js';
 import type { RequestContext } from '../http/request-context.js';
 import { overLimit } from '../../ops/rate-limits.js';
 
@@ -14,16 +20,53 @@ interface ConsentsSession {
   csrf: string;
   /** The application whose consent was just withdrawn (Post/Redirect/Get), shown once. */
   withdrawn?: string;
+  /**
+   * With the operator's channel configured: the device address the network identified the subscriber at, so
+   * the session serves no other address (a copied cookie, another line behind the same CGNAT address).
+   */
+  address?: string;
+  /** The id the code that is out is kept under (in the store, hashed), until it is confirmed or ends. */
+  gate?: string;
+  /** Until when (ms) the right code opened the list to this session. */
+  openUntil?: number;
 }
+
+/** The subscriber on this connection, and the address the network saw. */
+interface Identified {
+  subscriber: Subscriber;
+  address: string;
+}
+
+/** Extra seconds the session and the code's record are kept past the interaction lifetime (as the consent page). */
+const RETENTION = 60;
 
 function sessionOf(req: Request): { netauthConsents?: ConsentsSession } | undefined {
   return req.session as unknown as { netauthConsents?: ConsentsSession } | undefined;
+}
+
+function keep(req: Request, value: ConsentsSession | undefined): void {
+  const data = req.session as unknown as { netauthConsents?: ConsentsSession };
+  if (value === undefined) delete data.netauthConsents;
+  else data.netauthConsents = value;
 }
 
 function save(req: Request): Promise<void> {
   return new Promise((resolve, reject) => {
     req.session.save((error: unknown) => (error ? reject(error) : resolve()));
   });
+}
+
+/**
+ * A new session id once the code is confirmed (no session fixation: a cookie planted before never becomes an
+ * open one). The consent page's interactions of the same subscriber move along; nothing else does.
+ */
+async function renew(req: Request, subscriberId: string): Promise<void> {
+  const all = (req.session as unknown as { netauth?: Record<string, { subscriberId: string }> }).netauth ?? {};
+  const kept = Object.entries(all).filter(([, interaction]) => interaction.subscriberId === subscriberId);
+  await new Promise<void>((resolve, reject) => {
+    req.session.regenerate((error: unknown) => (error ? reject(error) : resolve()));
+  });
+  if (kept.length > 0) (req.session as unknown as { netauth?: object }).netauth = Object.fromEntries(kept);
 }
 
 function sameSecret(a: string, b: string): boolean {
@@ -41,19 +84,24 @@ function refused(description: string): OAuthError {
  * revokes its tokens at once, and answers 303 back to the list. The network decides whose list it is on every
  * request, so a request from another line never sees it; the form is bound to the browser's session (CSRF) and to
  * the subscriber it was served to.
+ *
+ * With `sendConsentConfirmation` configured, the network is not enough: any app on the handset can load the page
+ * from the phone's address. The page then sends a one-time code through the hook (`for: 'consents'`) and opens
+ * the list only to a session that typed it back, for `lifetimes.interaction`, from the same subscriber and address.
  */
 export class SubscriberConsentsPage {
+  private readonly ttl: number;
+
   constructor(
     private readonly ctx: GatewayContext,
     /** The consent page's express-session (its cookie and store). */
     readonly session: RequestHandler,
-  ) {}
+  ) {
+    this.ttl = ctx.lifetimes.interaction + RETENTION;
+  }
 
-  /**
-   * The subscriber on this connection, or undefined. The seam for a second factor: with confirmation through the
-   * operator's channel on, this page would also ask for it before answering.
-   */
-  private async subscriber(req: Request): Promise<Subscriber | undefined> {
+  /** The subscriber on this connection, or undefined. */
+  private async identify(req: Request): Promise<Identified | undefined> {
     // Each view costs a directory lookup and a list: counted with GET /authorize, per device address.
     const retryAfter = await this.ctx.limits?.authorize(req.ip);
     if (retryAfter !== undefined)
@@ -61,13 +109,33 @@ export class SubscriberConsentsPage {
     // Sandbox mode identifies by login_hint only: no line is recognised here.
     if (this.ctx.sandboxLines || !this.ctx.network) return undefined;
     const result = await this.ctx.network.identify(req, this.ctx.subscribers);
-    return result.identified ? result.subscriber : undefined;
+    return result.identified ? { subscriber: result.subscriber, address: result.address.ip } : undefined;
+  }
+
+  /** Whether the list needs the code: whenever the operator's channel is configured. */
+  private get gated(): boolean {
+    return this.ctx.confirmation.enabled;
+  }
+
+  /** The session's state when it is this subscriber's (and, gated, this address's). */
+  private own(req: Request, who: Identified): ConsentsSession | undefined {
+    const kept = sessionOf(req)?.netauthConsents;
+    if (kept?.subscriberId !== who.subscriber.id) return undefined;
+    return !this.gated || kept.address === who.address ? kept : undefined;
+  }
+
+  private isOpen(own: ConsentsSession | undefined): boolean {
+    return !this.gated || (own?.openUntil !== undefined && own.openUntil > this.ctx.now());
+  }
+
+  private send(res: Response, status: number, render: (nonce: string) => string): void {
+    const nonce = randomBytes(16).toString('base64');
+    res.set('Content-Security-Policy', contentSecurityPolicy(this.ctx.consentPage, nonce));
+    res.status(status).type('html').send(render(nonce));
   }
 
   private notIdentified(res: Response): void {
-    const nonce = randomBytes(16).toString('base64');
-    res.set('Content-Security-Policy', contentSecurityPolicy(this.ctx.consentPage, nonce));
-    res.status(403).type('html').send(renderNotIdentifiedPage(this.ctx.consentPage, nonce));
+    this.send(res, 403, (nonce) => renderNotIdentifiedPage(this.ctx.consentPage, nonce));
   }
 
   private async items(subscriberId: string): Promise<ConsentItem[]> {
@@ -91,48 +159,129 @@ export class SubscriberConsentsPage {
   }
 
   /** GET /consents */
-  readonly show = async (_request: RequestContext, req: Request, res: Response): Promise<void> => {
-    const subscriber = await this.subscriber(req);
-    if (!subscriber) return this.notIdentified(res);
-    const items = await this.items(subscriber.id);
-    const kept = sessionOf(req)?.netauthConsents;
-    const own = kept?.subscriberId === subscriber.id ? kept : undefined;
+  readonly show = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    const who = await this.identify(req);
+    if (!who) return this.notIdentified(res);
+    const own = this.own(req, who);
+    if (this.isOpen(own)) return this.list(req, res, who, own);
+    // A code already out for this session: the page asks for it again (a reload sends no second message).
+    if (own?.gate !== undefined && (await this.ctx.confirmation.sent(own.gate)))
+      return this.send(res, 200, (nonce) => renderConsentsCodePage(this.ctx.consentPage, nonce, { csrf: own.csrf }));
+    // HEAD (a link checker, a prefetch) never makes the operator send a message.
+    if (req.method === 'HEAD') return this.send(res, 200, () => '');
+    await this.sendCode(request, req, res, who);
+  };
+
+  private async list(req: Request, res: Response, who: Identified, own: ConsentsSession | undefined): Promise<void> {
+    const items = await this.items(who.subscriber.id);
     const withdrawn = own?.withdrawn;
     let csrf = own?.csrf ?? '';
     // A session (and its cookie) only when there is a form to protect, or a message to clear.
-    if (items.length > 0 || withdrawn !== undefined || kept !== undefined) {
+    if (items.length > 0 || withdrawn !== undefined || sessionOf(req)?.netauthConsents !== undefined) {
       csrf = own?.csrf ?? randomBytes(32).toString('base64url');
-      (req.session as unknown as { netauthConsents?: ConsentsSession }).netauthConsents = {
-        subscriberId: subscriber.id,
+      keep(req, {
+        subscriberId: who.subscriber.id,
         csrf,
-      };
+        ...(own?.address !== undefined ? { address: own.address } : {}),
+        ...(own?.openUntil !== undefined ? { openUntil: own.openUntil } : {}),
+      });
       await save(req);
     }
-    const nonce = randomBytes(16).toString('base64');
-    res.set('Content-Security-Policy', contentSecurityPolicy(this.ctx.consentPage, nonce));
-    res
-      .status(200)
-      .type('html')
-      .send(renderConsentsPage(this.ctx.consentPage, nonce, { items, csrf, withdrawn }));
-  };
+    this.send(res, 200, (nonce) => renderConsentsPage(this.ctx.consentPage, nonce, { items, csrf, withdrawn }));
+  }
 
-  /** POST /consents: csrf, client_id, purpose, scope. */
+  /** Sends a new code for this browser and asks for it; or the page that says why none went. */
+  private async sendCode(request: RequestContext, req: Request, res: Response, who: Identified): Promise<void> {
+    const gate = randomBytes(16).toString('base64url');
+    const sent = await this.ctx.confirmation.issue(gate, who.subscriber, { for: 'consents' }, this.ttl);
+    if (sent.result === 'capped') {
+      this.ctx.events.emit('rate.limited', {
+        endpoint: 'consents',
+        limit: 'confirmation_codes',
+        subscriberId: who.subscriber.id,
+        retryAfter: sent.retryAfter,
+      });
+      request.answered = 'temporarily_unavailable';
+      res.set('Retry-After', String(sent.retryAfter));
+      return this.send(res, 429, (nonce) => renderCodesLimitPage(this.ctx.consentPage, nonce, sent.retryAfter));
+    }
+    if (sent.result !== 'sent') {
+      // 'already_sent' cannot happen with a new id; the hook's error is not passed on (it may quote the number).
+      request.answered = 'temporarily_unavailable';
+      return this.send(res, 503, (nonce) => renderConsentsCodeEndPage(this.ctx.consentPage, nonce, 'send_failed'));
+    }
+    const csrf = randomBytes(32).toString('base64url');
+    keep(req, { subscriberId: who.subscriber.id, address: who.address, csrf, gate });
+    await save(req);
+    this.send(res, 200, (nonce) => renderConsentsCodePage(this.ctx.consentPage, nonce, { csrf }));
+  }
+
+  /** POST /consents with `code`: the code typed back. The right one opens the list to this session. */
+  private async confirm(
+    req: Request,
+    res: Response,
+    who: Identified,
+    own: ConsentsSession,
+    typed: string,
+  ): Promise<void> {
+    const page = `${this.ctx.issuer}/consents`;
+    // Nothing out (confirmed already, or the code's record is gone): the page decides what comes next.
+    if (own.gate === undefined) return void res.set('Location', page).status(303).end();
+    const check = await this.ctx.confirmation.check(own.gate, typed, this.ttl);
+    switch (check.result) {
+      case 'confirmed': {
+        await this.ctx.confirmation.discard(own.gate);
+        await renew(req, who.subscriber.id);
+        keep(req, {
+          subscriberId: who.subscriber.id,
+          address: who.address,
+          csrf: randomBytes(32).toString('base64url'),
+          openUntil: this.ctx.now() + this.ctx.lifetimes.interaction * 1000,
+        });
+        await save(req);
+        return void res.set('Location', page).status(303).end();
+      }
+      case 'none_sent':
+        return void res.set('Location', page).status(303).end();
+      case 'wrong':
+      case 'malformed': {
+        const problem: CodeProblem =
+          check.result === 'wrong' ? { kind: 'wrong', attemptsLeft: check.attemptsLeft } : { kind: 'malformed' };
+        return this.send(res, 400, (nonce) =>
+          renderConsentsCodePage(this.ctx.consentPage, nonce, { csrf: own.csrf, problem }),
+        );
+      }
+      default: {
+        // Expired, or the attempts are spent: this code is over; a new one starts again (within the cap).
+        await this.ctx.confirmation.discard(own.gate);
+        keep(req, undefined);
+        await save(req);
+        return this.send(res, 403, (nonce) => renderConsentsCodeEndPage(this.ctx.consentPage, nonce, 'ended'));
+      }
+    }
+  }
+
+  /** POST /consents: csrf and code (gated), or csrf, client_id, purpose, scope (Withdraw). */
   readonly withdraw = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
-    const subscriber = await this.subscriber(req);
-    if (!subscriber) return this.notIdentified(res);
+    const who = await this.identify(req);
+    if (!who) return this.notIdentified(res);
     const { params } = request;
-    const kept = sessionOf(req)?.netauthConsents;
+    const own = this.own(req, who);
     const csrf = params.get('csrf');
     // A form this session did not serve to this subscriber: cross-site posts, stale or forged tokens.
-    if (!kept || kept.subscriberId !== subscriber.id || csrf === undefined || !sameSecret(csrf, kept.csrf))
+    if (!own || csrf === undefined || !sameSecret(csrf, own.csrf))
       throw refused('This form is not valid any more. Open the page again and retry.');
+    const code = params.get('code');
+    if (this.gated && code !== undefined) return this.confirm(req, res, who, own, code);
+    // Gated, only a session the code opened (and not past its time) withdraws.
+    if (!this.isOpen(own)) throw refused('This page is not open any more. Open it again and type the new code.');
     const clientId = params.require('client_id');
     const purpose = params.require('purpose');
     const scope = params.require('scope');
-    const subject = { clientId, subscriberId: subscriber.id, purpose, scopes: [scope] };
+    const subject = { clientId, subscriberId: who.subscriber.id, purpose, scopes: [scope] };
     const removed = await this.ctx.consent.revoke(subject);
     if (removed.length > 0) this.ctx.events.emit('consent.revoked', { ...subject, scopes: [scope], via: 'page' });
-    kept.withdrawn = await this.clientName(clientId);
+    own.withdrawn = await this.clientName(clientId);
     await save(req);
     res.set('Location', `${this.ctx.issuer}/consents`).status(303).end();
   };

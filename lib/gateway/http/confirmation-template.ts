@@ -2,9 +2,13 @@ import { escapeHtml, fill, layout, whatIsAsked, type ConsentPageConfig } from '.
 
 /**
  * The confirmation step's pages (docs/consent.md): the page that asks for the code the operator sent, and the
- * page shown when it could not be sent. Same layout, branding and form as the consent page: no scripts, a
- * labelled field, errors announced to screen readers, Deny always there.
+ * page shown when it could not be sent, for the consent page and for the consents page; the page that asks to
+ * wait when the subscriber's cap of codes is reached. Same layout, branding and form as the consent page: no
+ * scripts, a labelled field, errors announced to screen readers, Deny always there on the consent page.
  */
+
+/** The previous code was refused: why. */
+export type CodeProblem = { kind: 'wrong'; attemptsLeft: number } | { kind: 'malformed' };
 
 export interface CodeView {
   clientName: string;
@@ -14,8 +18,7 @@ export interface CodeView {
   scopes: { scope: string; description: string | undefined }[];
   interaction: string;
   csrf: string;
-  /** The previous code was refused: why. */
-  problem?: { kind: 'wrong'; attemptsLeft: number } | { kind: 'malformed' };
+  problem?: CodeProblem;
 }
 
 function hiddenFields(view: { interaction: string; csrf: string }): string {
@@ -27,11 +30,8 @@ function footer(c: ConsentPageConfig, values: Record<string, string>): string {
   return `<footer><p>${escapeHtml(fill(c.texts.footer, values))}</p></footer>`;
 }
 
-/** The page that asks for the code. */
-export function renderCodePage(c: ConsentPageConfig, nonce: string, view: CodeView): string {
-  const values = { client: view.clientName, operator: c.operatorName };
-  const title = fill(c.texts.codeTitle, values);
-  const problem = view.problem;
+/** The labelled code field, with the previous code's problem announced. */
+function codeField(c: ConsentPageConfig, values: Record<string, string>, problem: CodeProblem | undefined): string {
   const error =
     problem === undefined
       ? ''
@@ -42,14 +42,21 @@ export function renderCodePage(c: ConsentPageConfig, nonce: string, view: CodeVi
         )}</p>\n`;
   const describedBy = problem === undefined ? 'code-hint' : 'code-hint code-error';
   const invalid = problem === undefined ? '' : ' aria-invalid="true"';
+  return `<label for="code">${escapeHtml(c.texts.codeLabel)}</label>
+<p id="code-hint" class="hint">${escapeHtml(c.texts.codeHint)}</p>
+${error}<input id="code" class="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="12" required spellcheck="false" aria-describedby="${describedBy}"${invalid}>`;
+}
+
+/** The page that asks for the code. */
+export function renderCodePage(c: ConsentPageConfig, nonce: string, view: CodeView): string {
+  const values = { client: view.clientName, operator: c.operatorName };
+  const title = fill(c.texts.codeTitle, values);
   const body = `<h1 id="title">${escapeHtml(title)}</h1>
 <p>${escapeHtml(fill(c.texts.codeIntro, values))}</p>
 ${whatIsAsked(c, view)}
 <form method="post" action="consent" aria-labelledby="title">
 ${hiddenFields(view)}
-<label for="code">${escapeHtml(c.texts.codeLabel)}</label>
-<p id="code-hint" class="hint">${escapeHtml(c.texts.codeHint)}</p>
-${error}<input id="code" class="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="12" required spellcheck="false" aria-describedby="${describedBy}"${invalid}>
+${codeField(c, values, view.problem)}
 <div class="actions">
 <button type="submit" class="allow" name="decision" value="allow">${escapeHtml(c.texts.confirm)}</button>
 <button type="submit" class="deny" name="decision" value="deny" formnovalidate>${escapeHtml(c.texts.deny)}</button>
@@ -77,5 +84,52 @@ ${hiddenFields(view)}
 </div>
 </form>
 ${footer(c, values)}`;
+  return layout(c, nonce, title, body);
+}
+
+/** The consents page's code page: the code opens the subscriber's list. */
+export function renderConsentsCodePage(
+  c: ConsentPageConfig,
+  nonce: string,
+  view: { csrf: string; problem?: CodeProblem },
+): string {
+  const values = { operator: c.operatorName };
+  const title = fill(c.texts.codeTitle, values);
+  const body = `<h1 id="title">${escapeHtml(title)}</h1>
+<p>${escapeHtml(fill(c.texts.consentsCodeIntro, values))}</p>
+<form method="post" action="consents" aria-labelledby="title">
+<input type="hidden" name="csrf" value="${escapeHtml(view.csrf)}">
+${codeField(c, values, view.problem)}
+<div class="actions">
+<button type="submit" class="allow">${escapeHtml(c.texts.confirm)}</button>
+</div>
+</form>`;
+  return layout(c, nonce, title, body);
+}
+
+/**
+ * A page of the consents page's code that ends in a way out: a new code (a GET of the page, which sends one).
+ * `kind`: the code could not be sent, or it cannot be used any more.
+ */
+export function renderConsentsCodeEndPage(c: ConsentPageConfig, nonce: string, kind: 'send_failed' | 'ended'): string {
+  const values = { operator: c.operatorName };
+  const title = kind === 'send_failed' ? c.texts.sendFailedTitle : c.texts.codeEndedTitle;
+  const text = kind === 'send_failed' ? c.texts.consentsSendFailed : c.texts.codeEnded;
+  const body = `<h1 id="title">${escapeHtml(fill(title, values))}</h1>
+<p role="alert">${escapeHtml(fill(text, values))}</p>
+<form method="get" action="consents" aria-labelledby="title">
+<div class="actions">
+<button type="submit" class="allow">${escapeHtml(c.texts.newCode)}</button>
+</div>
+</form>`;
+  return layout(c, nonce, fill(title, values), body);
+}
+
+/** The subscriber was sent as many codes as the cap allows: how long to wait. Nothing else is said or offered. */
+export function renderCodesLimitPage(c: ConsentPageConfig, nonce: string, retryAfter: number): string {
+  const values = { operator: c.operatorName, minutes: String(Math.max(1, Math.ceil(retryAfter / 60))) };
+  const title = fill(c.texts.codesLimitTitle, values);
+  const body = `<h1>${escapeHtml(title)}</h1>
+<p role="alert">${escapeHtml(fill(c.texts.codesLimit, values))}</p>`;
   return layout(c, nonce, title, body);
 }

@@ -1,6 +1,7 @@
 /**
- * The wording of the confirmation step (a consent rule with `confirmation: 'required'`): part of
- * `consentPage.texts`, so it is translated and replaced like the rest of the page.
+ * The wording of the confirmation step (a consent rule with `confirmation: 'required'`, and the consents page
+ * when `sendConsentConfirmation` is configured): part of `consentPage.texts`, so it is translated and replaced
+ * like the rest of the page.
  */
 export interface ConfirmationTexts {
   /** Heading of the page that asks for the code. `{client}` and `{operator}` are replaced. */
@@ -23,6 +24,20 @@ export interface ConfirmationTexts {
   sendFailed: string;
   /** Its button that sends a new code. */
   resend: string;
+  /** Under the code page's heading on the consents page. `{operator}` is replaced. */
+  consentsCodeIntro: string;
+  /** The consents page's text when the code could not be sent. `{operator}` is replaced. */
+  consentsSendFailed: string;
+  /** The consents page's button that sends a new code. */
+  newCode: string;
+  /** Heading of the consents page's page when its code cannot be used any more (wrong too often, expired). */
+  codeEndedTitle: string;
+  /** Its text. `{operator}` is replaced. */
+  codeEnded: string;
+  /** Heading of the page shown when the subscriber was sent as many codes as `codesPerSubscriber` allows. */
+  codesLimitTitle: string;
+  /** Its text. `{operator}` and `{minutes}` (until a code may be sent again) are replaced. */
+  codesLimit: string;
 }
 
 export const CONFIRMATION_TEXTS: ConfirmationTexts = {
@@ -38,4 +53,13 @@ export const CONFIRMATION_TEXTS: ConfirmationTexts = {
   sendFailed:
     '{operator} could not send the code to your phone just now. Nothing was shared with {client}. Send the code again, or deny.',
   resend: 'Send the code again',
+  consentsCodeIntro:
+    '{operator} sent you a code in a text message. Type it here to see your consents. No one from {operator} will ask you for it.',
+  consentsSendFailed: '{operator} could not send the code to your phone just now. Nothing was shown or changed.',
+  newCode: 'Send a new code',
+  codeEndedTitle: 'This code cannot be used any more',
+  codeEnded:
+    'The code expired, or a wrong code was typed too many times. Ask for a new code: {operator} sends it to your phone.',
+  codesLimitTitle: 'Too many codes were sent to your phone',
+  codesLimit: '{operator} sent several codes to your phone in the last minutes. Wait {minutes} min, then try again.',
 };

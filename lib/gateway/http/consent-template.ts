@@ -136,7 +136,7 @@ export function escapeHtml(text: string): string {
 }
 
 export function fill(template: string, values: Record<string, string>): string {
-  return template.replace(/\{(client|operator|attempts)\}/g, (_, key: string) => values[key] ?? '');
+  return template.replace(/\{(client|operator|attempts|minutes)\}/g, (_, key: string) => values[key] ?? '');
 }
 
 /** A DPV purpose in plain words: `FraudPreventionAndDetection` → `fraud prevention and detection`. */

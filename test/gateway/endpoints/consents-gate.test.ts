@@ -1,0 +1,441 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import pino from 'pino';
+import request from 'supertest';
+import {
+  createNetAuth,
+  type ConsentConfirmationContext,
+  type NetAuthOptions,
+  type Subscriber,
+} from '../../../lib/index.js';
+import { CLIENTS, ISSUER, POLICY, SUBSCRIBERS, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import {
+  ALICE_IP,
+  BOB_IP,
+  CALLBACK,
+  CGNAT_IP,
+  LOCATION,
+  answerConsent,
+  authorize,
+  callback,
+  consentForm,
+  cookies,
+  formTarget,
+  localPath,
+  location,
+  redeem,
+} from '../../helpers/frontend.js';
+import { recordEvents } from '../../helpers/events.js';
+
+/**
+ * The consents page behind the operator's channel (issue 34's "identified by the network, and by the confirmation
+ * when it is on"): with `sendConsentConfirmation` configured, GET /consents sends a one-time code and lists
+ * nothing until it comes back; the list opens to that session only, from the same subscriber and address. The
+ * codes sent to a subscriber, on this page and the consent page together, are capped.
+ */
+
+const PAGE = '/apigateway/consents';
+/** Alice's second address in the fixture: the same subscriber, another address. */
+const ALICE_IPV6 = '2001:db8::1';
+
+interface Message {
+  subscriber: Subscriber;
+  code: string;
+  context: ConsentConfirmationContext;
+}
+
+/** The operator's channel of the tests: every message, and how the next send fares. */
+function channel() {
+  const messages: Message[] = [];
+  const state: { fail?: 'throw' | 'hang' } = {};
+  const send = async (subscriber: Subscriber, code: string, context: ConsentConfirmationContext) => {
+    if (state.fail === 'throw') throw new Error(`SMS gateway refused ${subscriber.phoneNumber}: code ${code}`);
+    if (state.fail === 'hang') {
+      await new Promise<void>((resolve) => context.signal.addEventListener('abort', () => resolve()));
+      return;
+    }
+    messages.push({ subscriber, code, context });
+  };
+  return { messages, state, send, last: () => messages.at(-1)!.code };
+}
+
+function gateway(options: Partial<NetAuthOptions> = {}) {
+  const sms = channel();
+  const errors: unknown[] = [];
+  const gw = createTestGateway({ sendConsentConfirmation: sms.send, onError: (e) => errors.push(e), ...options });
+  return { gw, sms, errors };
+}
+
+/** Alice allows app-1 device-location (a rule without confirmation) and redeems the code: the token. */
+async function consentThroughThePage(gw: TestGateway): Promise<string> {
+  const start = await authorize(gw.app, { scope: LOCATION });
+  const code = callback(await answerConsent(gw, start, 'allow')).code!;
+  const token = await redeem(gw.app, { code, redirect_uri: CALLBACK });
+  expect(token.status).toBe(200);
+  return token.body.access_token as string;
+}
+
+function open(gw: TestGateway, ip: string, cookie?: string, port?: string) {
+  const req = request(gw.app).get(PAGE).set('X-Forwarded-For', ip);
+  if (port !== undefined) req.set('X-Source-Port', port);
+  if (cookie !== undefined) req.set('Cookie', cookie);
+  return req;
+}
+
+function post(gw: TestGateway, ip: string, cookie: string | undefined, fields: Record<string, string>) {
+  const req = request(gw.app).post(formTarget(PAGE, 'consents')).set('X-Forwarded-For', ip).type('form').send(fields);
+  if (cookie !== undefined) req.set('Cookie', cookie);
+  return req;
+}
+
+/** The hidden fields of each form of a page, as a browser reads them. */
+function forms(html: string): Record<string, string>[] {
+  return [...html.matchAll(/<form method="post" action="consents"[^>]*>([\s\S]*?)<\/form>/g)].map((m) =>
+    Object.fromEntries(
+      [...m[1]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((f) => [f[1]!, f[2]!]),
+    ),
+  );
+}
+
+const csrfOf = (html: string) => forms(html)[0]!.csrf!;
+
+const callLocation = (gw: TestGateway, token: string) =>
+  request(gw.app).get('/location').set('Authorization', `Bearer ${token}`);
+
+/** Alice opens the page, types the code she was sent: the open session's cookie and the list. */
+async function confirmed(gw: TestGateway, sms: ReturnType<typeof channel>) {
+  const page = await open(gw, ALICE_IP);
+  expect(page.status).toBe(200);
+  const codeCookie = cookies(page);
+  const res = await post(gw, ALICE_IP, codeCookie, { csrf: csrfOf(page.text), code: sms.last() });
+  expect(res.status).toBe(303);
+  expect(res.headers.location).toBe('http://gateway.test/apigateway/consents');
+  const cookie = cookies(res);
+  const list = await open(gw, ALICE_IP, cookie);
+  expect(list.status).toBe(200);
+  return { cookie, codeCookie, list };
+}
+
+describe('GET /consents with sendConsentConfirmation configured', () => {
+  it('sends a code for the consents page and lists nothing until it comes back; a reload sends no second one', async () => {
+    const { gw, sms } = gateway();
+    await consentThroughThePage(gw);
+    const page = await open(gw, ALICE_IP);
+    expect(page.status).toBe(200);
+    expect(page.headers['cache-control']).toBe('no-store');
+    expect(page.headers['x-frame-options']).toBe('DENY');
+    expect(page.text).toContain('<h1 id="title">Enter the code Your mobile operator sent to your phone</h1>');
+    expect(page.text).toContain('Type it here to see your consents.');
+    expect(page.text).toMatch(/<input id="code" class="code" name="code" [^>]*autocomplete="one-time-code"/);
+    expect(page.text).not.toContain('Fraud Checker');
+    expect(page.text).not.toContain('client_id');
+    expect(page.text).not.toMatch(/<script/i);
+
+    expect(sms.messages).toHaveLength(1);
+    const [message] = sms.messages;
+    expect(message!.subscriber).toEqual({ id: 'sub-alice', phoneNumber: '+34600000001' });
+    expect(message!.code).toMatch(/^[0-9]{6}$/);
+    const { signal, ...context } = message!.context;
+    expect(signal).toBeInstanceOf(AbortSignal);
+    expect(context).toEqual({ for: 'consents', kind: 'code', expiresIn: 300 });
+    expect(page.text).not.toContain(message!.code);
+    expect(page.text).not.toContain('600000001');
+
+    const setCookie = (page.headers['set-cookie'] as unknown as string[]).join('\n');
+    expect(setCookie).toMatch(/^netauth\.sid=[^;]+; Path=\/apigateway; Expires=[^;]+; HttpOnly; SameSite=Lax$/);
+
+    const again = await open(gw, ALICE_IP, cookies(page));
+    expect(again.status).toBe(200);
+    expect(again.text).toContain('name="code"');
+    expect(sms.messages).toHaveLength(1);
+    // HEAD (a prefetch, a link checker) never sends one.
+    expect((await request(gw.app).head(PAGE).set('X-Forwarded-For', ALICE_IP)).status).toBe(200);
+    expect(sms.messages).toHaveLength(1);
+  });
+
+  it('the right code opens the list to a new session id; the code is single use', async () => {
+    const { gw, sms } = gateway();
+    await consentThroughThePage(gw);
+    const { cookie, codeCookie, list } = await confirmed(gw, sms);
+    expect(cookie).not.toBe(codeCookie);
+    expect(list.text).toContain('<h2 id="consent-0">Fraud Checker</h2>');
+    expect(forms(list.text)[0]).toMatchObject({ client_id: 'app-1', scope: 'device-location' });
+    // A reload of the open list sends nothing.
+    expect((await open(gw, ALICE_IP, cookie)).text).toContain('Fraud Checker');
+    expect(sms.messages).toHaveLength(1);
+
+    // The same code again: the session it was typed in is gone, the open one has no code out.
+    const code = sms.last();
+    expect((await post(gw, ALICE_IP, codeCookie, { csrf: 'x', code })).status).toBe(403);
+    const reused = await post(gw, ALICE_IP, cookie, { csrf: csrfOf(list.text), code });
+    expect(reused.status).toBe(303);
+    // The old cookie opens nothing: a new code is sent.
+    const old = await open(gw, ALICE_IP, codeCookie);
+    expect(old.text).not.toContain('Fraud Checker');
+    expect(sms.messages).toHaveLength(2);
+  });
+
+  it('withdraw needs the open session and its CSRF token; then the token is refused at once', async () => {
+    const { gw, sms } = gateway();
+    const token = await consentThroughThePage(gw);
+    const page = await open(gw, ALICE_IP);
+    const codeCookie = cookies(page);
+    const fields = { client_id: 'app-1', purpose: 'FraudPreventionAndDetection', scope: 'device-location' };
+    // A background app that loaded the code page has a session and a token, but no code: refused.
+    const early = await post(gw, ALICE_IP, codeCookie, { ...fields, csrf: csrfOf(page.text) });
+    expect(early.status).toBe(403);
+    expect(early.text).toContain('This page is not open any more.');
+    expect((await callLocation(gw, token)).status).toBe(200);
+
+    const { cookie, list } = await confirmed(gw, sms);
+    const form = forms(list.text)[0]!;
+    for (const res of [
+      await post(gw, ALICE_IP, cookie, { ...fields }),
+      await post(gw, ALICE_IP, cookie, { ...form, csrf: 'forged' }),
+      await post(gw, ALICE_IP, undefined, form),
+    ]) {
+      expect(res.status).toBe(403);
+      expect(res.text).toContain('This form is not valid any more.');
+    }
+    expect((await callLocation(gw, token)).status).toBe(200);
+
+    const done = await post(gw, ALICE_IP, cookie, form);
+    expect(done.status).toBe(303);
+    expect((await callLocation(gw, token)).status).toBe(401);
+    const after = await open(gw, ALICE_IP, cookie);
+    expect(after.text).toContain('Fraud Checker no longer has your consent.');
+  });
+
+  it('the open session is not usable from another address, another subscriber, or after its time', async () => {
+    const { gw, sms } = gateway();
+    const token = await consentThroughThePage(gw);
+    const { cookie, list } = await confirmed(gw, sms);
+    const form = forms(list.text)[0]!;
+
+    // Alice's own line at another address: the code is asked again (and sent to Alice).
+    const moved = await open(gw, ALICE_IPV6, cookie);
+    expect(moved.text).not.toContain('Fraud Checker');
+    expect(moved.text).toContain('name="code"');
+    expect(sms.messages.map((m) => m.subscriber.id)).toEqual(['sub-alice', 'sub-alice']);
+    expect((await post(gw, ALICE_IPV6, cookie, form)).status).toBe(403);
+
+    // Bob's line with Alice's cookie: Bob's code, never Alice's list.
+    const bob = await open(gw, BOB_IP, cookie);
+    expect(bob.text).not.toContain('Fraud Checker');
+    expect(sms.messages.at(-1)!.subscriber.id).toBe('sub-bob');
+    expect((await post(gw, BOB_IP, cookie, form)).status).toBe(403);
+    expect((await callLocation(gw, token)).status).toBe(200);
+
+    // Behind CGNAT: one address, the port tells the lines apart.
+    const { gw: nat, sms: natSms } = gateway();
+    const alice = await open(nat, CGNAT_IP, undefined, '1500');
+    const opened = await post(nat, CGNAT_IP, cookies(alice), { csrf: csrfOf(alice.text), code: natSms.last() })
+      .set('X-Source-Port', '1501')
+      .then((res) => cookies(res));
+    expect((await open(nat, CGNAT_IP, opened, '1600')).text).toContain('Your consents');
+    const other = await open(nat, CGNAT_IP, opened, '3000');
+    expect(other.text).not.toContain('Your consents');
+    expect(natSms.messages.at(-1)!.subscriber.id).toBe('sub-bob');
+  });
+
+  it('the open session lasts lifetimes.interaction (the injected clock); then the code is asked again', async () => {
+    const { gw, sms } = gateway({ lifetimes: { interaction: 300 } });
+    await consentThroughThePage(gw);
+    const { cookie, list } = await confirmed(gw, sms);
+    gw.clock.advance(299);
+    expect((await open(gw, ALICE_IP, cookie)).text).toContain('Fraud Checker');
+    gw.clock.advance(2);
+    const later = await open(gw, ALICE_IP, cookie);
+    expect(later.text).not.toContain('Fraud Checker');
+    expect(later.text).toContain('name="code"');
+    expect((await post(gw, ALICE_IP, cookie, forms(list.text)[0]!)).status).toBe(403);
+  });
+
+  it('a wrong code: the page again with the attempts left; the last wrong one ends it, and a new code starts again', async () => {
+    const { gw, sms } = gateway();
+    await consentThroughThePage(gw);
+    const page = await open(gw, ALICE_IP);
+    const cookie = cookies(page);
+    const csrf = csrfOf(page.text);
+    const wrong = (n: number) => String((Number(sms.last()) + n) % 1_000_000).padStart(6, '0');
+
+    const malformed = await post(gw, ALICE_IP, cookie, { csrf, code: '12ab' });
+    expect(malformed.status).toBe(400);
+    expect(malformed.text).toContain('Type the 6 digits of the code.');
+    const first = await post(gw, ALICE_IP, cookie, { csrf, code: wrong(1) });
+    expect(first.status).toBe(400);
+    expect(first.text).toContain('That code is not right. Attempts left: 2.');
+    expect(first.text).toContain('aria-invalid="true"');
+    expect(first.text).not.toContain('Fraud Checker');
+    expect((await post(gw, ALICE_IP, cookie, { csrf, code: wrong(2) })).status).toBe(400);
+    const last = await post(gw, ALICE_IP, cookie, { csrf, code: wrong(3) });
+    expect(last.status).toBe(403);
+    expect(last.text).toContain('<h1 id="title">This code cannot be used any more</h1>');
+    expect(last.text).toMatch(/<form method="get" action="consents"[\s\S]*>Send a new code</);
+
+    // The right code after: refused, nothing opens.
+    const late = await post(gw, ALICE_IP, cookie, { csrf, code: sms.messages[0]!.code });
+    expect(late.status).toBe(403);
+    expect((await open(gw, ALICE_IP, cookie)).text).not.toContain('Fraud Checker');
+    expect(sms.messages).toHaveLength(2);
+  });
+
+  it('an expired code ends it (the injected clock)', async () => {
+    const { gw, sms } = gateway({ consentConfirmation: { codeLifetime: 60 } });
+    const page = await open(gw, ALICE_IP);
+    gw.clock.advance(61);
+    const res = await post(gw, ALICE_IP, cookies(page), { csrf: csrfOf(page.text), code: sms.last() });
+    expect(res.status).toBe(403);
+    expect(res.text).toContain('This code cannot be used any more');
+  });
+
+  it('bad input is a page, never a 5xx: no session, a repeated field, an unidentified line', async () => {
+    const { gw, sms } = gateway();
+    const page = await open(gw, ALICE_IP);
+    const cookie = cookies(page);
+    expect((await post(gw, ALICE_IP, undefined, { csrf: csrfOf(page.text), code: sms.last() })).status).toBe(403);
+    const repeated = await request(gw.app)
+      .post(PAGE)
+      .set('X-Forwarded-For', ALICE_IP)
+      .set('Cookie', cookie)
+      .type('form')
+      .send(`csrf=${csrfOf(page.text)}&code=1&code=2`);
+    expect(repeated.status).toBe(400);
+    const wifi = await open(gw, '192.168.1.20');
+    expect(wifi.status).toBe(403);
+    expect(wifi.text).toContain('We could not recognise your line');
+    expect(sms.messages).toHaveLength(1);
+  });
+
+  it('the hook fails or times out: a clear 503 page with a way to a new code; nothing of its error anywhere', async () => {
+    const chunks: string[] = [];
+    const logger = pino(
+      { level: 'debug' },
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          chunks.push(chunk.toString('utf8'));
+          done();
+        },
+      }),
+    );
+    const { gw, sms, errors } = gateway({ logger, consentConfirmation: { sendTimeout: 50 } });
+    sms.state.fail = 'throw';
+    const failed = await open(gw, ALICE_IP);
+    expect(failed.status).toBe(503);
+    expect(failed.text).toContain('<h1 id="title">The confirmation code could not be sent</h1>');
+    expect(failed.text).toMatch(/<form method="get" action="consents"[\s\S]*>Send a new code</);
+    expect(failed.text).not.toMatch(/SMS gateway|600000001/);
+    sms.state.fail = 'hang';
+    expect((await open(gw, ALICE_IP)).status).toBe(503);
+
+    sms.state.fail = undefined;
+    const page = await open(gw, ALICE_IP);
+    expect(page.status).toBe(200);
+    const opened = await post(gw, ALICE_IP, cookies(page), { csrf: csrfOf(page.text), code: sms.last() });
+    expect(opened.status).toBe(303);
+    expect(errors).toEqual([]);
+    const log = chunks.join('');
+    expect(log).not.toMatch(/SMS gateway|600000001/);
+    expect(log).not.toContain(sms.last());
+    expect(log).not.toContain(csrfOf(page.text));
+  });
+
+  it("the hook is what turns it on: with every rule's confirmation 'off' the page still asks for the code", async () => {
+    const { gw, sms } = gateway({ consentPolicy: POLICY.map((r) => ({ ...r, confirmation: 'off' as const })) });
+    const page = await open(gw, ALICE_IP);
+    expect(page.text).toContain('name="code"');
+    expect(sms.messages).toHaveLength(1);
+  });
+
+  it('without the hook the page is as before: the network alone identifies the subscriber', async () => {
+    const gw = createTestGateway();
+    await consentThroughThePage(gw);
+    const page = await open(gw, ALICE_IP);
+    expect(page.text).toContain('Fraud Checker');
+    expect(page.text).not.toContain('name="code"');
+  });
+});
+
+describe('codes sent to a subscriber are capped (consentConfirmation.codesPerSubscriber)', () => {
+  it('5 per 900 s by default: the next one is a 429 page with Retry-After, nothing sent; other lines unaffected', async () => {
+    const { gw, sms } = gateway();
+    const events = recordEvents(gw.netauth);
+    // Each visit without the cookie is a new browser (or a background app): a new code.
+    for (let i = 0; i < 5; i++) expect((await open(gw, ALICE_IP)).status).toBe(200);
+    expect(sms.messages).toHaveLength(5);
+    const capped = await open(gw, ALICE_IP);
+    expect(capped.status).toBe(429);
+    expect(capped.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
+    expect(Number(capped.headers['retry-after'])).toBeLessThanOrEqual(900);
+    expect(capped.text).toContain('<h1>Too many codes were sent to your phone</h1>');
+    expect(capped.text).toMatch(/Wait [0-9]+ min, then try again\./);
+    expect(capped.text).not.toContain('name="code"');
+    expect(sms.messages).toHaveLength(5);
+    expect(events.of('rate.limited')).toEqual([
+      {
+        endpoint: 'consents',
+        limit: 'confirmation_codes',
+        subscriberId: 'sub-alice',
+        retryAfter: Number(capped.headers['retry-after']),
+      },
+    ]);
+    expect((await open(gw, BOB_IP)).status).toBe(200);
+    expect(sms.messages).toHaveLength(6);
+  });
+
+  it("counts the consent page's codes too: Allow past the cap is a 429 page, the request stays pending", async () => {
+    const { gw, sms } = gateway({
+      consentPolicy: POLICY.map((r) => (r.basis === 'consent' ? { ...r, confirmation: 'required' as const } : r)),
+      consentConfirmation: { codesPerSubscriber: { points: 2, duration: 600 } },
+    });
+    const start = await authorize(gw.app, { scope: LOCATION });
+    const cookie = cookies(start);
+    const pagePath = localPath(location(start));
+    const form = consentForm((await request(gw.app).get(pagePath).set('Cookie', cookie)).text);
+    await open(gw, ALICE_IP);
+    await open(gw, ALICE_IP);
+    expect(sms.messages.map((m) => m.context.for)).toEqual(['consents', 'consents']);
+    const allow = await request(gw.app)
+      .post('/apigateway/consent')
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
+    expect(allow.status).toBe(429);
+    expect(allow.headers['retry-after']).toMatch(/^[0-9]+$/);
+    expect(allow.text).toContain('Too many codes were sent to your phone');
+    expect(sms.messages).toHaveLength(2);
+    // Still pending: the page offers Allow again (no code is out).
+    const again = await request(gw.app).get(pagePath).set('Cookie', cookie);
+    expect(again.status).toBe(200);
+    expect(again.text).toMatch(/value="allow">Allow</);
+  });
+
+  it('false turns it off; a bad value is a start-up error naming the option', () => {
+    const base = { issuer: ISSUER, clients: CLIENTS, subscribers: SUBSCRIBERS, consentPolicy: POLICY };
+    const send = async () => {};
+    expect(() =>
+      createNetAuth({ ...base, sendConsentConfirmation: send, consentConfirmation: { codesPerSubscriber: false } }),
+    ).not.toThrow();
+    expect(() =>
+      createNetAuth({ ...base, consentConfirmation: { codesPerSubscriber: { points: 0, duration: 900 } } }),
+    ).toThrow('consentConfirmation.codesPerSubscriber.points must be a whole number of codes from 1 to 1000');
+    expect(() =>
+      createNetAuth({ ...base, consentConfirmation: { codesPerSubscriber: { points: 5 } as never } }),
+    ).toThrow('consentConfirmation.codesPerSubscriber.duration is required');
+    expect(() => createNetAuth({ ...base, consentConfirmation: { codesPerSubscriber: 5 as never } })).toThrow(
+      'consentConfirmation.codesPerSubscriber must be { points, duration } or false, not a number',
+    );
+    expect(() =>
+      createNetAuth({
+        ...base,
+        consentConfirmation: { codesPerSubscriber: { points: 5, duration: 9, per: 1 } as never },
+      }),
+    ).toThrow('consentConfirmation.codesPerSubscriber.per');
+  });
+
+  it('codesPerSubscriber: false: no cap', async () => {
+    const { gw, sms } = gateway({ consentConfirmation: { codesPerSubscriber: false } });
+    for (let i = 0; i < 7; i++) expect((await open(gw, ALICE_IP)).status).toBe(200);
+    expect(sms.messages).toHaveLength(7);
+  });
+});
