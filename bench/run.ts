@@ -68,7 +68,7 @@ const settings = {
   // frontend 3, guard 3, hostile 1) of 2 s + 2 s and a start-up, the prefill (<= 45 s), the redis suite and the soak
   // (60 s): about 13 minutes on 2 cores.
   rounds: Number(args.rounds ?? (quick ? 1 : MIN_PROCESSES)),
-  warmupMs: Number(args.warmup ?? (quick ? 0.3 : 5)) * 1000,
+  warmupMs: Number(args.warmup ?? (quick ? 0.3 : 2)) * 1000,
   durationMs: Number(args.duration ?? (quick ? 0.6 : 2)) * 1000,
   connections: Number(args.connections ?? 16),
   pending: Number(args.pending ?? (quick ? 2_000 : 100_000)),
