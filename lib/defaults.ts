@@ -77,7 +77,12 @@ export const RATE_LIMIT_COUNTER_DEFAULTS = {
 } as const;
 
 /** `new RedisStore(options)`: `timeout` in ms. */
-export const REDIS_STORE_DEFAULTS = { url: 'redis://localhost:6379', prefix: 'netauth:', timeout: 2000 } as const;
+export const REDIS_STORE_DEFAULTS = {
+  url: 'redis://localhost:6379',
+  prefix: 'netauth:',
+  timeout: 2000,
+  replicaWait: 100,
+} as const;
 
 /** `new MemoryStore(options)`: `sweepInterval` in ms (0: no timer, expired records go as they are read). */
 export const MEMORY_STORE_DEFAULTS = { sweepInterval: 30_000 } as const;

@@ -17,6 +17,7 @@ import { StoreUnavailableError } from './store.js';
 import type { Script } from './redis-scripts.js';
 import type { ReplicaWaits } from './redis-replicas.js';
 import type { RedisClientOptions, RedisClientType, RedisClusterOptions, RedisClusterType } from 'redis';
+import { REDIS_STORE_DEFAULTS } from '../defaults.js';
 import { requirePeer } from '../optional-peer.js';
 
 /** What RedisStore needs of a `createClient()` client. */
@@ -77,9 +78,6 @@ interface NodeRedis {
   createClient(options: RedisClientOptions<NoModules, NoModules, NoModules, 2, NoModules>): SingleClient;
   createCluster(options: RedisClusterOptions<NoModules, NoModules, NoModules, 2, NoModules>): ClusterClient;
 }
-
-/** The longest a write waits for its replicas (ms). */
-const REPLICA_WAIT = 100;
 
 // Error replies that describe a passing server state (or topology) rather than a bad command.
 const TRANSIENT_REPLIES = /^(LOADING|BUSY|MASTERDOWN|READONLY|OOM|TRYAGAIN|CLUSTERDOWN|NOREPLICAS|MOVED|ASK)\b/;
@@ -160,6 +158,8 @@ export interface RedisConnectionOptions {
   url?: string;
   /** Deadline of every command, and connect timeout of a created client (ms). */
   timeout: number;
+  /** The longest a write waits for its replicas (ms). Default: RedisStore's. */
+  replicaWait?: number;
   onError: (error: unknown) => void;
 }
 
@@ -179,10 +179,12 @@ export class RedisConnection {
   /** Which master the next topology refresh asks first (turn by turn, so a dead one is not asked every time). */
   private refreshes = 0;
   private readonly timeout: number;
+  private readonly replicaWait: number;
   private readonly onError: (error: unknown) => void;
 
   constructor(options: RedisConnectionOptions) {
     this.timeout = options.timeout;
+    this.replicaWait = options.replicaWait ?? REDIS_STORE_DEFAULTS.replicaWait;
     this.onError = options.onError;
     this.url = options.url;
     if (options.url !== undefined) this.redis = requirePeer<NodeRedis>('redis', 'new RedisStore({ url })');
@@ -316,7 +318,7 @@ export class RedisConnection {
   }
 
   /**
-   * A write answered once the replicas `waits` names for its master have it, or after REPLICA_WAIT ms. WAIT is
+   * A write answered once the replicas `waits` names for its master have it, or after `replicaWait` ms. WAIT is
    * sent right behind the write, on the same connection, so it costs no extra round trip and counts exactly the
    * writes sent before it. Once Redis has answered the write, nothing turns it into an error: a WAIT that fails
    * or falls short is reported to `waits` (which stops waiting for a replica that does not answer).
@@ -326,12 +328,12 @@ export class RedisConnection {
     const replicas = node === undefined ? 0 : waits!.target(node);
     if (replicas === 0) return this.run(key, args);
     const written = this.run(key, args);
-    const acked = this.run(key, ['WAIT', String(replicas), String(REPLICA_WAIT)]).then(Number, () => -1);
+    const acked = this.run(key, ['WAIT', String(replicas), String(this.replicaWait)]).then(Number, () => -1);
     const value = await written;
     let timer: NodeJS.Timeout | undefined;
-    // WAIT answers within REPLICA_WAIT (plus a busy server's delay) unless the server stopped answering: then do
+    // WAIT answers within `replicaWait` (plus a busy server's delay) unless the server stopped answering: then do
     // not hold the answer until the deadline.
-    const late = new Promise<number>((resolve) => (timer = setTimeout(resolve, REPLICA_WAIT * 5, -1)));
+    const late = new Promise<number>((resolve) => (timer = setTimeout(resolve, this.replicaWait * 5, -1)));
     const answer = await Promise.race([acked, late]);
     clearTimeout(timer);
     waits!.acknowledged(node!, replicas, answer);

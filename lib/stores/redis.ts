@@ -52,11 +52,17 @@ export interface RedisStoreOptions {
    */
   onDataLoss?: (error: StoreDataLossError) => void;
   /**
-   * After each write, wait (`WAIT`, at most 100 ms, no extra round trip) until this many replicas have it, so a
-   * write the gateway has answered survives a failover. At most the replicas a master has online (read again on
-   * every topology change). Default 1 (0 on a master without replicas); 0 never waits.
+   * After each write, wait (`WAIT`, at most `replicaWait` ms, no extra round trip) until this many replicas have
+   * it, so a write the gateway has answered survives a failover. At most the replicas a master has online (read
+   * again on every topology change). Default 1 (0 on a master without replicas); 0 never waits.
    */
   waitForReplicas?: number;
+  /**
+   * Milliseconds a write waits for its replicas at most (`WAIT`'s timeout). A replica that does not confirm in
+   * time is a shortfall: the store stops waiting for it until it catches up. Default 100; raise it for replicas
+   * farther away than that (another region) or on a loaded host.
+   */
+  replicaWait?: number;
   /**
    * Called when writes to a master reach fewer replicas than they wait for (a replica lagging or gone), once
    * until its replicas catch up again; the write itself succeeds. `replicaShortfalls` counts such writes.
@@ -127,8 +133,12 @@ export class RedisStore implements Store {
     const waitFor = options.waitForReplicas;
     if (waitFor !== undefined && !(Number.isInteger(waitFor) && waitFor >= 0))
       throw new RangeError('waitForReplicas must be a whole number >= 0');
+    const replicaWait = options.replicaWait ?? REDIS_STORE_DEFAULTS.replicaWait;
+    if (!(Number.isInteger(replicaWait) && replicaWait > 0))
+      throw new RangeError('replicaWait must be a whole number of milliseconds > 0');
     const target = options.client ? { client: options.client } : { url: options.url ?? REDIS_STORE_DEFAULTS.url };
-    this.connection = new RedisConnection({ timeout, onError: options.onError ?? (() => {}), ...target });
+    const onError = options.onError ?? (() => {});
+    this.connection = new RedisConnection({ timeout, replicaWait, onError, ...target });
     const onDataLoss =
       options.onDataLoss ??
       ((error: StoreDataLossError) => process.emitWarning(error.message, { code: 'NETAUTH_REDIS_DATA_LOSS' }));

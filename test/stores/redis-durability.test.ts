@@ -49,7 +49,8 @@ describe.skipIf(skip)('Redis durability waits', () => {
   it('a replica killed, no failover: every flow succeeds; the store stops waiting for it, says so once', async () => {
     const shortfalls: ReplicaShortfall[] = [];
     const onReplicaShortfall = (s: ReplicaShortfall) => void shortfalls.push(s);
-    const store = new RedisStore({ url: master.url, prefix: freshPrefix(), onReplicaShortfall });
+    // A loaded test machine may take longer than the default 100 ms to replicate a write.
+    const store = new RedisStore({ url: master.url, prefix: freshPrefix(), onReplicaShortfall, replicaWait: 2000 });
     const gw = createTestGateway({ store, rateLimits: NO_LIMITS });
     const flow = async () => {
       const authReqId = await startBackchannel(gw.app, ALICE, SIM_SWAP);
@@ -83,7 +84,7 @@ describe.skipIf(skip)('Redis durability waits', () => {
       await store.close();
     }
     // A fresh store sees the replica at once.
-    const fresh = new RedisStore({ url: master.url, prefix: freshPrefix(), onReplicaShortfall });
+    const fresh = new RedisStore({ url: master.url, prefix: freshPrefix(), onReplicaShortfall, replicaWait: 2000 });
     try {
       await fresh.open();
       const waits = await calls(master, 'wait');

@@ -191,6 +191,12 @@ describe.skipIf(skip)(`redis store${skip ? ` (skipped: ${redisServerMissing()})`
     expect(() => new RedisStore({ url: server.url, prefix: '{netauth}:' })).toThrow(/remove the \{ \}/);
   });
 
+  it('refuses a replicaWait that is not a whole number of milliseconds above 0, naming the option', () => {
+    for (const replicaWait of [0, -1, 1.5, Number.NaN]) {
+      expect(() => new RedisStore({ url: server.url, replicaWait })).toThrow(/^replicaWait must be a whole number/);
+    }
+  });
+
   it('refuses a TTL that is not finite', async () => {
     const store = new RedisStore({ url: server.url, prefix: freshPrefix() });
     try {
