@@ -1,7 +1,6 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
-import pino from 'pino';
+import { memoryLogger } from '../helpers/memory-logger.js';
 import { createClient } from '../helpers/node-redis.js';
 import { APP1, APP2, CIBA, LOCATION, SECRET, SIM_SWAP, basic, createTestGateway } from '../helpers/gateway.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
@@ -39,28 +38,6 @@ import { attachLogger } from '../../lib/ops/logging.js';
  * authentication, rate limiting (on counters whose Redis is unreachable), an internal error) contain none of the secrets, tokens, codes, auth_req_ids,
  * client secrets or phone numbers used, and do contain every event (so an empty log cannot pass).
  */
-
-/** A pino logger writing into memory, at debug (the most it logs). */
-function memoryLogger(): { logger: pino.Logger; text(): string; lines(): Record<string, unknown>[] } {
-  const chunks: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      chunks.push(chunk.toString('utf8'));
-      done();
-    },
-  });
-  const logger = pino({ level: 'debug' }, stream);
-  return {
-    logger,
-    text: () => chunks.join(''),
-    lines: () =>
-      chunks
-        .join('')
-        .split('\n')
-        .filter((l) => l !== '')
-        .map((l) => JSON.parse(l) as Record<string, unknown>),
-  };
-}
 
 const PHONES = ['+34600000001', '+34600000002'];
 const ALICE = `tel:${PHONES[0]}`;

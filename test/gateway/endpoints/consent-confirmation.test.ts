@@ -1,14 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
-import {
-  MemoryStore,
-  RedisStore,
-  createNetAuth,
-  type ConsentConfirmationContext,
-  type NetAuthOptions,
-  type Store,
-  type Subscriber,
-} from '../../../lib/index.js';
+import { operatorChannel } from '../../helpers/operator-channel.js';
+import { MemoryStore, RedisStore, createNetAuth, type NetAuthOptions, type Store } from '../../../lib/index.js';
 import { CLIENTS, ISSUER, POLICY, SUBSCRIBERS, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import {
   CALLBACK,
@@ -34,34 +27,8 @@ const CONFIRMED_POLICY = POLICY.map((rule) =>
   rule.basis === 'consent' ? { ...rule, confirmation: 'required' as const } : rule,
 );
 
-interface Message {
-  subscriber: Subscriber;
-  code: string;
-  context: ConsentConfirmationContext;
-}
-
-/** The operator's channel of the tests: every message, and how the next send fares. */
-function channel() {
-  const messages: Message[] = [];
-  const state: { fail?: 'throw' | 'hang'; aborted?: boolean } = {};
-  const send = async (subscriber: Subscriber, code: string, context: ConsentConfirmationContext) => {
-    if (state.fail === 'throw') throw new Error(`SMS gateway refused ${subscriber.phoneNumber}: code ${code}`);
-    if (state.fail === 'hang') {
-      await new Promise<void>((resolve) =>
-        context.signal.addEventListener('abort', () => {
-          state.aborted = true;
-          resolve();
-        }),
-      );
-      return;
-    }
-    messages.push({ subscriber, code, context });
-  };
-  return { messages, state, send, last: () => messages.at(-1)!.code };
-}
-
 function gateway(options: Partial<NetAuthOptions> = {}) {
-  const sms = channel();
+  const sms = operatorChannel();
   const errors: unknown[] = [];
   const gw = createTestGateway({
     consentPolicy: CONFIRMED_POLICY,

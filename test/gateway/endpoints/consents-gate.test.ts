@@ -1,13 +1,8 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import pino from 'pino';
 import request from 'supertest';
-import {
-  createNetAuth,
-  type ConsentConfirmationContext,
-  type NetAuthOptions,
-  type Subscriber,
-} from '../../../lib/index.js';
+import { operatorChannel } from '../../helpers/operator-channel.js';
+import { memoryLogger } from '../../helpers/memory-logger.js';
+import { createNetAuth, type NetAuthOptions } from '../../../lib/index.js';
 import { CLIENTS, ISSUER, POLICY, SUBSCRIBERS, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import {
   ALICE_IP,
@@ -38,29 +33,8 @@ const PAGE = '/apigateway/consents';
 /** Alice's second address in the fixture: the same subscriber, another address. */
 const ALICE_IPV6 = '2001:db8::1';
 
-interface Message {
-  subscriber: Subscriber;
-  code: string;
-  context: ConsentConfirmationContext;
-}
-
-/** The operator's channel of the tests: every message, and how the next send fares. */
-function channel() {
-  const messages: Message[] = [];
-  const state: { fail?: 'throw' | 'hang' } = {};
-  const send = async (subscriber: Subscriber, code: string, context: ConsentConfirmationContext) => {
-    if (state.fail === 'throw') throw new Error(`SMS gateway refused ${subscriber.phoneNumber}: code ${code}`);
-    if (state.fail === 'hang') {
-      await new Promise<void>((resolve) => context.signal.addEventListener('abort', () => resolve()));
-      return;
-    }
-    messages.push({ subscriber, code, context });
-  };
-  return { messages, state, send, last: () => messages.at(-1)!.code };
-}
-
 function gateway(options: Partial<NetAuthOptions> = {}) {
-  const sms = channel();
+  const sms = operatorChannel();
   const errors: unknown[] = [];
   const gw = createTestGateway({ sendConsentConfirmation: sms.send, onError: (e) => errors.push(e), ...options });
   return { gw, sms, errors };
@@ -103,7 +77,7 @@ const callLocation = (gw: TestGateway, token: string) =>
   request(gw.app).get('/location').set('Authorization', `Bearer ${token}`);
 
 /** Alice opens the page, types the code she was sent: the open session's cookie and the list. */
-async function confirmed(gw: TestGateway, sms: ReturnType<typeof channel>) {
+async function confirmed(gw: TestGateway, sms: ReturnType<typeof operatorChannel>) {
   const page = await open(gw, ALICE_IP);
   expect(page.status).toBe(200);
   const codeCookie = cookies(page);
@@ -308,16 +282,7 @@ describe('GET /consents with sendConsentConfirmation configured', () => {
   });
 
   it('the hook fails or times out: a clear 503 page with a way to a new code; nothing of its error anywhere', async () => {
-    const chunks: string[] = [];
-    const logger = pino(
-      { level: 'debug' },
-      new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          chunks.push(chunk.toString('utf8'));
-          done();
-        },
-      }),
-    );
+    const { logger, text } = memoryLogger();
     const { gw, sms, errors } = gateway({ logger, consentConfirmation: { sendTimeout: 50 } });
     sms.state.fail = 'throw';
     const failed = await open(gw, ALICE_IP);
@@ -334,7 +299,7 @@ describe('GET /consents with sendConsentConfirmation configured', () => {
     const opened = await post(gw, ALICE_IP, cookies(page), { csrf: csrfOf(page.text), code: sms.last() });
     expect(opened.status).toBe(303);
     expect(errors).toEqual([]);
-    const log = chunks.join('');
+    const log = text();
     expect(log).not.toMatch(/SMS gateway|600000001/);
     expect(log).not.toContain(sms.last());
     expect(log).not.toContain(csrfOf(page.text));

@@ -1,7 +1,6 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import pino from 'pino';
 import request from 'supertest';
+import { memoryLogger } from '../../helpers/memory-logger.js';
 import { createTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import {
   ALICE_IP,
@@ -147,16 +146,7 @@ describe('GET /consents', () => {
 
 describe('POST /consents (Withdraw)', () => {
   it('withdraws the consent and its token is refused at once; the page says so, once', async () => {
-    const chunks: string[] = [];
-    const logger = pino(
-      { level: 'debug' },
-      new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          chunks.push(chunk.toString('utf8'));
-          done();
-        },
-      }),
-    );
+    const { logger, text } = memoryLogger();
     const gw = createTestGateway({ logger });
     const token = await consentThroughThePage(gw);
     expect((await callLocation(gw, token)).status).toBe(200);
@@ -177,7 +167,7 @@ describe('POST /consents (Withdraw)', () => {
     expect(after.text).toContain('No application has your consent at the moment.');
     expect((await open(gw, ALICE_IP, cookie)).text).not.toContain('no longer has your consent');
 
-    const log = chunks.join('');
+    const log = text();
     expect(log).toContain('"event":"consent.revoked"');
     expect(log).toContain('"via":"page"');
     expect(log).toContain('"reason":"consent_withdrawn"');
