@@ -68,7 +68,13 @@ export function describeEachBackend(title: string, suite: (backend: CounterBacke
       gateway(overrides = {}, setup) {
         const store = new RedisStore({ url: server.url, prefix: freshPrefix('netauth-rl') });
         stores.push(store);
-        const gw = createTestGateway({ store, onError: (error) => reported.push(error), ...overrides }, setup);
+        // These suites are about the counts, not the counters' timeout (rate-limits-redis.test.ts is): a loaded
+        // machine may take longer than the default 500 ms to answer, which would count in memory instead.
+        const rateLimits = overrides.rateLimits === false ? false : { timeout: 5000, ...overrides.rateLimits };
+        const gw = createTestGateway(
+          { store, onError: (error) => reported.push(error), ...overrides, rateLimits },
+          setup,
+        );
         gw.netauth.events.on('rate.fallback', (event) => void reported.push(event));
         return gw;
       },

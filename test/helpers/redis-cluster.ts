@@ -68,7 +68,8 @@ async function run(command: string, args: string[]): Promise<string> {
 
 /** One command to one node, on a connection of its own. */
 export async function ask(server: RedisServer, args: string[]): Promise<unknown> {
-  const client = createClient({ url: server.url, socket: { reconnectStrategy: false, connectTimeout: 1000 } });
+  // A dead node refuses at once on loopback; the timeout only has to outlast a loaded machine.
+  const client = createClient({ url: server.url, socket: { reconnectStrategy: false, connectTimeout: 5000 } });
   client.on('error', () => {});
   await client.connect();
   try {
@@ -143,7 +144,8 @@ export class RedisCluster {
   client(): ReturnType<typeof createCluster> {
     const client = createCluster({
       rootNodes: this.rootNodes,
-      defaults: { disableOfflineQueue: true, socket: { connectTimeout: 500, reconnectStrategy: () => 100 } },
+      // A dead node refuses at once on loopback: the connect timeout only has to outlast a loaded machine.
+      defaults: { disableOfflineQueue: true, socket: { connectTimeout: 5000, reconnectStrategy: () => 100 } },
     });
     client.on('error', () => {});
     client.on('node-error', () => {});
