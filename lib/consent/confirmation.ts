@@ -75,8 +75,8 @@ export interface ConsentConfirmationOptions {
   /**
    * Codes sent to one subscriber, the consent page's and the consents page's together, so no application can
    * make the operator flood a line with messages; past it the page asks to wait (429, `Retry-After`). Counted
-   * with the rate limits' counters (shared on Redis); `rateLimits: false` turns it off too. `false` turns it
-   * off. Default 5 per 900 s.
+   * with the rate limits' counters (shared on Redis); it protects the subscriber's line, not the gateway, so it
+   * holds with `rateLimits: false` too. `false` turns it off. Default 5 per 900 s.
    */
   codesPerSubscriber?: RateLimitRule | false;
 }

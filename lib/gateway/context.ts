@@ -14,7 +14,7 @@ import { Revocations } from './tokens/revocations.js';
 import { Consents } from './consents.js';
 import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
 import { EventHub } from '../ops/events.js';
-import { RateLimits } from '../ops/rate-limits.js';
+import { NO_REQUEST_LIMITS, RateLimits } from '../ops/rate-limits.js';
 import { createSourceLabel, type SourceLabel } from '../ops/event-source.js';
 import { attachLogger, logInternalError, reportWarning, type StartupWarning } from '../ops/logging.js';
 import { checkConsistency, checkOptions } from './options-check.js';
@@ -184,6 +184,12 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     if (options.store === undefined) void store.close?.();
     throw error;
   }
+  // The cap of confirmation codes protects the subscriber's line, not the gateway: it holds without rate limits.
+  const codeCounters =
+    limits ??
+    (options.sendConsentConfirmation !== undefined && confirmation.codesPerSubscriber !== undefined
+      ? new RateLimits(NO_REQUEST_LIMITS, store, onError, events, confirmation.codesPerSubscriber)
+      : undefined);
   const revocations = new Revocations(store, now, lifetimes.accessToken);
   const consentRegistry = options.consentRegistry ?? new StoreConsentRegistry(store, policy, now);
   const consent = new Consents(consentRegistry, revocations, events, now);
@@ -225,7 +231,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
       options.sendConsentConfirmation,
       confirmation,
       now,
-      limits && ((subscriberId) => limits.confirmationCode(subscriberId)),
+      codeCounters && ((subscriberId) => codeCounters.confirmationCode(subscriberId)),
     ),
     keys,
     idTokens,

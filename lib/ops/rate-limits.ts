@@ -138,6 +138,16 @@ export function rateLimitedError(retryAfter: number, description = 'too many req
   });
 }
 
+/** Every request limit and the lock-out off: the counters only count what a caller passes beside them. */
+export const NO_REQUEST_LIMITS: RateLimitOptions = {
+  authorize: { perAddress: false },
+  bcAuthorize: { perClient: false, perClientAndSubscriber: false, perSubscriber: false },
+  token: { perClient: false, perClientAndSubscriber: false, perSubscriber: false },
+  clientCredentials: { perClient: false },
+  dpopProofs: { perKey: false },
+  clientAuthentication: { perClientAndAddress: false, perAddress: false },
+};
+
 /**
  * The lock-out's shared counters cannot be reached, so no credentials are compared: answered as every outage is,
  * 503 `temporarily_unavailable` with `Retry-After`. Nothing is known against the client, so not a 429.

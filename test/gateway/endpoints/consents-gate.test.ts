@@ -348,6 +348,16 @@ describe('codes sent to a subscriber are capped (consentConfirmation.codesPerSub
     expect(sms.messages).toHaveLength(6);
   });
 
+  it('holds with rateLimits: false: it protects the line, not the gateway', async () => {
+    const { gw, sms } = gateway({
+      rateLimits: false,
+      consentConfirmation: { codesPerSubscriber: { points: 2, duration: 600 } },
+    });
+    for (let i = 0; i < 2; i++) expect((await open(gw, ALICE_IP)).status).toBe(200);
+    expect((await open(gw, ALICE_IP)).status).toBe(429);
+    expect(sms.messages).toHaveLength(2);
+  });
+
   it("counts the consent page's codes too: Allow past the cap is a 429 page, the request stays pending", async () => {
     const { gw, sms } = gateway({
       consentPolicy: POLICY.map((r) => (r.basis === 'consent' ? { ...r, confirmation: 'required' as const } : r)),
