@@ -75,24 +75,19 @@ export function parseForm(body: Buffer, charset: 'utf-8' | 'iso-8859-1'): FormPa
   const decode = charset === 'utf-8' ? utf8Decode : latin1Decode;
   const values: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
   if (text === '') return new FormParams(values);
-  let count = 0;
-  for (let start = 0; start <= text.length; ) {
-    if (++count > MAX_PARAMETERS) throw tooManyParameters();
-    let end = text.indexOf('&', start);
-    if (end < 0) end = text.length;
-    if (end > start) {
-      const equals = text.indexOf('=', start);
-      const split = equals >= 0 && equals < end;
-      const name = decode(text.slice(start, split ? equals : end));
-      const value = split ? decode(text.slice(equals + 1, end)) : '';
-      if (name !== '') {
-        const previous = values[name];
-        if (previous === undefined) values[name] = value;
-        else if (Array.isArray(previous)) previous.push(value);
-        else values[name] = [previous, value];
-      }
-    }
-    start = end + 1;
+  // One split, stopped one part past the limit, then each part searched within itself: linear in the body.
+  const parts = text.split('&', MAX_PARAMETERS + 1);
+  if (parts.length > MAX_PARAMETERS) throw tooManyParameters();
+  for (const part of parts) {
+    if (part === '') continue;
+    const equals = part.indexOf('=');
+    const name = decode(equals >= 0 ? part.slice(0, equals) : part);
+    if (name === '') continue;
+    const value = equals >= 0 ? decode(part.slice(equals + 1)) : '';
+    const previous = values[name];
+    if (previous === undefined) values[name] = value;
+    else if (Array.isArray(previous)) previous.push(value);
+    else values[name] = [previous, value];
   }
   return new FormParams(values);
 }

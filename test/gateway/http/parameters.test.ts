@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import type { Request } from 'express';
-import { MAX_PARAMETERS, queryParams } from '../../../lib/gateway/http/form.js';
+import { MAX_PARAMETERS, parseForm, queryParams } from '../../../lib/gateway/http/form.js';
 import { APP1, CIBA, SIM_SWAP, createTestGateway } from '../../helpers/gateway.js';
 import { authorizeQuery } from '../../helpers/frontend.js';
 import { countWork } from '../../helpers/work.js';
@@ -63,6 +63,15 @@ describe('query parameters', () => {
 });
 
 describe('form parameters', () => {
+  it('reads a form body in work linear in its length (counted, not timed), within the count limit and past it', () => {
+    // Long parts without '=' and one at the end: a search for '=' past each part's own end made this quadratic.
+    const body = (n: number) => Buffer.from(`${repeats(n, 'a'.repeat(150))}&b=1`);
+    const within = (n: number) => countWork(() => parseForm(body(n), 'utf-8'));
+    expect(within(MAX_PARAMETERS - 1) / within((MAX_PARAMETERS - 1) / 3)).toBeLessThan(3.5);
+    const past = (n: number) => countWork(() => parseForm(Buffer.from(repeats(n)), 'utf-8'));
+    expect(past(8000) / past(4000)).toBeLessThan(2.3);
+  });
+
   it.each(JSON_ENDPOINTS)(
     `%s: more than ${MAX_PARAMETERS} parameters is 400 invalid_request JSON, not 413`,
     async (path) => {
