@@ -1,11 +1,10 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { Subscriber } from '../identity/subscribers.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { consumeSingleUseToken, findAccessToken, type AccessTokenRecord } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
-import { looksLikeJwt, verifyAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
+import { looksLikeJwt, verifyAccessToken, type VerifiedAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
 import { DPOP_ALGORITHMS } from '../gateway/tokens/dpop.js';
 import { DPOP_HASH_CLAIMS, dpopClaimsOption, type DpopHashClaim } from '../gateway/tokens/dpop-binding.js';
 import { bodyHashReader } from './body-hash.js';
@@ -122,31 +121,30 @@ interface FoundToken {
   grant: NetAuthAnyGrant;
   jkt: string | undefined;
   singleUse: boolean;
+  /** A JWT access token's verified claims; undefined for an opaque token. */
+  verified?: VerifiedAccessToken;
 }
 
-/** The token's grant, or undefined when it is invalid, expired, revoked or used up. */
-async function authorize(
+/**
+ * A JWT access token, verified offline (its signature once per process, then from memory) and checked against this
+ * process's revocation list: `{ found: undefined }` when it is invalid, expired or revoked here. Undefined for a
+ * token that is not one (an opaque token, or no signing keys): the store has it. The token record is never read
+ * (but for a single-use token, which the guard spends).
+ */
+function offlineToken(
   ctx: GatewayContext,
   verifiedTokens: VerifiedAccessTokens,
   token: string,
-  revocation: 'local' | 'store',
-): Promise<FoundToken | undefined> {
-  if (ctx.keys && looksLikeJwt(token)) return authorizeJwt(ctx, verifiedTokens, token, revocation);
-  return foundOpaque(await findAccessToken(ctx, token));
-}
-
-/** A JWT access token, verified offline: the token record is never read (but for a single-use token, which the guard spends). */
-async function authorizeJwt(
-  ctx: GatewayContext,
-  verifiedTokens: VerifiedAccessTokens,
-  token: string,
-  revocation: 'local' | 'store',
-): Promise<FoundToken | undefined> {
-  const verified = verifiedTokens.find(token, (fresh) => verifyAccessToken(ctx, fresh));
-  if (!verified) return undefined;
-  if (ctx.revocations.isRevokedLocally(verified.jti, verified.grantIds)) return undefined;
-  if (revocation === 'store' && (await ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds)))
-    return undefined;
+): { found: FoundToken | undefined } | undefined {
+  if (!ctx.keys) return undefined;
+  let jwt = true;
+  const verified = verifiedTokens.find(token, (fresh) => {
+    // Tokens already verified are found above without this look at their shape.
+    jwt = looksLikeJwt(fresh);
+    return jwt ? verifyAccessToken(ctx, fresh) : undefined;
+  });
+  if (!jwt) return undefined;
+  if (!verified || ctx.revocations.isRevokedLocally(verified.jti, verified.grantIds)) return { found: undefined };
   const grant = {
     // A JWT carries the opaque subscriber id only: the phone number never travels in a token.
     subscriber: verified.subscriberId === undefined ? undefined : { id: verified.subscriberId },
@@ -156,7 +154,24 @@ async function authorizeJwt(
     scope: verified.scope,
     expiresAt: verified.expiresAt,
   };
-  return { grant: grant as NetAuthAnyGrant, jkt: verified.jkt, singleUse: verified.singleUse };
+  return { found: { grant: grant as NetAuthAnyGrant, jkt: verified.jkt, singleUse: verified.singleUse, verified } };
+}
+
+/**
+ * The token's grant, or undefined when it is invalid, expired, revoked or used up: a JWT access token from
+ * `offline` (with `revocation: 'store'`, the shared store's revocation list read too), an opaque one from the store.
+ */
+async function authorize(
+  ctx: GatewayContext,
+  offline: { found: FoundToken | undefined } | undefined,
+  token: string,
+  revocation: 'local' | 'store',
+): Promise<FoundToken | undefined> {
+  if (offline === undefined) return foundOpaque(await findAccessToken(ctx, token));
+  const { found } = offline;
+  if (found?.verified === undefined || revocation === 'local') return found;
+  const { jti, grantIds } = found.verified;
+  return (await ctx.revocations.isRevokedInStore(jti, grantIds)) ? undefined : found;
 }
 
 /** An opaque token's live record, as the guard's grant. */
@@ -287,26 +302,29 @@ export function createGuard(
     algs: DPOP_ALGORITHMS,
   });
 
+  /** The checks of a known token that need no I/O: scope and purpose, then subscriber. */
+  function coverage(found: FoundToken): OAuthError | undefined {
+    const { grant } = found;
+    if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose)))
+      return new OAuthError('insufficient_scope', 'the access token does not cover this API');
+    return missingSubscriber(found, subscriber);
+  }
+
+  /** Whether admitting a known token takes I/O: a proof of possession to check, a single use to spend, a device. */
+  function needsIo(found: FoundToken, scheme: AuthScheme): boolean {
+    return found.jkt !== undefined || scheme === 'DPoP' || found.singleUse || identify !== undefined;
+  }
+
   /**
    * True when the request may go on to the route; false once it was answered. The checks in their order: the
    * token, its sender constraint, scope and purpose, subscriber, its single use, device.
    */
-  async function admit(req: Request, res: Response, headers: IncomingHttpHeaders): Promise<boolean> {
-    const presented = presentedToken(headers.authorization);
-    if (presented === undefined) {
-      responses.refuse(res, undefined, undefined);
-      return false;
-    }
-    const { scheme, token } = presented;
-    if (token === undefined) {
-      responses.refuse(
-        res,
-        new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 }),
-        scheme,
-      );
-      return false;
-    }
-    const found = await authorize(ctx, verifiedTokens, token, revocation);
+  async function admit(
+    req: Request,
+    res: Response,
+    { scheme, token }: { scheme: AuthScheme; token: string },
+    found: FoundToken | undefined,
+  ): Promise<boolean> {
     if (!found) {
       responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), scheme);
       return false;
@@ -322,16 +340,12 @@ export function createGuard(
         return false;
       }
     }
+    const uncovered = coverage(found);
+    if (uncovered) {
+      responses.refuse(res, uncovered, scheme);
+      return false;
+    }
     const { grant } = found;
-    if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose))) {
-      responses.refuse(res, new OAuthError('insufficient_scope', 'the access token does not cover this API'), scheme);
-      return false;
-    }
-    const noSubscriber = missingSubscriber(found, subscriber);
-    if (noSubscriber) {
-      responses.refuse(res, noSubscriber, scheme);
-      return false;
-    }
     // Spent before the device is compared: a mismatch (403) must not leave the token for another number.
     const spent = found.singleUse ? await spend(ctx, token) : undefined;
     if (spent) {
@@ -368,11 +382,43 @@ export function createGuard(
       responses.fail(res, camaraError(400, 'INVALID_ARGUMENT', 'x-correlator does not match its pattern.'));
       return;
     }
-    admit(req, res, headers).then(
-      (ok) => {
-        if (ok) next();
-      },
-      (error: unknown) => failed(res, error),
-    );
+    const presented = presentedToken(headers.authorization);
+    if (presented === undefined) {
+      responses.refuse(res, undefined, undefined);
+      return;
+    }
+    const { scheme, token } = presented;
+    if (token === undefined) {
+      const malformed = new OAuthError('invalid_request', 'malformed Authorization header', { status: 400 });
+      responses.refuse(res, malformed, scheme);
+      return;
+    }
+    let offline: ReturnType<typeof offlineToken>;
+    try {
+      offline = offlineToken(ctx, verifiedTokens, token);
+    } catch (error) {
+      failed(res, error);
+      return;
+    }
+    const found = offline?.found;
+    // A JWT access token this process checks alone, needing no I/O on this route either: the route runs in this turn.
+    if (found !== undefined && revocation === 'local' && !needsIo(found, scheme)) {
+      const uncovered = coverage(found);
+      if (uncovered) {
+        responses.refuse(res, uncovered, scheme);
+        return;
+      }
+      grantTo(req, res, found.grant);
+      next();
+      return;
+    }
+    authorize(ctx, offline, token, revocation)
+      .then((authorized) => admit(req, res, { scheme, token }, authorized))
+      .then(
+        (ok) => {
+          if (ok) next();
+        },
+        (error: unknown) => failed(res, error),
+      );
   };
 }

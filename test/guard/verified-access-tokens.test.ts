@@ -52,6 +52,21 @@ describe('verified JWT access tokens', () => {
     expect(verifications).toBe(3);
   });
 
+  it('tell apart tokens that end alike: only the exact text is answered from memory', () => {
+    const kept = new VerifiedAccessTokens(() => NOW);
+    const tail = 's'.repeat(43);
+    const first = kept.find(`a.b.${tail}`, () => ({ ...verifiedToken(NOW + 60_000), clientId: 'app-1' }));
+    expect(first?.clientId).toBe('app-1');
+    let verifications = 0;
+    const other = kept.find(`c.d.${tail}`, () => {
+      verifications++;
+      return { ...verifiedToken(NOW + 60_000), clientId: 'app-2' };
+    });
+    expect(other?.clientId).toBe('app-2');
+    expect(verifications).toBe(1);
+    expect(kept.find(`x.y.${tail}`, () => undefined)).toBeUndefined();
+  });
+
   it('hold at most their limit, the oldest going first', () => {
     const kept = new VerifiedAccessTokens(() => NOW, 2);
     const seen: string[] = [];
