@@ -68,6 +68,11 @@ export function createRouter(ctx: GatewayContext): Router {
     endpoint(path, name, json, { all: [noStore], post: [form, handler], allow: 'POST' }, observer);
   }
 
+  // Express tests a request's path against each route in turn: the most requested endpoints come first (token in
+  // every flow and every CIBA poll, then bc-authorize and authorize, which open a flow).
+  const grantTypes = new Set<string>(grants.map((g) => g.type));
+  post('/token', 'token', action(tokenEndpoint(ctx, auth, grants)), observe(ctx.events, 'token', grantTypes));
+  post('/bc-authorize', 'bc-authorize', action(bcAuthorize(ctx, auth)));
   endpoint('/authorize', 'authorize', page, {
     all: [frontendHeaders],
     get: [queryForm, action(authorizeEndpoint(ctx, consentPage))],
@@ -86,9 +91,6 @@ export function createRouter(ctx: GatewayContext): Router {
     post: [form, consents.session, action(consents.withdraw)],
     allow: 'GET, HEAD, POST',
   });
-  post('/bc-authorize', 'bc-authorize', action(bcAuthorize(ctx, auth)));
-  const grantTypes = new Set<string>(grants.map((g) => g.type));
-  post('/token', 'token', action(tokenEndpoint(ctx, auth, grants)), observe(ctx.events, 'token', grantTypes));
   post('/introspect', 'introspect', action(introspectionEndpoint(ctx, auth)));
   post('/revoke', 'revoke', action(revocationEndpoint(ctx, auth)));
   const document = discoveryEndpoint(ctx);

@@ -106,9 +106,13 @@ export class ClientAuthenticator {
    * that the assertion is the authenticated client's).
    */
   private presentedMethod(req: Request, params: FormParams, endpoint: Endpoint): ClientAuthMethodModule {
-    const presented = this.methods.filter((m) => m.presentedIn(req, params));
-    if (presented.length > 1) throw new OAuthError('invalid_request', 'use exactly one client authentication method');
-    if (presented[0] !== undefined) return presented[0];
+    let presented: ClientAuthMethodModule | undefined;
+    for (const method of this.methods) {
+      if (!method.presentedIn(req, params)) continue;
+      if (presented) throw new OAuthError('invalid_request', 'use exactly one client authentication method');
+      presented = method;
+    }
+    if (presented !== undefined) return presented;
     if (endpoint === 'token' && this.grantAssertion.presentedIn(req, params)) return this.grantAssertion;
     throw this.failed(req, endpoint, 'missing');
   }

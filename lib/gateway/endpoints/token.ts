@@ -21,7 +21,7 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
     const { client, assertion } = await auth.authenticate(req, res, params, 'token');
     request.client = client;
     if (assertion !== undefined) request.assertion = assertion;
-    const retryAfter = await ctx.limits?.client('token', client.clientId);
+    const retryAfter = ctx.limits ? await ctx.limits.client('token', client.clientId) : undefined;
     const grantType = params.require('grant_type');
     const grant = byType.get(grantType);
     if (!grant) throw new OAuthError('unsupported_grant_type', 'this grant_type is not supported');
@@ -33,7 +33,9 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
       grant.overClientLimit ? grant.overClientLimit(ctx, event) : overLimit(ctx.events, event, description);
     if (retryAfter !== undefined)
       throw limited({ endpoint: 'token', limit: 'client', clientId: client.clientId, retryAfter });
-    const dpopJkt = await tokenRequestBinding(ctx, req, client, request.bodyHash, limited);
+    // Without a DPoP header and a client bound to DPoP there is nothing to verify: the token is issued unbound.
+    const unbound = req.headers.dpop === undefined && client.dpopBoundAccessTokens !== true;
+    const dpopJkt = unbound ? undefined : await tokenRequestBinding(ctx, req, client, request.bodyHash, limited);
     sendJson(res, 200, await grant.exchange(ctx, client, params, req, { dpopJkt, assertion }));
   };
 }

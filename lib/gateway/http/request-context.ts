@@ -5,6 +5,9 @@ import type { RegisteredClient } from '../../registry/clients.js';
 import { FormParams } from './form.js';
 import type { RedirectTarget } from './respond.js';
 
+/** The parameters of a request whose reader has not run: none. FormParams only reads, so one serves every request. */
+const NO_PARAMS = new FormParams(Object.freeze({}));
+
 /**
  * One request to an endpoint of the router, in the spirit of node-oidc-provider's `ctx.oidc`: created by the
  * first handler of the endpoint's stack and filled in as the request is served. The stack's handlers take it as
@@ -12,7 +15,7 @@ import type { RedirectTarget } from './respond.js';
  */
 export class RequestContext {
   /** The request's parameters: its form body (POST) or its query (GET), once the stack's reader has run. */
-  params = new FormParams({});
+  params = NO_PARAMS;
   /** Base64url SHA-256 of the form body's bytes, kept when a DPoP proof came (its `camara:bh`). */
   bodyHash?: string;
   /** The client, once authenticated. */
