@@ -26,6 +26,7 @@ import type { OrchestratorMessage, ServerMessage } from './servers/common.js';
 import { SERVERS, type ServerEntry } from './servers/registry.js';
 import { MIN_PROCESSES, PENDING_SERVER, SOAK_SERVER, SUITES, TARGETS, type Suite } from './plan.js';
 import { fmt, mb, median, range, ratio, table } from './report.js';
+import { MachineSpeed, SLOW_LIMIT } from './machine-speed.js';
 import { RedisServer, redisServerMissing } from '../test/helpers/redis-server.js';
 import { RedisCluster } from '../test/helpers/redis-cluster.js';
 import {
@@ -391,6 +392,10 @@ interface Measured {
   /** The server process measured (runs saved before it was recorded have none: one process per window then). */
   pid?: number;
   result: RunResult & ServerSide;
+  /** The speed probe's timings (ms) just before and just after the window (runs saved before it have none). */
+  probeMs?: [number, number];
+  /** The larger of the two against the run's fastest timing (1 = full speed). */
+  slowdown?: number;
   noisy: boolean;
   clientBound: boolean;
 }
@@ -399,6 +404,7 @@ const measured: Measured[] = [];
 /** The server processes alive now: the one being measured, the pending one (it holds its prefill), the soak's. */
 const servers = new Map<string, ServerProcess>();
 let loadgen: LoadGenerator;
+let speed: MachineSpeed | undefined;
 
 function pidsFor(server: ServerProcess): Record<string, number> {
   const pids: Record<string, number> = { server: server.pid, loadgen: loadgen.pid, orchestrator: process.pid };
@@ -444,10 +450,32 @@ async function serverFor(id: string, env: Record<string, string>): Promise<Serve
   }
 }
 
+/** Other programs' CPU, or steal, above their limits during the window. */
+function cpuDisturbed(result: RunResult): boolean {
+  return (result.cpu.foreign ?? 0) > FOREIGN_LIMIT || (result.cpu.steal ?? 0) > STEAL_LIMIT;
+}
+
+/**
+ * Every window judged again against the run's fastest probe timing, which may have come after it: a run that
+ * began on a slowed machine does not take that speed for the machine's own.
+ */
+function judgeSpeed(): void {
+  if (!speed) return;
+  for (const m of measured) {
+    if (!m.probeMs) continue;
+    m.slowdown = speed.slowdown(Math.max(...m.probeMs));
+    m.noisy = cpuDisturbed(m.result) || m.slowdown > SLOW_LIMIT;
+  }
+}
+
 async function measure(suite: Suite, id: string, round: number): Promise<Measured> {
   const suiteId = suite.id;
   // Every row gets a process per window but the pending one, which lives through the flow suite with its prefill.
   const fresh = id !== PENDING_SERVER;
+  // A slowed-down machine is waited for (a while): a window measured on it is left out, and its round run again.
+  const before = await speed?.settled((slowdown) =>
+    log(`the machine is slowed down (speed probe ${fmt(slowdown, 2)}x its fastest): waiting for it, at most 90 s`),
+  );
   const server = await serverFor(id, suite.eventLoop ? { BENCH_LOOP_PROBE: '1' } : {});
   let result: RunResult & ServerSide;
   try {
@@ -471,14 +499,28 @@ async function measure(suite: Suite, id: string, round: number): Promise<Measure
       await server.stop();
     }
   }
-  const noisy = (result.cpu.foreign ?? 0) > FOREIGN_LIMIT || (result.cpu.steal ?? 0) > STEAL_LIMIT;
+  const after = await speed?.probe();
+  const probeMs: [number, number] | undefined =
+    before !== undefined && after !== undefined ? [before, after] : undefined;
+  const slowdown = probeMs && speed ? speed.slowdown(Math.max(...probeMs)) : undefined;
+  const noisy = cpuDisturbed(result) || (slowdown ?? 1) > SLOW_LIMIT;
   const clientBound = (result.cpu.processes.loadgen ?? 0) > CLIENT_BOUND;
-  const m: Measured = { suite: suiteId, server: server.entry.id, round, pid: server.pid, result, noisy, clientBound };
+  const m: Measured = {
+    suite: suiteId,
+    server: server.entry.id,
+    round,
+    pid: server.pid,
+    result,
+    ...(probeMs ? { probeMs, slowdown } : {}),
+    noisy,
+    clientBound,
+  };
   measured.push(m);
   checkRow(`${suiteId}/${server.entry.id} round ${round + 1}`, result);
   log(
     `${suiteId} round ${round + 1} ${server.entry.id.padEnd(16)} ${fmt(result.opsPerSec).padStart(7)} ops/s  p50 ${fmt(result.latency.p50, 2)} ms  ` +
       `server ${fmt(result.cpu.processes.server, 2)} core  load ${fmt(result.cpu.processes.loadgen, 2)} core  other ${fmt(result.cpu.foreign, 2)} core` +
+      (slowdown === undefined ? '' : `  probe ${fmt(slowdown, 2)}x`) +
       (noisy ? '  DISTURBED' : ''),
   );
   return m;
@@ -779,11 +821,18 @@ function report(machine: Machine): string {
     ...targetLines(),
     ...(only.has('redis') ? redisTargetLines(redisCosts) : []),
   );
-  const disturbed = measured.filter((m) => m.noisy).length;
+  const disturbed = measured.filter((m) => cpuDisturbed(m.result)).length;
+  const slow = measured.filter((m) => (m.slowdown ?? 1) > SLOW_LIMIT).length;
+  const limit = `${Math.round((SLOW_LIMIT - 1) * 100)}%`;
   out.push(
     disturbed
       ? `CPU check: ${disturbed} of ${measured.length} rounds had other programs using > ${FOREIGN_LIMIT * 100}% of a core (or steal > ${STEAL_LIMIT * 100}%); their rows say so. Rerun on a quiet machine for numbers to record.`
       : `CPU check: no other program used more than ${FOREIGN_LIMIT * 100}% of a core during any measured round.`,
+    !measured.some((m) => m.probeMs)
+      ? 'speed check: not made in this run.'
+      : slow
+        ? `speed check: ${slow} of ${measured.length} rounds began or ended with the servers' core more than ${limit} slower than its fastest in the run (the host slowed the machine down); left out as disturbed.`
+        : `speed check: at the edges of every window the servers' core ran within ${limit} of its fastest in the run.`,
   );
   if (measured.some((m) => m.clientBound)) {
     out.push(
@@ -848,9 +897,11 @@ async function main(): Promise<void> {
     `starting the load generator${wanted.has(PENDING_SERVER) ? ' and the pending server' : ''}${pinning ? ' (pinned)' : ''}; every other server starts for its window`,
   );
   loadgen = new LoadGenerator();
+  speed = new MachineSpeed((pid) => pin(pid, SERVER_CORE));
   const [pending] = await Promise.all([
     wanted.has(PENDING_SERVER) ? serverFor(PENDING_SERVER, {}) : undefined,
     loadgen.ready,
+    speed.start(),
   ]);
   if (pending) {
     // Warm the server up with the flow it will be measured on, then count what the pending requests add.
@@ -1065,6 +1116,7 @@ async function redisSuite(): Promise<void> {
 async function shutdown(): Promise<void> {
   await Promise.all([...servers.values()].map((s) => s.stop()));
   loadgen?.stop();
+  speed?.stop();
   await redis?.destroy();
   redis = undefined;
 }
@@ -1099,6 +1151,7 @@ try {
 } catch (error) {
   harnessFailures.push(error instanceof Error ? error.message : String(error));
 }
+judgeSpeed();
 await shutdown();
 const text = report(thisMachine());
 process.stdout.write(`\n${text}\n`);
