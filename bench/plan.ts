@@ -8,7 +8,7 @@ export interface Suite {
   id: string;
   title: string;
   workload: WorkloadId;
-  /** Row order is round order: A B C, A B C, ... */
+  /** Row order is round order, a cycle: A B C, B C A, C A B, ... */
   servers: string[];
   /** Rows every other row is divided by, in the ratio columns. */
   references: string[];
@@ -35,17 +35,19 @@ export const SUITES: Suite[] = [
     title:
       '(1) backend flow: bc-authorize then the first token poll, memory and Redis stores; (4) the same with 100,000 pending auth_req_ids held',
     workload: 'backend-flow',
+    // Each target's two rows side by side (the order is a cycle: rounds start one row later), so the two windows
+    // of a ratio are seconds apart, and a change in the machine's speed between them is unlikely.
     servers: [
-      'netauth',
       'netauth-limits',
+      'netauth',
+      'express-bare',
+      'raw-http',
+      'netauth-redis',
+      'netauth-pending',
       'netauth-idtoken',
       'oidc-provider',
       'netauth-idtoken-es256',
       'oidc-provider-es256',
-      'netauth-redis',
-      'netauth-pending',
-      'express-bare',
-      'raw-http',
     ],
     references: ['express-bare', 'raw-http'],
   },
@@ -64,7 +66,7 @@ export const SUITES: Suite[] = [
     id: 'guard',
     title: '(3) service-API guard: bearer check + trivial handler',
     workload: 'guard',
-    servers: ['netauth', 'netauth-jwt', 'express-bare', 'raw-http'],
+    servers: ['netauth-jwt', 'express-bare', 'netauth', 'raw-http'],
     references: ['express-bare', 'raw-http'],
   },
   {
