@@ -81,9 +81,12 @@ describe.skipIf(skip)('Redis down: every surface says temporarily unavailable, t
     store = new RedisStore({
       url: server.url,
       prefix: freshPrefix('netauth-outage'),
-      timeout: 1000,
+      // Room for a loaded machine while Redis is up; a Redis that is down refuses at once.
+      timeout: 5000,
       onDataLoss: () => {},
     });
+    // Connected (scripts loaded, marker placed) before the first request, as the docs ask of an application.
+    await store.open();
     gw = createTestGateway({ store, onError: (error) => reported.push(error) });
     // Anything the router lets through reaches Express's final handler, which logs its stack and drops the connection.
     gw.app.use((error: unknown, _req: Request, _res: Response, next: NextFunction) => {
