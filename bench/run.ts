@@ -394,7 +394,7 @@ interface Measured {
   result: RunResult & ServerSide;
   /** The speed probe's timings (ms) just before and just after the window (runs saved before it have none). */
   probeMs?: [number, number];
-  /** The larger of the two against the run's fastest timing (1 = full speed). */
+  /** The smaller of the two against the run's fastest timing (1 = full speed): both edges slowed, or not slowed. */
   slowdown?: number;
   noisy: boolean;
   clientBound: boolean;
@@ -463,7 +463,7 @@ function judgeSpeed(): void {
   if (!speed) return;
   for (const m of measured) {
     if (!m.probeMs) continue;
-    m.slowdown = speed.slowdown(Math.max(...m.probeMs));
+    m.slowdown = speed.slowdown(Math.min(...m.probeMs));
     m.noisy = cpuDisturbed(m.result) || m.slowdown > SLOW_LIMIT;
   }
 }
@@ -474,7 +474,7 @@ async function measure(suite: Suite, id: string, round: number): Promise<Measure
   const fresh = id !== PENDING_SERVER;
   // A slowed-down machine is waited for (a while): a window measured on it is left out, and its round run again.
   const before = await speed?.settled((slowdown) =>
-    log(`the machine is slowed down (speed probe ${fmt(slowdown, 2)}x its fastest): waiting for it, at most 90 s`),
+    log(`the machine is slowed down (speed probe ${fmt(slowdown, 2)}x its fastest): waiting for it, at most 30 s`),
   );
   const server = await serverFor(id, suite.eventLoop ? { BENCH_LOOP_PROBE: '1' } : {});
   let result: RunResult & ServerSide;
@@ -502,7 +502,7 @@ async function measure(suite: Suite, id: string, round: number): Promise<Measure
   const after = await speed?.probe();
   const probeMs: [number, number] | undefined =
     before !== undefined && after !== undefined ? [before, after] : undefined;
-  const slowdown = probeMs && speed ? speed.slowdown(Math.max(...probeMs)) : undefined;
+  const slowdown = probeMs && speed ? speed.slowdown(Math.min(...probeMs)) : undefined;
   const noisy = cpuDisturbed(result) || (slowdown ?? 1) > SLOW_LIMIT;
   const clientBound = (result.cpu.processes.loadgen ?? 0) > CLIENT_BOUND;
   const m: Measured = {
@@ -831,7 +831,7 @@ function report(machine: Machine): string {
     !measured.some((m) => m.probeMs)
       ? 'speed check: not made in this run.'
       : slow
-        ? `speed check: ${slow} of ${measured.length} rounds began or ended with the servers' core more than ${limit} slower than its fastest in the run (the host slowed the machine down); left out as disturbed.`
+        ? `speed check: ${slow} of ${measured.length} rounds began and ended with the servers' core more than ${limit} slower than its fastest in the run (the host slowed the machine down); left out as disturbed.`
         : `speed check: at the edges of every window the servers' core ran within ${limit} of its fastest in the run.`,
   );
   if (measured.some((m) => m.clientBound)) {
