@@ -22,7 +22,7 @@ const CALIBRATION_PROBES = 12;
  */
 export const SLOW_LIMIT = 1.2;
 /** How long a window waits for a slowed machine to come back before it is measured anyway (and left out). */
-const PATIENCE_MS = 30_000;
+export const PATIENCE_MS = 30_000;
 
 export class MachineSpeed {
   private readonly child: ChildProcess;

@@ -26,7 +26,7 @@ import type { OrchestratorMessage, ServerMessage } from './servers/common.js';
 import { SERVERS, type ServerEntry } from './servers/registry.js';
 import { MIN_PROCESSES, PENDING_SERVER, SOAK_SERVER, SUITES, TARGETS, type Suite } from './plan.js';
 import { fmt, mb, median, range, ratio, table } from './report.js';
-import { MachineSpeed, SLOW_LIMIT } from './machine-speed.js';
+import { MachineSpeed, PATIENCE_MS, SLOW_LIMIT } from './machine-speed.js';
 import { RedisServer, redisServerMissing } from '../test/helpers/redis-server.js';
 import { RedisCluster } from '../test/helpers/redis-cluster.js';
 import {
@@ -474,7 +474,9 @@ async function measure(suite: Suite, id: string, round: number): Promise<Measure
   const fresh = id !== PENDING_SERVER;
   // A slowed-down machine is waited for (a while): a window measured on it is left out, and its round run again.
   const before = await speed?.settled((slowdown) =>
-    log(`the machine is slowed down (speed probe ${fmt(slowdown, 2)}x its fastest): waiting for it, at most 30 s`),
+    log(
+      `the machine is slowed down (speed probe ${fmt(slowdown, 2)}x its fastest): waiting for it, at most ${PATIENCE_MS / 1000} s`,
+    ),
   );
   const server = await serverFor(id, suite.eventLoop ? { BENCH_LOOP_PROBE: '1' } : {});
   let result: RunResult & ServerSide;

@@ -56,7 +56,7 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     const subscriber = await findByLoginHint(ctx.subscribers, hint);
     if (!subscriber) throw new OAuthError('unknown_user_id', 'no subscriber is known by this login_hint');
     // Protects the subscriber from floods of requests (and of consent notifications): each client's, and all together.
-    if (ctx.limits) await limitSubscriber(ctx, 'bc-authorize', client.clientId, subscriber.id);
+    await limitSubscriber(ctx, 'bc-authorize', client.clientId, subscriber.id);
 
     const { authReqId, record } = await createBackchannelRequest(ctx, client, subscriber, decision);
     sendJson(res, 200, {

@@ -7,7 +7,7 @@ import type { Grant } from '../grants/grant.js';
 import { overLimit } from '../../ops/rate-limits.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
 import { sendJson } from '../http/respond.js';
-import { tokenRequestBinding } from '../tokens/dpop.js';
+import { dpopBindingAsked, tokenRequestBinding } from '../tokens/dpop.js';
 
 /**
  * POST /token: authenticates the client, checks a DPoP proof if one was sent (every grant alike: a valid one binds
@@ -33,9 +33,9 @@ export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, gr
       grant.overClientLimit ? grant.overClientLimit(ctx, event) : overLimit(ctx.events, event, description);
     if (retryAfter !== undefined)
       throw limited({ endpoint: 'token', limit: 'client', clientId: client.clientId, retryAfter });
-    // Without a DPoP header and a client bound to DPoP there is nothing to verify: the token is issued unbound.
-    const unbound = req.headers.dpop === undefined && client.dpopBoundAccessTokens !== true;
-    const dpopJkt = unbound ? undefined : await tokenRequestBinding(ctx, req, client, request.bodyHash, limited);
+    const dpopJkt = dpopBindingAsked(req, client)
+      ? await tokenRequestBinding(ctx, req, client, request.bodyHash, limited)
+      : undefined;
     sendJson(res, 200, await grant.exchange(ctx, client, params, req, { dpopJkt, assertion }));
   };
 }

@@ -208,6 +208,14 @@ export async function verifyDpopProof(
 }
 
 /**
+ * Whether a token request has a DPoP binding to settle: a proof was sent, or the client must send one
+ * (`dpopBoundAccessTokens`). Otherwise `tokenRequestBinding` would answer unbound, and is not called.
+ */
+export function dpopBindingAsked(req: Request, client: RegisteredClient): boolean {
+  return req.headers.dpop !== undefined || client.dpopBoundAccessTokens === true;
+}
+
+/**
  * The token endpoint's side (RFC 9449 §5, the CAMARA profile's table), the same for every grant: a valid proof
  * binds the token whoever the client is (the `jkt` to bind to is returned); a request without one is served
  * unbound, unless the client is registered with `dpopBoundAccessTokens`; a proof that fails is 400
