@@ -109,9 +109,19 @@ function whole(value: unknown, path: string, min: number, max: number, unit: str
   return value;
 }
 
+/**
+ * A rule's `confirmation`, its default resolved: under `profile: 'camara'` a consent rule (basis `'consent'`)
+ * requires the code unless it says `'off'` (the profile's consent capture must resist a malicious app on the
+ * handset); otherwise `'off'`.
+ */
+export function confirmationOf(rule: ConsentRule, profile: 'camara' | undefined): ConfirmationSetting {
+  if (rule.confirmation !== undefined) return rule.confirmation;
+  return profile === 'camara' && rule.basis === 'consent' ? 'required' : 'off';
+}
+
 /** Whether a rule's consent needs the code. */
-export function requiresConfirmation(rule: ConsentRule | undefined): boolean {
-  return rule?.confirmation === 'required';
+export function requiresConfirmation(rule: ConsentRule | undefined, profile: 'camara' | undefined): boolean {
+  return rule !== undefined && confirmationOf(rule, profile) === 'required';
 }
 
 /**
@@ -123,21 +133,26 @@ export function checkConfirmation(
   send: SendConsentConfirmation | undefined,
   options: ConsentConfirmationOptions | undefined,
   interactionLifetime: number,
+  profile: 'camara' | undefined,
 ): ConfirmationSettings {
   for (const rule of rules) {
     const where = `consent policy rule dpv:${rule.purpose}#${rule.scope}`;
-    if (rule.confirmation === undefined) continue;
-    if (!SETTINGS.includes(rule.confirmation))
+    if (rule.confirmation !== undefined && !SETTINGS.includes(rule.confirmation))
       throw new TypeError(`${where}: confirmation must be 'off' or 'required', not ${describe(rule.confirmation)}`);
     if (rule.confirmation === 'required' && rule.basis !== 'consent') {
       throw new TypeError(
         `${where}: confirmation: 'required' confirms consent, and this rule's basis is '${rule.basis}'; use basis 'consent' or remove confirmation`,
       );
     }
-    if (rule.confirmation === 'required' && send === undefined) {
+    if (confirmationOf(rule, profile) === 'required' && send === undefined) {
+      const why =
+        rule.confirmation === 'required'
+          ? "confirmation: 'required'"
+          : "profile 'camara' requires the operator-channel confirmation of consent (confirmation: 'required' by default)";
       throw new TypeError(
-        `${where}: confirmation: 'required' needs the sendConsentConfirmation option, and none is configured; ` +
-          "pass sendConsentConfirmation: async (subscriber, code, context) => { /* your SMS or push */ }, or set confirmation: 'off'",
+        `${where}: ${why} needs the sendConsentConfirmation option, and none is configured; ` +
+          "pass sendConsentConfirmation: async (subscriber, code, context) => { /* your SMS or push */ }, or set confirmation: 'off'" +
+          (rule.confirmation === undefined ? ' on the rule (a start-up warning then)' : ''),
       );
     }
   }

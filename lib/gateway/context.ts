@@ -76,6 +76,11 @@ export interface GatewayContext {
   storeUnavailable: (error: Error) => void;
   /** Hash claims every DPoP proof must carry (`dpopClaimsRequired`), at the token endpoint and the guard. */
   dpopClaimsRequired: readonly DpopHashClaim[];
+  /**
+   * Hash claims required anywhere: gateway-wide, and by each guarded route (`netauth.guard()` adds its own).
+   * Discovery announces them all as `camara_dpop_claims_required`.
+   */
+  announcedDpopClaims: Set<DpopHashClaim>;
   /** A request's network as events name it (`client.authentication_failed`'s `source`). */
   sourceLabel: SourceLabel;
   /** Verifies JWTs signed by a client's registered keys: client assertions and request objects. */
@@ -112,6 +117,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   // Exactly as given: a trailing slash is refused by checkOptions, never removed.
   const issuer = options.issuer;
   const now = options.now ?? Date.now;
+  const clockTolerance = options.clockTolerance ?? CLOCK_TOLERANCE_DEFAULT;
+  const dpopClaimsRequired = dpopClaimsOption(options.dpopClaimsRequired, 'dpopClaimsRequired');
   const policy = isList(options.consentPolicy) ? new StaticConsentPolicy(options.consentPolicy) : options.consentPolicy;
   const l = options.lifetimes ?? {};
   const accessToken = seconds('accessToken', l.accessToken, LIFETIME_DEFAULTS.accessToken);
@@ -156,6 +163,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     options.sendConsentConfirmation,
     options.consentConfirmation,
     lifetimes.interaction,
+    options.profile,
   );
 
   // Everything checked: now what holds state (the default store's timer, the counters).
@@ -246,8 +254,13 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     limits,
     warn,
     storeUnavailable,
-    dpopClaimsRequired: dpopClaimsOption(options.dpopClaimsRequired, 'dpopClaimsRequired'),
+    dpopClaimsRequired,
+    announcedDpopClaims: new Set(dpopClaimsRequired),
     sourceLabel: createSourceLabel(options.pairwiseSalt),
-    clientJwts: new ClientJwts(store, clientKeys, now, options.clockTolerance ?? CLOCK_TOLERANCE_DEFAULT),
+    clientJwts: new ClientJwts(store, clientKeys, now, {
+      clockTolerance,
+      // The profile SHALL reject an iat after receipt: no tolerance for it under the preset.
+      iat: options.profile === 'camara' ? 0 : clockTolerance,
+    }),
   };
 }

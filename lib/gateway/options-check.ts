@@ -1,4 +1,6 @@
+import ipaddr from 'ipaddr.js';
 import { checkTokenRules, type ConsentPolicy } from '../consent/policy.js';
+import { confirmationOf } from '../consent/confirmation.js';
 import { E164 } from '../identity/login-hint.js';
 import {
   CLIENT_AUTH_METHODS,
@@ -424,6 +426,55 @@ function checkCamaraProfile(resolved: ResolvedOptions, registrations: readonly R
   }
 }
 
+/** Whether an issuer's host is this machine (localhost, 127.0.0.0/8, ::1): the only place plain http is safe. */
+export function isLoopbackHost(hostname: string): boolean {
+  if (hostname === 'localhost') return true;
+  const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  return ipaddr.isValid(host) && ipaddr.process(host).range() === 'loopback';
+}
+
+/**
+ * TLS on every connection is a MUST of the profile: an `http:` issuer off loopback is a start-up error under
+ * the preset, and a warning without it (development on localhost stays plain).
+ */
+function checkIssuerTransport(options: NetAuthOptions, warn: (option: string, message: string) => void): void {
+  const url = new URL(options.issuer);
+  if (url.protocol !== 'http:' || isLoopbackHost(url.hostname)) return;
+  const fix = 'give an https: issuer (http: only on localhost, 127.0.0.0/8 or ::1, for development)';
+  if (options.profile === 'camara') {
+    throw new TypeError(
+      `issuer: profile 'camara' requires TLS on every connection, and the issuer is http: on ${url.host}; ${fix}`,
+    );
+  }
+  warn(
+    'issuer',
+    `the issuer is http: on ${url.host}, not this machine: tokens and codes would cross the network in clear text; ${fix}`,
+  );
+}
+
+/**
+ * Consent captured with no operator-channel code can be given by a malicious app on the handset (CAMARA: consent
+ * "must be done in a manner that does not allow for background loading and acceptance"). Under the preset only an
+ * explicit `confirmation: 'off'` gets here.
+ */
+function warnUnconfirmedConsent(
+  options: NetAuthOptions,
+  policy: ConsentPolicy,
+  warn: (option: string, message: string) => void,
+): void {
+  const unconfirmed = policy
+    .rules()
+    .filter((rule) => rule.basis === 'consent' && confirmationOf(rule, options.profile) === 'off')
+    .map((rule) => `dpv:${rule.purpose}#${rule.scope}`);
+  if (unconfirmed.length === 0) return;
+  warn(
+    'consentPolicy',
+    `consent for ${unconfirmed.join(', ')} is recorded on the page's Allow alone, which an app on the handset can press; ` +
+      "set confirmation: 'required' on these rules with a sendConsentConfirmation hook (the operator's SMS or push)" +
+      (options.profile === 'camara' ? '' : ", or use profile: 'camara', where it is the default"),
+  );
+}
+
 /** What the consistency checks read: the options, resolved. */
 export interface ResolvedOptions {
   options: NetAuthOptions;
@@ -465,6 +516,8 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
 
   const warnings: StartupWarning[] = [];
   const warn = (option: string, message: string) => warnings.push({ option, message });
+  checkIssuerTransport(options, warn);
+  warnUnconfirmedConsent(options, policy, warn);
   if (options.pairwiseSalt === undefined) {
     warn(
       'pairwiseSalt',

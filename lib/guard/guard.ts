@@ -294,6 +294,8 @@ export function createGuard(
       : deviceIdentification(ctx.subscribers, options.device === true ? {} : options.device, ctx.bodyLimit);
   const routeClaims = dpopClaimsOption(options.dpopClaimsRequired, 'guard dpopClaimsRequired');
   const required = DPOP_HASH_CLAIMS.filter((c) => ctx.dpopClaimsRequired.includes(c) || routeClaims.includes(c));
+  // What is enforced is announced (CAMARA: required extension claims MUST be in the metadata).
+  for (const claim of routeClaims) ctx.announcedDpopClaims.add(claim);
   const bodyHash = bodyHashReader(ctx.bodyLimit);
   const origin = options.publicOrigin === undefined ? new URL(ctx.issuer).origin : originOf(options.publicOrigin);
   const responses = new GuardResponses(format, {

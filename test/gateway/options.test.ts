@@ -23,12 +23,17 @@ import { KEY_A } from '../helpers/keys.js';
  */
 
 const SALT = 'options-test-salt';
+/** The fixture's policy with its consent confirmed through the operator's channel, as production has it. */
+const CONFIRMED_POLICY = POLICY.map((rule) =>
+  rule.basis === 'consent' ? { ...rule, confirmation: 'required' as const } : rule,
+);
 /** A production-shaped configuration: it starts with no warning at all. */
 const BASE: NetAuthOptions = {
-  issuer: ISSUER,
+  issuer: 'https://gateway.test/apigateway',
   clients: CLIENTS,
   subscribers: SUBSCRIBERS,
-  consentPolicy: POLICY,
+  consentPolicy: CONFIRMED_POLICY,
+  sendConsentConfirmation: async () => {},
   network: { mobileRanges: MOBILE_RANGES },
   pairwiseSalt: SALT,
 };
@@ -544,6 +549,18 @@ describe('warnings are given at start-up, through the logger (else stderr, once)
       { network: undefined },
       'network',
       /client app-1 uses authorization_code, but without the network option .* every request ends in access_denied/,
+    ],
+    [
+      'an http: issuer off loopback (issue 41; an error under the preset)',
+      { issuer: ISSUER },
+      'issuer',
+      /the issuer is http: on gateway\.test, not this machine: .*give an https: issuer/,
+    ],
+    [
+      "a consent rule whose consent is not confirmed (issue 41; under the preset, only with confirmation: 'off')",
+      { consentPolicy: POLICY },
+      'consentPolicy',
+      /consent for dpv:FraudPreventionAndDetection#device-location is recorded on the page's Allow alone.*confirmation: 'required'.*or use profile: 'camara'/,
     ],
     [
       'a shared store without a cookie secret',

@@ -15,12 +15,26 @@ const SERVICE_JWT_CLIENT: RegisteredClient = {
 };
 const PROFILE_CLIENTS = [CAMARA_CLIENT, BEARER_CLIENT, SERVICE_JWT_CLIENT];
 
+/** The profile requires TLS: an https: issuer (supertest needs none). */
+const CAMARA_ISSUER = 'https://gateway.test/apigateway';
+
 function camaraGateway(overrides: Partial<NetAuthOptions> = {}): TestGateway {
-  return createTestGateway({ profile: 'camara', clients: PROFILE_CLIENTS, consentPolicy: GRANTS_POLICY, ...overrides });
+  return createTestGateway({
+    profile: 'camara',
+    issuer: CAMARA_ISSUER,
+    clients: PROFILE_CLIENTS,
+    consentPolicy: GRANTS_POLICY,
+    sendConsentConfirmation: async () => {},
+    ...overrides,
+  });
 }
 
 async function clientCredentials(gw: TestGateway) {
-  const assertion = await clientAssertion({ now: Math.floor(gw.clock.now / 1000), clientId: 'service-jwt' });
+  const assertion = await clientAssertion({
+    now: Math.floor(gw.clock.now / 1000),
+    clientId: 'service-jwt',
+    claims: { aud: gw.netauth.metadata().issuer },
+  });
   const fields = assertionFields(assertion, 'service-jwt');
   return tokenRequest(gw.app, { grant_type: 'client_credentials', scope: POPULATION, ...fields });
 }

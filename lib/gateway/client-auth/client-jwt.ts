@@ -9,6 +9,14 @@ export const MAX_JWT_LIFETIME = 300;
 /** Seconds a used `jti` is remembered beyond its JWT's `exp`: the store's margin. */
 export const CLOCK_SKEW = 5;
 
+/** Seconds a client's clock may run ahead of the gateway's. */
+export interface ClockTolerance {
+  /** For `nbf` (jose's `clockTolerance`). */
+  clockTolerance: number;
+  /** For `iat`: 0 under the CAMARA preset. */
+  iat: number;
+}
+
 /** What a JWT signed by a client must satisfy besides its signature, `iss` = client_id, `exp` and `jti`. */
 export interface ClientJwtRules {
   /** Accepted `aud` values: the JWT's `aud` must contain one of them. */
@@ -106,8 +114,11 @@ export class ClientJwts {
     private readonly store: Store,
     readonly keys: ClientKeys,
     private readonly now: () => number,
-    /** `clockTolerance`: seconds a client's clock may run ahead (`iat`, `nbf`); `exp` has none. */
-    private readonly clockTolerance: number,
+    /**
+     * Seconds a client's clock may run ahead: `clockTolerance` for `nbf`, and for `iat` the same or, under the
+     * CAMARA preset, none (its SHALL). `exp` has none.
+     */
+    private readonly tolerance: ClockTolerance,
   ) {}
 
   async verify(client: RegisteredClient, jwt: string, rules: ClientJwtRules): Promise<JWTPayload> {
@@ -124,7 +135,7 @@ export class ClientJwts {
         ...(rules.subjectIsClient ? { subject: client.clientId } : {}),
         requiredClaims: rules.requireIat ? ['exp', 'jti', 'iat'] : ['exp', 'jti'],
         currentDate: new Date(nowMs),
-        clockTolerance: this.clockTolerance,
+        clockTolerance: this.tolerance.clockTolerance,
       });
       payload = verified.payload;
       typ = typeOf(verified.protectedHeader);
@@ -141,7 +152,7 @@ export class ClientJwts {
     if (exp - now > MAX_JWT_LIFETIME)
       throw new ClientJwtRejectedError(`its exp is more than ${MAX_JWT_LIFETIME} s away`);
     if (iat !== undefined) {
-      if (iat > now + this.clockTolerance) throw new ClientJwtRejectedError('its iat is in the future');
+      if (iat > now + this.tolerance.iat) throw new ClientJwtRejectedError('its iat is in the future');
       if (exp - iat > MAX_JWT_LIFETIME) throw new ClientJwtRejectedError(`exp - iat exceeds ${MAX_JWT_LIFETIME} s`);
     }
     if (typeof jti !== 'string' || jti === '') throw new ClientJwtRejectedError('its jti claim is missing or wrong');

@@ -282,7 +282,9 @@ export class ConsentPage {
 
   /** Whether a rule of the scopes Allow would record requires confirmation through the operator's channel. */
   private needsConfirmation(pending: PendingConsent): boolean {
-    return pending.consentScopes.some((scope) => requiresConfirmation(this.ctx.policy.rule(pending.purpose, scope)));
+    return pending.consentScopes.some((scope) =>
+      requiresConfirmation(this.ctx.policy.rule(pending.purpose, scope), this.ctx.profile),
+    );
   }
 
   /**

@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import type { GatewayContext } from '../context.js';
 import { CIBA_GRANT, CLIENT_SIGNING_ALGORITHMS } from '../../registry/clients.js';
 import { DPOP_ALGORITHMS } from '../tokens/dpop.js';
+import { DPOP_HASH_CLAIMS } from '../tokens/dpop-binding.js';
 
 /** OpenID Connect Discovery / RFC 8414 metadata for this gateway. */
 export interface AuthorizationServerMetadata {
@@ -34,7 +35,10 @@ export interface AuthorizationServerMetadata {
   revocation_endpoint_auth_signing_alg_values_supported?: string[];
   /** RFC 9449 §5.1: DPoP proofs are accepted (token endpoint and guard), signed with these. */
   dpop_signing_alg_values_supported: string[];
-  /** CAMARA: the DPoP extension claims every proof must carry (`dpopClaimsRequired`); absent when none. */
+  /**
+   * CAMARA: the DPoP extension claims required, at the token endpoint (`dpopClaimsRequired`) or at any guarded
+   * route (the guard's `dpopClaimsRequired`): the union; absent when none. A proof may always carry them.
+   */
   camara_dpop_claims_required?: string[];
   /** Always (OIDC Discovery §3 REQUIRED); its set is empty where nothing is signed. */
   jwks_uri: string;
@@ -55,10 +59,14 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
     ...(ctx.idTokens && ctx.keys ? ['openid'] : []),
     ...(grantTypes.includes('refresh_token') ? ['offline_access'] : []),
   ];
-  const scopes = ctx.policy
-    .rules()
-    .filter((r) => r.basis !== 'forbidden')
-    .map((r) => `dpv:${r.purpose}#${r.scope}`);
+  const allowed = ctx.policy.rules().filter((r) => r.basis !== 'forbidden');
+  // The registration form (`dpv:<Purpose>#<scope>`), then the values a CAMARA request's scope carries: one
+  // `dpv:<Purpose>` and the API scopes (the profile's "Purpose as a scope").
+  const scopes = [
+    ...allowed.map((r) => `dpv:${r.purpose}#${r.scope}`),
+    ...new Set(allowed.map((r) => `dpv:${r.purpose}`)),
+    ...new Set(allowed.map((r) => r.scope)),
+  ];
   const document: AuthorizationServerMetadata = {
     issuer: ctx.issuer,
     authorization_endpoint: url('/authorize'),
@@ -88,7 +96,8 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
     // Every published key's algorithm, the signing one first: a key rotated in is announced before use.
     id_token_signing_alg_values_supported: ctx.keys?.algorithms ?? ['RS256'],
   };
-  if (ctx.dpopClaimsRequired.length > 0) document.camara_dpop_claims_required = [...ctx.dpopClaimsRequired];
+  const dpopClaims = DPOP_HASH_CLAIMS.filter((claim) => ctx.announcedDpopClaims.has(claim));
+  if (dpopClaims.length > 0) document.camara_dpop_claims_required = dpopClaims;
   if (authMethods.includes('private_key_jwt')) {
     document.token_endpoint_auth_signing_alg_values_supported = algorithms;
     document.introspection_endpoint_auth_signing_alg_values_supported = algorithms;
@@ -97,10 +106,18 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
   return document;
 }
 
-/** GET /.well-known/openid-configuration (and RFC 8414 `oauth-authorization-server`): built once, cacheable. */
+/**
+ * GET /.well-known/openid-configuration (and RFC 8414 `oauth-authorization-server`): cacheable, built once, and
+ * again if a guard created since requires a DPoP claim not yet announced (the set only grows).
+ */
 export function discoveryEndpoint(ctx: GatewayContext): RequestHandler {
-  const document = metadata(ctx);
+  let document = metadata(ctx);
+  let announced = ctx.announcedDpopClaims.size;
   return (_req, res) => {
+    if (announced !== ctx.announcedDpopClaims.size) {
+      announced = ctx.announcedDpopClaims.size;
+      document = metadata(ctx);
+    }
     res.set('Cache-Control', 'public, max-age=300').json(document);
   };
 }
