@@ -27,7 +27,7 @@ export const ID_TOKENS_DEFAULT = true;
 
 /**
  * `clockTolerance` (seconds): how far ahead a client's clock may run on client assertions, request objects and
- * JWT-bearer assertions (`iat`, `nbf`). The CAMARA profile's SHALL reads as 0.
+ * JWT-bearer assertions (`iat`, `nbf`). Under `profile: 'camara'`, `iat` gets none (the profile's SHALL).
  */
 export const CLOCK_TOLERANCE_DEFAULT = 5;
 

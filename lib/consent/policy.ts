@@ -37,7 +37,8 @@ export interface ConsentRule {
   singleUseAccessToken?: boolean;
   /**
    * `'required'`: consent on the consent page also needs the one-time code the operator sends through
-   * `sendConsentConfirmation` (docs/consent.md). Default `'off'`. Basis `consent` only.
+   * `sendConsentConfirmation` (docs/consent.md). Default `'off'`; under `profile: 'camara'`, `'required'` for a
+   * consent rule (an explicit `'off'` then starts with a warning). Basis `consent` only.
    */
   confirmation?: ConfirmationSetting;
 }

@@ -165,15 +165,18 @@ export interface ConsentPageOptions {
 
 /**
  * `'camara'`: the CAMARA Security and Interoperability Profile's requirements, set at once: every client
- * `private_key_jwt`, ID tokens on, the guard's `errorFormat: 'camara'` by default, backend access tokens 300 s
- * by default. The README's table says which option covers which requirement.
+ * `private_key_jwt`, ID tokens on, consent confirmed through `sendConsentConfirmation`, an `https:` issuer (or
+ * loopback), no tolerance for an `iat` in the future, the guard's `errorFormat: 'camara'` by default, backend
+ * access tokens 300 s by default. The README's table says, row by row, what it sets and refuses.
  */
 export type NetAuthProfile = 'camara';
 
 export interface NetAuthOptions {
   /**
    * The issuer identifier: the absolute URL where the router is mounted, e.g.
-   * `https://gw.example.com/apigateway`. Endpoints and discovery are published under it.
+   * `https://gw.example.com/apigateway`. Endpoints and discovery are published under it. `http:` only on this
+   * machine (localhost, 127.0.0.0/8, ::1) for development: elsewhere a start-up warning, under
+   * `profile: 'camara'` an error.
    */
   issuer: string;
   /**
@@ -240,7 +243,8 @@ export interface NetAuthOptions {
   pairwiseSalt?: string;
   /**
    * Seconds a client's clock may run ahead on client assertions, request objects and JWT-bearer assertions (`iat`,
-   * `nbf` in the future). Default 5. The CAMARA profile's "SHALL reject" an `iat` in the future reads as 0.
+   * `nbf` in the future). Default 5. Under `profile: 'camara'` it applies to `nbf` only: the profile SHALL reject
+   * an `iat` in the future, so `iat` gets none.
    */
   clockTolerance?: number;
   /**
