@@ -427,7 +427,7 @@ function checkCamaraProfile(resolved: ResolvedOptions, registrations: readonly R
 }
 
 /** Whether an issuer's host is this machine (localhost, 127.0.0.0/8, ::1): the only place plain http is safe. */
-export function isLoopbackHost(hostname: string): boolean {
+function isLoopbackHost(hostname: string): boolean {
   if (hostname === 'localhost') return true;
   const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
   return ipaddr.isValid(host) && ipaddr.process(host).range() === 'loopback';
