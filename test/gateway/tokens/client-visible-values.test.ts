@@ -1,16 +1,18 @@
-import { createCipheriv, createPrivateKey, hkdfSync, randomBytes, type JsonWebKey } from 'node:crypto';
+import { createCipheriv, createHash, createPrivateKey, hkdfSync, randomBytes, type JsonWebKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import type { Express } from 'express';
 import { SignJWT, decodeJwt } from 'jose';
-import type { NetAuthOptions, StaticSubscriber } from '../../../lib/index.js';
-import { SIM_SWAP, createTestGateway } from '../../helpers/gateway.js';
+import { MemoryStore, type ConsentRecord, type NetAuthOptions, type StaticSubscriber } from '../../../lib/index.js';
+import { APP2, ISSUER, POLICY, SIM_SWAP, createTestGateway } from '../../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { KEY_A } from '../../helpers/keys.js';
 
 /**
  * Issue 42: what a client reads in a JWT access token tells it nothing about the subscriber beyond the pairwise
- * `sub`. Finding 10: the sealed subscriber id's length told the id's length.
+ * `sub`. Finding 3: the consent grant's id carried `sha256(client_id|subscriber_id)[0..8]`, so a client could test
+ * guessed subscriber ids offline and two clients could link what they recovered. Finding 10: the sealed subscriber
+ * id's length told the id's length.
  */
 
 const JWT_OPTIONS: Partial<NetAuthOptions> = { accessTokenFormat: 'jwt', signingKeys: [KEY_A] };
@@ -62,5 +64,121 @@ describe('the sealed subscriber id (issue 42, finding 10)', () => {
     const res = await call(app, legacy);
     expect(res.status).toBe(200);
     expect(res.body.subscriber).toBe('sub-alice');
+  });
+});
+
+/** Every string in a token's claims, and each part of it between dots (ids are `<tag>.<random>`). */
+function claimParts(token: string): string[] {
+  const parts: string[] = [];
+  const walk = (value: unknown): void => {
+    if (typeof value === 'string') parts.push(value, ...value.split('.'));
+    else if (Array.isArray(value)) value.forEach(walk);
+    else if (value !== null && typeof value === 'object') Object.values(value).forEach(walk);
+  };
+  walk(decodeJwt(token));
+  return parts;
+}
+
+/** Unkeyed digests a client could compute from a guessed subscriber id: SHA-256 of the usual joins, base64url and hex. */
+function guessableDigests(clientIds: readonly string[], subscriberId: string): string[] {
+  const inputs = [subscriberId, `subscriber|${encodeURIComponent(subscriberId)}`];
+  for (const clientId of clientIds) {
+    for (const join of ['|', '', ':', '.', '\n']) {
+      inputs.push(
+        `${clientId}${join}${subscriberId}`,
+        `${encodeURIComponent(clientId)}${join}${encodeURIComponent(subscriberId)}`,
+      );
+    }
+  }
+  return inputs.flatMap((input) => {
+    const digest = createHash('sha256').update(input, 'utf8').digest();
+    return [digest.toString('base64url'), digest.toString('hex')];
+  });
+}
+
+/** Whether `part` is a digest above or a prefix of one (6 characters or more: 36 bits a client could test). */
+function derivedFrom(part: string, digests: readonly string[]): boolean {
+  return part.length >= 6 && digests.some((digest) => digest.startsWith(part));
+}
+
+/** Consent (not legitimate interest) for sim-swap: its tokens rest on a consent grant whose id they carry. */
+const CONSENT_POLICY = POLICY.map((rule) =>
+  rule.scope === 'sim-swap' ? { ...rule, basis: 'consent' as const } : rule,
+);
+
+describe('the consent grant ids in JWT access tokens (issue 42, finding 3)', () => {
+  it('two clients holding tokens for one subscriber: no claim is an unkeyed digest of it, and they share no value of it', async () => {
+    const { app, netauth } = createTestGateway({ ...JWT_OPTIONS, consentPolicy: CONSENT_POLICY });
+    const tokens: string[] = [];
+    for (const [clientId, authorization] of [
+      ['app-1', undefined],
+      ['app-2', APP2],
+    ] as const) {
+      await netauth.consent.grant({ clientId, subscriberId: 'sub-alice', scope: SIM_SWAP });
+      const polled = await pollToken(
+        app,
+        await startBackchannel(app, 'tel:+34600000001', SIM_SWAP, authorization),
+        authorization,
+      );
+      expect(polled.status).toBe(200);
+      tokens.push(polled.body.access_token as string);
+    }
+    const [one, two] = tokens.map(claimParts) as [string[], string[]];
+    // The token rests on its authorization's grant and the consent's.
+    expect(decodeJwt(tokens[0]!).grant_ids).toHaveLength(2);
+    const digests = guessableDigests(['app-1', 'app-2'], 'sub-alice');
+    for (const part of [...one, ...two]) expect(derivedFrom(part, digests)).toBe(false);
+    // What the two tokens share is what every token of this gateway and scope says: nothing of the subscriber.
+    const shared = new Set(one.filter((part) => two.includes(part)));
+    const common = [ISSUER, 'http://gateway', 'test/apigateway', SIM_SWAP, 'FraudPreventionAndDetection'];
+    expect([...shared].filter((part) => !common.includes(part))).toEqual([]);
+  });
+
+  it('a consent recorded by an older version: its grant id is rekeyed before a token carries it; withdrawing it reaches tokens of both ids', async () => {
+    const store = new MemoryStore();
+    const { app, netauth, clock } = createTestGateway({ ...JWT_OPTIONS, consentPolicy: CONSENT_POLICY, store });
+    // The record as the version before wrote it: its id and its grant id placed by sha256(client|subscriber).
+    const tag = createHash('sha256').update('app-1|sub-alice', 'utf8').digest('base64url').slice(0, 8);
+    const legacyGrantId = `${tag}.${randomBytes(16).toString('base64url')}`;
+    const record: ConsentRecord = {
+      clientId: 'app-1',
+      subscriberId: 'sub-alice',
+      purpose: 'FraudPreventionAndDetection',
+      scope: 'sim-swap',
+      status: 'granted',
+      decidedAt: clock.now,
+      expiresAt: clock.now + 86_400_000,
+      grantId: legacyGrantId,
+    };
+    const recordId = `${tag}.${['app-1', 'sub-alice', 'FraudPreventionAndDetection', 'sim-swap'].join('|')}`;
+    await store.put('consent', recordId, record, { ttl: 86_400 });
+
+    // A token the version before issued under that consent, as it would have signed it.
+    const fresh = await tokenOf(app, '+34600000001');
+    const [rekeyed] = (await netauth.consent.lookup({
+      clientId: 'app-1',
+      subscriberId: 'sub-alice',
+      scope: SIM_SWAP,
+    }))!;
+    expect(rekeyed!.grantId).not.toBe(legacyGrantId);
+    expect(rekeyed!.grantId.startsWith(`${tag}.`)).toBe(false);
+    expect(rekeyed!.formerGrantId).toBe(legacyGrantId);
+    expect(decodeJwt(fresh).grant_ids).toContain(rekeyed!.grantId);
+    expect(decodeJwt(fresh).grant_ids).not.toContain(legacyGrantId);
+
+    const privateKey = createPrivateKey({ key: KEY_A as JsonWebKey, format: 'jwk' });
+    const claims = decodeJwt(fresh);
+    const olderToken = await new SignJWT({
+      ...claims,
+      jti: `${tag}.${randomBytes(16).toString('base64url')}`,
+      grant_ids: [(claims.grant_ids as string[])[0]!, legacyGrantId],
+    })
+      .setProtectedHeader({ alg: 'RS256', kid: 'key-a', typ: 'at+jwt' })
+      .sign(privateKey);
+    expect((await call(app, fresh)).status).toBe(200);
+
+    expect(await netauth.consent.revoke({ clientId: 'app-1', subscriberId: 'sub-alice', scope: SIM_SWAP })).toBe(true);
+    expect((await call(app, fresh)).status).toBe(401);
+    expect((await call(app, olderToken)).status).toBe(401);
   });
 });
