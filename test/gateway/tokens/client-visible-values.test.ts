@@ -7,6 +7,16 @@ import { MemoryStore, type ConsentRecord, type NetAuthOptions, type StaticSubscr
 import { APP2, ISSUER, POLICY, SIM_SWAP, createTestGateway } from '../../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { KEY_A } from '../../helpers/keys.js';
+import { CALLBACK, authorize, location, redeem } from '../../helpers/frontend.js';
+import {
+  GRANTS_POLICY,
+  OFFLINE_AUTH,
+  POPULATION,
+  SERVICE_AUTH,
+  createGrantsGateway,
+  refresh,
+  tokenRequest,
+} from '../../helpers/grants.js';
 
 /**
  * Issue 42: what a client reads in a JWT access token tells it nothing about the subscriber beyond the pairwise
@@ -181,4 +191,90 @@ describe('the consent grant ids in JWT access tokens (issue 42, finding 3)', () 
     expect((await call(app, fresh)).status).toBe(401);
     expect((await call(app, olderToken)).status).toBe(401);
   });
+});
+
+/** Every string a client is handed in a response: body values, the redirect's parameters, and every JWT's parts. */
+function collect(into: string[], value: unknown): void {
+  if (typeof value === 'string') {
+    into.push(value, ...value.split('.'));
+    if (/^[\w-]+\.[\w-]+\.[\w-]*$/.test(value)) {
+      const [header, payload] = value.split('.') as [string, string];
+      for (const part of [header, payload]) {
+        try {
+          collect(into, JSON.parse(Buffer.from(part, 'base64url').toString('utf8')));
+        } catch {
+          // Not a JWT after all.
+        }
+      }
+    }
+  } else if (Array.isArray(value)) {
+    for (const v of value) collect(into, v);
+  } else if (value !== null && typeof value === 'object') {
+    for (const v of Object.values(value)) collect(into, v);
+  }
+}
+
+describe('no value a client is handed is an unkeyed digest of an identifier (issue 42)', () => {
+  for (const format of ['opaque', 'jwt'] as const) {
+    it(`${format} access tokens: CIBA, code, refresh, client credentials, ID tokens and introspection`, async () => {
+      const gw = createGrantsGateway({
+        accessTokenFormat: format,
+        signingKeys: [KEY_A],
+        idTokens: true,
+        consentPolicy: GRANTS_POLICY.map((rule) =>
+          rule.scope === 'sim-swap' ? { ...rule, basis: 'consent' as const } : rule,
+        ),
+      });
+      const handed: string[] = [];
+      const keep = (res: request.Response) => {
+        expect(res.status).toBeLessThan(400);
+        collect(handed, res.body);
+        if (res.headers.location !== undefined) collect(handed, [...location(res).searchParams.values()]);
+        return res;
+      };
+      for (const clientId of ['app-1', 'offline-app']) {
+        await gw.netauth.consent.grant({ clientId, subscriberId: 'sub-alice', scope: SIM_SWAP });
+      }
+      // CIBA with an ID token and a refresh token, then the refresh.
+      const scope = `openid offline_access ${SIM_SWAP}`;
+      const started = keep(
+        await request(gw.app)
+          .post('/apigateway/bc-authorize')
+          .set('Authorization', OFFLINE_AUTH)
+          .type('form')
+          .send({ login_hint: 'tel:+34600000001', scope }),
+      );
+      const ciba = keep(await pollToken(gw.app, started.body.auth_req_id as string, OFFLINE_AUTH));
+      const refreshed = keep(await refresh(gw.app, ciba.body.refresh_token as string));
+      for (const token of [refreshed.body.access_token as string, refreshed.body.refresh_token as string]) {
+        keep(
+          await request(gw.app)
+            .post('/apigateway/introspect')
+            .set('Authorization', OFFLINE_AUTH)
+            .type('form')
+            .send({ token }),
+        );
+      }
+      // The code flow from the subscriber's line, with an ID token.
+      const redirected = keep(
+        await authorize(gw.app, { scope: `openid ${SIM_SWAP}`, nonce: 'n-1' }, { ip: '10.20.0.1' }),
+      );
+      const code = location(redirected).searchParams.get('code')!;
+      keep(await redeem(gw.app, { code, redirect_uri: CALLBACK }));
+      // Client credentials: no subscriber, but a client id.
+      keep(await tokenRequest(gw.app, { grant_type: 'client_credentials', scope: POPULATION }, SERVICE_AUTH));
+
+      expect(handed.length).toBeGreaterThan(50);
+      const digests = [
+        ...guessableDigests(['app-1', 'offline-app', 'service-app'], 'sub-alice'),
+        ...guessableDigests(['app-1', 'offline-app', 'service-app'], '+34600000001'),
+        ...guessableDigests([], 'service-app'),
+      ];
+      for (const part of handed) {
+        expect(derivedFrom(part, digests), part).toBe(false);
+        expect(part).not.toContain('sub-alice');
+        expect(part).not.toContain('34600000001');
+      }
+    });
+  }
 });
