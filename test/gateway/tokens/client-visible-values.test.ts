@@ -1,9 +1,23 @@
 import { createCipheriv, createHash, createPrivateKey, hkdfSync, randomBytes, type JsonWebKey } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import type { Express } from 'express';
 import { SignJWT, decodeJwt } from 'jose';
-import { MemoryStore, type ConsentRecord, type NetAuthOptions, type StaticSubscriber } from '../../../lib/index.js';
+import {
+  MemoryStore,
+  RedisStore,
+  type ConsentRecord,
+  type NetAuthOptions,
+  type StaticSubscriber,
+  type Store,
+} from '../../../lib/index.js';
+import {
+  RedisServer,
+  freshPrefix,
+  redisServerMissing,
+  requireRedisServer,
+  skipRedisTests,
+} from '../../helpers/redis-server.js';
 import { APP2, ISSUER, POLICY, SIM_SWAP, createTestGateway } from '../../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { KEY_A } from '../../helpers/keys.js';
@@ -116,36 +130,10 @@ const CONSENT_POLICY = POLICY.map((rule) =>
   rule.scope === 'sim-swap' ? { ...rule, basis: 'consent' as const } : rule,
 );
 
-describe('the consent grant ids in JWT access tokens (issue 42, finding 3)', () => {
-  it('two clients holding tokens for one subscriber: no claim is an unkeyed digest of it, and they share no value of it', async () => {
-    const { app, netauth } = createTestGateway({ ...JWT_OPTIONS, consentPolicy: CONSENT_POLICY });
-    const tokens: string[] = [];
-    for (const [clientId, authorization] of [
-      ['app-1', undefined],
-      ['app-2', APP2],
-    ] as const) {
-      await netauth.consent.grant({ clientId, subscriberId: 'sub-alice', scope: SIM_SWAP });
-      const polled = await pollToken(
-        app,
-        await startBackchannel(app, 'tel:+34600000001', SIM_SWAP, authorization),
-        authorization,
-      );
-      expect(polled.status).toBe(200);
-      tokens.push(polled.body.access_token as string);
-    }
-    const [one, two] = tokens.map(claimParts) as [string[], string[]];
-    // The token rests on its authorization's grant and the consent's.
-    expect(decodeJwt(tokens[0]!).grant_ids).toHaveLength(2);
-    const digests = guessableDigests(['app-1', 'app-2'], 'sub-alice');
-    for (const part of [...one, ...two]) expect(derivedFrom(part, digests)).toBe(false);
-    // What the two tokens share is what every token of this gateway and scope says: nothing of the subscriber.
-    const shared = new Set(one.filter((part) => two.includes(part)));
-    const common = [ISSUER, 'http://gateway', 'test/apigateway', SIM_SWAP, 'FraudPreventionAndDetection'];
-    expect([...shared].filter((part) => !common.includes(part))).toEqual([]);
-  });
-
-  it('a consent recorded by an older version: its grant id is rekeyed before a token carries it; withdrawing it reaches tokens of both ids', async () => {
-    const store = new MemoryStore();
+/** A consent record as the version before wrote it, found and rekeyed (issue 42, finding 3). */
+function legacyConsentTest(name: string, makeStore: () => Store): void {
+  it(`a consent recorded by an older version [${name}]: its grant id is rekeyed before a token carries it; withdrawing it reaches tokens of both ids`, async () => {
+    const store = makeStore();
     const { app, netauth, clock } = createTestGateway({ ...JWT_OPTIONS, consentPolicy: CONSENT_POLICY, store });
     // The record as the version before wrote it: its id and its grant id placed by sha256(client|subscriber).
     const tag = createHash('sha256').update('app-1|sub-alice', 'utf8').digest('base64url').slice(0, 8);
@@ -191,6 +179,37 @@ describe('the consent grant ids in JWT access tokens (issue 42, finding 3)', () 
     expect((await call(app, fresh)).status).toBe(401);
     expect((await call(app, olderToken)).status).toBe(401);
   });
+}
+
+describe('the consent grant ids in JWT access tokens (issue 42, finding 3)', () => {
+  it('two clients holding tokens for one subscriber: no claim is an unkeyed digest of it, and they share no value of it', async () => {
+    const { app, netauth } = createTestGateway({ ...JWT_OPTIONS, consentPolicy: CONSENT_POLICY });
+    const tokens: string[] = [];
+    for (const [clientId, authorization] of [
+      ['app-1', undefined],
+      ['app-2', APP2],
+    ] as const) {
+      await netauth.consent.grant({ clientId, subscriberId: 'sub-alice', scope: SIM_SWAP });
+      const polled = await pollToken(
+        app,
+        await startBackchannel(app, 'tel:+34600000001', SIM_SWAP, authorization),
+        authorization,
+      );
+      expect(polled.status).toBe(200);
+      tokens.push(polled.body.access_token as string);
+    }
+    const [one, two] = tokens.map(claimParts) as [string[], string[]];
+    // The token rests on its authorization's grant and the consent's.
+    expect(decodeJwt(tokens[0]!).grant_ids).toHaveLength(2);
+    const digests = guessableDigests(['app-1', 'app-2'], 'sub-alice');
+    for (const part of [...one, ...two]) expect(derivedFrom(part, digests)).toBe(false);
+    // What the two tokens share is what every token of this gateway and scope says: nothing of the subscriber.
+    const shared = new Set(one.filter((part) => two.includes(part)));
+    const common = [ISSUER, 'http://gateway', 'test/apigateway', SIM_SWAP, 'FraudPreventionAndDetection'];
+    expect([...shared].filter((part) => !common.includes(part))).toEqual([]);
+  });
+
+  legacyConsentTest('memory', () => new MemoryStore());
 });
 
 /** Every string a client is handed in a response: body values, the redirect's parameters, and every JWT's parts. */
@@ -278,3 +297,26 @@ describe('no value a client is handed is an unkeyed digest of an identifier (iss
     });
   }
 });
+
+const skipRedis = skipRedisTests('the consent grant rekeying on Redis');
+
+describe.skipIf(skipRedis)(
+  `the consent grant ids on Redis (issue 42, finding 3)${skipRedis ? ` (skipped: ${redisServerMissing()})` : ''}`,
+  () => {
+    let server: RedisServer;
+    const stores: RedisStore[] = [];
+    beforeAll(async () => {
+      requireRedisServer();
+      server = await RedisServer.start();
+    });
+    afterAll(async () => {
+      for (const store of stores) await store.close();
+      await server?.destroy();
+    });
+    legacyConsentTest('redis', () => {
+      const store = new RedisStore({ url: server.url, prefix: freshPrefix() });
+      stores.push(store);
+      return store;
+    });
+  },
+);
