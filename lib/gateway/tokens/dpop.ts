@@ -142,8 +142,8 @@ function protectedHeaderOf(proof: string): Record<string, unknown> | undefined {
 /**
  * Verifies a DPoP proof for `request` (RFC 9449 §4.3) and marks its `jti` used, per key, until the proof could no
  * longer pass the `iat` window (the store's atomic `add`: of concurrent uses exactly one wins, on every store), at
- * most so many per key and per client (`rateLimits.dpopProofs`). Resolves with the JWK SHA-256 thumbprint of the proof's
- * key (RFC 7638), the `jkt` a token is bound to.
+ * most so many per key and per client (`rateLimits.dpopProofs`). Resolves with the JWK SHA-256 thumbprint of the
+ * proof's key (RFC 7638), the `jkt` a token is bound to.
  */
 export async function verifyDpopProof(
   { store, nowMs, limits, clientId }: DpopVerifier,
