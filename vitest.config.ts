@@ -17,6 +17,8 @@ const FRESH_PROCESS = [
   'test/gateway/grants/grants-redis.test.ts',
   'test/client/helpers.test.ts',
   'test/interop/dpop-openid-client.test.ts',
+  'test/guard/frozen-grant.test.ts',
+  'test/gateway/tokens/client-visible-values.test.ts',
 ];
 
 export default defineConfig({

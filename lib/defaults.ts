@@ -62,7 +62,14 @@ export const RATE_LIMIT_DEFAULTS = {
    * DPoP proofs whose `jti` is recorded, per key (`jkt`): a window longer than a replay entry lives (605 s) keeps at
    * most twice `points` entries of one key live. ~66 proofs a second per key, sustained.
    */
-  dpopProofs: { perKey: { points: 60000, duration: 900 } },
+  dpopProofs: {
+    perKey: { points: 60000, duration: 900 },
+    /**
+     * Every key of one client together: a client may hold many bound tokens (200 live client-credentials tokens by
+     * default), each with a key of its own. At most twice `points` of its entries live; ~333 proofs a second.
+     */
+    perClient: { points: 300000, duration: 900 },
+  },
   clientAuthentication: {
     perClientAndAddress: { failures: 30, duration: 900 },
     perAddress: { failures: 30, duration: 900 },

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sha256, taggedId } from '../crypto.js';
-import { StoreUnavailableError, type Store } from '../stores/store.js';
+import { randomTag, sha256, taggedId } from '../crypto.js';
+import { placementTag, StoreUnavailableError, type Store } from '../stores/store.js';
 import { DEFAULT_CONSENT_LIFETIME, type ConsentPolicy } from './policy.js';
 import type { ConsentRecord, ConsentRegistry, ConsentSubject } from './registry.js';
 
@@ -22,11 +22,36 @@ interface SubscriberIndex {
 
 /**
  * The placement tag of a client's consent records for one subscriber (lib/stores/store.ts): derived from both,
- * so a sharded store keeps all of them (every purpose and scope, and their grants) on one shard and spreads
- * subscribers over all shards.
+ * so a sharded store keeps all of them (every purpose and scope) on one shard and spreads subscribers over all
+ * shards. It never leaves the store: an unkeyed digest of two identifiers, which anyone can compute from guesses
+ * (grant ids, which clients read, carry a random tag).
  */
-function consentTag(clientId: string, subscriberId: string): string {
+function recordTag(clientId: string, subscriberId: string): string {
   return sha256(`${encodeURIComponent(clientId)}|${encodeURIComponent(subscriberId)}`).slice(0, 8);
+}
+
+/** A new consent's grant id: random, tag included, as it reaches clients (JWT access tokens' `grant_ids`). */
+function newGrantId(): string {
+  return taggedId(randomTag(), 16);
+}
+
+/**
+ * A grant id of an older version carried `recordTag` (issue 42, finding 3): the same id with its tag drawn from
+ * its own random part (132 random bits in all, as before), so concurrent rewrites of one record agree. Undefined
+ * for an id of the current form.
+ */
+function rekeyedGrantId(record: ConsentRecord): string | undefined {
+  const { grantId } = record;
+  const tag = placementTag(grantId);
+  if (tag === undefined || tag !== recordTag(record.clientId, record.subscriberId)) return undefined;
+  const random = grantId.slice(tag.length + 1);
+  return random.length > 16 ? `${random.slice(0, 8)}.${random.slice(8)}` : undefined;
+}
+
+/** What a renewed record keeps of the grant ids its tokens may carry besides its own (see `rekeyed`). */
+function formerOf(previous: ConsentRecord): { formerGrantId?: string } {
+  if (rekeyedGrantId(previous) !== undefined) return { formerGrantId: previous.grantId };
+  return typeof previous.formerGrantId === 'string' ? { formerGrantId: previous.formerGrantId } : {};
 }
 
 function entryOf(clientId: string, purpose: string, scope: string): string {
@@ -34,7 +59,7 @@ function entryOf(clientId: string, purpose: string, scope: string): string {
 }
 
 function recordId(clientId: string, subscriberId: string, purpose: string, scope: string): string {
-  return `${consentTag(clientId, subscriberId)}.${[clientId, subscriberId, purpose, scope].map(encodeURIComponent).join('|')}`;
+  return `${recordTag(clientId, subscriberId)}.${[clientId, subscriberId, purpose, scope].map(encodeURIComponent).join('|')}`;
 }
 
 function subscriberIds(subscriberId: string): { index: string; lock: string } {
@@ -103,7 +128,21 @@ export class StoreConsentRegistry implements ConsentRegistry {
       ),
     );
     const now = this.now();
-    return records.flatMap((r) => (r && r.value.expiresAt > now ? [r.value] : []));
+    const live = records.flatMap((r) => (r && r.value.expiresAt > now ? [r.value] : []));
+    return Promise.all(live.map((record) => this.rekeyed(record, now)));
+  }
+
+  /**
+   * A granted record whose grant id has the old, subscriber-derived tag, rewritten with the id rekeyed, before a
+   * token can carry it; the old id stays as `formerGrantId`, so a withdrawal still reaches the tokens issued under it.
+   */
+  private async rekeyed(record: ConsentRecord, now: number): Promise<ConsentRecord> {
+    const grantId = record.status === 'granted' ? rekeyedGrantId(record) : undefined;
+    if (grantId === undefined) return record;
+    const rewritten: ConsentRecord = { ...record, grantId, formerGrantId: record.grantId };
+    const id = recordId(record.clientId, record.subscriberId, record.purpose, record.scope);
+    await this.store.put('consent', id, rewritten, { ttl: Math.ceil((record.expiresAt - now) / 1000) });
+    return rewritten;
   }
 
   async list(subscriberId: string): Promise<ConsentRecord[]> {
@@ -138,10 +177,8 @@ export class StoreConsentRegistry implements ConsentRegistry {
       decidedAt,
       expiresAt: decidedAt + lifetime * 1000,
       // Renewing a live consent keeps its grant id, so a later revocation still reaches every token under it.
-      grantId:
-        status === 'granted' && stillGranted
-          ? previous.grantId
-          : taggedId(consentTag(subject.clientId, subject.subscriberId), 16),
+      grantId: status === 'granted' && stillGranted ? (rekeyedGrantId(previous) ?? previous.grantId) : newGrantId(),
+      ...(status === 'granted' && stillGranted ? formerOf(previous) : {}),
     };
     await this.store.put('consent', id, record, { ttl: lifetime });
     return record;

@@ -22,7 +22,10 @@ export interface ConsentRecord {
   expiresAt: number;
   /**
    * Tokens issued under this consent carry this grant id; revoking the consent revokes them. Any string unique to
-   * this consent; a grant renewed while it is live keeps its id, so a later withdrawal still reaches every token.
+   * this consent, random (clients read it in JWT access tokens: never derive it from the subscriber or the
+   * client); a grant renewed while it is live keeps its id, so a later withdrawal still reaches every token.
+   * (`formerGrantId`, when present, is an earlier id of the same consent that tokens may still carry: revoked
+   * with it.)
    */
   grantId: string;
   [key: string]: string | number;

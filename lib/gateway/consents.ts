@@ -70,7 +70,9 @@ export class Consents {
   async withdrawn(records: readonly ConsentRecord[]): Promise<void> {
     const granted = records.filter((r) => r.status === 'granted' && typeof r.grantId === 'string' && r.grantId !== '');
     if (granted.length === 0) return;
-    await this.revocations.revokeGrants(granted.map((r) => r.grantId));
+    // A record rekeyed from an older version's grant id keeps it: tokens issued before carry that one.
+    const former = granted.flatMap((r) => (typeof r.formerGrantId === 'string' ? [r.formerGrantId] : []));
+    await this.revocations.revokeGrants([...granted.map((r) => r.grantId), ...former]);
     for (const record of granted) {
       this.events.emit('token.revoked', {
         clientId: record.clientId,

@@ -147,7 +147,7 @@ const RATE_LIMITS = optionNames<RateLimitOptions>({
   clientAuthentication: true,
 });
 const CLIENT_CREDENTIALS_LIMITS = optionNames<NonNullable<RateLimitOptions['clientCredentials']>>({ perClient: true });
-const DPOP_PROOF_LIMITS = optionNames<NonNullable<RateLimitOptions['dpopProofs']>>({ perKey: true });
+const DPOP_PROOF_LIMITS = optionNames<NonNullable<RateLimitOptions['dpopProofs']>>({ perKey: true, perClient: true });
 const AUTHORIZE_LIMITS = optionNames<NonNullable<RateLimitOptions['authorize']>>({ perAddress: true });
 const CLIENT_AUTHENTICATION_LIMITS = optionNames<NonNullable<RateLimitOptions['clientAuthentication']>>({
   perClientAndAddress: true,
@@ -283,6 +283,7 @@ function checkRateLimits(limits: NetAuthOptions['rateLimits']): void {
   checkRule(limits.clientCredentials?.perClient, 'rateLimits.clientCredentials.perClient', RATE_RULE);
   checkOptionObject(limits.dpopProofs, 'rateLimits.dpopProofs', DPOP_PROOF_LIMITS);
   checkRule(limits.dpopProofs?.perKey, 'rateLimits.dpopProofs.perKey', RATE_RULE);
+  checkRule(limits.dpopProofs?.perClient, 'rateLimits.dpopProofs.perClient', RATE_RULE);
   const auth = limits.clientAuthentication;
   checkOptionObject(auth, 'rateLimits.clientAuthentication', CLIENT_AUTHENTICATION_LIMITS, GONE_CLIENT_AUTHENTICATION);
   checkRule(auth?.perClientAndAddress, 'rateLimits.clientAuthentication.perClientAndAddress', FAILURE_RULE);

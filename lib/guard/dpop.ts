@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { GatewayContext } from '../gateway/context.js';
-import { DPOP_KEY_LIMITED, DpopProofRejectedError, dpopProofOf, verifyDpopProof } from '../gateway/tokens/dpop.js';
+import { DPOP_LIMITED, DpopProofRejectedError, dpopProofOf, verifyDpopProof } from '../gateway/tokens/dpop.js';
 import { overLimit } from '../ops/rate-limits.js';
 import { rawQuery, type DpopHashClaim } from '../gateway/tokens/dpop-binding.js';
 import type { BodyHashReader } from './body-hash.js';
@@ -29,7 +29,7 @@ function refused(description: string): OAuthError {
  * (§7.2), and so is an unbound token presented with the DPoP scheme (§7.1: it is bound to no key the proof could
  * match). An unbound token presented as Bearer passes whether or not a proof came with it. The proof's
  * `camara:qh` / `camara:bh` are checked when present, and must be present when `binding.required` names them.
- * A proof whose key is over `rateLimits.dpopProofs.perKey` is 429 with `Retry-After`, reported as `rate.limited`.
+ * A proof whose key or client is over `rateLimits.dpopProofs` is 429 with `Retry-After`, reported as `rate.limited`.
  */
 export async function checkSenderConstraint(
   ctx: GatewayContext,
@@ -52,7 +52,7 @@ export async function checkSenderConstraint(
   try {
     const proof = dpopProofOf(req);
     if (proof === undefined) throw refused('a DPoP proof is required with this access token');
-    await verifyDpopProof({ store: ctx.store, nowMs: ctx.now(), limits: ctx.limits }, proof, {
+    await verifyDpopProof({ store: ctx.store, nowMs: ctx.now(), limits: ctx.limits, clientId }, proof, {
       method: req.method,
       url: resourceUrl(origin, req),
       accessToken: presented.token,
@@ -65,9 +65,10 @@ export async function checkSenderConstraint(
     });
   } catch (error) {
     if (!(error instanceof DpopProofRejectedError)) throw error;
-    if (error.retryAfter !== undefined) {
-      const event = { endpoint: 'guard', limit: 'dpop_key', clientId, retryAfter: error.retryAfter } as const;
-      throw overLimit(ctx.events, event, DPOP_KEY_LIMITED);
+    const { limited } = error;
+    if (limited !== undefined) {
+      const event = { endpoint: 'guard', clientId, ...limited } as const;
+      throw overLimit(ctx.events, event, DPOP_LIMITED[limited.limit]);
     }
     throw refused(`the DPoP proof was refused: ${error.reason}`);
   }

@@ -21,8 +21,8 @@ export interface NetAuthGrant {
   subscriber: Subscriber;
   clientId: string;
   purpose: string;
-  /** API scopes of the token. */
-  scopes: string[];
+  /** API scopes of the token: frozen, whatever the token's format or the store (a route copies it to sort it). */
+  scopes: readonly string[];
   /** The granted scope string. */
   scope: string;
   /** Epoch ms. */
@@ -150,6 +150,7 @@ function offlineToken(
     subscriber: verified.subscriberId === undefined ? undefined : { id: verified.subscriberId },
     clientId: verified.clientId,
     purpose: verified.purpose,
+    // Frozen where it was verified (verifyAccessToken), as below: a route sees one kind of array on every path.
     scopes: verified.scopes,
     scope: verified.scope,
     expiresAt: verified.expiresAt,
@@ -182,7 +183,8 @@ function foundOpaque(record: AccessTokenRecord | undefined): FoundToken | undefi
     subscriber: subscriberId === null ? undefined : subscriberOf({ subscriberId, phoneNumber }),
     clientId: record.clientId,
     purpose: record.purpose,
-    scopes: record.scopes,
+    // A MemoryStore record is frozen already, a RedisStore one is fresh from JSON: frozen alike here.
+    scopes: Object.freeze(record.scopes),
     scope: record.scope,
     expiresAt: record.expiresAt,
   };

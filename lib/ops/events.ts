@@ -149,7 +149,8 @@ export interface RateLimitedEvent {
   /**
    * A request-rate limit: `client` (one client), `client_subscriber` (one client for one subscriber),
    * `subscriber` (one subscriber, every client together), `address` (GET /authorize per device address),
-   * `dpop_key` (DPoP proofs of one key, `rateLimits.dpopProofs.perKey`); `client_authentication`: the brute-force
+   * `dpop_key` (DPoP proofs of one key, `rateLimits.dpopProofs.perKey`), `dpop_client` (of every key of one client,
+   * `rateLimits.dpopProofs.perClient`); `client_authentication`: the brute-force
    * lock-out after failed client authentications (per client id and address, or per address for unknown ids);
    * `confirmation_codes`: the codes sent to one subscriber (`consentConfirmation.codesPerSubscriber`).
    */
@@ -159,9 +160,10 @@ export interface RateLimitedEvent {
     | 'subscriber'
     | 'address'
     | 'dpop_key'
+    | 'dpop_client'
     | 'client_authentication'
     | 'confirmation_codes';
-  /** Present when the limit is the client's (or a registered client's lock-out); for `dpop_key`, the client that sent the proof. */
+  /** Present when the limit is the client's (or a registered client's lock-out); for `dpop_key` and `dpop_client`, the client that sent the proof. */
   clientId?: string;
   /** Present when the limit concerns a subscriber. */
   subscriberId?: string;

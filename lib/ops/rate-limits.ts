@@ -88,15 +88,21 @@ export interface RateLimitOptions {
     perClient?: RateLimitRule | false;
   };
   /**
-   * DPoP proofs accepted per key (`jkt`, its JWK thumbprint), at the token endpoint and every guard together: each
-   * leaves a replay entry (its `jti`) in the store for up to 605 s, so one key holder's calls cannot grow the store
-   * without bound. Only fresh proofs count (a replayed proof is refused before), and only the key's holder can make
-   * them, so no one else can use up a key's allowance. Default 60000 per 900 s (at most 120000 entries of one key
-   * live); past it 429 with `Retry-After` (a CIBA poll: `slow_down`), reported as `rate.limited` (`dpop_key`).
+   * DPoP proofs accepted per key (`jkt`, its JWK thumbprint) and per client, at the token endpoint and every guard
+   * together: each leaves a replay entry (its `jti`) in the store for up to 605 s, so one key holder's calls cannot
+   * grow the store without bound, nor a client's many keys (one per bound token) together. Only fresh proofs count
+   * (a replayed proof is refused before), and only the key's holder can make them, so no one else can use up an
+   * allowance. Past either, 429 with `Retry-After` (a CIBA poll: `slow_down`), reported as `rate.limited`
+   * (`dpop_key` or `dpop_client`).
    */
   dpopProofs?: {
-    /** Fresh proofs of one key; `false` turns it off. */
+    /** Fresh proofs of one key; `false` turns it off. Default 60000 per 900 s (at most 120000 entries of one key live). */
     perKey?: RateLimitRule | false;
+    /**
+     * Fresh proofs of every key of one client together (the client the token endpoint authenticated, or the
+     * token's at a guard); `false` turns it off. Default 300000 per 900 s (at most 600000 entries of one client live).
+     */
+    perClient?: RateLimitRule | false;
   };
   /**
    * Refused client credentials (wrong secret, wrong method, unknown client) on every client-authenticated
@@ -113,6 +119,12 @@ export interface RateLimitOptions {
 }
 
 export type LimitedEndpoint = 'bc-authorize' | 'token';
+
+/** Which DPoP proof limit refused a fresh proof, and for how long. */
+export interface DpopProofLimitHit {
+  limit: 'dpop_key' | 'dpop_client';
+  retryAfter: number;
+}
 
 /** Which subscriber limit refused a request, and for how long. */
 export interface SubscriberLimitHit {
@@ -144,7 +156,7 @@ export const NO_REQUEST_LIMITS: RateLimitOptions = {
   bcAuthorize: { perClient: false, perClientAndSubscriber: false, perSubscriber: false },
   token: { perClient: false, perClientAndSubscriber: false, perSubscriber: false },
   clientCredentials: { perClient: false },
-  dpopProofs: { perKey: false },
+  dpopProofs: { perKey: false, perClient: false },
   clientAuthentication: { perClientAndAddress: false, perAddress: false },
 };
 
@@ -238,6 +250,7 @@ export class RateLimits {
   private readonly ahead = new Map<string, Ahead>();
   private readonly twoLeggedPerClient: CounterLimit | undefined;
   private readonly dpopPerKey: CounterLimit | undefined;
+  private readonly dpopPerClient: CounterLimit | undefined;
   private readonly codesPerSubscriber: CounterLimit | undefined;
   /** The lock-out: refused credentials per (registered client id, address), and per address for unknown ids. */
   private readonly failuresPerClientAndAddress: FailureBudget | undefined;
@@ -282,6 +295,8 @@ export class RateLimits {
     this.twoLeggedPerClient = twoLegged && limit('client-credentials:client', twoLegged);
     const dpopKey = resolveRule('dpopProofs.perKey', o.dpopProofs?.perKey, D.dpopProofs.perKey);
     this.dpopPerKey = dpopKey && limit('dpop-proofs:key', dpopKey);
+    const dpopClient = resolveRule('dpopProofs.perClient', o.dpopProofs?.perClient, D.dpopProofs.perClient);
+    this.dpopPerClient = dpopClient && limit('dpop-proofs:client', dpopClient);
     this.codesPerSubscriber = confirmationCodes && limit('confirmation-codes:subscriber', confirmationCodes);
     const ca = o.clientAuthentication;
     if (ca !== undefined && 'perClient' in ca) {
@@ -330,13 +345,17 @@ export class RateLimits {
   }
 
   /**
-   * One fresh DPoP proof of the key `jkt` (its replay entry written): seconds to wait when over the key's limit,
-   * else undefined. Counted as a client's requests are (points taken ahead with shared counters): the guard's calls
-   * cost no round trip for it.
+   * One fresh DPoP proof of the key `jkt` (its replay entry written), made for `clientId`: the key's limit, then
+   * the client's (every key of it together), and which refused it and for how long, else undefined. Counted as a
+   * client's requests are (points taken ahead with shared counters): the guard's calls cost no round trip for it.
    */
-  async dpopProof(jkt: string): Promise<number | undefined> {
-    const limit = this.dpopPerKey;
-    return limit && this.takeOne(limit, `dpop ${jkt}`, part(jkt));
+  async dpopProof(jkt: string, clientId: string): Promise<DpopProofLimitHit | undefined> {
+    const key = this.dpopPerKey;
+    const byKey = key && (await this.takeOne(key, `dpop ${jkt}`, part(jkt)));
+    if (byKey !== undefined) return { limit: 'dpop_key', retryAfter: byKey };
+    const client = this.dpopPerClient;
+    const byClient = client && (await this.takeOne(client, `dpop-client ${clientId}`, part(clientId)));
+    return byClient === undefined ? undefined : { limit: 'dpop_client', retryAfter: byClient };
   }
 
   /** One point of `limit` under the counter `tag`; `id` names what this instance took ahead for it. */

@@ -273,6 +273,77 @@ describeEachBackend('rate limits', (backend) => {
     });
   });
 
+  describe('DPoP proofs per client (issue 42, finding 6)', () => {
+    const API = 'http://gateway.test';
+    // Per key off: only the client's bound counts here.
+    const clientLimit = (points: number) =>
+      only({ dpopProofs: { perKey: false, perClient: { points, duration: 60 } } });
+    const proof = (gw: TestGateway, key: ProofKey, htm: string, htu: string, accessToken?: string) =>
+      handProof({ key, htm, htu, iat: Math.floor(gw.clock.now / 1000), ...(accessToken ? { accessToken } : {}) });
+    const redeemWithProof = async (gw: TestGateway, key: ProofKey, code: string) =>
+      request(gw.app)
+        .post('/apigateway/token')
+        .set('Authorization', APP1)
+        .set('DPoP', await proof(gw, key, 'POST', `${ISSUER}/token`))
+        .type('form')
+        .send({ grant_type: 'authorization_code', code, redirect_uri: CALLBACK });
+    const callWithProof = async (gw: TestGateway, key: ProofKey, token: string) =>
+      request(gw.app)
+        .post('/sim-swap/check')
+        .set('Authorization', `DPoP ${token}`)
+        .set('DPoP', await proof(gw, key, 'POST', `${API}/sim-swap/check`, token));
+    const cibaPoll = async (gw: TestGateway, key: ProofKey, id: string, authorization = APP1) =>
+      request(gw.app)
+        .post('/apigateway/token')
+        .set('Authorization', authorization)
+        .set('DPoP', await proof(gw, key, 'POST', `${ISSUER}/token`))
+        .type('form')
+        .send({ grant_type: CIBA, auth_req_id: id });
+
+    it("a fresh key per token brings no fresh allowance: the client's keys together stop at its cap, 429 at the guard and the token endpoint; other clients served", async () => {
+      const gw = backend.gateway({ rateLimits: clientLimit(3) });
+      const events = recordEvents(gw.netauth);
+      const [one, two, three] = [await proofKey(), await proofKey(), await proofKey()];
+      const first = (await redeemWithProof(gw, one, await codeFor(gw))).body.access_token as string;
+      expect((await callWithProof(gw, one, first)).status).toBe(200);
+      const second = await redeemWithProof(gw, two, await codeFor(gw));
+      expect(second.body.token_type).toBe('DPoP');
+      // The fourth proof, of a key that has made one: the client's allowance is spent.
+      const limited = await callWithProof(gw, two, second.body.access_token as string);
+      expect(limited.status).toBe(429);
+      expect(limited.body).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
+      expect(limited.headers['www-authenticate']).toBeUndefined();
+      const wait = Number(limited.headers['retry-after']);
+      expect(wait >= 1 && wait <= 60).toBe(true);
+      const code = await codeFor(gw);
+      expectTooMany(await redeemWithProof(gw, three, code), 60);
+      // Another client's keys count for it alone.
+      const id = await startBackchannel(gw.app, ALICE, SIM_SWAP, APP2);
+      expect((await cibaPoll(gw, await proofKey(), id, APP2)).body.token_type).toBe('DPoP');
+      expect(events.of('rate.limited')).toEqual([
+        { endpoint: 'guard', limit: 'dpop_client', clientId: 'app-1', retryAfter: expect.any(Number) },
+        { endpoint: 'token', limit: 'dpop_client', clientId: 'app-1', retryAfter: expect.any(Number) },
+      ]);
+      // Refused before the grant read the code: without a proof (unbound) it still redeems.
+      expect((await redeem(gw.app, { code, redirect_uri: CALLBACK })).status).toBe(200);
+    });
+
+    it('a CIBA poll past the cap with a new key: slow_down (400) with Retry-After', async () => {
+      const gw = backend.gateway({ rateLimits: clientLimit(1) });
+      const events = recordEvents(gw.netauth);
+      const id = await startBackchannel(gw.app, ALICE, LOCATION);
+      expect((await cibaPoll(gw, await proofKey(), id)).body.error).toBe('authorization_pending');
+      gw.clock.advance(10);
+      const res = await cibaPoll(gw, await proofKey(), id);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('slow_down');
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(events.of('rate.limited')).toEqual([
+        { endpoint: 'token', limit: 'dpop_client', clientId: 'app-1', retryAfter: expect.any(Number) },
+      ]);
+    });
+  });
+
   describe('/authorize per address', () => {
     it('once the redirect target is validated: a redirect with temporarily_unavailable, the state and iss', async () => {
       const gw = backend.gateway({ rateLimits: only({ authorize: { perAddress: { points: 2, duration: 60 } } }) });
@@ -371,7 +442,7 @@ describe('rateLimits option', () => {
         perSubscriber: { points: 3000, duration: 60 },
       },
       clientCredentials: { perClient: { points: 100, duration: 3600 } },
-      dpopProofs: { perKey: { points: 60000, duration: 900 } },
+      dpopProofs: { perKey: { points: 60000, duration: 900 }, perClient: { points: 300000, duration: 900 } },
       clientAuthentication: {
         perClientAndAddress: { failures: 30, duration: 900 },
         perAddress: { failures: 30, duration: 900 },

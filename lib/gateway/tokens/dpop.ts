@@ -6,7 +6,7 @@ import { OAuthError } from '../../errors.js';
 import { CLIENT_SIGNING_ALGORITHMS, type RegisteredClient } from '../../registry/clients.js';
 import { PRIVATE_MEMBERS } from '../../registry/client-jwks.js';
 import type { Store } from '../../stores/store.js';
-import type { RateLimits } from '../../ops/rate-limits.js';
+import type { DpopProofLimitHit, RateLimits } from '../../ops/rate-limits.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
 import { jtiRecordId, useJtiOnce } from '../client-auth/client-jwt.js';
 import type { GatewayContext } from '../context.js';
@@ -30,8 +30,8 @@ const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /**
  * A proof failed a check. `reason` is for error descriptions: it never quotes the proof or its claims.
- * `retryAfter` (seconds): the proof was good but its key is over `rateLimits.dpopProofs.perKey`, a rate limit
- * its caller reports and answers as its other limits.
+ * `limited`: the proof was good but its key or its client is over `rateLimits.dpopProofs`, a rate limit its
+ * caller reports and answers as its other limits.
  */
 export class DpopProofRejectedError extends Error {
   /** Stable identifier for handlers and logs; the message may change. */
@@ -39,15 +39,18 @@ export class DpopProofRejectedError extends Error {
 
   constructor(
     readonly reason: string,
-    readonly retryAfter?: number,
+    readonly limited?: DpopProofLimitHit,
   ) {
     super(reason);
     this.name = 'DpopProofRejectedError';
   }
 }
 
-/** What a key over `rateLimits.dpopProofs.perKey` is told, at the token endpoint and the guard. */
-export const DPOP_KEY_LIMITED = 'too many DPoP proofs of this key; retry later';
+/** What a proof over `rateLimits.dpopProofs` is told, at the token endpoint and the guard. */
+export const DPOP_LIMITED: Readonly<Record<DpopProofLimitHit['limit'], string>> = {
+  dpop_key: 'too many DPoP proofs of this key; retry later',
+  dpop_client: "too many DPoP proofs of this client's keys; retry later",
+};
 
 /** What the proof must match: this request (§4.3 checks 8, 9) and, at a resource, the token it comes with (check 12). */
 export interface DpopRequest {
@@ -77,12 +80,16 @@ async function checkBinding(payload: JWTPayload, binding: RequestBinding): Promi
   }
 }
 
-/** Where a proof is checked: the store its `jti` is recorded in, the clock, and the per-key limit (if any). */
+/**
+ * Where a proof is checked: the store its `jti` is recorded in, the clock, the limits (if any), and the client
+ * whose allowance it counts in (the authenticated client at the token endpoint, the token's at a guard).
+ */
 export interface DpopVerifier {
   store: Store;
   nowMs: number;
-  /** `rateLimits.dpopProofs.perKey`: undefined with `rateLimits: false`. */
+  /** `rateLimits.dpopProofs`: undefined with `rateLimits: false`. */
   limits: RateLimits | undefined;
+  clientId: string;
 }
 
 /**
@@ -135,11 +142,11 @@ function protectedHeaderOf(proof: string): Record<string, unknown> | undefined {
 /**
  * Verifies a DPoP proof for `request` (RFC 9449 §4.3) and marks its `jti` used, per key, until the proof could no
  * longer pass the `iat` window (the store's atomic `add`: of concurrent uses exactly one wins, on every store), at
- * most so many per key (`rateLimits.dpopProofs.perKey`). Resolves with the JWK SHA-256 thumbprint of the proof's
- * key (RFC 7638), the `jkt` a token is bound to.
+ * most so many per key and per client (`rateLimits.dpopProofs`). Resolves with the JWK SHA-256 thumbprint of the
+ * proof's key (RFC 7638), the `jkt` a token is bound to.
  */
 export async function verifyDpopProof(
-  { store, nowMs, limits }: DpopVerifier,
+  { store, nowMs, limits, clientId }: DpopVerifier,
   proof: string,
   request: DpopRequest,
 ): Promise<string> {
@@ -199,10 +206,10 @@ export async function verifyDpopProof(
     throw new DpopProofRejectedError('its jti has been used before');
   // Counted once its entry is written: a replay, which anyone who saw the proof can send, never counts; a fresh
   // proof only the key's holder can make. Over the limit the entry goes again, so refused proofs leave none.
-  const wait = await limits?.dpopProof(jkt);
-  if (wait !== undefined) {
+  const limited = await limits?.dpopProof(jkt, clientId);
+  if (limited !== undefined) {
     await store.delete('jti', jtiRecordId(namespace, jti));
-    throw new DpopProofRejectedError('its key has made more proofs than the gateway accepts per key', wait);
+    throw new DpopProofRejectedError(DPOP_LIMITED[limited.limit], limited);
   }
   return jkt;
 }
@@ -246,21 +253,18 @@ export async function tokenRequestBinding(
         return Promise.resolve(bodyHash);
       },
     };
-    return await verifyDpopProof({ store: ctx.store, nowMs: ctx.now(), limits: ctx.limits }, proof, {
+    const verifier = { store: ctx.store, nowMs: ctx.now(), limits: ctx.limits, clientId: client.clientId };
+    return await verifyDpopProof(verifier, proof, {
       method: req.method,
       url: `${ctx.issuer}/token`,
       binding,
     });
   } catch (error) {
     if (!(error instanceof DpopProofRejectedError)) throw error;
-    if (error.retryAfter !== undefined) {
-      const event: RateLimitedEvent = {
-        endpoint: 'token',
-        limit: 'dpop_key',
-        clientId: client.clientId,
-        retryAfter: error.retryAfter,
-      };
-      throw overLimit(event, DPOP_KEY_LIMITED);
+    const { limited } = error;
+    if (limited !== undefined) {
+      const event: RateLimitedEvent = { endpoint: 'token', clientId: client.clientId, ...limited };
+      throw overLimit(event, DPOP_LIMITED[limited.limit]);
     }
     throw new OAuthError('invalid_dpop_proof', `the DPoP proof was refused: ${error.reason}`);
   }

@@ -102,9 +102,10 @@ export interface VerifiedAccessToken {
   /** The guard must consume the token's store record: it is good for one call. */
   singleUse: boolean;
   purpose: string;
-  scopes: string[];
+  /** Frozen, as `grantIds`: what the guard hands a route, shared by every call with the token. */
+  scopes: readonly string[];
   scope: string;
-  grantIds: string[];
+  grantIds: readonly string[];
   /** Epoch ms. */
   issuedAt: number;
   expiresAt: number;
@@ -162,11 +163,11 @@ export function verifyAccessToken(ctx: GatewayContext, token: string): VerifiedA
   if (!Array.isArray(grantIds) || !grantIds.every((g): g is string => typeof g === 'string')) return undefined;
   if (typeof sub !== 'string' || typeof jti !== 'string') return undefined;
   if (typeof iat !== 'number' || typeof exp !== 'number') return undefined;
-  let scopes: string[];
+  let scopes: readonly string[];
   try {
     const parsed = parseScope(scope);
     if (parsed.purpose !== purpose) return undefined;
-    scopes = parsed.scopes;
+    scopes = Object.freeze(parsed.scopes);
   } catch {
     return undefined;
   }
@@ -181,7 +182,7 @@ export function verifyAccessToken(ctx: GatewayContext, token: string): VerifiedA
     purpose,
     scopes,
     scope,
-    grantIds,
+    grantIds: Object.freeze(grantIds),
     issuedAt: iat * 1000,
     expiresAt: exp * 1000,
     jkt: confirmation.jkt,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { MemoryStore, RedisStore, type Store } from '../../../lib/index.js';
-import { APP1, CIBA, ISSUER, SIM_SWAP, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
+import { APP1, APP2, CIBA, ISSUER, SIM_SWAP, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { startBackchannel } from '../../helpers/requests.js';
 import { handProof, proofKey, type ProofKey } from '../../helpers/dpop.js';
 import {
@@ -99,6 +99,49 @@ function replayBoundTests(backend: () => Backend): void {
     expect(polled.status).toBe(400);
     expect(polled.body.error).toBe('slow_down');
     expect(Number(polled.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  }, 60_000);
+
+  it(`issue 42, finding 6: 10 tokens each bound to a fresh key, 150 proofs: the client's entries stop at its cap; another client is served`, async () => {
+    const { store, replayEntries } = backend();
+    const gw = createTestGateway({
+      store: store(),
+      rateLimits: { timeout: 10_000, dpopProofs: { perClient: { points: CAP, duration: 900 } } },
+    });
+    const before = await replayEntries();
+    // Each token's first proof (at the token endpoint) counts for the client too: 10 of its CAP.
+    const keys = await Promise.all(Array.from({ length: 10 }, () => proofKey('ES256')));
+    const tokens = await Promise.all(keys.map((key) => boundToken(gw, key)));
+    const statuses: number[] = [];
+    const limits: string[] = [];
+    gw.netauth.events.on('rate.limited', (e) => limits.push(e.limit));
+    for (let batch = 0; batch < 3; batch++) {
+      const calls = await Promise.all(
+        Array.from({ length: 50 }, async (_, i) => {
+          const [key, token] = [keys[i % 10]!, tokens[i % 10]!];
+          return call(gw, token, await apiProof(gw, key, token));
+        }),
+      );
+      statuses.push(...calls.map((r) => r.status));
+    }
+    expect(statuses.filter((s) => s === 200)).toHaveLength(CAP - 10);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(150 - (CAP - 10));
+    expect(new Set(limits)).toEqual(new Set(['dpop_client']));
+    // The client's entries grow with its cap, not with its keys; refused proofs leave none.
+    expect((await replayEntries()) - before).toBe(CAP);
+
+    // Another client's keys are not held back by this one's.
+    const other = await proofKey('ES256');
+    const id = await startBackchannel(gw.app, 'tel:+34600000001', SIM_SWAP, APP2);
+    const res = await request(gw.app)
+      .post('/apigateway/token')
+      .set('Authorization', APP2)
+      .set(
+        'DPoP',
+        await handProof({ key: other, htm: 'POST', htu: `${ISSUER}/token`, iat: Math.floor(gw.clock.now / 1000) }),
+      )
+      .type('form')
+      .send({ grant_type: CIBA, auth_req_id: id });
+    expect(res.body.token_type).toBe('DPoP');
   }, 60_000);
 }
 
