@@ -1,4 +1,5 @@
 import { checkTokenRules, type ConsentPolicy } from '../consent/policy.js';
+import { numberVerificationFindings } from '../consent/number-verification.js';
 import { E164 } from '../identity/login-hint.js';
 import {
   CLIENT_AUTH_METHODS,
@@ -465,6 +466,9 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
 
   const warnings: StartupWarning[] = [];
   const warn = (option: string, message: string) => warnings.push({ option, message });
+  // Under the preset these rules apply whatever the rule says (context.ts); without it, say where they are missing.
+  if (options.profile !== 'camara')
+    for (const finding of numberVerificationFindings(policy.rules())) warn('consentPolicy', finding);
   if (options.pairwiseSalt === undefined) {
     warn(
       'pairwiseSalt',

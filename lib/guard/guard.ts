@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { Subscriber } from '../identity/subscribers.js';
+import { readIdentification, type SubscriberIdentification } from '../identity/identification.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { consumeSingleUseToken, findAccessToken, type AccessTokenRecord } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
@@ -27,6 +28,11 @@ export interface NetAuthGrant {
   scope: string;
   /** Epoch ms. */
   expiresAt: number;
+  /**
+   * How the subscriber was identified: `network` (the device's connection), `operatortoken`, or a hint the client
+   * supplied (`tel`, `ipport`). Absent for a two-legged token, and for tokens of versions before it was recorded.
+   */
+  identifiedBy?: SubscriberIdentification | undefined;
   /** With the guard's `device` option: the device the request is about (CAMARA device identification). */
   device?: NetAuthDevice;
 }
@@ -153,6 +159,7 @@ function offlineToken(
     scopes: verified.scopes,
     scope: verified.scope,
     expiresAt: verified.expiresAt,
+    identifiedBy: verified.identifiedBy,
   };
   return { found: { grant: grant as NetAuthAnyGrant, jkt: verified.jkt, singleUse: verified.singleUse, verified } };
 }
@@ -185,6 +192,7 @@ function foundOpaque(record: AccessTokenRecord | undefined): FoundToken | undefi
     scopes: record.scopes,
     scope: record.scope,
     expiresAt: record.expiresAt,
+    identifiedBy: readIdentification(record.identifiedBy),
   };
   return { grant: grant as NetAuthAnyGrant, jkt: record.jkt ?? undefined, singleUse: record.singleUse === true };
 }
