@@ -1,7 +1,11 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { Subscriber } from '../identity/subscribers.js';
-import { readIdentification, type SubscriberIdentification } from '../identity/identification.js';
+import {
+  isNetworkAuthentication,
+  readIdentification,
+  type SubscriberIdentification,
+} from '../identity/identification.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { consumeSingleUseToken, findAccessToken, type AccessTokenRecord } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
@@ -211,6 +215,24 @@ function missingSubscriber(found: FoundToken, option: 'required' | 'optional'): 
 }
 
 /**
+ * A token whose subscriber the client named (or whose identification is not recorded: an earlier version's), for a
+ * scope whose rule requires network authentication: 403 insufficient_scope. The gateway issues no such token; this
+ * holds for those issued before (an earlier version, or a rule changed since), so Number Verification never
+ * answers what the network did not prove. A network-identified token costs one comparison.
+ */
+function unauthenticatedSubscriber(ctx: GatewayContext, grant: NetAuthAnyGrant): OAuthError | undefined {
+  const { identifiedBy } = grant;
+  if (grant.subscriber === undefined || (identifiedBy !== undefined && isNetworkAuthentication(identifiedBy)))
+    return undefined;
+  const scope = grant.scopes.find((s) => ctx.policy.rule(grant.purpose, s)?.requireNetworkAuthentication === true);
+  if (scope === undefined) return undefined;
+  return new OAuthError(
+    'insufficient_scope',
+    `dpv:${grant.purpose}#${scope} requires the subscriber identified by the mobile network or an operator token`,
+  );
+}
+
+/**
  * A single-use token (the scope's policy rule) is spent here, once the token itself passed (valid, sender-bound,
  * covering the route), before the request's device is compared, whatever the call's answer then: of any number
  * of concurrent calls with it exactly one gets through (the store's atomic `consume`), on every store, for both
@@ -310,12 +332,12 @@ export function createGuard(
     algs: DPOP_ALGORITHMS,
   });
 
-  /** The checks of a known token that need no I/O: scope and purpose, then subscriber. */
+  /** The checks of a known token that need no I/O: scope and purpose, then subscriber and how it was identified. */
   function coverage(found: FoundToken): OAuthError | undefined {
     const { grant } = found;
     if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose)))
       return new OAuthError('insufficient_scope', 'the access token does not cover this API');
-    return missingSubscriber(found, subscriber);
+    return missingSubscriber(found, subscriber) ?? unauthenticatedSubscriber(ctx, grant);
   }
 
   /** Whether admitting a known token takes I/O: a proof of possession to check, a single use to spend, a device. */

@@ -301,6 +301,35 @@ describe('Number Verification without the preset', () => {
   });
 });
 
+describe('the guard: an NV route never answers a token whose subscriber the client named', () => {
+  it('a token issued while the rule let hints through is 403 insufficient_scope once the rule requires the network', async () => {
+    // An operator's policy (a ConsentPolicy) whose NV rule said requireNetworkAuthentication: false when the token
+    // was issued, and leaves it at its default (on) since: as a token of an earlier version would find it.
+    let network: false | undefined = false;
+    const rule = (): ConsentRule => ({ ...COMPLETE_NV, requireNetworkAuthentication: network });
+    const policy: ConsentPolicy = {
+      rule: (purpose, scope) =>
+        purpose === PURPOSE && scope === VERIFY
+          ? rule()
+          : POLICY.find((r) => r.purpose === purpose && r.scope === scope),
+      rules: () => [...POLICY, rule()],
+    };
+    const gw = nvGateway({ consentPolicy: policy, accessTokenFormat: 'jwt' });
+    const named = await ciba(gw, `tel:${ALICE}`, NV);
+    expect(named.status).toBe(200);
+    const fromNetwork = await codeFlow(gw, NV);
+    network = undefined;
+    const refused = await callNv(gw, named.body.access_token as string);
+    expect(refused.status).toBe(403);
+    expect(refused.headers['www-authenticate']).toContain('error="insufficient_scope"');
+    expect(refused.body.error_description).toBe(
+      'dpv:FraudPreventionAndDetection#number-verification:verify requires the subscriber identified by the mobile network or an operator token',
+    );
+    // Refused before it was spent; the device's own token is answered.
+    expect((await callNv(gw, fromNetwork.body.access_token as string)).status).toBe(200);
+  });
+});
+
 describe('a grant with a single-use scope never gets a refresh token (with or without the preset)', () => {
   const SINGLE_USE = 'dpv:FraudPreventionAndDetection number-verification';
 
