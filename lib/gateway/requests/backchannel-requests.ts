@@ -47,6 +47,7 @@ export function toHookRequest(
     scopes: record.scopes,
     scope: record.scope,
     expiresAt: record.expiresAt,
+    identifiedBy: record.identifiedBy,
   };
 }
 
