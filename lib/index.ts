@@ -54,6 +54,7 @@ export type {
   CodeIssuedEvent,
   CodeConsumedEvent,
   CodeReplayedEvent,
+  IdentifiedSubject,
   CibaRequestedEvent,
   CibaSlowDownEvent,
   CibaApprovedEvent,
@@ -104,11 +105,13 @@ export type { ClientJwksOptions } from './gateway/client-auth/client-keys.js';
 export { StaticSubscriberDirectory } from './identity/subscribers.js';
 export type { Subscriber, SubscriberDirectory, StaticSubscriber } from './identity/subscribers.js';
 export type { NetworkAddress, LoginHint } from './identity/login-hint.js';
+export type { SubscriberIdentification } from './identity/identification.js';
 export { parseLoginHint } from './identity/login-hint.js';
 export { parseScope } from './identity/scope.js';
 export type { RequestedScope } from './identity/scope.js';
 export { StaticConsentPolicy } from './consent/policy.js';
 export type { ConsentPolicy, ConsentRule, LegalBasis } from './consent/policy.js';
+export { NUMBER_VERIFICATION_SCOPES } from './consent/number-verification.js';
 export { StoreConsentRegistry } from './consent/records.js';
 export type { ConsentRecord, ConsentRegistry, ConsentSubject } from './consent/registry.js';
 export { MemoryStore } from './stores/memory.js';

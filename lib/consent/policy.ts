@@ -41,6 +41,13 @@ export interface ConsentRule {
    * consent rule (an explicit `'off'` then starts with a warning). Basis `consent` only.
    */
   confirmation?: ConfirmationSetting;
+  /**
+   * `true`: only a subscriber identified by the network (the device's connection) or by an operator token may be
+   * granted this scope; a request that names the subscriber by a hint the client supplied (`tel:`, `ipport:`, a
+   * JWT-bearer assertion's `sub`) is refused (`access_denied`, or `invalid_grant` for JWT bearer). Default `false`;
+   * `true` for the CAMARA Number Verification scopes, and always so under `profile: 'camara'` (docs/consent.md).
+   */
+  requireNetworkAuthentication?: boolean;
 }
 
 export interface ConsentPolicy {
@@ -62,6 +69,7 @@ const RULE_FIELDS = optionNames<ConsentRule>({
   accessTokenLifetime: true,
   singleUseAccessToken: true,
   confirmation: true,
+  requireNetworkAuthentication: true,
 });
 const BASES: readonly LegalBasis[] = ['consent', 'legitimate-interest', 'forbidden'];
 
@@ -140,6 +148,9 @@ export function checkTokenRules(rules: readonly ConsentRule[], accessTokenLifeti
     }
     if (rule.singleUseAccessToken !== undefined && typeof rule.singleUseAccessToken !== 'boolean') {
       throw new TypeError(`${where}: singleUseAccessToken must be true or false`);
+    }
+    if (rule.requireNetworkAuthentication !== undefined && typeof rule.requireNetworkAuthentication !== 'boolean') {
+      throw new TypeError(`${where}: requireNetworkAuthentication must be true or false`);
     }
   }
 }

@@ -1,6 +1,7 @@
 import { StoreConsentRegistry } from '../consent/records.js';
 import { ConsentConfirmation, checkConfirmation } from '../consent/confirmation.js';
 import { StaticConsentPolicy, type ConsentPolicy } from '../consent/policy.js';
+import { withNumberVerificationRules } from '../consent/number-verification.js';
 import { StaticClientRegistry, type ClientRegistry } from '../registry/clients.js';
 import { checkedRegistry, type RegistrationRefusal } from '../registry/client-checks.js';
 import { StaticSubscriberDirectory, type SubscriberDirectory } from '../identity/subscribers.js';
@@ -119,7 +120,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const now = options.now ?? Date.now;
   const clockTolerance = options.clockTolerance ?? CLOCK_TOLERANCE_DEFAULT;
   const dpopClaimsRequired = dpopClaimsOption(options.dpopClaimsRequired, 'dpopClaimsRequired');
-  const policy = isList(options.consentPolicy) ? new StaticConsentPolicy(options.consentPolicy) : options.consentPolicy;
+  const rules = isList(options.consentPolicy) ? new StaticConsentPolicy(options.consentPolicy) : options.consentPolicy;
   const l = options.lifetimes ?? {};
   const accessToken = seconds('accessToken', l.accessToken, LIFETIME_DEFAULTS.accessToken);
   const lifetimes = {
@@ -157,7 +158,15 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const idTokens = options.idTokens ?? ID_TOKENS_DEFAULT;
   const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
   const pairwiseSubject = createPairwiseSubject(options.pairwiseSalt);
-  const warnings = checkConsistency({ options, clients, policy, lifetimes, generatedKey: keys?.generated ?? false });
+  const warnings = checkConsistency({
+    options,
+    clients,
+    policy: rules,
+    lifetimes,
+    generatedKey: keys?.generated ?? false,
+  });
+  // Checked as written; applied with Number Verification's rules (consent/number-verification.ts).
+  const policy = withNumberVerificationRules(rules, options.profile === 'camara');
   const confirmation = checkConfirmation(
     policy.rules(),
     options.sendConsentConfirmation,

@@ -1,6 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import { checkTokenRules, type ConsentPolicy } from '../consent/policy.js';
 import { confirmationOf } from '../consent/confirmation.js';
+import { numberVerificationFindings } from '../consent/number-verification.js';
 import { E164 } from '../identity/login-hint.js';
 import {
   CLIENT_AUTH_METHODS,
@@ -519,6 +520,9 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
   const warn = (option: string, message: string) => warnings.push({ option, message });
   checkIssuerTransport(options, warn);
   warnUnconfirmedConsent(options, policy, warn);
+  // Under the preset these rules apply whatever the rule says (context.ts); without it, say where they are missing.
+  if (options.profile !== 'camara')
+    for (const finding of numberVerificationFindings(policy.rules())) warn('consentPolicy', finding);
   if (options.pairwiseSalt === undefined) {
     warn(
       'pairwiseSalt',

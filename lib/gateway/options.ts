@@ -1,3 +1,4 @@
+import type { SubscriberIdentification } from '../identity/identification.js';
 import type { ConsentPolicy, ConsentRule } from '../consent/policy.js';
 import type { ConsentRegistry } from '../consent/registry.js';
 import type { ClientRegistry, RegisteredClient } from '../registry/clients.js';
@@ -49,6 +50,11 @@ export interface BackchannelRequest {
   scope: string;
   /** Epoch ms at which the auth_req_id expires. */
   expiresAt: number;
+  /**
+   * How the client named the subscriber (`tel`, `ipport`, `operatortoken`): an `authorize` hook that authenticates
+   * the subscriber knows what it is vouching for.
+   */
+  identifiedBy: SubscriberIdentification;
 }
 
 export type BackchannelDecision = 'approve' | 'deny';

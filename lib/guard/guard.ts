@@ -1,6 +1,11 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.js';
 import type { Subscriber } from '../identity/subscribers.js';
+import {
+  isNetworkAuthentication,
+  readIdentification,
+  type SubscriberIdentification,
+} from '../identity/identification.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { consumeSingleUseToken, findAccessToken, type AccessTokenRecord } from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
@@ -27,6 +32,11 @@ export interface NetAuthGrant {
   scope: string;
   /** Epoch ms. */
   expiresAt: number;
+  /**
+   * How the subscriber was identified: `network` (the device's connection), `operatortoken`, or a hint the client
+   * supplied (`tel`, `ipport`). Absent for a two-legged token, and for tokens of versions before it was recorded.
+   */
+  identifiedBy?: SubscriberIdentification | undefined;
   /** With the guard's `device` option: the device the request is about (CAMARA device identification). */
   device?: NetAuthDevice;
 }
@@ -154,6 +164,7 @@ function offlineToken(
     scopes: verified.scopes,
     scope: verified.scope,
     expiresAt: verified.expiresAt,
+    identifiedBy: verified.identifiedBy,
   };
   return { found: { grant: grant as NetAuthAnyGrant, jkt: verified.jkt, singleUse: verified.singleUse, verified } };
 }
@@ -187,6 +198,7 @@ function foundOpaque(record: AccessTokenRecord | undefined): FoundToken | undefi
     scopes: Object.freeze(record.scopes),
     scope: record.scope,
     expiresAt: record.expiresAt,
+    identifiedBy: readIdentification(record.identifiedBy),
   };
   return { grant: grant as NetAuthAnyGrant, jkt: record.jkt ?? undefined, singleUse: record.singleUse === true };
 }
@@ -201,6 +213,24 @@ function missingSubscriber(found: FoundToken, option: 'required' | 'optional'): 
   return new OAuthError(
     'insufficient_scope',
     'this API needs a token issued for a subscriber; a client credentials token has none',
+  );
+}
+
+/**
+ * A token whose subscriber the client named (or whose identification is not recorded: an earlier version's), for a
+ * scope whose rule requires network authentication: 403 insufficient_scope. The gateway issues no such token; this
+ * holds for those issued before (an earlier version, or a rule changed since), so Number Verification never
+ * answers what the network did not prove. A network-identified token costs one comparison.
+ */
+function unauthenticatedSubscriber(ctx: GatewayContext, grant: NetAuthAnyGrant): OAuthError | undefined {
+  const { identifiedBy } = grant;
+  if (grant.subscriber === undefined || (identifiedBy !== undefined && isNetworkAuthentication(identifiedBy)))
+    return undefined;
+  const scope = grant.scopes.find((s) => ctx.policy.rule(grant.purpose, s)?.requireNetworkAuthentication === true);
+  if (scope === undefined) return undefined;
+  return new OAuthError(
+    'insufficient_scope',
+    `dpv:${grant.purpose}#${scope} requires the subscriber identified by the mobile network or an operator token`,
   );
 }
 
@@ -306,12 +336,12 @@ export function createGuard(
     algs: DPOP_ALGORITHMS,
   });
 
-  /** The checks of a known token that need no I/O: scope and purpose, then subscriber. */
+  /** The checks of a known token that need no I/O: scope and purpose, then subscriber and how it was identified. */
   function coverage(found: FoundToken): OAuthError | undefined {
     const { grant } = found;
     if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose)))
       return new OAuthError('insufficient_scope', 'the access token does not cover this API');
-    return missingSubscriber(found, subscriber);
+    return missingSubscriber(found, subscriber) ?? unauthenticatedSubscriber(ctx, grant);
   }
 
   /** Whether admitting a known token takes I/O: a proof of possession to check, a single use to spend, a device. */

@@ -1,5 +1,6 @@
 import type { OAuthErrorCode } from '../errors.js';
 import type { GrantType } from '../registry/clients.js';
+import type { SubscriberIdentification } from '../identity/identification.js';
 
 /**
  * The gateway's events: one for every state change, typed, for operators (metrics, logs, alerts).
@@ -32,8 +33,13 @@ export interface GrantSubject {
   scopes: string[];
 }
 
+/** How the subscriber was identified: `network`, `operatortoken`, or a hint the client supplied (`tel`, `ipport`). */
+export interface IdentifiedSubject extends GrantSubject {
+  identifiedBy: SubscriberIdentification;
+}
+
 /** GET /authorize accepted a request and identified the subscriber (frontend flow). */
-export interface AuthorizationRequestedEvent extends GrantSubject {
+export interface AuthorizationRequestedEvent extends IdentifiedSubject {
   /** True when the consent page is shown; false when a code is issued at once. */
   consentPage: boolean;
 }
@@ -52,7 +58,7 @@ export interface ConsentConfirmationFailedEvent extends GrantSubject {
   reason: 'send_error' | 'send_timeout' | 'wrong_code' | 'attempts_exhausted' | 'code_expired';
 }
 
-export interface CodeIssuedEvent extends GrantSubject {
+export interface CodeIssuedEvent extends IdentifiedSubject {
   /** Whether the code is bound to a PKCE challenge. */
   pkce: boolean;
 }
@@ -63,7 +69,7 @@ export type CodeConsumedEvent = GrantSubject;
 export type CodeReplayedEvent = GrantSubject;
 
 /** bc-authorize answered 200: the request is pending. */
-export type CibaRequestedEvent = GrantSubject;
+export type CibaRequestedEvent = IdentifiedSubject;
 
 /** A CIBA poll answered slow_down. */
 export interface CibaSlowDownEvent {
@@ -89,6 +95,8 @@ export type CibaExpiredEvent = GrantSubject;
 export interface TokenIssuedEvent extends Omit<GrantSubject, 'subscriberId'> {
   /** Absent for a two-legged token (client credentials): it has no subscriber. */
   subscriberId?: string;
+  /** How the subscriber was identified; absent for a two-legged token. */
+  identifiedBy?: SubscriberIdentification;
   grantType: GrantType;
   format: 'opaque' | 'jwt';
   idToken: boolean;

@@ -17,6 +17,7 @@ function verifiedToken(expiresAt: number): VerifiedAccessToken {
     issuedAt: NOW,
     expiresAt,
     jkt: undefined,
+    identifiedBy: 'network',
   };
 }
 

@@ -79,7 +79,8 @@ describe('interop: openid-client v6, ID tokens, JWT access tokens, introspection
     const claimsTwo = two.claims();
     expect(claimsOne).toBeDefined();
     expect(claimsTwo).toBeDefined();
-    expect(claimsOne).toMatchObject({ iss: issuer, aud: 'app-1', amr: ['hwk'] });
+    // Named by the client's tel: hint: amr says so (docs/protocol.md); a code flow from the device says hwk.
+    expect(claimsOne).toMatchObject({ iss: issuer, aud: 'app-1', amr: ['hint'] });
     expect(claimsTwo).toMatchObject({ iss: issuer, aud: 'app-2' });
     expect(claimsOne!.sub).toBe(createHash('sha256').update(`app-1sub-alice${SALT}`).digest('base64url'));
     expect(claimsOne!.sub).not.toBe(claimsTwo!.sub);

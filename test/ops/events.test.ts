@@ -16,8 +16,10 @@ describe('events: frontend flow', () => {
     const { verifier, challenge } = pkcePair();
     const code = await codeFor(gw, { code_challenge: challenge, code_challenge_method: 'S256' });
     expect(events.names()).toEqual(['authorization.requested', 'code.issued']);
-    expect(events.of('authorization.requested')).toEqual([{ ...alice, scopes: ['sim-swap'], consentPage: false }]);
-    expect(events.of('code.issued')).toEqual([{ ...alice, scopes: ['sim-swap'], pkce: true }]);
+    expect(events.of('authorization.requested')).toEqual([
+      { ...alice, scopes: ['sim-swap'], identifiedBy: 'network', consentPage: false },
+    ]);
+    expect(events.of('code.issued')).toEqual([{ ...alice, scopes: ['sim-swap'], identifiedBy: 'network', pkce: true }]);
 
     events.clear();
     expect((await redeem(gw.app, { code, redirect_uri: CALLBACK, code_verifier: verifier })).status).toBe(200);
@@ -26,6 +28,7 @@ describe('events: frontend flow', () => {
     expect(events.of('token.issued')).toEqual([
       {
         ...alice,
+        identifiedBy: 'network',
         scopes: ['sim-swap'],
         grantType: 'authorization_code',
         format: 'opaque',
@@ -58,6 +61,7 @@ describe('events: frontend flow', () => {
     expect(events.of('authorization.requested')[0]).toEqual({
       ...alice,
       scopes: ['device-location'],
+      identifiedBy: 'network',
       consentPage: true,
     });
     expect(events.of('consent.granted')).toEqual([{ ...alice, scopes: ['device-location'], via: 'page' }]);
@@ -76,7 +80,7 @@ describe('events: frontend flow', () => {
     const events = recordEvents(gw.netauth);
     expect(callback(await authorize(gw.app, { scope: LOCATION, prompt: 'none' })).error).toBe('consent_required');
     expect(events.of('authorization.requested')).toEqual([
-      { ...alice, scopes: ['device-location'], consentPage: false },
+      { ...alice, scopes: ['device-location'], identifiedBy: 'network', consentPage: false },
     ]);
   });
 });
@@ -86,7 +90,7 @@ describe('events: CIBA', () => {
     const { app, netauth, clock } = createTestGateway();
     const events = recordEvents(netauth);
     const id = await startBackchannel(app, ALICE, LOCATION);
-    expect(events.of('ciba.requested')).toEqual([{ ...alice, scopes: ['device-location'] }]);
+    expect(events.of('ciba.requested')).toEqual([{ ...alice, scopes: ['device-location'], identifiedBy: 'tel' }]);
     expect((await pollToken(app, id)).body.error).toBe('authorization_pending');
     expect((await pollToken(app, id)).body.error).toBe('slow_down');
     expect(events.of('ciba.slow_down')).toEqual([{ clientId: 'app-1', subscriberId: 'sub-alice', reason: 'interval' }]);
@@ -105,6 +109,7 @@ describe('events: CIBA', () => {
     expect(events.of('token.issued')).toEqual([
       {
         ...alice,
+        identifiedBy: 'tel',
         scopes: ['device-location'],
         grantType: CIBA,
         format: 'opaque',

@@ -329,6 +329,7 @@ describe('logging', () => {
       subscriberId: 'sub-1',
       purpose: 'P',
       scopes: ['s'],
+      identifiedBy: 'tel',
       ...({
         access_token: 'AT-1234567',
         auth_req_id: 'ARI-1234567',

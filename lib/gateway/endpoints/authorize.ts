@@ -4,7 +4,13 @@ import { parseLoginHint, type LoginHint } from '../../identity/login-hint.js';
 import { findByLoginHint, type Subscriber } from '../../identity/subscribers.js';
 import type { RegisteredClient } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
-import { checkOpenidForClaims, decideScope, storedAuthorization } from '../requests/authorization.js';
+import {
+  checkIdentification,
+  checkOpenidForClaims,
+  decideScope,
+  storedAuthorization,
+} from '../requests/authorization.js';
+import { identificationOfHint, type SubscriberIdentification } from '../../identity/identification.js';
 import type { FormParams } from '../http/form.js';
 import type { RequestContext } from '../http/request-context.js';
 import { sendAuthorizationResponse, type RedirectTarget } from '../http/respond.js';
@@ -175,6 +181,10 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     const prompt = prompts(params);
     const nonce = params.get('nonce');
     const loginHint = hint(ctx, params);
+    // The network identifies the device (a hint only has to agree with it); in sandbox mode the hint names the line.
+    let identifiedBy: SubscriberIdentification = 'network';
+    if (ctx.sandboxLines && loginHint) identifiedBy = identificationOfHint(loginHint);
+    checkIdentification(decision, identifiedBy, 'access_denied');
 
     const subscriber = await identify(ctx, req, loginHint, prompt.has('none'));
 
@@ -195,13 +205,14 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
       subscriberId: subscriber.id,
       purpose: decision.requested.purpose,
       scopes: decision.requested.scopes,
+      identifiedBy,
       consentPage: ask && !prompt.has('none'),
     });
     if (ask && prompt.has('none'))
       throw new OAuthError('consent_required', 'the subscriber has not consented to this purpose and scope');
     if (ask) {
       await consentPage.start(req, res, {
-        ...storedAuthorization(client.clientId, subscriber, decision.requested),
+        ...storedAuthorization(client.clientId, subscriber, decision.requested, identifiedBy),
         clientName: client.name ?? client.clientId,
         redirectUri,
         state: target.state ?? null,
@@ -213,7 +224,7 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     }
 
     const code = await createAuthorizationCode(ctx, {
-      ...storedAuthorization(client.clientId, subscriber, decision.requested),
+      ...storedAuthorization(client.clientId, subscriber, decision.requested, identifiedBy),
       redirectUri,
       codeChallenge: codeChallenge ?? null,
       nonce: nonce ?? null,

@@ -5,7 +5,8 @@ import { findByLoginHint } from '../../identity/subscribers.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
-import { checkOpenidForClaims, decideScope } from '../requests/authorization.js';
+import { checkIdentification, checkOpenidForClaims, decideScope } from '../requests/authorization.js';
+import { identificationOfHint } from '../../identity/identification.js';
 import { requestParameters } from '../requests/request-objects.js';
 import type { RequestContext } from '../http/request-context.js';
 import { sandboxRefusal } from '../requests/sandbox.js';
@@ -51,6 +52,9 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     const decision = decideScope(ctx, client, scope);
     if (decision.basis === 'forbidden')
       throw new OAuthError('access_denied', 'the policy forbids this purpose and scope');
+    // Before the lookup: the answer says nothing of whether the hint names anyone.
+    const identifiedBy = identificationOfHint(hint);
+    checkIdentification(decision, identifiedBy, 'access_denied');
     const refusal = sandboxRefusal(ctx, hint);
     if (refusal !== undefined) throw new OAuthError('access_denied', refusal);
     const subscriber = await findByLoginHint(ctx.subscribers, hint);
@@ -58,7 +62,7 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
     // Protects the subscriber from floods of requests (and of consent notifications): each client's, and all together.
     await limitSubscriber(ctx, 'bc-authorize', client.clientId, subscriber.id);
 
-    const { authReqId, record } = await createBackchannelRequest(ctx, client, subscriber, decision);
+    const { authReqId, record } = await createBackchannelRequest(ctx, client, subscriber, decision, identifiedBy);
     sendJson(res, 200, {
       auth_req_id: authReqId,
       expires_in: ctx.lifetimes.authReqId,
@@ -69,6 +73,7 @@ export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
       subscriberId: subscriber.id,
       purpose: record.purpose,
       scopes: record.scopes,
+      identifiedBy,
     });
 
     // After the answer: hooks run asynchronously and never delay or fail the response.

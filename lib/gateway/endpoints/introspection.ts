@@ -4,6 +4,7 @@ import type { GatewayContext } from '../context.js';
 import type { RequestContext } from '../http/request-context.js';
 import { findAccessToken } from '../tokens/access-tokens.js';
 import { findRefreshToken } from '../tokens/refresh-tokens.js';
+import { amrOf, readIdentification, type SubscriberIdentification } from '../../identity/identification.js';
 
 /** RFC 7662 §2.2 response for an active token. */
 export interface IntrospectionResponse {
@@ -22,6 +23,12 @@ export interface IntrospectionResponse {
   iss: string;
   /** The DPV purpose the token was granted for. */
   purpose: string;
+  /**
+   * How the subscriber was identified (`network`, `operatortoken`, or a hint the client supplied: `tel`, `ipport`),
+   * and its `amr` as the ID token has it. Absent for a two-legged token, and for grants of earlier versions.
+   */
+  identified_by?: SubscriberIdentification;
+  amr?: string[];
   /** RFC 9449 §6.2: the thumbprint of the DPoP key a bound token is bound to. */
   cnf?: { jkt: string };
 }
@@ -34,6 +41,7 @@ interface Introspected {
   purpose: string;
   issuedAt: number;
   expiresAt: number;
+  identifiedBy?: unknown;
   /** An access token's DPoP key thumbprint, if bound. */
   jkt?: string | null;
 }
@@ -75,6 +83,7 @@ export function introspectionEndpoint(ctx: GatewayContext, auth: ClientAuthentic
       return;
     }
     const { record, refresh } = found;
+    const identifiedBy = readIdentification(record.identifiedBy);
     const body: IntrospectionResponse = {
       active: true,
       scope: record.scope,
@@ -85,6 +94,7 @@ export function introspectionEndpoint(ctx: GatewayContext, auth: ClientAuthentic
       ...(record.subscriberId === null ? {} : { sub: ctx.pairwiseSubject(record.clientId, record.subscriberId) }),
       iss: ctx.issuer,
       purpose: record.purpose,
+      ...(identifiedBy === undefined ? {} : { identified_by: identifiedBy, amr: amrOf(identifiedBy) }),
       ...(record.jkt ? { cnf: { jkt: record.jkt } } : {}),
     };
     res.status(200).json(body);

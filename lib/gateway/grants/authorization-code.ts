@@ -86,7 +86,8 @@ export const authorizationCodeGrant: Grant = {
       tokens.id_token = issueIdToken(ctx, {
         clientId: record.clientId,
         subscriber: { id: record.subscriberId },
-        // The network identified the subscriber when the code was issued.
+        identifiedBy: record.identifiedBy,
+        // The subscriber was identified when the code was issued.
         authTime: record.issuedAt,
         ...(record.nonce === null ? {} : { nonce: record.nonce }),
         accessToken: tokens.access_token,

@@ -114,6 +114,7 @@ export const cibaGrant: Grant = {
       tokens.id_token = issueIdToken(ctx, {
         clientId: record.clientId,
         subscriber: { id: record.subscriberId },
+        identifiedBy: record.identifiedBy,
         // When the request was approved (by the hook, or at once when created); older records lack approvedAt.
         authTime: record.approvedAt ?? record.createdAt,
         accessToken: tokens.access_token,

@@ -42,6 +42,7 @@ export const clientCredentialsGrant: Grant = {
       purpose,
       scopes,
       scope: granted.value,
+      identifiedBy: null,
     };
     const issue = { ...options, maxLifetime: ctx.lifetimes.backendAccessToken };
     const tokens = await issueAccessToken(ctx, authorization, taggedId(randomTag(), 16), [], undefined, issue);

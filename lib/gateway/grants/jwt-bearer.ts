@@ -8,7 +8,8 @@ import { JWT_BEARER_GRANT } from '../../registry/clients.js';
 import { grantAssertion, verifyAssertion } from '../client-auth/jwt-bearer-assertion.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { decideScope, storedAuthorization } from '../requests/authorization.js';
+import { checkIdentification, decideScope, storedAuthorization } from '../requests/authorization.js';
+import { identificationOfHint } from '../../identity/identification.js';
 import { sandboxRefusal } from '../requests/sandbox.js';
 import { limitSubscriber } from '../requests/subscriber-limit.js';
 import { issueAccessToken, reportIssued } from '../tokens/access-tokens.js';
@@ -62,6 +63,8 @@ export const jwtBearerGrant: Grant = {
       throw invalidGrant('the assertion has no scope claim (purpose and API scopes)');
     const decision = decideScope(ctx, client, claims.scope);
     if (decision.basis === 'forbidden') throw invalidGrant('the policy forbids this purpose and scope');
+    const identifiedBy = identificationOfHint(hint);
+    checkIdentification(decision, identifiedBy, 'invalid_grant');
     const subscriber = await assertedSubscriber(ctx, hint);
     await limitSubscriber(ctx, 'token', client.clientId, subscriber.id);
     let consentGrants: string[] = [];
@@ -82,6 +85,7 @@ export const jwtBearerGrant: Grant = {
       client.clientId,
       subscriber,
       withoutProtocolScopes(decision.requested, { openid: true, offlineAccess: true }),
+      identifiedBy,
     );
     const grantId = taggedId(randomTag(), 16);
     const backend = { ...issue, maxLifetime: ctx.lifetimes.backendAccessToken };

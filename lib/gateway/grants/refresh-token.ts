@@ -6,6 +6,7 @@ import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
 import {
   authorizationOf,
+  checkIdentification,
   decideScope,
   type ScopeDecision,
   type StoredAuthorization,
@@ -49,8 +50,10 @@ function narrowed(record: RefreshTokenRecord, scope: string | undefined): Stored
 
 /**
  * The CAMARA profile's conditions for a new access token, checked on every refresh: the client is still
- * registered for the grant's scopes, the policy still allows them, and the consent they need is still given
- * (the consent grants the tokens will rest on). Anything else: invalid_grant.
+ * registered for the grant's scopes, the policy still allows them, their tokens are not single use (a refresh
+ * would mint another: Number Verification's one answer per authorization), the subscriber was identified as
+ * they require, and the consent they need is still given (the consent grants the tokens will rest on).
+ * Anything else: invalid_grant.
  */
 async function consentGrantsNow(
   ctx: GatewayContext,
@@ -70,6 +73,11 @@ async function consentGrantsNow(
   }
   if (decision.basis === 'forbidden')
     throw new OAuthError('invalid_grant', 'the policy now forbids this purpose and scope');
+  if (decision.singleUse) {
+    const description = "this grant's scope has single-use access tokens, which are never refreshed; authorize again";
+    throw new OAuthError('invalid_grant', description);
+  }
+  checkIdentification(decision, record.identifiedBy, 'invalid_grant');
   if (decision.consentScopes.length === 0) return [];
   const consent = await ctx.consent.state({
     clientId: record.clientId,

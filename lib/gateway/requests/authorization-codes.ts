@@ -58,6 +58,7 @@ export async function createAuthorizationCode(ctx: GatewayContext, request: Code
     subscriberId: record.subscriberId,
     purpose: record.purpose,
     scopes: record.scopes,
+    identifiedBy: record.identifiedBy,
     pkce: record.codeChallenge !== null,
   });
   return code;

@@ -3,6 +3,7 @@ import { parseScope, withoutProtocolScopes, type RequestedScope } from '../../id
 import { rulesFor, strictestBasis, type LegalBasis } from '../../consent/policy.js';
 import type { RegisteredClient } from '../../registry/clients.js';
 import type { Subscriber } from '../../identity/subscribers.js';
+import { isNetworkAuthentication, type SubscriberIdentification } from '../../identity/identification.js';
 import type { GatewayContext } from '../context.js';
 
 /** What a request asks for, checked against the client's registration and the consent policy. */
@@ -12,6 +13,10 @@ export interface ScopeDecision {
   basis: LegalBasis;
   /** The scopes whose basis is consent: these need a consent record. */
   consentScopes: string[];
+  /** A scope's tokens are single use: the grant never gets a refresh token (`offline_access` is not granted). */
+  singleUse: boolean;
+  /** The scopes whose rule says `requireNetworkAuthentication`: no subscriber named by the client may have them. */
+  networkScopes: string[];
 }
 
 /** A registration's scopes as a set, made once per registration object: one lookup per requested scope. */
@@ -46,26 +51,56 @@ export function checkOpenidForClaims(scope: string, claims: string | undefined):
 
 /**
  * The scope a request asks for, checked against the client's registration and the policy. `offline_access` is
- * granted only to a client registered for `refresh_token`, and `openid` only where ID tokens are on (OIDC Core
- * §3.1.3.3: no `openid` without an ID token); else they are left out of the granted scope, in every grant.
+ * granted only to a client registered for `refresh_token` and never with a single-use scope (a refresh would mint
+ * its token again: Number Verification forbids refresh tokens), and `openid` only where ID tokens are on (OIDC
+ * Core §3.1.3.3: no `openid` without an ID token); else they are left out of the granted scope, in every grant.
  */
 export function decideScope(ctx: GatewayContext, client: RegisteredClient, scope: string): ScopeDecision {
   const parsed = parseScope(scope);
-  const drop = { openid: !ctx.idTokens, offlineAccess: !client.grantTypes.includes('refresh_token') };
-  const dropped = (parsed.openid && drop.openid) || (parsed.offlineAccess && drop.offlineAccess);
-  const requested = dropped ? withoutProtocolScopes(parsed, drop) : parsed;
   const registered = scopesOf(client);
-  for (const api of requested.scopes) {
-    if (!registered.has(`dpv:${requested.purpose}#${api}`)) {
-      throw new OAuthError('invalid_scope', `the client is not registered for dpv:${requested.purpose}#${api}`);
+  for (const api of parsed.scopes) {
+    if (!registered.has(`dpv:${parsed.purpose}#${api}`)) {
+      throw new OAuthError('invalid_scope', `the client is not registered for dpv:${parsed.purpose}#${api}`);
     }
   }
-  const rules = rulesFor(ctx.policy, requested.purpose, requested.scopes);
+  const rules = rulesFor(ctx.policy, parsed.purpose, parsed.scopes);
+  const singleUse = rules.some((r) => r.singleUseAccessToken === true);
+  const drop = { openid: !ctx.idTokens, offlineAccess: singleUse || !client.grantTypes.includes('refresh_token') };
+  const dropped = (parsed.openid && drop.openid) || (parsed.offlineAccess && drop.offlineAccess);
   return {
-    requested,
+    requested: dropped ? withoutProtocolScopes(parsed, drop) : parsed,
     basis: strictestBasis(rules),
     consentScopes: rules.filter((r) => r.basis === 'consent').map((r) => r.scope),
+    singleUse,
+    networkScopes: rules.filter((r) => r.requireNetworkAuthentication === true).map((r) => r.scope),
   };
+}
+
+const NAMED_BY: Record<SubscriberIdentification, string> = {
+  network: 'the network',
+  operatortoken: 'an operator token',
+  tel: 'a phone number the client supplied',
+  ipport: 'an address the client supplied',
+};
+
+/**
+ * A scope that requires network authentication (its rule's `requireNetworkAuthentication`, Number Verification's
+ * by default) is refused to a subscriber the client named: `access_denied` at /authorize and /bc-authorize,
+ * `invalid_grant` for the JWT bearer grant and a refresh. Checked before the subscriber is looked up.
+ */
+export function checkIdentification(
+  decision: ScopeDecision,
+  identifiedBy: SubscriberIdentification | undefined,
+  code: 'access_denied' | 'invalid_grant',
+): void {
+  const scope = decision.networkScopes[0];
+  if (scope === undefined || (identifiedBy !== undefined && isNetworkAuthentication(identifiedBy))) return;
+  const named = identifiedBy === undefined ? 'an identification not recorded' : NAMED_BY[identifiedBy];
+  throw new OAuthError(
+    code,
+    `dpv:${decision.requested.purpose}#${scope} requires the subscriber identified by the mobile network or an ` +
+      `operator token, not by ${named}`,
+  );
 }
 
 /**
@@ -81,12 +116,15 @@ export interface StoredAuthorization {
   scopes: string[];
   /** The granted scope string, as requested. */
   scope: string;
+  /** How the subscriber was identified. Records written by earlier versions lack it: read as not recorded. */
+  identifiedBy: SubscriberIdentification;
 }
 
 export function storedAuthorization(
   clientId: string,
   subscriber: Subscriber,
   requested: RequestedScope,
+  identifiedBy: SubscriberIdentification,
 ): StoredAuthorization {
   return {
     clientId,
@@ -95,13 +133,14 @@ export function storedAuthorization(
     purpose: requested.purpose,
     scopes: requested.scopes,
     scope: requested.value,
+    identifiedBy,
   };
 }
 
 /** Only the authorization's own fields of a record that has more. */
 export function authorizationOf(record: StoredAuthorization): StoredAuthorization {
-  const { clientId, subscriberId, phoneNumber, purpose, scopes, scope } = record;
-  return { clientId, subscriberId, phoneNumber, purpose, scopes, scope };
+  const { clientId, subscriberId, phoneNumber, purpose, scopes, scope, identifiedBy } = record;
+  return { clientId, subscriberId, phoneNumber, purpose, scopes, scope, identifiedBy };
 }
 
 export function subscriberOf(record: Pick<StoredAuthorization, 'subscriberId' | 'phoneNumber'>): Subscriber {

@@ -4,6 +4,7 @@ import type { BackchannelRequest } from '../options.js';
 import { storedAuthorization, subscriberOf, type ScopeDecision, type StoredAuthorization } from './authorization.js';
 import type { RegisteredClient } from '../../registry/clients.js';
 import type { Subscriber } from '../../identity/subscribers.js';
+import type { SubscriberIdentification } from '../../identity/identification.js';
 
 /** A CIBA request as stored under its auth_req_id's hash (`hashedRecordId`): a leaked store holds none to poll with. */
 export interface BackchannelRecord extends StoredAuthorization {
@@ -46,6 +47,7 @@ export function toHookRequest(
     scopes: record.scopes,
     scope: record.scope,
     expiresAt: record.expiresAt,
+    identifiedBy: record.identifiedBy,
   };
 }
 
@@ -54,6 +56,7 @@ export async function createBackchannelRequest(
   client: RegisteredClient,
   subscriber: Subscriber,
   decision: ScopeDecision,
+  identifiedBy: SubscriberIdentification,
 ): Promise<{ authReqId: string; record: BackchannelRecord }> {
   // 256 random bits, base64url: opaque and unguessable (CIBA §7.3 asks for at least 128). The id and its grant
   // carry one placement tag, so a sharded store keeps the request, its poll state and its token together.
@@ -61,7 +64,7 @@ export async function createBackchannelRequest(
   const authReqId = taggedId(tag, 32);
   const createdAt = ctx.now();
   const record: BackchannelRecord = {
-    ...storedAuthorization(client.clientId, subscriber, decision.requested),
+    ...storedAuthorization(client.clientId, subscriber, decision.requested, identifiedBy),
     consentScopes: decision.consentScopes,
     status: ctx.backchannel.authorize ? 'pending' : 'approved',
     createdAt,

@@ -4,13 +4,17 @@ import { placementTag, type RecordKind, type RecordWrite, type StoredRecord } fr
 import type { GatewayContext } from '../context.js';
 import type { StoredAuthorization } from '../requests/authorization.js';
 import type { GrantType } from '../../registry/clients.js';
+import type { SubscriberIdentification } from '../../identity/identification.js';
 import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
 
 /**
- * What an access token grants: an authorization of a subscriber, or none (`subscriberId` null: a two-legged
- * token of the client credentials grant, CAMARA).
+ * What an access token grants: an authorization of a subscriber, or none (`subscriberId` and `identifiedBy` null:
+ * a two-legged token of the client credentials grant, CAMARA).
  */
-export type TokenAuthorization = Omit<StoredAuthorization, 'subscriberId'> & { subscriberId: string | null };
+export type TokenAuthorization = Omit<StoredAuthorization, 'subscriberId' | 'identifiedBy'> & {
+  subscriberId: string | null;
+  identifiedBy: SubscriberIdentification | null;
+};
 
 /** What the store keeps for an access token, under the SHA-256 of the token (never the token itself). */
 export interface AccessTokenRecord extends TokenAuthorization {
@@ -163,12 +167,13 @@ export async function issueAccessToken(
       iat: issuedAt / 1000,
       exp: issuedAt / 1000 + lifetime,
       singleUse,
+      identifiedBy: authorization.identifiedBy,
       ...(jkt === null ? {} : { jkt }),
     });
   } else {
     token = taggedId(tag, 32);
   }
-  const { clientId, subscriberId, phoneNumber, purpose, scopes, scope } = authorization;
+  const { clientId, subscriberId, phoneNumber, purpose, scopes, scope, identifiedBy } = authorization;
   const record: AccessTokenRecord = {
     clientId,
     subscriberId,
@@ -176,6 +181,7 @@ export async function issueAccessToken(
     purpose,
     scopes,
     scope,
+    identifiedBy,
     issuedAt,
     expiresAt: issuedAt + lifetime * 1000,
     format: ctx.accessTokenFormat,
@@ -226,10 +232,11 @@ export function reportIssued(
 ): void {
   // The payload looks the token policy up again: not worth it for an event nobody listens to.
   if (!ctx.events.has('token.issued')) return;
-  const { clientId, subscriberId, purpose, scopes } = authorization;
+  const { clientId, subscriberId, purpose, scopes, identifiedBy } = authorization;
   ctx.events.emit('token.issued', {
     clientId,
     ...(subscriberId === null ? {} : { subscriberId }),
+    ...(identifiedBy === null ? {} : { identifiedBy }),
     purpose,
     scopes,
     grantType,

@@ -1,23 +1,20 @@
 import { createHash } from 'node:crypto';
 import type { JWTPayload } from 'jose';
 import type { Subscriber } from '../../identity/subscribers.js';
+import { amrOf, type SubscriberIdentification } from '../../identity/identification.js';
 import type { GatewayContext } from '../context.js';
 import { signJws } from './jws.js';
 import { hashAlgorithmOf } from './keys.js';
-
-/**
- * `amr` of every ID token. RFC 8176 has no value for "identified by the mobile network". The closest
- * registered one is `hwk`, proof of possession of a hardware-secured key: the network admits a device only
- * after 3GPP AKA has proved possession of the subscriber key K held in the SIM/eSIM, and it is that
- * authenticated attachment (its data session, or the line named in the backend flow) that identifies the
- * subscriber. No knowledge factor (`pwd`, `pin`) or user presence is claimed.
- */
-export const NETWORK_AMR: readonly string[] = ['hwk'];
 
 export interface IdTokenInput {
   clientId: string;
   /** Only the id is used: `sub` is derived from it, pairwise per client. The phone number never appears. */
   subscriber: Pick<Subscriber, 'id'>;
+  /**
+   * How the subscriber was identified (the grant's record): `amr` says it (identity/identification.ts). A record
+   * of an earlier version has none; its ID token then has no `amr`.
+   */
+  identifiedBy: SubscriberIdentification | undefined;
   /** Epoch ms of the authentication (`auth_time`). */
   authTime: number;
   /** The authorization request's nonce; the claim is present only when one was sent. */
@@ -40,8 +37,8 @@ export function tokenHash(value: string, alg: string): string {
 }
 
 /**
- * Signs an ID token with the active key: iss, sub (pairwise), aud (the client), exp, iat, auth_time, amr,
- * nonce when sent, at_hash when the access token is given. Lifetime: the access token's.
+ * Signs an ID token with the active key: iss, sub (pairwise), aud (the client), exp, iat, auth_time, amr (how the
+ * subscriber was identified), nonce when sent, at_hash when the access token is given. Lifetime: the access token's.
  * Both grants call this: CIBA without a nonce, the authorization code grant with the request's nonce.
  */
 export function issueIdToken(ctx: GatewayContext, input: IdTokenInput): string {
@@ -56,8 +53,9 @@ export function issueIdToken(ctx: GatewayContext, input: IdTokenInput): string {
     exp: iat + ctx.lifetimes.accessToken,
     iat,
     auth_time: Math.floor(input.authTime / 1000),
-    amr: [...NETWORK_AMR],
   };
+  if (input.identifiedBy !== undefined) claims.amr = amrOf(input.identifiedBy);
+  else delete claims.amr;
   if (input.nonce !== undefined) claims.nonce = input.nonce;
   else delete claims.nonce;
   if (input.accessToken !== undefined) claims.at_hash = tokenHash(input.accessToken, key.alg);

@@ -3,6 +3,7 @@ import { parseScope } from '../../identity/scope.js';
 import type { GatewayContext } from '../context.js';
 import { signJws, verifyJws, type JsonObject } from './jws.js';
 import { openSubscriber, sealSubscriber } from './sealed-subscriber.js';
+import { amrOf, readIdentification, type SubscriberIdentification } from '../../identity/identification.js';
 
 /**
  * JWT access tokens, RFC 9068: header `typ: at+jwt`; claims iss, exp, iat, aud, sub, client_id, scope, jti,
@@ -12,7 +13,9 @@ import { openSubscriber, sealSubscriber } from './sealed-subscriber.js';
  *   consents it rests on), so revoking a grant reaches a token that is verified with no store lookup;
  * - `single_use: true` on a token good for one API call (the guard then consumes its store record);
  * - `two_legged: true` on a token with no subscriber (client credentials): its `sub` is then the client_id,
- *   as RFC 9068 §2.2 asks, and names no subscriber.
+ *   as RFC 9068 §2.2 asks, and names no subscriber;
+ * - `identified_by`: how the subscriber was identified (lib/identity/identification.ts), with its `amr`
+ *   (RFC 9068 §2.2.1), which Number Verification's API asks the service to read.
  * `sub` is otherwise pairwise (`pairwiseSalt`, as in ID tokens and introspection): two clients cannot correlate
  * a subscriber by it (RFC 9068 §6). The operator's subscriber id, which the guard hands the service APIs, travels
  * sealed for the gateway alone in `subscriber_sealed` (./sealed-subscriber.ts); never the phone number.
@@ -32,6 +35,8 @@ export interface AccessTokenClaims extends JWTPayload {
   single_use?: true;
   two_legged?: true;
   subscriber_sealed?: string;
+  identified_by?: SubscriberIdentification;
+  amr?: string[];
   cnf?: { jkt: string };
 }
 
@@ -47,6 +52,8 @@ export interface JwtAccessTokenInput {
   iat: number;
   exp: number;
   singleUse: boolean;
+  /** Null for a two-legged token, and for an authorization recorded before identifications were. */
+  identifiedBy: SubscriberIdentification | null | undefined;
   /** The DPoP key's thumbprint, when the token is bound to one. */
   jkt?: string;
 }
@@ -69,6 +76,7 @@ export function signAccessToken(ctx: GatewayContext, input: JwtAccessTokenInput)
     ...(input.subscriberId === null
       ? { two_legged: true as const }
       : { subscriber_sealed: sealSubscriber(key.privateKey, input.jti, input.subscriberId) }),
+    ...(input.identifiedBy ? { identified_by: input.identifiedBy, amr: amrOf(input.identifiedBy) } : {}),
     ...(input.jkt === undefined ? {} : { cnf: { jkt: input.jkt } }),
   };
   return signJws(key, 'at+jwt', claims);
@@ -111,6 +119,8 @@ export interface VerifiedAccessToken {
   expiresAt: number;
   /** `cnf.jkt`: the DPoP key the token is bound to; undefined when unbound. */
   jkt: string | undefined;
+  /** How the subscriber was identified; undefined for a two-legged token (and tokens of earlier versions). */
+  identifiedBy: SubscriberIdentification | undefined;
 }
 
 /** `cnf` as RFC 9449 §6.1 has it: absent, or an object whose `jkt` is a string; anything else fails the token. */
@@ -186,5 +196,6 @@ export function verifyAccessToken(ctx: GatewayContext, token: string): VerifiedA
     issuedAt: iat * 1000,
     expiresAt: exp * 1000,
     jkt: confirmation.jkt,
+    identifiedBy: readIdentification(verified.claims.identified_by),
   };
 }

@@ -64,6 +64,9 @@ describe.each(FORMATS)('token introspection (RFC 7662), %s access tokens', (_for
       sub: pairwise('app-1', 'sub-alice'),
       iss: ISSUER,
       purpose: 'FraudPreventionAndDetection',
+      // Named by the client's tel: hint (CIBA).
+      identified_by: 'tel',
+      amr: ['hint'],
     });
     expect(JSON.stringify(res.body)).not.toContain('34600000001');
     expect(res.body.sub).not.toBe('sub-alice');

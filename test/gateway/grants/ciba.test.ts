@@ -207,6 +207,8 @@ describe('backchannel hooks', () => {
       clientName: 'Fraud Checker',
       purpose: 'FraudPreventionAndDetection',
       scopes: ['sim-swap'],
+      // How the client named the subscriber: what the hook vouches for when it authenticates them.
+      identifiedBy: 'tel',
     });
     expect(seen[0]!.subscriber).toEqual({ id: 'sub-alice', phoneNumber: '+34600000001' });
     expect((await pollToken(app, id)).body.error).toBe('authorization_pending');

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import request from 'supertest';
 import { RedisStore } from '../../../lib/index.js';
 import { CALLBACK, codeFor, redeem } from '../../helpers/frontend.js';
 import { KEY_A } from '../../helpers/keys.js';
@@ -131,6 +132,49 @@ describe.skipIf(skip)(
           expect((await callService(b.app, token, '/number-verification/verify')).status).toBe(401);
         },
       );
+
+      it('how the subscriber was identified is kept in Redis: a code grant (network) through its refresh, a CIBA tel: grant', async () => {
+        const [a, b] = await pair(where, 'opaque');
+        const introspect = (gw: TestGateway, token: string) =>
+          request(gw.app)
+            .post('/apigateway/introspect')
+            .set('Authorization', OFFLINE_AUTH)
+            .type('form')
+            .send({ token });
+        const code = await codeFor(a, {
+          client_id: 'offline-app',
+          scope: 'dpv:FraudPreventionAndDetection#sim-swap offline_access',
+        });
+        const first = (await redeem(a.app, { code, redirect_uri: CALLBACK }, OFFLINE_AUTH)).body as Record<
+          string,
+          string
+        >;
+        const second = await refresh(b.app, first.refresh_token!);
+        for (const token of [
+          first.access_token!,
+          second.body.refresh_token as string,
+          second.body.access_token as string,
+        ])
+          expect((await introspect(a, token)).body).toMatchObject({
+            active: true,
+            identified_by: 'network',
+            amr: ['hwk'],
+          });
+        const started = await request(b.app)
+          .post('/apigateway/bc-authorize')
+          .set('Authorization', OFFLINE_AUTH)
+          .type('form')
+          .send({ login_hint: 'tel:+34600000001', scope: 'dpv:FraudPreventionAndDetection sim-swap' });
+        const polled = await tokenRequest(
+          a.app,
+          { grant_type: 'urn:openid:params:grant-type:ciba', auth_req_id: started.body.auth_req_id as string },
+          OFFLINE_AUTH,
+        );
+        expect((await introspect(b, polled.body.access_token as string)).body).toMatchObject({
+          identified_by: 'tel',
+          amr: ['hint'],
+        });
+      });
     });
   },
 );

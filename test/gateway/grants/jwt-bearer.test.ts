@@ -69,6 +69,7 @@ describe.each(['opaque', 'jwt'] as const)('JWT bearer grant (%s access tokens)',
       {
         clientId: 'backend-app',
         subscriberId: 'sub-alice',
+        identifiedBy: 'tel',
         purpose: 'FraudPreventionAndDetection',
         scopes: ['sim-swap'],
         grantType: JWT_BEARER,

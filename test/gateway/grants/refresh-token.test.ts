@@ -316,6 +316,8 @@ describe('refresh tokens at introspection and revocation (RFC 7662, RFC 7009)', 
         sub: expect.any(String),
         iss: 'http://gateway.test/apigateway',
         purpose: 'FraudPreventionAndDetection',
+        identified_by: 'network',
+        amr: ['hwk'],
       });
     }
     expect(

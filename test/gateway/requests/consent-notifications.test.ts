@@ -152,6 +152,7 @@ describe.skipIf(skipRedis)('CIBA consent notifications, Redis store', () => {
       clientId: 'app-1',
       subscriberId: 'sub-alice',
       phoneNumber: null,
+      identifiedBy: 'tel',
       purpose: 'FraudPreventionAndDetection',
       scopes: ['device-location'],
       consentScopes: ['device-location'],

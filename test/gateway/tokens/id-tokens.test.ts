@@ -40,7 +40,8 @@ describe('ID tokens (CIBA)', () => {
       exp: createdAt + 3600,
       iat: createdAt,
       auth_time: createdAt,
-      amr: ['hwk'],
+      // Named by the client's tel: hint: nothing authenticated the device (docs/protocol.md, amr).
+      amr: ['hint'],
       at_hash: atHash,
       'urn:openid:params:jwt:claim:auth_req_id': authReqId,
     });

@@ -88,6 +88,9 @@ describe('JWT access tokens (RFC 9068)', () => {
       purpose: 'FraudPreventionAndDetection',
       grant_ids: [expect.stringMatching(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{22}$/)],
       subscriber_sealed: expect.stringMatching(/^[A-Za-z0-9_-]+$/),
+      // How the subscriber was identified (a CIBA tel: hint), and its amr (RFC 9068 §2.2.1).
+      identified_by: 'tel',
+      amr: ['hint'],
     });
     expect(JSON.stringify(claims)).not.toContain('sub-alice');
     // The jti carries its grant's placement tag, so a sharded store keeps the token's record with the grant.
