@@ -22,6 +22,7 @@ import {
 } from '../helpers/grants.js';
 import { KEY_A } from '../helpers/keys.js';
 import { memoryLogger } from '../helpers/memory-logger.js';
+import { operatorChannel } from '../helpers/operator-channel.js';
 
 /**
  * Number Verification verifies (issue 41): its CAMARA scopes get the API definition's token rules (single use,
@@ -40,6 +41,8 @@ const REGISTERED = [`dpv:${PURPOSE}#${VERIFY}`, `dpv:${PURPOSE}#sim-swap`];
 const NV_ROUTE = '/number-verification/v2/verify';
 const ALICE = '+34600000001';
 const OPERATOR_TOKEN = 'ts43-token-of-alice';
+/** The preset requires TLS: an https: issuer (supertest needs none), which client JWTs name as their audience. */
+const HTTPS_ISSUER = 'https://gateway.test/apigateway';
 
 /** Number Verification written as a plain rule: nothing of its token rules. */
 const PLAIN_NV: ConsentRule = { purpose: PURPOSE, scope: VERIFY, basis: 'legitimate-interest' };
@@ -100,12 +103,22 @@ function nvGateway(overrides: Partial<NetAuthOptions> = {}): NvGateway {
 /** The client's authentication on one request: its secret, or a fresh private_key_jwt assertion under the preset. */
 async function clientAuth(gw: NvGateway): Promise<{ header?: string; fields: Record<string, string> }> {
   if (!gw.keyed) return { header: SECRET_AUTH, fields: {} };
-  const assertion = await clientAssertion({ now: Math.floor(gw.clock.now / 1000), clientId: KEY_CLIENT.clientId });
+  const assertion = await clientAssertion({
+    now: Math.floor(gw.clock.now / 1000),
+    clientId: KEY_CLIENT.clientId,
+    claims: { aud: HTTPS_ISSUER },
+  });
   return { fields: assertionFields(assertion, KEY_CLIENT.clientId) };
 }
 
+/** Under the preset: an https: issuer, and the operator's channel that confirms consent (the fixture's consent rules). */
 function camaraGateway(overrides: Partial<NetAuthOptions> = {}): NvGateway {
-  return nvGateway({ profile: 'camara', ...overrides });
+  return nvGateway({
+    profile: 'camara',
+    issuer: HTTPS_ISSUER,
+    sendConsentConfirmation: operatorChannel().send,
+    ...overrides,
+  });
 }
 
 async function post(gw: NvGateway, path: string, body: Record<string, string>): Promise<request.Response> {
@@ -133,7 +146,8 @@ async function codeFlow(gw: NvGateway, scope: string, query: Record<string, stri
 }
 
 async function jwtBearer(gw: NvGateway, sub: string, scope: string): Promise<request.Response> {
-  const assertion = await bearerAssertion(sub, scope, { now: Math.floor(gw.clock.now / 1000) });
+  const now = Math.floor(gw.clock.now / 1000);
+  const assertion = await bearerAssertion(sub, scope, gw.keyed ? { now, claims: { aud: `${HTTPS_ISSUER}/token` } } : { now });
   return request(gw.app).post('/apigateway/token').type('form').send({ grant_type: JWT_BEARER, assertion });
 }
 
@@ -214,20 +228,22 @@ describe('Number Verification without the preset', () => {
   it('a start-up warning where a rule for an NV scope lacks its token rules; none for the complete rule', () => {
     const plain = memoryLogger();
     nvGateway({ logger: plain.logger });
-    const warnings = plain.lines().filter((l) => l.option === 'consentPolicy');
+    const nvWarnings = (log: ReturnType<typeof memoryLogger>) =>
+      log.lines().filter((l) => l.option === 'consentPolicy' && /Number Verification/.test(String(l.msg)));
+    const warnings = nvWarnings(plain);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]!.msg).toMatch(
       /dpv:FraudPreventionAndDetection#number-verification:verify is a CAMARA Number Verification scope.*lacks singleUseAccessToken: true, accessTokenLifetime of at most 300\b.*profile: 'camara'/,
     );
     const complete = memoryLogger();
     nvGateway({ logger: complete.logger, consentPolicy: [...POLICY, COMPLETE_NV] });
-    expect(complete.lines().filter((l) => l.option === 'consentPolicy')).toEqual([]);
+    expect(nvWarnings(complete)).toEqual([]);
     const hinted = memoryLogger();
     nvGateway({
       logger: hinted.logger,
       consentPolicy: [...POLICY, { ...COMPLETE_NV, requireNetworkAuthentication: false }],
     });
-    expect(hinted.lines().find((l) => l.option === 'consentPolicy')?.msg).toMatch(
+    expect(nvWarnings(hinted)[0]?.msg).toMatch(
       /requireNetworkAuthentication left on/,
     );
   });
