@@ -73,8 +73,9 @@ export interface ConsentConfirmationOptions {
   /** Milliseconds `sendConsentConfirmation` may take. Default 10000. */
   sendTimeout?: number;
   /**
-   * Codes sent to one subscriber, the consent page's and the consents page's together, so no application can
-   * make the operator flood a line with messages; past it the page asks to wait (429, `Retry-After`). Counted
+   * Codes sent to one subscriber, so no application can make the operator flood a line with messages; past it
+   * the page asks to wait (429, `Retry-After`). The consent page's codes and the consents page's each have a
+   * budget of this size: visits to the consents page never spend the codes that confirm a consent. Counted
    * with the rate limits' counters (shared on Redis); it protects the subscriber's line, not the gateway, so it
    * holds with `rateLimits: false` too. `false` turns it off. Default 5 per 900 s.
    */
@@ -198,8 +199,11 @@ export type SendFailure = 'error' | 'timeout';
  */
 export type IssueResult = { result: 'sent' | 'already_sent' | SendFailure } | { result: 'capped'; retryAfter: number };
 
-/** Counts one code sent to a subscriber: seconds to wait when over the cap, else undefined. */
-export type CodeCap = (subscriberId: string) => Promise<number | undefined>;
+/**
+ * Counts one code sent to a subscriber for one page (`'consent'` or `'consents'`, each with a budget of its own):
+ * seconds to wait when over the cap, else undefined.
+ */
+export type CodeCap = (subscriberId: string, page: ConsentConfirmationContext['for']) => Promise<number | undefined>;
 
 function digest(salt: string, code: string): Buffer {
   return createHmac('sha256', Buffer.from(salt, 'base64url')).update(code, 'utf8').digest();
@@ -256,7 +260,7 @@ export class ConsentConfirmation {
     };
     if (!(await this.store.add('interaction', this.codeId(interaction), record, { ttl })))
       return { result: 'already_sent' };
-    const retryAfter = await this.cap?.(subscriber.id);
+    const retryAfter = await this.cap?.(subscriber.id, subject.for);
     if (retryAfter !== undefined) {
       await this.store.delete('interaction', this.codeId(interaction));
       return { result: 'capped', retryAfter };

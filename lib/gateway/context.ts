@@ -231,7 +231,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
       options.sendConsentConfirmation,
       confirmation,
       now,
-      codeCounters && ((subscriberId) => codeCounters.confirmationCode(subscriberId)),
+      codeCounters && ((subscriberId, page) => codeCounters.confirmationCode(subscriberId, page)),
     ),
     keys,
     idTokens,

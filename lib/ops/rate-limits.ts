@@ -365,13 +365,15 @@ export class RateLimits {
   }
 
   /**
-   * One confirmation code sent to a subscriber (by the operator's subscriber id), on either page: seconds to wait
-   * when over `consentConfirmation.codesPerSubscriber`, else undefined. Every code counts, as a refused one does.
+   * One confirmation code sent to a subscriber (by the operator's subscriber id) for `page`: seconds to wait when
+   * over `consentConfirmation.codesPerSubscriber`, else undefined. Every code counts, as a refused one does. Each
+   * page has its own budget, so the consents page's codes never spend those that confirm a consent.
    */
-  async confirmationCode(subscriberId: string): Promise<number | undefined> {
+  async confirmationCode(subscriberId: string, page: 'consent' | 'consents'): Promise<number | undefined> {
     const limit = this.codesPerSubscriber;
     if (limit === undefined) return undefined;
-    const refusal = await this.guarded(() => this.counters.chain([{ limit, key: { tag: part(subscriberId) } }]));
+    const key = { tag: part(subscriberId), ...(page === 'consents' ? { rest: ':consents' } : {}) };
+    const refusal = await this.guarded(() => this.counters.chain([{ limit, key }]));
     return refusal && seconds(refusal.msBeforeNext);
   }
 

@@ -22,6 +22,7 @@ import { createAuthorizationCode } from '../requests/authorization-codes.js';
 import { authorizationOf, subscriberOf, type StoredAuthorization } from '../requests/authorization.js';
 import { requiresConfirmation } from '../../consent/confirmation.js';
 import type { ConsentConfirmationFailedEvent } from '../../ops/events.js';
+import { checkPagePost } from './page-origin.js';
 
 /** A validated authorization request waiting for the subscriber's answer, kept in the session. */
 export interface PendingConsent extends StoredAuthorization {
@@ -153,10 +154,12 @@ export class ConsentPage {
   /** express-session, scoped to the consent page's cookie. */
   readonly session: RequestHandler;
   private readonly ttl: number;
+  private readonly origin: string;
 
   constructor(private readonly ctx: GatewayContext) {
     const page = ctx.consentPage;
     this.ttl = ctx.lifetimes.interaction + RETENTION;
+    this.origin = new URL(ctx.issuer).origin;
     this.session = session({
       name: page.cookieName,
       secret: page.cookieSecret,
@@ -384,6 +387,8 @@ export class ConsentPage {
 
   /** POST /consent: interaction, csrf, decision=allow|deny. */
   readonly decide = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    // Another site's form never reaches the code that sends a code or records an answer.
+    checkPagePost(req, this.origin);
     const { params } = request;
     const id = params.get('interaction');
     const csrf = params.get('csrf');
