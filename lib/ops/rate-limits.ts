@@ -64,8 +64,8 @@ export interface RateLimitOptions {
   /** Milliseconds a Redis counter may take before the per-process counter answers instead. Default 500. */
   timeout?: number;
   /**
-   * GET /authorize and the subscriber's consents page, per device address (an IPv6 address counts by its /64).
-   * Default 300 per 60 s.
+   * GET /authorize and the subscriber's consents page, per device address (an IPv6 address counts by its /64;
+   * behind CGNAT, with `network.portHeader`, per address and port). Default 300 per 60 s.
    */
   authorize?: {
     /** Requests per device address; `false` turns it off. */
@@ -310,11 +310,16 @@ export class RateLimits {
     this.failuresPerAddress = failAddress && budget('address', failAddress);
   }
 
-  /** GET /authorize: one request from `ip`. Seconds to wait when over the limit, else undefined. */
-  async authorize(ip: string | undefined): Promise<number | undefined> {
+  /**
+   * GET /authorize (and the consents page): one request from the device at `ip`, behind CGNAT its `port` (the
+   * port header's, when the network has one): each device behind a shared address counts apart. Seconds to wait
+   * when over the limit, else undefined.
+   */
+  async authorize(device: { ip: string | undefined; port?: number }): Promise<number | undefined> {
     const limit = this.authorizePerAddress;
     if (limit === undefined) return undefined;
-    const refusal = await this.guarded(() => this.counters.chain([{ limit, key: { tag: part(addressKey(ip)) } }]));
+    const key = { tag: part(addressKey(device.ip)), ...(device.port !== undefined ? { rest: `:${device.port}` } : {}) };
+    const refusal = await this.guarded(() => this.counters.chain([{ limit, key }]));
     return refusal && seconds(refusal.msBeforeNext);
   }
 

@@ -108,8 +108,8 @@ export class SubscriberConsentsPage {
 
   /** The subscriber on this connection, or undefined. */
   private async identify(req: Request): Promise<Identified | undefined> {
-    // Each view costs a directory lookup and a list: counted with GET /authorize, per device address.
-    const retryAfter = await this.ctx.limits?.authorize(req.ip);
+    // Each view costs a directory lookup and a list: counted with GET /authorize, per device (address and CGNAT port).
+    const retryAfter = await this.ctx.limits?.authorize(this.ctx.network?.countedDevice(req) ?? { ip: req.ip });
     if (retryAfter !== undefined)
       throw overLimit(this.ctx.events, { endpoint: 'consents', limit: 'address', retryAfter });
     // Sandbox mode identifies by login_hint only: no line is recognised here.
