@@ -36,6 +36,11 @@ export interface PendingConsent extends StoredAuthorization {
   /** Binds the form to this session and this request. */
   csrf: string;
   expiresAt: number;
+  /**
+   * The mobile network identified the subscriber (not a sandbox login_hint): the answer is taken only from a device
+   * the network identifies as the same subscriber, so a copied cookie and code do not work from another line.
+   */
+  networkIdentified: boolean;
 }
 
 /**
@@ -283,6 +288,12 @@ export class ConsentPage {
     res.status(status).type('html').send(render(nonce));
   }
 
+  /** Whether the network identifies this request's device as the subscriber the interaction started with. */
+  private async sameLine(req: Request, pending: PendingConsent): Promise<boolean> {
+    const result = await this.ctx.network?.identify(req, this.ctx.subscribers);
+    return result?.identified === true && result.subscriber.id === pending.subscriberId;
+  }
+
   /** Whether a rule of the scopes Allow would record requires confirmation through the operator's channel. */
   private needsConfirmation(pending: PendingConsent): boolean {
     return pending.consentScopes.some((scope) => requiresConfirmation(this.ctx.policy.rule(pending.purpose, scope)));
@@ -401,6 +412,15 @@ export class ConsentPage {
     const decision = params.get('decision');
     if (decision !== 'allow' && decision !== 'deny')
       throw new OAuthError('invalid_request', 'decision must be allow or deny');
+    // The line the request started on answers it: a cookie and a code carried to another line (or off the mobile
+    // network) complete nothing. The interaction stays pending for its own line.
+    if (pending.networkIdentified !== false && !(await this.sameLine(req, pending))) {
+      throw new OAuthError(
+        'access_denied',
+        'This request can only be answered from the phone line it was made for, on the mobile network.',
+        { status: 403 },
+      );
+    }
 
     const target = this.target(pending, 303);
     if (pending.expiresAt <= this.ctx.now()) {

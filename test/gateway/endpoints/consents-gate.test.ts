@@ -403,6 +403,7 @@ describe('codes sent to a subscriber are capped (consentConfirmation.codesPerSub
       const form = consentForm((await request(gw.app).get(pagePath).set('Cookie', cookie)).text);
       const allow = await request(gw.app)
         .post('/apigateway/consent')
+        .set('X-Forwarded-For', ALICE_IP)
         .set('Cookie', cookie)
         .type('form')
         .send({ interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
@@ -479,6 +480,7 @@ describe('only the page itself makes the operator send a code (issue 42, finding
     );
     const allow = await request(gw.app)
       .post('/apigateway/consent')
+      .set('X-Forwarded-For', ALICE_IP)
       .set('Cookie', cookie)
       .set('Sec-Fetch-Site', 'same-origin')
       .type('form')
@@ -514,7 +516,12 @@ describe('only the page itself makes the operator send a code (issue 42, finding
     const form = consentForm((await request(gw.app).get(pagePath).set('Cookie', consentCookie)).text);
     const fields = { interaction: form.interaction, csrf: form.csrf, decision: 'allow' };
     const consentPost = () =>
-      request(gw.app).post('/apigateway/consent').set('Cookie', consentCookie).type('form').send(fields);
+      request(gw.app)
+        .post('/apigateway/consent')
+        .set('X-Forwarded-For', ALICE_IP)
+        .set('Cookie', consentCookie)
+        .type('form')
+        .send(fields);
     for (const headers of [{ 'Sec-Fetch-Site': 'cross-site' }, { Origin: 'http://attacker.test' }]) {
       const res = await consentPost().set(headers);
       expect(res.status).toBe(403);
