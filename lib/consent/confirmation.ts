@@ -4,6 +4,7 @@ import type { Subscriber } from '../identity/subscribers.js';
 import { checkNames, describe, isPlainObject, optionNames } from '../option-checks.js';
 import type { Store } from '../stores/store.js';
 import type { RateLimitRule } from '../ops/rate-limits.js';
+import { NO_SLOT, type Reservation } from '../ops/lockout.js';
 import type { ConfirmationSetting, ConsentRule } from './policy.js';
 
 /**
@@ -80,6 +81,14 @@ export interface ConsentConfirmationOptions {
    * holds with `rateLimits: false` too. `false` turns it off. Default 5 per 900 s.
    */
   codesPerSubscriber?: RateLimitRule | false;
+  /**
+   * Wrong codes typed for one subscriber, on both pages and every interaction together, so a script that starts
+   * interaction after interaction cannot guess on for long: past it the interaction ends as after `maxAttempts`
+   * (`rate.limited` with `limit: 'wrong_codes'`) until the window passes. Only codes typed into an interaction of
+   * that subscriber count, which needs the subscriber's own line. Counted and shared like `codesPerSubscriber`,
+   * and it holds with `rateLimits: false` too. `false` turns it off. Default 10 per 86400 s.
+   */
+  wrongCodesPerSubscriber?: RateLimitRule | false;
 }
 
 /** The options resolved: what the module works with. */
@@ -89,6 +98,8 @@ export interface ConfirmationSettings {
   sendTimeout: number;
   /** Undefined: no cap. */
   codesPerSubscriber: RateLimitRule | undefined;
+  /** Undefined: no cap. */
+  wrongCodesPerSubscriber: RateLimitRule | undefined;
 }
 
 const OPTION_NAMES = optionNames<ConsentConfirmationOptions>({
@@ -96,9 +107,16 @@ const OPTION_NAMES = optionNames<ConsentConfirmationOptions>({
   maxAttempts: true,
   sendTimeout: true,
   codesPerSubscriber: true,
+  wrongCodesPerSubscriber: true,
 });
 const CAP_NAMES: ReadonlySet<string> = new Set(['points', 'duration']);
 const SETTINGS: readonly ConfirmationSetting[] = ['off', 'required'];
+/**
+ * A slot to compare one typed code of a subscriber with (spent when the code is wrong, given back when it is
+ * right), or the seconds until the subscriber's wrong codes may be typed again.
+ */
+export type WrongCodeBudget = (subscriberId: string) => Promise<Reservation>;
+
 /** Digits of a code: what an SMS carries and a person types; three tries in a million. */
 const DIGITS = 6;
 const CODE = /^[0-9]{6}$/;
@@ -152,14 +170,18 @@ export function checkConfirmation(
     codeLifetime: Math.min(codeLifetime ?? d.codeLifetime, interactionLifetime),
     maxAttempts: whole(options?.maxAttempts, 'consentConfirmation.maxAttempts', 1, 10, 'attempts') ?? d.maxAttempts,
     sendTimeout: whole(options?.sendTimeout, 'consentConfirmation.sendTimeout', 1, 120_000, 'ms') ?? d.sendTimeout,
-    codesPerSubscriber: codesCap(options?.codesPerSubscriber),
+    codesPerSubscriber: codesCap(options?.codesPerSubscriber, 'codesPerSubscriber'),
+    wrongCodesPerSubscriber: codesCap(options?.wrongCodesPerSubscriber, 'wrongCodesPerSubscriber'),
   };
 }
 
-function codesCap(value: unknown): ConfirmationSettings['codesPerSubscriber'] {
-  const path = 'consentConfirmation.codesPerSubscriber';
+function codesCap(
+  value: unknown,
+  name: 'codesPerSubscriber' | 'wrongCodesPerSubscriber',
+): ConfirmationSettings['codesPerSubscriber'] {
+  const path = `consentConfirmation.${name}`;
   if (value === false) return undefined;
-  if (value === undefined) return { ...CONSENT_CONFIRMATION_DEFAULTS.codesPerSubscriber };
+  if (value === undefined) return { ...CONSENT_CONFIRMATION_DEFAULTS[name] };
   if (!isPlainObject(value))
     throw new TypeError(`${path} must be { points, duration } or false, not ${describe(value)}`);
   checkNames(value, CAP_NAMES, `${path}.`);
@@ -188,7 +210,9 @@ export type CodeCheck =
   | { result: 'malformed' }
   | { result: 'none_sent' }
   | { result: 'expired' }
-  | { result: 'exhausted' };
+  | { result: 'exhausted' }
+  /** The subscriber's wrong codes reached `wrongCodesPerSubscriber`: nothing was compared. */
+  | { result: 'capped'; retryAfter: number };
 
 /** Why a code could not be sent: the hook rejected, or took longer than `sendTimeout`. */
 export type SendFailure = 'error' | 'timeout';
@@ -221,6 +245,8 @@ export class ConsentConfirmation {
     private readonly now: () => number,
     /** The per-subscriber cap of codes sent; none when undefined. */
     private readonly cap: CodeCap | undefined,
+    /** The per-subscriber cap of wrong codes typed; none when undefined. */
+    private readonly wrongCodes?: WrongCodeBudget,
   ) {}
 
   /** Whether the operator's channel is configured: the consents page then asks for a code too. */
@@ -301,21 +327,34 @@ export class ConsentConfirmation {
    * Checks a typed code. Each check first takes one of `maxAttempts` slots with the store's `add` (atomic on
    * every store), so parallel guesses cannot test more codes than the slots allow, on any number of instances.
    */
-  async check(interaction: string, typed: string, ttl: number): Promise<CodeCheck> {
+  async check(interaction: string, typed: string, ttl: number, subscriberId: string): Promise<CodeCheck> {
     const code = typed.replace(/[\s-]/g, '');
     if (!CODE.test(code)) return { result: 'malformed' };
     const stored = await this.store.get<CodeRecord>('interaction', this.codeId(interaction));
     if (stored === undefined) return { result: 'none_sent' };
     if (stored.value.expiresAt <= this.now()) return { result: 'expired' };
+    // The subscriber's budget of wrong codes, reserved before the comparison (parallel guesses cannot pass it). A
+    // shared counter that cannot be reached compares uncounted: the interaction's own attempts still bound it.
+    const reservation = (await this.wrongCodes?.(subscriberId)) ?? { slot: NO_SLOT };
+    if ('retryAfter' in reservation && reservation.unavailable !== true)
+      return { result: 'capped', retryAfter: reservation.retryAfter };
+    const slot = 'slot' in reservation ? reservation.slot : NO_SLOT;
     const max = this.settings.maxAttempts;
     let attempt = 0;
     for (let n = 1; n <= max && attempt === 0; n++) {
       if (await this.store.add('interaction', `${interaction}:attempt${n}`, {}, { ttl })) attempt = n;
     }
-    if (attempt === 0) return { result: 'exhausted' };
+    if (attempt === 0) {
+      slot.release();
+      return { result: 'exhausted' };
+    }
     const expected = Buffer.from(stored.value.hash, 'base64url');
     const actual = digest(stored.value.salt, code);
-    if (expected.length === actual.length && timingSafeEqual(expected, actual)) return { result: 'confirmed' };
+    if (expected.length === actual.length && timingSafeEqual(expected, actual)) {
+      slot.release();
+      return { result: 'confirmed' };
+    }
+    await slot.spend();
     return attempt === max ? { result: 'exhausted' } : { result: 'wrong', attemptsLeft: max - attempt };
   }
 

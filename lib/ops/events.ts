@@ -151,7 +151,8 @@ export interface RateLimitedEvent {
    * `subscriber` (one subscriber, every client together), `address` (GET /authorize per device address),
    * `dpop_key` (DPoP proofs of one key, `rateLimits.dpopProofs.perKey`); `client_authentication`: the brute-force
    * lock-out after failed client authentications (per client id and address, or per address for unknown ids);
-   * `confirmation_codes`: the codes sent to one subscriber (`consentConfirmation.codesPerSubscriber`).
+   * `confirmation_codes`: the codes sent to one subscriber (`consentConfirmation.codesPerSubscriber`);
+   * `wrong_codes`: the wrong codes typed for one subscriber (`consentConfirmation.wrongCodesPerSubscriber`).
    */
   limit:
     | 'client'
@@ -160,7 +161,8 @@ export interface RateLimitedEvent {
     | 'address'
     | 'dpop_key'
     | 'client_authentication'
-    | 'confirmation_codes';
+    | 'confirmation_codes'
+    | 'wrong_codes';
   /** Present when the limit is the client's (or a registered client's lock-out); for `dpop_key`, the client that sent the proof. */
   clientId?: string;
   /** Present when the limit concerns a subscriber. */

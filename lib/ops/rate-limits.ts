@@ -239,6 +239,8 @@ export class RateLimits {
   private readonly twoLeggedPerClient: CounterLimit | undefined;
   private readonly dpopPerKey: CounterLimit | undefined;
   private readonly codesPerSubscriber: CounterLimit | undefined;
+  /** Wrong confirmation codes per subscriber (`consentConfirmation.wrongCodesPerSubscriber`). */
+  private readonly wrongCodesPerSubscriber: FailureBudget | undefined;
   /** The lock-out: refused credentials per (registered client id, address), and per address for unknown ids. */
   private readonly failuresPerClientAndAddress: FailureBudget | undefined;
   private readonly failuresPerAddress: FailureBudget | undefined;
@@ -248,8 +250,8 @@ export class RateLimits {
     store: Store,
     private readonly onError: (error: unknown) => void,
     events: EventHub,
-    /** `consentConfirmation.codesPerSubscriber`, checked with the confirmation's options. */
-    confirmationCodes?: RateLimitRule,
+    /** `consentConfirmation.codesPerSubscriber` and `wrongCodesPerSubscriber`, checked with the confirmation's options. */
+    confirmationCodes: { sent?: RateLimitRule; wrong?: RateLimitRule } = {},
   ) {
     const o = options;
     const D = RATE_LIMIT_DEFAULTS;
@@ -282,7 +284,18 @@ export class RateLimits {
     this.twoLeggedPerClient = twoLegged && limit('client-credentials:client', twoLegged);
     const dpopKey = resolveRule('dpopProofs.perKey', o.dpopProofs?.perKey, D.dpopProofs.perKey);
     this.dpopPerKey = dpopKey && limit('dpop-proofs:key', dpopKey);
-    this.codesPerSubscriber = confirmationCodes && limit('confirmation-codes:subscriber', confirmationCodes);
+    const { sent, wrong } = confirmationCodes;
+    this.codesPerSubscriber = sent && limit('confirmation-codes:subscriber', sent);
+    // A slot per typed code, given back at once when it is right (no holding: a subscriber types a few a day).
+    this.wrongCodesPerSubscriber =
+      wrong &&
+      new FailureBudget(
+        this.counters,
+        { name: 'code-attempts:subscriber', points: wrong.points, duration: wrong.duration },
+        { name: 'wrong-codes:subscriber', points: wrong.points, duration: wrong.duration },
+        (operation) => this.guarded(operation),
+        0,
+      );
     const ca = o.clientAuthentication;
     if (ca !== undefined && 'perClient' in ca) {
       throw new TypeError(
@@ -380,6 +393,16 @@ export class RateLimits {
     const key = { tag: part(subscriberId), ...(page === 'consents' ? { rest: ':consents' } : {}) };
     const refusal = await this.guarded(() => this.counters.chain([{ limit, key }]));
     return refusal && seconds(refusal.msBeforeNext);
+  }
+
+  /**
+   * A slot to compare one typed confirmation code of a subscriber with: spent when the code is wrong, given back
+   * when it is right; or the seconds until the subscriber's wrong codes (`wrongCodesPerSubscriber`) allow another.
+   */
+  async confirmationAttempt(subscriberId: string): Promise<Reservation> {
+    const budget = this.wrongCodesPerSubscriber;
+    if (budget === undefined) return { slot: NO_SLOT };
+    return budget.reserve({ tag: part(subscriberId) });
   }
 
   /** One client-credentials token for `clientId`: seconds to wait when over its limit, else undefined. */

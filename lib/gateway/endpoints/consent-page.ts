@@ -360,7 +360,7 @@ export class ConsentPage {
       res.set('Location', pagePath).status(303).end();
       return false;
     }
-    const check = await this.ctx.confirmation.check(id, typed, this.ttl);
+    const check = await this.ctx.confirmation.check(id, typed, this.ttl, pending.subscriberId);
     switch (check.result) {
       case 'confirmed':
         return true;
@@ -381,8 +381,16 @@ export class ConsentPage {
         return false;
       }
       default: {
-        // Expired, or the attempts are spent: the interaction ends, as Deny ends it, but records no refusal.
-        failed(check.result === 'expired' ? 'code_expired' : 'attempts_exhausted');
+        // Expired, the attempts are spent, or the subscriber's wrong codes reached their cap: the interaction
+        // ends, as Deny ends it, but records no refusal.
+        if (check.result === 'capped') {
+          this.ctx.events.emit('rate.limited', {
+            endpoint: 'consent',
+            limit: 'wrong_codes',
+            subscriberId: pending.subscriberId,
+            retryAfter: check.retryAfter,
+          });
+        } else failed(check.result === 'expired' ? 'code_expired' : 'attempts_exhausted');
         if (!(await this.ctx.store.consume('interaction', id)))
           throw refused('This consent request was already answered.');
         request.redirectTarget = this.target(pending, 303);

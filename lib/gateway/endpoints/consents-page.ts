@@ -256,7 +256,7 @@ export class SubscriberConsentsPage {
     const page = `${this.ctx.issuer}/consents`;
     // Nothing out (confirmed already, or the code's record is gone): the page decides what comes next.
     if (own.gate === undefined) return void res.set('Location', page).status(303).end();
-    const check = await this.ctx.confirmation.check(own.gate, typed, this.ttl);
+    const check = await this.ctx.confirmation.check(own.gate, typed, this.ttl, who.subscriber.id);
     switch (check.result) {
       case 'confirmed': {
         await this.ctx.confirmation.discard(own.gate);
@@ -281,8 +281,16 @@ export class SubscriberConsentsPage {
         );
       }
       default: {
-        // Expired, or the attempts are spent: this code is over; a new one starts again (within the cap) with a
-        // new form token, so the old page's forms are spent.
+        // Expired, the attempts are spent, or the subscriber's wrong codes reached their cap: this code is over; a
+        // new one starts again (within the caps) with a new form token, so the old page's forms are spent.
+        if (check.result === 'capped') {
+          this.ctx.events.emit('rate.limited', {
+            endpoint: 'consents',
+            limit: 'wrong_codes',
+            subscriberId: who.subscriber.id,
+            retryAfter: check.retryAfter,
+          });
+        }
         await this.ctx.confirmation.discard(own.gate);
         const csrf = randomBytes(32).toString('base64url');
         keep(req, { subscriberId: who.subscriber.id, address: who.address, csrf });
