@@ -324,8 +324,9 @@ export class ConsentConfirmation {
   }
 
   /**
-   * Checks a typed code. Each check first takes one of `maxAttempts` slots with the store's `add` (atomic on
-   * every store), so parallel guesses cannot test more codes than the slots allow, on any number of instances.
+   * Checks a typed code of `subscriberId`'s interaction. Each check first takes a slot of the subscriber's wrong
+   * codes (`wrongCodesPerSubscriber`) and one of the interaction's `maxAttempts` slots with the store's `add` (atomic
+   * on every store), so parallel guesses cannot test more codes than the slots allow, on any number of instances.
    */
   async check(interaction: string, typed: string, ttl: number, subscriberId: string): Promise<CodeCheck> {
     const code = typed.replace(/[\s-]/g, '');
@@ -339,15 +340,14 @@ export class ConsentConfirmation {
     if ('retryAfter' in reservation && reservation.unavailable !== true)
       return { result: 'capped', retryAfter: reservation.retryAfter };
     const slot = 'slot' in reservation ? reservation.slot : NO_SLOT;
-    const max = this.settings.maxAttempts;
-    let attempt = 0;
-    for (let n = 1; n <= max && attempt === 0; n++) {
-      if (await this.store.add('interaction', `${interaction}:attempt${n}`, {}, { ttl })) attempt = n;
+    let attempt: number | undefined;
+    try {
+      attempt = await this.takeAttempt(interaction, ttl);
+    } finally {
+      // No attempt left (or the store failed): nothing was compared, the subscriber's slot goes back.
+      if (attempt === undefined) slot.release();
     }
-    if (attempt === 0) {
-      slot.release();
-      return { result: 'exhausted' };
-    }
+    if (attempt === undefined) return { result: 'exhausted' };
     const expected = Buffer.from(stored.value.hash, 'base64url');
     const actual = digest(stored.value.salt, code);
     if (expected.length === actual.length && timingSafeEqual(expected, actual)) {
@@ -355,7 +355,16 @@ export class ConsentConfirmation {
       return { result: 'confirmed' };
     }
     await slot.spend();
+    const max = this.settings.maxAttempts;
     return attempt === max ? { result: 'exhausted' } : { result: 'wrong', attemptsLeft: max - attempt };
+  }
+
+  /** One of the interaction's `maxAttempts` slots, taken with the store's atomic `add`: its number, or undefined. */
+  private async takeAttempt(interaction: string, ttl: number): Promise<number | undefined> {
+    for (let n = 1; n <= this.settings.maxAttempts; n++) {
+      if (await this.store.add('interaction', `${interaction}:attempt${n}`, {}, { ttl })) return n;
+    }
+    return undefined;
   }
 
   /** Forgets the code once the interaction is answered: it is never good again. */
