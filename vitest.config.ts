@@ -15,6 +15,7 @@ const FRESH_PROCESS = [
   'test/gateway/client-auth/jti-redis.test.ts',
   'test/gateway/client-auth/lockout.test.ts',
   'test/gateway/grants/grants-redis.test.ts',
+  'test/gateway/endpoints/wrong-codes.test.ts',
   'test/client/helpers.test.ts',
   'test/interop/dpop-openid-client.test.ts',
   'test/guard/frozen-grant.test.ts',

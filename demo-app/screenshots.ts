@@ -57,6 +57,7 @@ try {
   await page.goto(`${demo.gatewayUrl}/demo/phone/34600000001`);
   await page.getByRole('button', { name: 'Allow' }).click();
   await page.getByRole('button', { name: 'Open my consents page' }).click();
+  await page.getByRole('button', { name: 'Send me a code' }).click();
   await page.getByLabel('Confirmation code').waitFor();
   await page.screenshot({ path: join(out, 'consents-confirmation.png') });
   await page.getByLabel('Confirmation code').fill(await newestCode());

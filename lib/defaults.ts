@@ -103,11 +103,14 @@ export const METRICS_DEFAULTS = { prefix: 'netauth_', clientIdLabel: true } as c
 /**
  * `consentConfirmation`: the one-time code a consent rule with `confirmation: 'required'`, and the consents page,
  * send through `sendConsentConfirmation`. `codeLifetime` in seconds, `sendTimeout` in ms, `maxAttempts` codes
- * typed per interaction before it ends, `codesPerSubscriber` codes sent to one subscriber per `duration` seconds.
+ * typed per interaction before it ends, `codesPerSubscriber` codes sent to one subscriber per `duration` seconds
+ * (per page), `wrongCodesPerSubscriber` wrong codes typed for one subscriber per `duration` seconds: 10 a day
+ * keeps a script that guesses for a year under 0.4 % (3,650 of a million codes).
  */
 export const CONSENT_CONFIRMATION_DEFAULTS = {
   codeLifetime: 300,
   maxAttempts: 3,
   sendTimeout: 10_000,
   codesPerSubscriber: { points: 5, duration: 900 },
+  wrongCodesPerSubscriber: { points: 10, duration: 86_400 },
 } as const;

@@ -4,6 +4,7 @@ import type { Subscriber } from '../identity/subscribers.js';
 import { checkNames, describe, isPlainObject, optionNames } from '../option-checks.js';
 import type { Store } from '../stores/store.js';
 import type { RateLimitRule } from '../ops/rate-limits.js';
+import { NO_SLOT, type Reservation } from '../ops/lockout.js';
 import type { ConfirmationSetting, ConsentRule } from './policy.js';
 
 /**
@@ -73,12 +74,21 @@ export interface ConsentConfirmationOptions {
   /** Milliseconds `sendConsentConfirmation` may take. Default 10000. */
   sendTimeout?: number;
   /**
-   * Codes sent to one subscriber, the consent page's and the consents page's together, so no application can
-   * make the operator flood a line with messages; past it the page asks to wait (429, `Retry-After`). Counted
+   * Codes sent to one subscriber, so no application can make the operator flood a line with messages; past it
+   * the page asks to wait (429, `Retry-After`). The consent page's codes and the consents page's each have a
+   * budget of this size: visits to the consents page never spend the codes that confirm a consent. Counted
    * with the rate limits' counters (shared on Redis); it protects the subscriber's line, not the gateway, so it
    * holds with `rateLimits: false` too. `false` turns it off. Default 5 per 900 s.
    */
   codesPerSubscriber?: RateLimitRule | false;
+  /**
+   * Wrong codes typed for one subscriber, on both pages and every interaction together, so a script that starts
+   * interaction after interaction cannot guess on for long: past it the interaction ends as after `maxAttempts`
+   * (`rate.limited` with `limit: 'wrong_codes'`) until the window passes. Only codes typed into an interaction of
+   * that subscriber count, which needs the subscriber's own line. Counted and shared like `codesPerSubscriber`,
+   * and it holds with `rateLimits: false` too. `false` turns it off. Default 10 per 86400 s.
+   */
+  wrongCodesPerSubscriber?: RateLimitRule | false;
 }
 
 /** The options resolved: what the module works with. */
@@ -88,6 +98,8 @@ export interface ConfirmationSettings {
   sendTimeout: number;
   /** Undefined: no cap. */
   codesPerSubscriber: RateLimitRule | undefined;
+  /** Undefined: no cap. */
+  wrongCodesPerSubscriber: RateLimitRule | undefined;
 }
 
 const OPTION_NAMES = optionNames<ConsentConfirmationOptions>({
@@ -95,9 +107,16 @@ const OPTION_NAMES = optionNames<ConsentConfirmationOptions>({
   maxAttempts: true,
   sendTimeout: true,
   codesPerSubscriber: true,
+  wrongCodesPerSubscriber: true,
 });
 const CAP_NAMES: ReadonlySet<string> = new Set(['points', 'duration']);
 const SETTINGS: readonly ConfirmationSetting[] = ['off', 'required'];
+/**
+ * A slot to compare one typed code of a subscriber with (spent when the code is wrong, given back when it is
+ * right), or the seconds until the subscriber's wrong codes may be typed again.
+ */
+export type WrongCodeBudget = (subscriberId: string) => Promise<Reservation>;
+
 /** Digits of a code: what an SMS carries and a person types; three tries in a million. */
 const DIGITS = 6;
 const CODE = /^[0-9]{6}$/;
@@ -166,14 +185,18 @@ export function checkConfirmation(
     codeLifetime: Math.min(codeLifetime ?? d.codeLifetime, interactionLifetime),
     maxAttempts: whole(options?.maxAttempts, 'consentConfirmation.maxAttempts', 1, 10, 'attempts') ?? d.maxAttempts,
     sendTimeout: whole(options?.sendTimeout, 'consentConfirmation.sendTimeout', 1, 120_000, 'ms') ?? d.sendTimeout,
-    codesPerSubscriber: codesCap(options?.codesPerSubscriber),
+    codesPerSubscriber: codesCap(options?.codesPerSubscriber, 'codesPerSubscriber'),
+    wrongCodesPerSubscriber: codesCap(options?.wrongCodesPerSubscriber, 'wrongCodesPerSubscriber'),
   };
 }
 
-function codesCap(value: unknown): ConfirmationSettings['codesPerSubscriber'] {
-  const path = 'consentConfirmation.codesPerSubscriber';
+function codesCap(
+  value: unknown,
+  name: 'codesPerSubscriber' | 'wrongCodesPerSubscriber',
+): ConfirmationSettings['codesPerSubscriber'] {
+  const path = `consentConfirmation.${name}`;
   if (value === false) return undefined;
-  if (value === undefined) return { ...CONSENT_CONFIRMATION_DEFAULTS.codesPerSubscriber };
+  if (value === undefined) return { ...CONSENT_CONFIRMATION_DEFAULTS[name] };
   if (!isPlainObject(value))
     throw new TypeError(`${path} must be { points, duration } or false, not ${describe(value)}`);
   checkNames(value, CAP_NAMES, `${path}.`);
@@ -202,7 +225,9 @@ export type CodeCheck =
   | { result: 'malformed' }
   | { result: 'none_sent' }
   | { result: 'expired' }
-  | { result: 'exhausted' };
+  | { result: 'exhausted' }
+  /** The subscriber's wrong codes reached `wrongCodesPerSubscriber`: nothing was compared. */
+  | { result: 'capped'; retryAfter: number };
 
 /** Why a code could not be sent: the hook rejected, or took longer than `sendTimeout`. */
 export type SendFailure = 'error' | 'timeout';
@@ -213,8 +238,11 @@ export type SendFailure = 'error' | 'timeout';
  */
 export type IssueResult = { result: 'sent' | 'already_sent' | SendFailure } | { result: 'capped'; retryAfter: number };
 
-/** Counts one code sent to a subscriber: seconds to wait when over the cap, else undefined. */
-export type CodeCap = (subscriberId: string) => Promise<number | undefined>;
+/**
+ * Counts one code sent to a subscriber for one page (`'consent'` or `'consents'`, each with a budget of its own):
+ * seconds to wait when over the cap, else undefined.
+ */
+export type CodeCap = (subscriberId: string, page: ConsentConfirmationContext['for']) => Promise<number | undefined>;
 
 function digest(salt: string, code: string): Buffer {
   return createHmac('sha256', Buffer.from(salt, 'base64url')).update(code, 'utf8').digest();
@@ -232,6 +260,8 @@ export class ConsentConfirmation {
     private readonly now: () => number,
     /** The per-subscriber cap of codes sent; none when undefined. */
     private readonly cap: CodeCap | undefined,
+    /** The per-subscriber cap of wrong codes typed; none when undefined. */
+    private readonly wrongCodes?: WrongCodeBudget,
   ) {}
 
   /** Whether the operator's channel is configured: the consents page then asks for a code too. */
@@ -271,7 +301,7 @@ export class ConsentConfirmation {
     };
     if (!(await this.store.add('interaction', this.codeId(interaction), record, { ttl })))
       return { result: 'already_sent' };
-    const retryAfter = await this.cap?.(subscriber.id);
+    const retryAfter = await this.cap?.(subscriber.id, subject.for);
     if (retryAfter !== undefined) {
       await this.store.delete('interaction', this.codeId(interaction));
       return { result: 'capped', retryAfter };
@@ -309,25 +339,47 @@ export class ConsentConfirmation {
   }
 
   /**
-   * Checks a typed code. Each check first takes one of `maxAttempts` slots with the store's `add` (atomic on
-   * every store), so parallel guesses cannot test more codes than the slots allow, on any number of instances.
+   * Checks a typed code of `subscriberId`'s interaction. Each check first takes a slot of the subscriber's wrong
+   * codes (`wrongCodesPerSubscriber`) and one of the interaction's `maxAttempts` slots with the store's `add` (atomic
+   * on every store), so parallel guesses cannot test more codes than the slots allow, on any number of instances.
    */
-  async check(interaction: string, typed: string, ttl: number): Promise<CodeCheck> {
+  async check(interaction: string, typed: string, ttl: number, subscriberId: string): Promise<CodeCheck> {
     const code = typed.replace(/[\s-]/g, '');
     if (!CODE.test(code)) return { result: 'malformed' };
     const stored = await this.store.get<CodeRecord>('interaction', this.codeId(interaction));
     if (stored === undefined) return { result: 'none_sent' };
     if (stored.value.expiresAt <= this.now()) return { result: 'expired' };
-    const max = this.settings.maxAttempts;
-    let attempt = 0;
-    for (let n = 1; n <= max && attempt === 0; n++) {
-      if (await this.store.add('interaction', `${interaction}:attempt${n}`, {}, { ttl })) attempt = n;
+    // The subscriber's budget of wrong codes, reserved before the comparison (parallel guesses cannot pass it). A
+    // shared counter that cannot be reached compares uncounted: the interaction's own attempts still bound it.
+    const reservation = (await this.wrongCodes?.(subscriberId)) ?? { slot: NO_SLOT };
+    if ('retryAfter' in reservation && reservation.unavailable !== true)
+      return { result: 'capped', retryAfter: reservation.retryAfter };
+    const slot = 'slot' in reservation ? reservation.slot : NO_SLOT;
+    let attempt: number | undefined;
+    try {
+      attempt = await this.takeAttempt(interaction, ttl);
+    } finally {
+      // No attempt left (or the store failed): nothing was compared, the subscriber's slot goes back.
+      if (attempt === undefined) slot.release();
     }
-    if (attempt === 0) return { result: 'exhausted' };
+    if (attempt === undefined) return { result: 'exhausted' };
     const expected = Buffer.from(stored.value.hash, 'base64url');
     const actual = digest(stored.value.salt, code);
-    if (expected.length === actual.length && timingSafeEqual(expected, actual)) return { result: 'confirmed' };
+    if (expected.length === actual.length && timingSafeEqual(expected, actual)) {
+      slot.release();
+      return { result: 'confirmed' };
+    }
+    await slot.spend();
+    const max = this.settings.maxAttempts;
     return attempt === max ? { result: 'exhausted' } : { result: 'wrong', attemptsLeft: max - attempt };
+  }
+
+  /** One of the interaction's `maxAttempts` slots, taken with the store's atomic `add`: its number, or undefined. */
+  private async takeAttempt(interaction: string, ttl: number): Promise<number | undefined> {
+    for (let n = 1; n <= this.settings.maxAttempts; n++) {
+      if (await this.store.add('interaction', `${interaction}:attempt${n}`, {}, { ttl })) return n;
+    }
+    return undefined;
   }
 
   /** Forgets the code once the interaction is answered: it is never good again. */

@@ -191,21 +191,24 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const events = new EventHub(onError);
   if (logger) attachLogger(logger, events);
   reportRefusal = (refusal) => events.emit('client.registration_refused', refusal);
+  const confirmationCaps = { sent: confirmation.codesPerSubscriber, wrong: confirmation.wrongCodesPerSubscriber };
   let limits: RateLimits | undefined;
   try {
     limits =
       options.rateLimits === false
         ? undefined
-        : new RateLimits(options.rateLimits ?? {}, store, onError, events, confirmation.codesPerSubscriber);
+        : new RateLimits(options.rateLimits ?? {}, store, onError, events, confirmationCaps);
   } catch (error) {
     if (options.store === undefined) void store.close?.();
     throw error;
   }
-  // The cap of confirmation codes protects the subscriber's line, not the gateway: it holds without rate limits.
+  // The caps of confirmation codes protect the subscriber's line and consent, not the gateway: they hold without
+  // rate limits.
   const codeCounters =
     limits ??
-    (options.sendConsentConfirmation !== undefined && confirmation.codesPerSubscriber !== undefined
-      ? new RateLimits(NO_REQUEST_LIMITS, store, onError, events, confirmation.codesPerSubscriber)
+    (options.sendConsentConfirmation !== undefined &&
+    (confirmationCaps.sent !== undefined || confirmationCaps.wrong !== undefined)
+      ? new RateLimits(NO_REQUEST_LIMITS, store, onError, events, confirmationCaps)
       : undefined);
   const revocations = new Revocations(store, now, lifetimes.accessToken);
   const consentRegistry = options.consentRegistry ?? new StoreConsentRegistry(store, policy, now);
@@ -248,7 +251,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
       options.sendConsentConfirmation,
       confirmation,
       now,
-      codeCounters && ((subscriberId) => codeCounters.confirmationCode(subscriberId)),
+      codeCounters && ((subscriberId, page) => codeCounters.confirmationCode(subscriberId, page)),
+      codeCounters && ((subscriberId) => codeCounters.confirmationAttempt(subscriberId)),
     ),
     keys,
     idTokens,

@@ -138,6 +138,16 @@ export class NetworkIdentifier {
     );
   }
 
+  /**
+   * The device as the per-address rate limit counts it: the address, with the CGNAT port when the operator's edge
+   * gave one (believed as for identification), so one device behind a shared address never uses up another's
+   * allowance. A request whose port cannot be read counts by its address alone.
+   */
+  countedDevice(req: Request): { ip: string | undefined; port?: number } {
+    const address = this.deviceAddress(req);
+    return typeof address === 'string' ? { ip: req.ip } : address;
+  }
+
   async identify(req: Request, directory: SubscriberDirectory): Promise<NetworkIdentification> {
     const address = this.deviceAddress(req);
     if (typeof address === 'string') return { identified: false, reason: address };

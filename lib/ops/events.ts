@@ -160,7 +160,8 @@ export interface RateLimitedEvent {
    * `dpop_key` (DPoP proofs of one key, `rateLimits.dpopProofs.perKey`), `dpop_client` (of every key of one client,
    * `rateLimits.dpopProofs.perClient`); `client_authentication`: the brute-force
    * lock-out after failed client authentications (per client id and address, or per address for unknown ids);
-   * `confirmation_codes`: the codes sent to one subscriber (`consentConfirmation.codesPerSubscriber`).
+   * `confirmation_codes`: the codes sent to one subscriber (`consentConfirmation.codesPerSubscriber`);
+   * `wrong_codes`: the wrong codes typed for one subscriber (`consentConfirmation.wrongCodesPerSubscriber`).
    */
   limit:
     | 'client'
@@ -170,7 +171,8 @@ export interface RateLimitedEvent {
     | 'dpop_key'
     | 'dpop_client'
     | 'client_authentication'
-    | 'confirmation_codes';
+    | 'confirmation_codes'
+    | 'wrong_codes';
   /** Present when the limit is the client's (or a registered client's lock-out); for `dpop_key` and `dpop_client`, the client that sent the proof. */
   clientId?: string;
   /** Present when the limit concerns a subscriber. */

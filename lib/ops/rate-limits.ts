@@ -64,8 +64,8 @@ export interface RateLimitOptions {
   /** Milliseconds a Redis counter may take before the per-process counter answers instead. Default 500. */
   timeout?: number;
   /**
-   * GET /authorize and the subscriber's consents page, per device address (an IPv6 address counts by its /64).
-   * Default 300 per 60 s.
+   * GET /authorize and the subscriber's consents page, per device address (an IPv6 address counts by its /64;
+   * behind CGNAT, with `network.portHeader`, per address and port). Default 300 per 60 s.
    */
   authorize?: {
     /** Requests per device address; `false` turns it off. */
@@ -252,6 +252,8 @@ export class RateLimits {
   private readonly dpopPerKey: CounterLimit | undefined;
   private readonly dpopPerClient: CounterLimit | undefined;
   private readonly codesPerSubscriber: CounterLimit | undefined;
+  /** Wrong confirmation codes per subscriber (`consentConfirmation.wrongCodesPerSubscriber`). */
+  private readonly wrongCodesPerSubscriber: FailureBudget | undefined;
   /** The lock-out: refused credentials per (registered client id, address), and per address for unknown ids. */
   private readonly failuresPerClientAndAddress: FailureBudget | undefined;
   private readonly failuresPerAddress: FailureBudget | undefined;
@@ -261,8 +263,8 @@ export class RateLimits {
     store: Store,
     private readonly onError: (error: unknown) => void,
     events: EventHub,
-    /** `consentConfirmation.codesPerSubscriber`, checked with the confirmation's options. */
-    confirmationCodes?: RateLimitRule,
+    /** `consentConfirmation.codesPerSubscriber` and `wrongCodesPerSubscriber`, checked with the confirmation's options. */
+    confirmationCodes: { sent?: RateLimitRule; wrong?: RateLimitRule } = {},
   ) {
     const o = options;
     const D = RATE_LIMIT_DEFAULTS;
@@ -297,7 +299,18 @@ export class RateLimits {
     this.dpopPerKey = dpopKey && limit('dpop-proofs:key', dpopKey);
     const dpopClient = resolveRule('dpopProofs.perClient', o.dpopProofs?.perClient, D.dpopProofs.perClient);
     this.dpopPerClient = dpopClient && limit('dpop-proofs:client', dpopClient);
-    this.codesPerSubscriber = confirmationCodes && limit('confirmation-codes:subscriber', confirmationCodes);
+    const { sent, wrong } = confirmationCodes;
+    this.codesPerSubscriber = sent && limit('confirmation-codes:subscriber', sent);
+    // A slot per typed code, given back at once when it is right (no holding: a subscriber types a few a day).
+    this.wrongCodesPerSubscriber =
+      wrong &&
+      new FailureBudget(
+        this.counters,
+        { name: 'code-attempts:subscriber', points: wrong.points, duration: wrong.duration },
+        { name: 'wrong-codes:subscriber', points: wrong.points, duration: wrong.duration },
+        (operation) => this.guarded(operation),
+        0,
+      );
     const ca = o.clientAuthentication;
     if (ca !== undefined && 'perClient' in ca) {
       throw new TypeError(
@@ -325,11 +338,16 @@ export class RateLimits {
     this.failuresPerAddress = failAddress && budget('address', failAddress);
   }
 
-  /** GET /authorize: one request from `ip`. Seconds to wait when over the limit, else undefined. */
-  async authorize(ip: string | undefined): Promise<number | undefined> {
+  /**
+   * GET /authorize (and the consents page): one request from the device at `ip`, behind CGNAT its `port` (the
+   * port header's, when the network has one): each device behind a shared address counts apart. Seconds to wait
+   * when over the limit, else undefined.
+   */
+  async authorize(device: { ip: string | undefined; port?: number }): Promise<number | undefined> {
     const limit = this.authorizePerAddress;
     if (limit === undefined) return undefined;
-    const refusal = await this.guarded(() => this.counters.chain([{ limit, key: { tag: part(addressKey(ip)) } }]));
+    const key = { tag: part(addressKey(device.ip)), ...(device.port !== undefined ? { rest: `:${device.port}` } : {}) };
+    const refusal = await this.guarded(() => this.counters.chain([{ limit, key }]));
     return refusal && seconds(refusal.msBeforeNext);
   }
 
@@ -384,14 +402,26 @@ export class RateLimits {
   }
 
   /**
-   * One confirmation code sent to a subscriber (by the operator's subscriber id), on either page: seconds to wait
-   * when over `consentConfirmation.codesPerSubscriber`, else undefined. Every code counts, as a refused one does.
+   * One confirmation code sent to a subscriber (by the operator's subscriber id) for `page`: seconds to wait when
+   * over `consentConfirmation.codesPerSubscriber`, else undefined. Every code counts, as a refused one does. Each
+   * page has its own budget, so the consents page's codes never spend those that confirm a consent.
    */
-  async confirmationCode(subscriberId: string): Promise<number | undefined> {
+  async confirmationCode(subscriberId: string, page: 'consent' | 'consents'): Promise<number | undefined> {
     const limit = this.codesPerSubscriber;
     if (limit === undefined) return undefined;
-    const refusal = await this.guarded(() => this.counters.chain([{ limit, key: { tag: part(subscriberId) } }]));
+    const key = { tag: part(subscriberId), ...(page === 'consents' ? { rest: ':consents' } : {}) };
+    const refusal = await this.guarded(() => this.counters.chain([{ limit, key }]));
     return refusal && seconds(refusal.msBeforeNext);
+  }
+
+  /**
+   * A slot to compare one typed confirmation code of a subscriber with: spent when the code is wrong, given back
+   * when it is right; or the seconds until the subscriber's wrong codes (`wrongCodesPerSubscriber`) allow another.
+   */
+  async confirmationAttempt(subscriberId: string): Promise<Reservation> {
+    const budget = this.wrongCodesPerSubscriber;
+    if (budget === undefined) return { slot: NO_SLOT };
+    return budget.reserve({ tag: part(subscriberId) });
   }
 
   /** One client-credentials token for `clientId`: seconds to wait when over its limit, else undefined. */

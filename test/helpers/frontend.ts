@@ -148,23 +148,35 @@ export async function answerConsent(
   gw: TestGateway,
   authorizeRes: Response,
   decision: 'allow' | 'deny',
+  device: Device = {},
 ): Promise<Response> {
-  return submitConsent(gw.app, localPath(location(authorizeRes)), cookies(authorizeRes), decision);
+  return submitConsent(gw.app, localPath(location(authorizeRes)), cookies(authorizeRes), decision, device);
 }
 
-/** GET the consent page at `pagePath` with the session cookie, then submit its form; the 303 answer. */
+/**
+ * GET the consent page at `pagePath` with the session cookie, then submit its form; the 303 answer. The answer
+ * comes from `device` (ALICE's phone by default): the gateway takes it only from the line the request started on.
+ */
 export async function submitConsent(
   app: Express,
   pagePath: string,
   cookie: string,
   decision: 'allow' | 'deny',
+  device: Device = {},
 ): Promise<Response> {
   const page = await request(app).get(pagePath).set('Cookie', cookie);
   if (page.status !== 200) throw new Error(`consent page answered ${page.status}: ${page.text}`);
   const form = consentForm(page.text);
-  return request(app)
-    .post(formTarget(pagePath, form.action))
+  return fromDevice(request(app).post(formTarget(pagePath, form.action)), device)
     .set('Cookie', cookie)
     .type('form')
     .send({ interaction: form.interaction, csrf: form.csrf, decision });
+}
+
+/** A request from a device: its address (ALICE's phone by default; '' for none) and CGNAT port. */
+export function fromDevice(req: request.Test, device: Device = {}): request.Test {
+  const ip = device.ip ?? ALICE_IP;
+  if (ip !== '') req.set('X-Forwarded-For', ip);
+  if (device.port !== undefined) req.set(PORT_HEADER, device.port);
+  return req;
 }

@@ -119,6 +119,7 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     keep(form.interaction, form.csrf);
     const allowed = await request(app)
       .post(formTarget(pagePath, form.action))
+      .set('X-Forwarded-For', '10.20.0.1')
       .set('Cookie', cookie)
       .type('form')
       .send({ interaction: form.interaction, csrf: form.csrf, decision: 'allow' });
@@ -139,6 +140,7 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     keep(otherForm.interaction, otherForm.csrf, ...otherCookie.split('; ').map((c) => c.split('=')[1]));
     await request(app)
       .post(formTarget(otherPath, otherForm.action))
+      .set('X-Forwarded-For', '10.20.0.2')
       .set('Cookie', otherCookie)
       .type('form')
       .send({ interaction: otherForm.interaction, csrf: otherForm.csrf, decision: 'deny' });
@@ -283,6 +285,7 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     keep(confirmForm.interaction, confirmForm.csrf);
     const unsent = await request(confirming.app)
       .post(formTarget(confirmPath, confirmForm.action))
+      .set('X-Forwarded-For', '10.20.0.1')
       .set('Cookie', confirmCookie)
       .type('form')
       .send({ interaction: confirmForm.interaction, csrf: confirmForm.csrf, decision: 'allow' });

@@ -383,6 +383,25 @@ describeEachBackend('rate limits', (backend) => {
       expect(callback(await authorize(gw.app, {}, { ip: '2001:db8::abcd' })).error).toBe('temporarily_unavailable');
       expect(callback(await authorize(gw.app, {}, { ip: '2001:db8:0:1::1' })).error).toBe('access_denied');
     });
+
+    it("behind CGNAT each port counts apart: one device past the limit does not block another port's subscriber (issue 42, finding 7)", async () => {
+      const gw = backend.gateway({ rateLimits: only({ authorize: { perAddress: { points: 3, duration: 60 } } }) });
+      const alice = { ip: '100.64.0.1', port: '1500' };
+      for (let i = 0; i < 3; i++) expect(callback(await authorize(gw.app, {}, alice)).code).toBeDefined();
+      expect(callback(await authorize(gw.app, {}, alice)).error).toBe('temporarily_unavailable');
+      // Bob, behind the same address on another port, and Alice's phone on another of its ports.
+      expect(callback(await authorize(gw.app, {}, { ip: '100.64.0.1', port: '3000' })).code).toBeDefined();
+      expect(callback(await authorize(gw.app, {}, { ip: '100.64.0.1', port: '1501' })).code).toBeDefined();
+      // The consents page counts with it, the same way.
+      const consents = (port: string) =>
+        request(gw.app).get('/apigateway/consents').set('X-Forwarded-For', '100.64.0.1').set('x-source-port', port);
+      expect((await consents('1500')).status).toBe(429);
+      expect((await consents('3001')).status).toBe(200);
+      // Without the port, the address alone is the key: every device behind it shares it.
+      for (let i = 0; i < 3; i++) await authorize(gw.app, {}, { ip: '100.64.0.1' });
+      expect(callback(await authorize(gw.app, {}, { ip: '100.64.0.1' })).error).toBe('temporarily_unavailable');
+      expect(callback(await authorize(gw.app, {}, { ip: '100.64.0.1', port: '3002' })).code).toBeDefined();
+    });
   });
 });
 

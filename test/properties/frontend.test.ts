@@ -445,7 +445,8 @@ describe('the frontend flow under generated requests', () => {
           const answer = await gw.send({
             method: 'POST',
             path: '/apigateway/consent',
-            headers: { 'content-type': FORM, cookie },
+            // From ALICE's phone, the line the request started on.
+            headers: { 'content-type': FORM, cookie, 'x-forwarded-for': ALICE_IP },
             body: formOf([
               ['interaction', real.interaction],
               ['csrf', real.csrf],
@@ -469,7 +470,7 @@ describe('the frontend flow under generated requests', () => {
           const again = await gw.send({
             method: 'POST',
             path: '/apigateway/consent',
-            headers: { 'content-type': FORM, cookie },
+            headers: { 'content-type': FORM, cookie, 'x-forwarded-for': ALICE_IP },
             body: formOf([
               ['interaction', real.interaction],
               ['csrf', real.csrf],

@@ -138,7 +138,7 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
   return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const plain = request.params;
     // Counted while the client is looked up; answered once it is known where errors go.
-    const limited = ctx.limits?.authorize(req.ip);
+    const limited = ctx.limits?.authorize(ctx.network?.countedDevice(req) ?? { ip: req.ip });
     let registered: Awaited<ReturnType<typeof registeredTarget>>;
     try {
       registered = await registeredTarget(ctx, plain);
@@ -219,6 +219,8 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
         consentScopes: decision.consentScopes,
         codeChallenge: codeChallenge ?? null,
         nonce: nonce ?? null,
+        // Outside sandbox mode the network identified the subscriber: the answer must come from the same line.
+        networkIdentified: ctx.sandboxLines === undefined,
       });
       return;
     }

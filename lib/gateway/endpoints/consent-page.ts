@@ -22,6 +22,7 @@ import { createAuthorizationCode } from '../requests/authorization-codes.js';
 import { authorizationOf, subscriberOf, type StoredAuthorization } from '../requests/authorization.js';
 import { requiresConfirmation } from '../../consent/confirmation.js';
 import type { ConsentConfirmationFailedEvent } from '../../ops/events.js';
+import { checkPagePost } from './page-origin.js';
 
 /** A validated authorization request waiting for the subscriber's answer, kept in the session. */
 export interface PendingConsent extends StoredAuthorization {
@@ -35,6 +36,11 @@ export interface PendingConsent extends StoredAuthorization {
   /** Binds the form to this session and this request. */
   csrf: string;
   expiresAt: number;
+  /**
+   * The mobile network identified the subscriber (not a sandbox login_hint): the answer is taken only from a device
+   * the network identifies as the same subscriber, so a copied cookie and code do not work from another line.
+   */
+  networkIdentified: boolean;
 }
 
 /**
@@ -153,10 +159,12 @@ export class ConsentPage {
   /** express-session, scoped to the consent page's cookie. */
   readonly session: RequestHandler;
   private readonly ttl: number;
+  private readonly origin: string;
 
   constructor(private readonly ctx: GatewayContext) {
     const page = ctx.consentPage;
     this.ttl = ctx.lifetimes.interaction + RETENTION;
+    this.origin = new URL(ctx.issuer).origin;
     this.session = session({
       name: page.cookieName,
       secret: page.cookieSecret,
@@ -280,6 +288,12 @@ export class ConsentPage {
     res.status(status).type('html').send(render(nonce));
   }
 
+  /** Whether the network identifies this request's device as the subscriber the interaction started with. */
+  private async sameLine(req: Request, pending: PendingConsent): Promise<boolean> {
+    const result = await this.ctx.network?.identify(req, this.ctx.subscribers);
+    return result?.identified === true && result.subscriber.id === pending.subscriberId;
+  }
+
   /** Whether a rule of the scopes Allow would record requires confirmation through the operator's channel. */
   private needsConfirmation(pending: PendingConsent): boolean {
     return pending.consentScopes.some((scope) =>
@@ -348,7 +362,7 @@ export class ConsentPage {
       res.set('Location', pagePath).status(303).end();
       return false;
     }
-    const check = await this.ctx.confirmation.check(id, typed, this.ttl);
+    const check = await this.ctx.confirmation.check(id, typed, this.ttl, pending.subscriberId);
     switch (check.result) {
       case 'confirmed':
         return true;
@@ -369,8 +383,16 @@ export class ConsentPage {
         return false;
       }
       default: {
-        // Expired, or the attempts are spent: the interaction ends, as Deny ends it, but records no refusal.
-        failed(check.result === 'expired' ? 'code_expired' : 'attempts_exhausted');
+        // Expired, the attempts are spent, or the subscriber's wrong codes reached their cap: the interaction
+        // ends, as Deny ends it, but records no refusal.
+        if (check.result === 'capped') {
+          this.ctx.events.emit('rate.limited', {
+            endpoint: 'consent',
+            limit: 'wrong_codes',
+            subscriberId: pending.subscriberId,
+            retryAfter: check.retryAfter,
+          });
+        } else failed(check.result === 'expired' ? 'code_expired' : 'attempts_exhausted');
         if (!(await this.ctx.store.consume('interaction', id)))
           throw refused('This consent request was already answered.');
         request.redirectTarget = this.target(pending, 303);
@@ -386,6 +408,8 @@ export class ConsentPage {
 
   /** POST /consent: interaction, csrf, decision=allow|deny. */
   readonly decide = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    // Another site's form never reaches the code that sends a code or records an answer.
+    checkPagePost(req, this.origin);
     const { params } = request;
     const id = params.get('interaction');
     const csrf = params.get('csrf');
@@ -398,6 +422,15 @@ export class ConsentPage {
     const decision = params.get('decision');
     if (decision !== 'allow' && decision !== 'deny')
       throw new OAuthError('invalid_request', 'decision must be allow or deny');
+    // The line the request started on answers it: a cookie and a code carried to another line (or off the mobile
+    // network) complete nothing. The interaction stays pending for its own line.
+    if (pending.networkIdentified !== false && !(await this.sameLine(req, pending))) {
+      throw new OAuthError(
+        'access_denied',
+        'This request can only be answered from the phone line it was made for, on the mobile network.',
+        { status: 403 },
+      );
+    }
 
     const target = this.target(pending, 303);
     if (pending.expiresAt <= this.ctx.now()) {

@@ -9,10 +9,12 @@ import {
   renderCodesLimitPage,
   renderConsentsCodeEndPage,
   renderConsentsCodePage,
+  renderConsentsSendPage,
   type CodeProblem,
 } from '../http/confirmation-template.js';
 import type { RequestContext } from '../http/request-context.js';
 import { overLimit } from '../../ops/rate-limits.js';
+import { checkPagePost } from './page-origin.js';
 
 /** What the consents page keeps in the consent page's session: whose list it served, and its form's token. */
 interface ConsentsSession {
@@ -86,11 +88,14 @@ function refused(description: string): OAuthError {
  * the subscriber it was served to.
  *
  * With `sendConsentConfirmation` configured, the network is not enough: any app on the handset can load the page
- * from the phone's address. The page then sends a one-time code through the hook (`for: 'consents'`) and opens
- * the list only to a session that typed it back, for `lifetimes.interaction`, from the same subscriber and address.
+ * from the phone's address. The page then offers to send a one-time code through the hook (`for: 'consents'`),
+ * sends it only on a POST from the page itself (a GET never does: any site can make a browser GET a URL), and
+ * opens the list only to a session that typed it back, for `lifetimes.interaction`, from the same subscriber and
+ * address. Every POST from another site is refused before anything is counted (page-origin.ts).
  */
 export class SubscriberConsentsPage {
   private readonly ttl: number;
+  private readonly origin: string;
 
   constructor(
     private readonly ctx: GatewayContext,
@@ -98,12 +103,13 @@ export class SubscriberConsentsPage {
     readonly session: RequestHandler,
   ) {
     this.ttl = ctx.lifetimes.interaction + RETENTION;
+    this.origin = new URL(ctx.issuer).origin;
   }
 
   /** The subscriber on this connection, or undefined. */
   private async identify(req: Request): Promise<Identified | undefined> {
-    // Each view costs a directory lookup and a list: counted with GET /authorize, per device address.
-    const retryAfter = await this.ctx.limits?.authorize(req.ip);
+    // Each view costs a directory lookup and a list: counted with GET /authorize, per device (address and CGNAT port).
+    const retryAfter = await this.ctx.limits?.authorize(this.ctx.network?.countedDevice(req) ?? { ip: req.ip });
     if (retryAfter !== undefined)
       throw overLimit(this.ctx.events, { endpoint: 'consents', limit: 'address', retryAfter });
     // Sandbox mode identifies by login_hint only: no line is recognised here.
@@ -159,7 +165,7 @@ export class SubscriberConsentsPage {
   }
 
   /** GET /consents */
-  readonly show = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+  readonly show = async (_request: RequestContext, req: Request, res: Response): Promise<void> => {
     const who = await this.identify(req);
     if (!who) return this.notIdentified(res);
     const own = this.own(req, who);
@@ -167,10 +173,20 @@ export class SubscriberConsentsPage {
     // A code already out for this session: the page asks for it again (a reload sends no second message).
     if (own?.gate !== undefined && (await this.ctx.confirmation.sent(own.gate)))
       return this.send(res, 200, (nonce) => renderConsentsCodePage(this.ctx.consentPage, nonce, { csrf: own.csrf }));
-    // HEAD (a link checker, a prefetch) never makes the operator send a message.
+    // HEAD (a link checker, a prefetch) gets no session.
     if (req.method === 'HEAD') return this.send(res, 200, () => '');
-    await this.sendCode(request, req, res, who);
+    // Nothing is sent on a GET: the page offers to send the code, on a POST of its own form.
+    const csrf = await this.begin(req, who, own);
+    this.send(res, 200, (nonce) => renderConsentsSendPage(this.ctx.consentPage, nonce, { csrf }));
   };
+
+  /** This subscriber's session on this address, with no code out: its form token. */
+  private async begin(req: Request, who: Identified, own: ConsentsSession | undefined): Promise<string> {
+    const csrf = own?.csrf ?? randomBytes(32).toString('base64url');
+    keep(req, { subscriberId: who.subscriber.id, address: who.address, csrf });
+    await save(req);
+    return csrf;
+  }
 
   private async list(req: Request, res: Response, who: Identified, own: ConsentsSession | undefined): Promise<void> {
     const items = await this.items(who.subscriber.id);
@@ -190,8 +206,20 @@ export class SubscriberConsentsPage {
     this.send(res, 200, (nonce) => renderConsentsPage(this.ctx.consentPage, nonce, { items, csrf, withdrawn }));
   }
 
-  /** Sends a new code for this browser and asks for it; or the page that says why none went. */
-  private async sendCode(request: RequestContext, req: Request, res: Response, who: Identified): Promise<void> {
+  /**
+   * POST /consents with `send=code`, from the page's own form: sends a new code for this session (unless one is
+   * out already) and back to the page (303), which asks for it; or the page that says why none went.
+   */
+  private async sendCode(
+    request: RequestContext,
+    req: Request,
+    res: Response,
+    who: Identified,
+    own: ConsentsSession,
+  ): Promise<void> {
+    const page = `${this.ctx.issuer}/consents`;
+    if (this.isOpen(own) || (own.gate !== undefined && (await this.ctx.confirmation.sent(own.gate))))
+      return void res.set('Location', page).status(303).end();
     const gate = randomBytes(16).toString('base64url');
     const sent = await this.ctx.confirmation.issue(gate, who.subscriber, { for: 'consents' }, this.ttl);
     if (sent.result === 'capped') {
@@ -208,12 +236,13 @@ export class SubscriberConsentsPage {
     if (sent.result !== 'sent') {
       // 'already_sent' cannot happen with a new id; the hook's error is not passed on (it may quote the number).
       request.answered = 'temporarily_unavailable';
-      return this.send(res, 503, (nonce) => renderConsentsCodeEndPage(this.ctx.consentPage, nonce, 'send_failed'));
+      return this.send(res, 503, (nonce) =>
+        renderConsentsCodeEndPage(this.ctx.consentPage, nonce, 'send_failed', own.csrf),
+      );
     }
-    const csrf = randomBytes(32).toString('base64url');
-    keep(req, { subscriberId: who.subscriber.id, address: who.address, csrf, gate });
+    keep(req, { subscriberId: who.subscriber.id, address: who.address, csrf: own.csrf, gate });
     await save(req);
-    this.send(res, 200, (nonce) => renderConsentsCodePage(this.ctx.consentPage, nonce, { csrf }));
+    res.set('Location', page).status(303).end();
   }
 
   /** POST /consents with `code`: the code typed back. The right one opens the list to this session. */
@@ -227,7 +256,7 @@ export class SubscriberConsentsPage {
     const page = `${this.ctx.issuer}/consents`;
     // Nothing out (confirmed already, or the code's record is gone): the page decides what comes next.
     if (own.gate === undefined) return void res.set('Location', page).status(303).end();
-    const check = await this.ctx.confirmation.check(own.gate, typed, this.ttl);
+    const check = await this.ctx.confirmation.check(own.gate, typed, this.ttl, who.subscriber.id);
     switch (check.result) {
       case 'confirmed': {
         await this.ctx.confirmation.discard(own.gate);
@@ -252,17 +281,29 @@ export class SubscriberConsentsPage {
         );
       }
       default: {
-        // Expired, or the attempts are spent: this code is over; a new one starts again (within the cap).
+        // Expired, the attempts are spent, or the subscriber's wrong codes reached their cap: this code is over; a
+        // new one starts again (within the caps) with a new form token, so the old page's forms are spent.
+        if (check.result === 'capped') {
+          this.ctx.events.emit('rate.limited', {
+            endpoint: 'consents',
+            limit: 'wrong_codes',
+            subscriberId: who.subscriber.id,
+            retryAfter: check.retryAfter,
+          });
+        }
         await this.ctx.confirmation.discard(own.gate);
-        keep(req, undefined);
+        const csrf = randomBytes(32).toString('base64url');
+        keep(req, { subscriberId: who.subscriber.id, address: who.address, csrf });
         await save(req);
-        return this.send(res, 403, (nonce) => renderConsentsCodeEndPage(this.ctx.consentPage, nonce, 'ended'));
+        return this.send(res, 403, (nonce) => renderConsentsCodeEndPage(this.ctx.consentPage, nonce, 'ended', csrf));
       }
     }
   }
 
-  /** POST /consents: csrf and code (gated), or csrf, client_id, purpose, scope (Withdraw). */
+  /** POST /consents: csrf and send=code or code (gated), or csrf, client_id, purpose, scope (Withdraw). */
   readonly withdraw = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    // Another site's form: refused before anything is counted, looked up or sent.
+    checkPagePost(req, this.origin);
     const who = await this.identify(req);
     if (!who) return this.notIdentified(res);
     const { params } = request;
@@ -271,6 +312,7 @@ export class SubscriberConsentsPage {
     // A form this session did not serve to this subscriber: cross-site posts, stale or forged tokens.
     if (!own || csrf === undefined || !sameSecret(csrf, own.csrf))
       throw refused('This form is not valid any more. Open the page again and retry.');
+    if (this.gated && params.get('send') === 'code') return this.sendCode(request, req, res, who, own);
     const code = params.get('code');
     if (this.gated && code !== undefined) return this.confirm(req, res, who, own, code);
     // Gated, only a session the code opened (and not past its time) withdraws.

@@ -107,21 +107,46 @@ ${codeField(c, values, view.problem)}
   return layout(c, nonce, title, body);
 }
 
+/** The form that asks the operator to send the consents page's code: a POST of this page, never a link. */
+function sendForm(csrf: string, label: string): string {
+  return `<form method="post" action="consents" aria-labelledby="title">
+<input type="hidden" name="csrf" value="${escapeHtml(csrf)}">
+<input type="hidden" name="send" value="code">
+<div class="actions">
+<button type="submit" class="allow">${escapeHtml(label)}</button>
+</div>
+</form>`;
+}
+
 /**
- * A page of the consents page's code that ends in a way out: a new code (a GET of the page, which sends one).
+ * The consents page before any code is out: what the code is for, and the button that sends it. Opening the
+ * page sends nothing (another site can make a browser open it); only this form, posted from the page, does.
+ */
+export function renderConsentsSendPage(c: ConsentPageConfig, nonce: string, view: { csrf: string }): string {
+  const values = { operator: c.operatorName };
+  const title = fill(c.texts.consentsSendTitle, values);
+  const body = `<h1 id="title">${escapeHtml(title)}</h1>
+<p>${escapeHtml(fill(c.texts.consentsSendIntro, values))}</p>
+${sendForm(view.csrf, c.texts.sendCode)}`;
+  return layout(c, nonce, title, body);
+}
+
+/**
+ * A page of the consents page's code that ends in a way out: a new code (the page's own form, as above).
  * `kind`: the code could not be sent, or it cannot be used any more.
  */
-export function renderConsentsCodeEndPage(c: ConsentPageConfig, nonce: string, kind: 'send_failed' | 'ended'): string {
+export function renderConsentsCodeEndPage(
+  c: ConsentPageConfig,
+  nonce: string,
+  kind: 'send_failed' | 'ended',
+  csrf: string,
+): string {
   const values = { operator: c.operatorName };
   const title = kind === 'send_failed' ? c.texts.sendFailedTitle : c.texts.codeEndedTitle;
   const text = kind === 'send_failed' ? c.texts.consentsSendFailed : c.texts.codeEnded;
   const body = `<h1 id="title">${escapeHtml(fill(title, values))}</h1>
 <p role="alert">${escapeHtml(fill(text, values))}</p>
-<form method="get" action="consents" aria-labelledby="title">
-<div class="actions">
-<button type="submit" class="allow">${escapeHtml(c.texts.newCode)}</button>
-</div>
-</form>`;
+${sendForm(csrf, c.texts.newCode)}`;
   return layout(c, nonce, fill(title, values), body);
 }
 

@@ -26,6 +26,12 @@ export interface ConfirmationTexts {
   resend: string;
   /** Under the code page's heading on the consents page. `{operator}` is replaced. */
   consentsCodeIntro: string;
+  /** Heading of the consents page before a code is sent. `{operator}` is replaced. */
+  consentsSendTitle: string;
+  /** The consents page's text before a code is sent: what it is for. `{operator}` is replaced. */
+  consentsSendIntro: string;
+  /** The consents page's button that sends the first code. */
+  sendCode: string;
   /** The consents page's text when the code could not be sent. `{operator}` is replaced. */
   consentsSendFailed: string;
   /** The consents page's button that sends a new code. */
@@ -55,6 +61,10 @@ export const CONFIRMATION_TEXTS: ConfirmationTexts = {
   resend: 'Send the code again',
   consentsCodeIntro:
     '{operator} sent you a code in a text message. Type it here to see your consents. No one from {operator} will ask you for it.',
+  consentsSendTitle: 'A code to see your consents',
+  consentsSendIntro:
+    'To show your consents, {operator} first sends a code to your phone in a text message. You type it on the next page.',
+  sendCode: 'Send me a code',
   consentsSendFailed: '{operator} could not send the code to your phone just now. Nothing was shown or changed.',
   newCode: 'Send a new code',
   codeEndedTitle: 'This code cannot be used any more',

@@ -4,6 +4,7 @@ import { operatorChannel } from '../../helpers/operator-channel.js';
 import { MemoryStore, RedisStore, createNetAuth, type NetAuthOptions, type Store } from '../../../lib/index.js';
 import { CLIENTS, ISSUER, POLICY, SUBSCRIBERS, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import {
+  fromDevice,
   CALLBACK,
   LOCATION,
   authorize,
@@ -54,8 +55,7 @@ type Opened = Awaited<ReturnType<typeof open>>;
 
 function submit(gw: TestGateway, opened: Opened, fields: Record<string, string>) {
   const { form, cookie } = opened;
-  return request(gw.app)
-    .post('/apigateway/consent')
+  return fromDevice(request(gw.app).post('/apigateway/consent'))
     .set('Cookie', cookie)
     .type('form')
     .send({ interaction: form.interaction, csrf: form.csrf, ...fields });

@@ -4,7 +4,10 @@ import request from 'supertest';
 import { MemoryStore, createNetAuth, type RecordKind, type Store } from '../../../lib/index.js';
 import { CLIENTS, ISSUER, POLICY, SUBSCRIBERS, createTestGateway } from '../../helpers/gateway.js';
 import {
+  fromDevice,
   BOB_IP,
+  CGNAT_IP,
+  type Device,
   CALLBACK,
   LOCATION,
   answerConsent,
@@ -19,6 +22,7 @@ import {
 } from '../../helpers/frontend.js';
 import type { TestGateway } from '../../helpers/gateway.js';
 import { wrapStore } from '../../helpers/store-wrapper.js';
+import { operatorChannel } from '../../helpers/operator-channel.js';
 
 /** docs/protocol.md, "Consent", frontend flow: the operator's consent page. */
 
@@ -34,8 +38,9 @@ async function openPage(gw: TestGateway, overrides: Record<string, string | unde
   return { start, cookie, pagePath, page, form: consentForm(page.text) };
 }
 
+/** A POST from ALICE's phone, the line the tests' requests start on. */
 function post(gw: TestGateway, path: string, cookie: string | undefined, body: Record<string, string>) {
-  const req = request(gw.app).post(path).type('form').send(body);
+  const req = fromDevice(request(gw.app).post(path)).type('form').send(body);
   if (cookie !== undefined) req.set('Cookie', cookie);
   return req;
 }
@@ -675,5 +680,71 @@ describe("the browser's Back button after the answer", () => {
     const back = await request(gw.app).get(pagePath).set('Cookie', cookie);
     expect(back.text).toContain('Hecho: Fraud Checker &#60;ok&#62;');
     expect(back.text).toContain('Volver a Fraud Checker');
+  });
+});
+
+describe('the answer comes from the line the request started on (issue 42, finding 9)', () => {
+  const REQUIRED = POLICY.map((r) => (r.basis === 'consent' ? { ...r, confirmation: 'required' as const } : r));
+
+  /** The consent page's form, answered with `fields` from `device`. */
+  function answer(gw: TestGateway, opened: Awaited<ReturnType<typeof openPage>>, device: Device, fields: object) {
+    const { form, cookie } = opened;
+    return fromDevice(request(gw.app).post('/apigateway/consent'), device)
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ interaction: form.interaction, csrf: form.csrf, ...fields });
+  }
+
+  function refusedHere(res: Awaited<ReturnType<typeof answer>>) {
+    expect(res.status).toBe(403);
+    expect(res.headers.location).toBeUndefined();
+    expect(res.text).toContain('This request can only be answered from the phone line it was made for');
+  }
+
+  it('the cookie and the code from another line: no authorization code; from the line itself, the code', async () => {
+    const sms = operatorChannel();
+    const gw = createTestGateway({ consentPolicy: REQUIRED, sendConsentConfirmation: sms.send });
+    const opened = await openPage(gw);
+    expect((await answer(gw, opened, {}, { decision: 'allow' })).status).toBe(303);
+    expect(sms.messages).toHaveLength(1);
+    const code = sms.last();
+    for (const device of [{ ip: BOB_IP }, { ip: '192.168.1.20' }, { ip: '' }, { ip: CGNAT_IP, port: '3000' }])
+      refusedHere(await answer(gw, opened, device, { decision: 'allow', code }));
+    expect(await gw.netauth.consent.lookup(ALICE)).toEqual([]);
+    // Not completed: the line itself still answers it, with the same code (no attempt was spent).
+    const done = await answer(gw, opened, {}, { decision: 'allow', code });
+    expect(done.status).toBe(303);
+    expect(callback(done).code).toBeDefined();
+  });
+
+  it("Allow and Deny from another line change nothing; another of the subscriber's own addresses answers", async () => {
+    const gw = createTestGateway();
+    const opened = await openPage(gw);
+    refusedHere(await answer(gw, opened, { ip: BOB_IP }, { decision: 'allow' }));
+    refusedHere(await answer(gw, opened, { ip: BOB_IP }, { decision: 'deny' }));
+    expect(await gw.netauth.consent.lookup(ALICE)).toEqual([]);
+    const done = await answer(gw, opened, { ip: '2001:db8::1' }, { decision: 'allow' });
+    expect(callback(done).code).toBeDefined();
+  });
+
+  it('sandbox mode (the login_hint identified the line, not the network): no line to check', async () => {
+    const gw = createTestGateway({ sandbox: { allowList: ['tel:+34600000001'] }, network: undefined });
+    const opened = await openPage(gw, { login_hint: 'tel:+34600000001' });
+    const done = await answer(gw, opened, { ip: '' }, { decision: 'allow' });
+    expect(callback(done).code).toBeDefined();
+  });
+
+  it('behind CGNAT the port tells the lines apart: another port of the same line answers, another line does not', async () => {
+    const gw = createTestGateway();
+    const start = await authorize(gw.app, { scope: LOCATION }, { ip: CGNAT_IP, port: '1500' });
+    const cookie = cookies(start);
+    const page = await request(gw.app)
+      .get(localPath(location(start)))
+      .set('Cookie', cookie);
+    const opened = { start, cookie, pagePath: '', page, form: consentForm(page.text) };
+    refusedHere(await answer(gw, opened, { ip: CGNAT_IP, port: '3000' }, { decision: 'allow' }));
+    refusedHere(await answer(gw, opened, { ip: CGNAT_IP }, { decision: 'allow' }));
+    const done = await answer(gw, opened, { ip: CGNAT_IP, port: '1600' }, { decision: 'allow' });
+    expect(callback(done).code).toBeDefined();
   });
 });
