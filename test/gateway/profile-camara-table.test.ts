@@ -5,7 +5,16 @@ import request from 'supertest';
 import type { Express } from 'express';
 import type { ConsentRule, NetAuthOptions, RegisteredClient } from '../../lib/index.js';
 import { CIBA, createTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { CALLBACK, LOCATION, SIM_SWAP, authorize, consentForm, cookies, location } from '../helpers/frontend.js';
+import {
+  CALLBACK,
+  LOCATION,
+  SIM_SWAP,
+  authorize,
+  consentForm,
+  cookies,
+  fromDevice,
+  location,
+} from '../helpers/frontend.js';
 import {
   CAMARA_CLIENT,
   CAMARA_KEY,
@@ -126,8 +135,8 @@ async function openConsent(gw: TestGateway) {
 /** A scripted Allow: the consent form POSTed as a page would, no code typed. The redirect's URL. */
 async function scriptedAllow(gw: TestGateway): Promise<URL> {
   const { cookie, form } = await openConsent(gw);
-  const res = await request(gw.app)
-    .post('/apigateway/consent')
+  // From Alice's phone, as the page was opened: the answer must come from the line the request started on.
+  const res = await fromDevice(request(gw.app).post('/apigateway/consent'))
     .set('Cookie', cookie)
     .set(...HTTPS)
     .type('form')

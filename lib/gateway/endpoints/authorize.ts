@@ -219,8 +219,6 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
         consentScopes: decision.consentScopes,
         codeChallenge: codeChallenge ?? null,
         nonce: nonce ?? null,
-        // Outside sandbox mode the network identified the subscriber: the answer must come from the same line.
-        networkIdentified: ctx.sandboxLines === undefined,
       });
       return;
     }

@@ -36,11 +36,6 @@ export interface PendingConsent extends StoredAuthorization {
   /** Binds the form to this session and this request. */
   csrf: string;
   expiresAt: number;
-  /**
-   * The mobile network identified the subscriber (not a sandbox login_hint): the answer is taken only from a device
-   * the network identifies as the same subscriber, so a copied cookie and code do not work from another line.
-   */
-  networkIdentified: boolean;
 }
 
 /**
@@ -424,7 +419,8 @@ export class ConsentPage {
       throw new OAuthError('invalid_request', 'decision must be allow or deny');
     // The line the request started on answers it: a cookie and a code carried to another line (or off the mobile
     // network) complete nothing. The interaction stays pending for its own line.
-    if (pending.networkIdentified !== false && !(await this.sameLine(req, pending))) {
+    // A request the network identified (not a sandbox login_hint; one stored without the field is checked too).
+    if ((pending.identifiedBy ?? 'network') === 'network' && !(await this.sameLine(req, pending))) {
       throw new OAuthError(
         'access_denied',
         'This request can only be answered from the phone line it was made for, on the mobile network.',
