@@ -66,13 +66,11 @@ export function checkStaticDestinations(registry: StaticClientRegistry, destinat
 
 /**
  * Any other `ClientRegistry` (the operator's developer portal): each record it finds passes the checks a static
- * registration passes at start-up, and the `jwksUri` destination policy, before the gateway uses it. A record that
- * fails is no client (`invalid_client`, the error page at /authorize) and is reported once. The verdict is kept per
- * record object, and per client id while the record's content stays the same (a registry that builds a new object
- * per lookup), so a record is checked once.
+ * registration passes at start-up, and the `jwksUri` destination policy, before the gateway uses it. A record that fails is no client (`invalid_client`, the error page at /authorize) and is reported once.
+ * The verdict is kept per client id and the record's content, never per object: a registry that edits a record
+ * it returned (a rotated secret, new keys) has the edited record judged again at its next lookup.
  */
 export class CheckedClientRegistry implements ClientRegistry {
-  private readonly byObject = new WeakMap<RegisteredClient, RegistrationRefusal | null>();
   private readonly byContent = new Map<string, { source: string; refusal: RegistrationRefusal | null }>();
   readonly authMethods: ClientRegistry['authMethods'];
   readonly grantTypes: ClientRegistry['grantTypes'];
@@ -93,26 +91,22 @@ export class CheckedClientRegistry implements ClientRegistry {
   }
 
   private verdict(client: RegisteredClient): RegistrationRefusal | null {
-    const known = typeof client === 'object' && client !== null ? this.byObject.get(client) : undefined;
-    if (known !== undefined) return known;
     const source = JSON.stringify(client) ?? '';
     const id = typeof client?.clientId === 'string' ? client.clientId : '';
     const cached = this.byContent.get(id);
-    let refusal: RegistrationRefusal | null;
-    if (cached?.source === source) {
-      refusal = cached.refusal;
-    } else {
-      refusal = refusalOf(client, this.destinations) ?? null;
-      this.byContent.set(id, { source, refusal });
-      // Reported when the record is first judged, not on every request that names it.
-      if (refusal !== null) this.onRefused(refusal);
-    }
-    if (typeof client === 'object' && client !== null) this.byObject.set(client, refusal);
+    if (cached?.source === source) return cached.refusal;
+    const refusal = refusalOf(client, this.destinations) ?? null;
+    this.byContent.set(id, { source, refusal });
+    // Reported when the record is first judged, not on every request that names it.
+    if (refusal !== null) this.onRefused(refusal);
     return refusal;
   }
 }
 
-/** The registry the gateway uses: a static list checked whole at start-up, any other checked record by record. */
+/**
+ * The registry the gateway uses: a static list checked whole at start-up (and frozen there, so what was checked is
+ * what is used), any other checked record by record.
+ */
 export function checkedRegistry(
   registry: ClientRegistry,
   destinations: JwksDestinations,

@@ -18,9 +18,9 @@ export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.
 
 /** A client's key registration: what `RegisteredClient` carries for private_key_jwt and signed requests. */
 export interface ClientKeyRegistration {
-  jwks?: { keys: JWK[] } | undefined;
-  jwksUri?: string | undefined;
-  signingAlgorithms?: ClientSigningAlgorithm[] | undefined;
+  readonly jwks?: { readonly keys: readonly Readonly<JWK>[] } | undefined;
+  readonly jwksUri?: string | undefined;
+  readonly signingAlgorithms?: readonly ClientSigningAlgorithm[] | undefined;
 }
 
 /** JWK members that only a private (or symmetric) key has. */

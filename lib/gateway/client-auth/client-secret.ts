@@ -20,12 +20,10 @@ import type { Verified } from './method.js';
  */
 class Decoy {
   kind: 'sha256' | 'scrypt' = 'sha256';
-  private readonly seen = new WeakSet<RegisteredClient>();
 
+  /** Looked at on every record, not once per object: a registry may edit a record it returned (a new hash). */
   learn(client: RegisteredClient): void {
-    if (this.kind === 'scrypt' || this.seen.has(client)) return;
-    this.seen.add(client);
-    if (client.clientSecretHash?.startsWith('scrypt:')) this.kind = 'scrypt';
+    if (this.kind === 'sha256' && client.clientSecretHash?.startsWith('scrypt:')) this.kind = 'scrypt';
   }
 }
 

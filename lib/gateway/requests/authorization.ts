@@ -14,18 +14,6 @@ export interface ScopeDecision {
   consentScopes: string[];
 }
 
-/** A registration's scopes as a set, made once per registration object: one lookup per requested scope. */
-const registeredScopes = new WeakMap<RegisteredClient, ReadonlySet<string>>();
-
-function scopesOf(client: RegisteredClient): ReadonlySet<string> {
-  let scopes = registeredScopes.get(client);
-  if (scopes === undefined) {
-    scopes = new Set(client.scopes);
-    registeredScopes.set(client, scopes);
-  }
-  return scopes;
-}
-
 /** OIDC Core §5.4: the scopes that ask for standard claims, which only an OpenID Connect request can carry. */
 const CLAIM_SCOPES: readonly string[] = ['profile', 'email', 'phone', 'address'];
 
@@ -54,9 +42,9 @@ export function decideScope(ctx: GatewayContext, client: RegisteredClient, scope
   const drop = { openid: !ctx.idTokens, offlineAccess: !client.grantTypes.includes('refresh_token') };
   const dropped = (parsed.openid && drop.openid) || (parsed.offlineAccess && drop.offlineAccess);
   const requested = dropped ? withoutProtocolScopes(parsed, drop) : parsed;
-  const registered = scopesOf(client);
+  // Read from the record on every request, never cached per object: a registry may edit a record it returned.
   for (const api of requested.scopes) {
-    if (!registered.has(`dpv:${requested.purpose}#${api}`)) {
+    if (!client.scopes.includes(`dpv:${requested.purpose}#${api}`)) {
       throw new OAuthError('invalid_scope', `the client is not registered for dpv:${requested.purpose}#${api}`);
     }
   }
