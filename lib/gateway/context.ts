@@ -135,7 +135,9 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   };
   const clientKeys = new ClientKeys(options.clientJwks ?? {}, now);
   let reportRefusal = (_refusal: RegistrationRefusal): void => {};
-  const registry = isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients;
+  const registry = isList(options.clients)
+    ? new StaticClientRegistry(options.clients, { internalOrigins: options.clientJwks?.internalOrigins ?? [] })
+    : options.clients;
   const clients = checkedRegistry(
     registry,
     clientKeys.destinationPolicy,

@@ -6,6 +6,7 @@ import { checkClientKeys, LOOPBACK_HOSTS, type ClientSigningAlgorithm } from './
 import { checkBoolean, checkNames, checkString, describe, isPlainObject, optionNames } from '../option-checks.js';
 import { API_SCOPE, PURPOSE } from '../identity/scope.js';
 import { scryptLimiter } from './scrypt.js';
+import { JwksDestinations } from './jwks-destination.js';
 
 export { CLIENT_SIGNING_ALGORITHMS, type ClientSigningAlgorithm } from './client-jwks.js';
 
@@ -389,10 +390,16 @@ export class StaticClientRegistry implements ClientRegistry {
   readonly authMethods: readonly ClientAuthMethod[];
   readonly grantTypes: readonly GrantType[];
 
-  constructor(clients: readonly RegisteredClient[]) {
+  /**
+   * `jwks.internalOrigins`: the origins whose `jwksUri`s may use `http:` or name internal addresses, as the
+   * gateway's `clientJwks.internalOrigins` (the router builds its static list with them).
+   */
+  constructor(clients: readonly RegisteredClient[], jwks: { internalOrigins?: readonly string[] } = {}) {
     if (!Array.isArray(clients)) throw new TypeError('clients must be a list of registrations or a ClientRegistry');
+    const destinations = new JwksDestinations(jwks.internalOrigins);
     for (const client of clients) {
       checkRegistration(client);
+      if (client.jwksUri !== undefined) destinations.check(client.clientId, client.jwksUri);
       if (this.clients.has(client.clientId)) throw new TypeError(`client ${client.clientId} is registered twice`);
       this.clients.set(client.clientId, frozenCopy(client));
     }
