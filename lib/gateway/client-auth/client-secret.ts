@@ -57,11 +57,12 @@ export async function verifySecret(
   secret: string,
 ): Promise<Verified> {
   const decoy = decoyOf(clients);
-  if (!client) {
-    // As long as a real comparison, so unknown ids are not told apart by timing.
+  if (!client || (client.clientSecret === undefined && client.clientSecretHash === undefined)) {
+    // As long as a real comparison, so unknown ids (and clients that have no secret: private_key_jwt ones) are not
+    // told apart by timing.
     if (decoy.kind === 'scrypt') await scryptLimiter.decoy();
     else await verifyClientSecret(SHA256_DECOY, secret);
-    return {};
+    return client ? { known: client } : {};
   }
   decoy.learn(client);
   return (await verifyClientSecret(client, secret)) ? { client, known: client } : { known: client };
