@@ -6,6 +6,7 @@ import { checkClientKeys, LOOPBACK_HOSTS, type ClientSigningAlgorithm } from './
 import { checkBoolean, checkNames, checkString, describe, isPlainObject, optionNames } from '../option-checks.js';
 import { API_SCOPE, PURPOSE } from '../identity/scope.js';
 import { scryptLimiter } from './scrypt.js';
+import { secretHistory } from './secret-history.js';
 import { JwksDestinations } from './jwks-destination.js';
 
 export { CLIENT_SIGNING_ALGORITHMS, type ClientSigningAlgorithm } from './client-jwks.js';
@@ -157,23 +158,41 @@ export async function hashClientSecret(secret: string, algorithm: 'sha256' | 'sc
   return `scrypt:${salt.toString('base64url')}:${hash.toString('base64url')}`;
 }
 
+/** Who presents a secret: the source address's counting key (`addressKey`), for the scrypt queue's rank. */
+export interface SecretRequester {
+  address: string;
+}
+
 /**
  * Compares a presented secret with the registration in constant time: both sides are reduced to
  * fixed-length digests first, so neither length nor content leaks through timing. A `scrypt:` check waits
- * its turn behind the process-wide limit, and rejects with 503 temporarily_unavailable when too many wait.
+ * its turn behind the process-wide limit, and rejects with 503 temporarily_unavailable when too many wait; with
+ * a `requester`, its turn is ranked by the recent failures of its address and client id, a wrong secret adds to
+ * them, and a secret that verified lately is accepted again without a derivation (`secret-history.ts`).
  */
-export async function verifyClientSecret(client: RegisteredClient, presented: string): Promise<boolean> {
+export async function verifyClientSecret(
+  client: RegisteredClient,
+  presented: string,
+  requester?: SecretRequester,
+): Promise<boolean> {
   const expected = registeredDigest(client);
-  if (expected !== undefined) return expected.length === 32 && timingSafeEqual(expected, sha256(presented));
-  if (client.clientSecretHash !== undefined) {
-    const [algorithm, a, b] = client.clientSecretHash.split(':');
+  let verified = false;
+  if (expected !== undefined) {
+    verified = expected.length === 32 && timingSafeEqual(expected, sha256(presented));
+  } else if (client.clientSecretHash !== undefined) {
+    const hash = client.clientSecretHash;
+    const [algorithm, a, b] = hash.split(':');
     if (algorithm === 'scrypt' && a && b) {
-      const expected = Buffer.from(b, 'base64url');
-      const actual = await scryptLimiter.scrypt(presented, Buffer.from(a, 'base64url'), expected.length);
-      return timingSafeEqual(expected, actual);
+      if (secretHistory.verifiedRecently(client.clientId, hash, presented)) return true;
+      const expectedKey = Buffer.from(b, 'base64url');
+      const rank = requester === undefined ? 0 : secretHistory.rank(client.clientId, requester.address);
+      const actual = await scryptLimiter.scrypt(presented, Buffer.from(a, 'base64url'), expectedKey.length, rank);
+      verified = timingSafeEqual(expectedKey, actual);
+      if (verified) secretHistory.rememberVerified(client.clientId, hash, presented);
     }
   }
-  return false;
+  if (!verified && requester !== undefined) secretHistory.rememberFailure(client.clientId, requester.address);
+  return verified;
 }
 
 /**
