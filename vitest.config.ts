@@ -14,6 +14,7 @@ const FRESH_PROCESS = [
   'test/package/**/*.test.ts',
   'test/gateway/client-auth/jti-redis.test.ts',
   'test/gateway/client-auth/lockout.test.ts',
+  'test/gateway/client-auth/scrypt-flood.test.ts',
   'test/gateway/grants/grants-redis.test.ts',
   'test/gateway/endpoints/wrong-codes.test.ts',
   'test/client/helpers.test.ts',

@@ -143,8 +143,15 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   };
   const clientKeys = new ClientKeys(options.clientJwks ?? {}, now);
   let reportRefusal = (_refusal: RegistrationRefusal): void => {};
-  const registry = isList(options.clients) ? new StaticClientRegistry(options.clients) : options.clients;
-  const clients = checkedRegistry(registry, clientKeys.destinationPolicy, (refusal) => reportRefusal(refusal));
+  const registry = isList(options.clients)
+    ? new StaticClientRegistry(options.clients, { internalOrigins: options.clientJwks?.internalOrigins ?? [] })
+    : options.clients;
+  const clients = checkedRegistry(
+    registry,
+    clientKeys.destinationPolicy,
+    (refusal) => reportRefusal(refusal),
+    options.profile,
+  );
   const subscribers = isList(options.subscribers)
     ? new StaticSubscriberDirectory(options.subscribers)
     : options.subscribers;

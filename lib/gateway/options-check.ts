@@ -15,6 +15,7 @@ import { CONFIRMATION_TEXTS } from './http/confirmation-texts.js';
 import type { FailureLimitRule, RateLimitOptions, RateLimitRule, SubscriberLimitRules } from '../ops/rate-limits.js';
 import type { StartupWarning } from '../ops/logging.js';
 import { dpopClaimsOption } from './tokens/dpop-binding.js';
+import { checkProfile } from '../registry/client-checks.js';
 import { MemoryStore } from '../stores/memory.js';
 import {
   checkBoolean,
@@ -408,15 +409,7 @@ function checkCamaraProfile(resolved: ResolvedOptions, registrations: readonly R
   if (options.idTokens === false) {
     throw new TypeError("idTokens: profile 'camara' requires ID tokens (OpenID Connect); remove idTokens: false");
   }
-  for (const client of registrations) {
-    const method = client.tokenEndpointAuthMethod ?? 'client_secret_basic';
-    if (method !== 'private_key_jwt') {
-      throw new TypeError(
-        `client ${client.clientId}: profile 'camara' requires private_key_jwt, and this client uses ${method}; ` +
-          "register its public keys (jwks or jwksUri) with tokenEndpointAuthMethod: 'private_key_jwt'",
-      );
-    }
-  }
+  for (const client of registrations) checkProfile(client, 'camara');
   if (!(clients instanceof StaticClientRegistry)) {
     const methods = clients.authMethods;
     if (methods === undefined || methods.some((m) => m !== 'private_key_jwt')) {

@@ -42,11 +42,32 @@ function fieldOf(clientId: string, message: string): string {
   return found?.field ?? 'registration';
 }
 
-/** Every check of a registration: the static list's, and the `jwksUri` destination policy's. */
-function refusalOf(client: RegisteredClient, destinations: JwksDestinations): RegistrationRefusal | undefined {
+/**
+ * What a profile requires of every record, whichever registry holds it (`profile: 'camara'`: the CAMARA Security and
+ * Interoperability Profile's `private_key_jwt`). A static list is held to it at start-up; a custom registry's
+ * records as they are found. The message names the profile's rule and the record's method, never a secret.
+ */
+export function checkProfile(client: RegisteredClient, profile: 'camara' | undefined): void {
+  if (profile !== 'camara') return;
+  const method = client.tokenEndpointAuthMethod ?? 'client_secret_basic';
+  if (method !== 'private_key_jwt') {
+    throw new TypeError(
+      `client ${client.clientId}: profile 'camara' requires private_key_jwt, and this client uses ${method}; ` +
+        "register its public keys (jwks or jwksUri) with tokenEndpointAuthMethod: 'private_key_jwt'",
+    );
+  }
+}
+
+/** Every check of a registration: the static list's, the `jwksUri` destination policy's, and the profile's. */
+function refusalOf(
+  client: RegisteredClient,
+  destinations: JwksDestinations,
+  profile: 'camara' | undefined,
+): RegistrationRefusal | undefined {
   try {
     checkRegistration(client);
     if (typeof client.jwksUri === 'string') destinations.check(client.clientId, client.jwksUri);
+    checkProfile(client, profile);
     return undefined;
   } catch (error) {
     if (!(error instanceof TypeError)) throw error;
@@ -66,13 +87,12 @@ export function checkStaticDestinations(registry: StaticClientRegistry, destinat
 
 /**
  * Any other `ClientRegistry` (the operator's developer portal): each record it finds passes the checks a static
- * registration passes at start-up, and the `jwksUri` destination policy, before the gateway uses it. A record that
- * fails is no client (`invalid_client`, the error page at /authorize) and is reported once. The verdict is kept per
- * record object, and per client id while the record's content stays the same (a registry that builds a new object
- * per lookup), so a record is checked once.
+ * registration passes at start-up, the `jwksUri` destination policy, and the profile's rules, before the gateway
+ * uses it. A record that fails is no client (`invalid_client`, the error page at /authorize) and is reported once.
+ * The verdict is kept per client id and the record's content, never per object: a registry that edits a record
+ * it returned (a rotated secret, new keys) has the edited record judged again at its next lookup.
  */
 export class CheckedClientRegistry implements ClientRegistry {
-  private readonly byObject = new WeakMap<RegisteredClient, RegistrationRefusal | null>();
   private readonly byContent = new Map<string, { source: string; refusal: RegistrationRefusal | null }>();
   readonly authMethods: ClientRegistry['authMethods'];
   readonly grantTypes: ClientRegistry['grantTypes'];
@@ -81,6 +101,7 @@ export class CheckedClientRegistry implements ClientRegistry {
     private readonly registry: ClientRegistry,
     private readonly destinations: JwksDestinations,
     private readonly onRefused: (refusal: RegistrationRefusal) => void,
+    private readonly profile: 'camara' | undefined = undefined,
   ) {
     this.authMethods = registry.authMethods;
     this.grantTypes = registry.grantTypes;
@@ -93,34 +114,31 @@ export class CheckedClientRegistry implements ClientRegistry {
   }
 
   private verdict(client: RegisteredClient): RegistrationRefusal | null {
-    const known = typeof client === 'object' && client !== null ? this.byObject.get(client) : undefined;
-    if (known !== undefined) return known;
     const source = JSON.stringify(client) ?? '';
     const id = typeof client?.clientId === 'string' ? client.clientId : '';
     const cached = this.byContent.get(id);
-    let refusal: RegistrationRefusal | null;
-    if (cached?.source === source) {
-      refusal = cached.refusal;
-    } else {
-      refusal = refusalOf(client, this.destinations) ?? null;
-      this.byContent.set(id, { source, refusal });
-      // Reported when the record is first judged, not on every request that names it.
-      if (refusal !== null) this.onRefused(refusal);
-    }
-    if (typeof client === 'object' && client !== null) this.byObject.set(client, refusal);
+    if (cached?.source === source) return cached.refusal;
+    const refusal = refusalOf(client, this.destinations, this.profile) ?? null;
+    this.byContent.set(id, { source, refusal });
+    // Reported when the record is first judged, not on every request that names it.
+    if (refusal !== null) this.onRefused(refusal);
     return refusal;
   }
 }
 
-/** The registry the gateway uses: a static list checked whole at start-up, any other checked record by record. */
+/**
+ * The registry the gateway uses: a static list checked whole at start-up (and frozen there, so what was checked is
+ * what is used), any other checked record by record, against the profile too.
+ */
 export function checkedRegistry(
   registry: ClientRegistry,
   destinations: JwksDestinations,
   onRefused: (refusal: RegistrationRefusal) => void,
+  profile: 'camara' | undefined = undefined,
 ): ClientRegistry {
   if (registry instanceof StaticClientRegistry) {
     checkStaticDestinations(registry, destinations);
     return registry;
   }
-  return new CheckedClientRegistry(registry, destinations, onRefused);
+  return new CheckedClientRegistry(registry, destinations, onRefused, profile);
 }

@@ -18,9 +18,9 @@ export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.
 
 /** A client's key registration: what `RegisteredClient` carries for private_key_jwt and signed requests. */
 export interface ClientKeyRegistration {
-  jwks?: { keys: JWK[] } | undefined;
-  jwksUri?: string | undefined;
-  signingAlgorithms?: ClientSigningAlgorithm[] | undefined;
+  readonly jwks?: { readonly keys: readonly Readonly<JWK>[] } | undefined;
+  readonly jwksUri?: string | undefined;
+  readonly signingAlgorithms?: readonly ClientSigningAlgorithm[] | undefined;
 }
 
 /** JWK members that only a private (or symmetric) key has. */
@@ -84,9 +84,12 @@ function checkJwksUri(clientId: string, uri: string): void {
   } catch {
     throw new TypeError(`client ${clientId}: jwksUri "${uri}" is not an absolute URL`);
   }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
+  // Which origins may use http: is the destination policy's (jwks-destination.ts): those listed in
+  // clientJwks.internalOrigins, on loopback or not. Every registration passes it before the gateway uses it.
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     throw new TypeError(
-      `client ${clientId}: jwksUri "${uri}" must use https: (http: only on loopback, for development)`,
+      `client ${clientId}: jwksUri "${uri}" must use https: ` +
+        '(http: only for an origin listed in clientJwks.internalOrigins)',
     );
   }
   if (url.username !== '' || url.password !== '')

@@ -6,6 +6,8 @@ import { checkClientKeys, LOOPBACK_HOSTS, type ClientSigningAlgorithm } from './
 import { checkBoolean, checkNames, checkString, describe, isPlainObject, optionNames } from '../option-checks.js';
 import { API_SCOPE, PURPOSE } from '../identity/scope.js';
 import { scryptLimiter } from './scrypt.js';
+import { secretHistory } from './secret-history.js';
+import { JwksDestinations } from './jwks-destination.js';
 
 export { CLIENT_SIGNING_ALGORITHMS, type ClientSigningAlgorithm } from './client-jwks.js';
 
@@ -38,62 +40,66 @@ export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = [
   'private_key_jwt',
 ];
 
-/** An application as registered in the gateway's developer portal. */
+/**
+ * An application as registered in the gateway's developer portal. Read-only to the gateway: a registry that changes
+ * a registration (a rotated secret, new keys or scopes) returns the changed record, or edits the one it returned;
+ * either way the next request uses what the record says then (the gateway's caches key on its content).
+ */
 export interface RegisteredClient {
   /** The identifier the developer portal gave the application (`client_id`). */
-  clientId: string;
+  readonly clientId: string;
   /** Display name shown on the consent page. */
-  name?: string;
+  readonly name?: string;
   /**
    * The secret, or its hash from `hashClientSecret()` (`sha256:` for generated high-entropy secrets,
    * `scrypt:` for human-chosen ones). Exactly one of the two, except for `private_key_jwt` clients, which have neither.
    */
-  clientSecret?: string;
+  readonly clientSecret?: string;
   /** The secret's hash from `hashClientSecret()`, instead of `clientSecret`: what production registers. */
-  clientSecretHash?: string;
+  readonly clientSecretHash?: string;
   /** Exact strings; the request's redirect_uri must equal one of them character for character. */
-  redirectUris?: string[];
+  readonly redirectUris?: readonly string[];
   /**
    * The grants the client may use. `refresh_token`: refresh tokens for the code and CIBA grants when the
    * subscriber grants `offline_access`; `client_credentials`: two-legged tokens for scopes whose policy rule says
    * `personalData: false`; the JWT bearer grant needs the client's keys (`jwks` or `jwksUri`).
    */
-  grantTypes: GrantType[];
+  readonly grantTypes: readonly GrantType[];
   /** Scopes the client may request, as `dpv:<Purpose>#<scope>`. */
-  scopes: string[];
+  readonly scopes: readonly string[];
   /**
    * Default `client_secret_basic`. `client_secret_post` must be chosen per client. `private_key_jwt` (RFC 7523,
    * the CAMARA profile's method) needs `jwks` or `jwksUri`. A client authenticates only with its method.
    */
-  tokenEndpointAuthMethod?: ClientAuthMethod;
+  readonly tokenEndpointAuthMethod?: ClientAuthMethod;
   /**
    * The client's PUBLIC keys, as a JWK Set: they verify its client assertions and signed request objects.
    * RSA (at least 2048 bits), EC P-256 / P-384 or Ed25519. Give this or `jwksUri`, not both.
    */
-  jwks?: {
+  readonly jwks?: {
     /** Public JWKs, each with a `kid` when there are several. */
-    keys: JWK[];
+    readonly keys: readonly Readonly<JWK>[];
   };
   /**
    * Where the client publishes its JWK Set: `https:` to a public address, unless its origin is listed in
    * `clientJwks.internalOrigins`. Fetched at the address checked when its host was resolved, with a timeout and a
    * size limit, cached, and fetched again for an unknown `kid` at once (at most once per 10 s).
    */
-  jwksUri?: string;
+  readonly jwksUri?: string;
   /** Algorithms the client may sign with. Default: all of `CLIENT_SIGNING_ALGORITHMS`. */
-  signingAlgorithms?: ClientSigningAlgorithm[];
+  readonly signingAlgorithms?: readonly ClientSigningAlgorithm[];
   /**
    * RFC 9101 `require_signed_request_object`: /authorize and /bc-authorize accept this client's requests only
    * as a signed `request` object; an unsigned request is `invalid_request`. Needs `jwks` or `jwksUri`.
    */
-  requireSignedRequestObject?: boolean;
+  readonly requireSignedRequestObject?: boolean;
   /** Require PKCE (S256) on the frontend flow. */
-  requirePkce?: boolean;
+  readonly requirePkce?: boolean;
   /**
    * RFC 9449 §5.2 `dpop_bound_access_tokens`: every token request of this client must carry a DPoP proof (else 400
    * `invalid_dpop_proof`), so its access tokens are always sender-constrained. Any client's valid proof binds its token.
    */
-  dpopBoundAccessTokens?: boolean;
+  readonly dpopBoundAccessTokens?: boolean;
 }
 
 /** Where the router looks up clients: your developer portal's database, or a static list. */
@@ -113,23 +119,31 @@ export interface ClientRegistry {
 
 const sha256 = sha256Bytes;
 
-/** The registered side's digest never changes: computed once per registration object. */
-const registeredDigests = new WeakMap<RegisteredClient, Buffer>();
+/** The registered side's digest, and the fields it was computed from. */
+interface RegisteredDigest {
+  secret: string | undefined;
+  hash: string | undefined;
+  digest: Buffer | undefined;
+}
+
+/**
+ * The registered side's digest, computed once per registration object and computed again when the object's
+ * secret fields change (a registry that rotates a secret by editing the record it returned): the fields are
+ * compared by identity, which costs nothing while they stay the same.
+ */
+const registeredDigests = new WeakMap<RegisteredClient, RegisteredDigest>();
 
 function registeredDigest(client: RegisteredClient): Buffer | undefined {
-  let digest = registeredDigests.get(client);
-  if (digest === undefined) {
-    if (client.clientSecretHash !== undefined) {
-      const [algorithm, a] = client.clientSecretHash.split(':');
-      if (algorithm !== 'sha256' || !a) return undefined;
-      digest = Buffer.from(a, 'base64url');
-    } else if (client.clientSecret !== undefined) {
-      digest = sha256(client.clientSecret);
-    } else {
-      return undefined;
-    }
-    registeredDigests.set(client, digest);
+  const cached = registeredDigests.get(client);
+  if (cached?.secret === client.clientSecret && cached?.hash === client.clientSecretHash) return cached?.digest;
+  let digest: Buffer | undefined;
+  if (client.clientSecretHash !== undefined) {
+    const [algorithm, a] = client.clientSecretHash.split(':');
+    digest = algorithm === 'sha256' && a ? Buffer.from(a, 'base64url') : undefined;
+  } else if (client.clientSecret !== undefined) {
+    digest = sha256(client.clientSecret);
   }
+  registeredDigests.set(client, { secret: client.clientSecret, hash: client.clientSecretHash, digest });
   return digest;
 }
 
@@ -144,23 +158,41 @@ export async function hashClientSecret(secret: string, algorithm: 'sha256' | 'sc
   return `scrypt:${salt.toString('base64url')}:${hash.toString('base64url')}`;
 }
 
+/** Who presents a secret: the source address's counting key (`addressKey`), for the scrypt queue's rank. */
+export interface SecretRequester {
+  address: string;
+}
+
 /**
  * Compares a presented secret with the registration in constant time: both sides are reduced to
  * fixed-length digests first, so neither length nor content leaks through timing. A `scrypt:` check waits
- * its turn behind the process-wide limit, and rejects with 503 temporarily_unavailable when too many wait.
+ * its turn behind the process-wide limit, and rejects with 503 temporarily_unavailable when too many wait; with
+ * a `requester`, its turn is ranked by the recent failures of its address and client id, a wrong secret adds to
+ * them, and a secret that verified lately is accepted again without a derivation (`secret-history.ts`).
  */
-export async function verifyClientSecret(client: RegisteredClient, presented: string): Promise<boolean> {
+export async function verifyClientSecret(
+  client: RegisteredClient,
+  presented: string,
+  requester?: SecretRequester,
+): Promise<boolean> {
   const expected = registeredDigest(client);
-  if (expected !== undefined) return expected.length === 32 && timingSafeEqual(expected, sha256(presented));
-  if (client.clientSecretHash !== undefined) {
-    const [algorithm, a, b] = client.clientSecretHash.split(':');
+  let verified = false;
+  if (expected !== undefined) {
+    verified = expected.length === 32 && timingSafeEqual(expected, sha256(presented));
+  } else if (client.clientSecretHash !== undefined) {
+    const hash = client.clientSecretHash;
+    const [algorithm, a, b] = hash.split(':');
     if (algorithm === 'scrypt' && a && b) {
-      const expected = Buffer.from(b, 'base64url');
-      const actual = await scryptLimiter.scrypt(presented, Buffer.from(a, 'base64url'), expected.length);
-      return timingSafeEqual(expected, actual);
+      if (secretHistory.verifiedRecently(client.clientId, hash, presented)) return true;
+      const expectedKey = Buffer.from(b, 'base64url');
+      const rank = requester === undefined ? 0 : secretHistory.rank(client.clientId, requester.address);
+      const actual = await scryptLimiter.scrypt(presented, Buffer.from(a, 'base64url'), expectedKey.length, rank);
+      verified = timingSafeEqual(expectedKey, actual);
+      if (verified) secretHistory.rememberVerified(client.clientId, hash, presented);
     }
   }
-  return false;
+  if (!verified && requester !== undefined) secretHistory.rememberFailure(client.clientId, requester.address);
+  return verified;
 }
 
 /**
@@ -356,18 +388,39 @@ export function checkRegistration(client: RegisteredClient): void {
   for (const uri of client.redirectUris ?? []) checkRedirectUri(client.clientId, uri);
 }
 
-/** A registry from a fixed list (the embedded default). Every registration is checked here, at start-up. */
+/** A deep copy, frozen all the way down. */
+function frozenCopy<T>(value: T): T {
+  const copy = structuredClone(value);
+  const freeze = (node: unknown): void => {
+    if (node === null || typeof node !== 'object' || Object.isFrozen(node)) return;
+    Object.freeze(node);
+    for (const child of Object.values(node)) freeze(child);
+  };
+  freeze(copy);
+  return copy;
+}
+
+/**
+ * A registry from a fixed list (the embedded default). Every registration is checked here, at start-up, and kept
+ * as a frozen copy: what was checked is what every request uses, whatever later happens to the objects given.
+ */
 export class StaticClientRegistry implements ClientRegistry {
   private readonly clients = new Map<string, RegisteredClient>();
   readonly authMethods: readonly ClientAuthMethod[];
   readonly grantTypes: readonly GrantType[];
 
-  constructor(clients: readonly RegisteredClient[]) {
+  /**
+   * `jwks.internalOrigins`: the origins whose `jwksUri`s may use `http:` or name internal addresses, as the
+   * gateway's `clientJwks.internalOrigins` (the router builds its static list with them).
+   */
+  constructor(clients: readonly RegisteredClient[], jwks: { internalOrigins?: readonly string[] } = {}) {
     if (!Array.isArray(clients)) throw new TypeError('clients must be a list of registrations or a ClientRegistry');
+    const destinations = new JwksDestinations(jwks.internalOrigins);
     for (const client of clients) {
       checkRegistration(client);
+      if (client.jwksUri !== undefined) destinations.check(client.clientId, client.jwksUri);
       if (this.clients.has(client.clientId)) throw new TypeError(`client ${client.clientId} is registered twice`);
-      this.clients.set(client.clientId, client);
+      this.clients.set(client.clientId, frozenCopy(client));
     }
     const used = new Set(clients.map((c) => c.tokenEndpointAuthMethod ?? 'client_secret_basic'));
     this.authMethods = CLIENT_AUTH_METHODS.filter((m) => used.has(m));

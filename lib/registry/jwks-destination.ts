@@ -1,5 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 /**
  * Where the gateway may fetch a client's `jwksUri` from (issue 32: a registration must not turn the gateway into a
@@ -27,9 +28,10 @@ for (const [network, prefix] of [
   INTERNAL.addSubnet(network, prefix, 'ipv4');
 }
 for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
   ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 32],
+  ['2001:db8::', 32],
   ['fc00::', 7],
   ['fe80::', 10],
   ['fec0::', 10],
@@ -38,11 +40,46 @@ for (const [network, prefix] of [
   INTERNAL.addSubnet(network, prefix, 'ipv6');
 }
 
-/** An address that is not on the public Internet (IPv4-mapped IPv6 addresses are judged by their IPv4 address). */
+/**
+ * IPv6 prefixes whose addresses carry an IPv4 address, which is what a packet to them reaches (through the host's
+ * own stack, an operator's NAT64, a 6to4 relay): such an address is judged by the IPv4 address it carries. The
+ * prefix as bytes, and where the IPv4 address starts.
+ */
+const EMBEDDED_IPV4: ReadonlyArray<{ prefix: readonly number[]; at: number }> = [
+  // ::/96, IPv4-compatible (RFC 4291 §2.5.5.1, deprecated); `::` and `::1` fall in it, judged as 0.0.0.0/8.
+  { prefix: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], at: 12 },
+  // ::ffff:0:0/96, IPv4-mapped (RFC 4291 §2.5.5.2).
+  { prefix: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff], at: 12 },
+  // ::ffff:0:0:0/96, IPv4-translated (RFC 2765 §2.1).
+  { prefix: [0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0], at: 12 },
+  // 64:ff9b::/96, the NAT64 well-known prefix (RFC 6052 §2.1), common in operator networks.
+  { prefix: [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0], at: 12 },
+  // 2002::/16, 6to4 (RFC 3056 §2): the IPv4 address follows the prefix.
+  { prefix: [0x20, 0x02], at: 2 },
+];
+
+/** The IPv4 address an IPv6 address carries under one of EMBEDDED_IPV4's prefixes, or undefined. */
+function embeddedIpv4(address: string): string | undefined {
+  let bytes: number[];
+  try {
+    bytes = ipaddr.IPv6.parse(address).toByteArray();
+  } catch {
+    return undefined;
+  }
+  const found = EMBEDDED_IPV4.find(({ prefix }) => prefix.every((byte, i) => bytes[i] === byte));
+  return found === undefined ? undefined : bytes.slice(found.at, found.at + 4).join('.');
+}
+
+/**
+ * An address that is not on the public Internet. An IPv6 address that carries an IPv4 one (IPv4-compatible,
+ * -mapped, -translated, NAT64, 6to4) is judged by the IPv4 address, the one its packets reach.
+ */
 export function isInternalAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 0) return true;
-  return INTERNAL.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  if (family === 4) return INTERNAL.check(address, 'ipv4');
+  const ipv4 = embeddedIpv4(address);
+  return ipv4 !== undefined ? INTERNAL.check(ipv4, 'ipv4') : INTERNAL.check(address, 'ipv6');
 }
 
 /** The address a `jwksUri` is fetched from: resolved and checked once, then connected to as is. */

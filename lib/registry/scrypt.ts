@@ -9,6 +9,11 @@ import { SCRYPT_DEFAULTS } from '../defaults.js';
  * once, `queue` more wait, and past that a check is refused with 503 temporarily_unavailable and Retry-After.
  * Unknown client ids never reach it: their decoy is a timer whose duration is drawn from the durations of
  * real verifications, so an unknown id answers like an scrypt-registered one at no CPU cost.
+ *
+ * The queue is not first come, first served (issue 42, finding 2): each check has a rank (`SecretHistory.rank`:
+ * recent wrong secrets from its address, for its client id), lower ranks take the next turn, and a check arriving
+ * at a full queue takes the place of the highest-ranked waiter if that one ranks higher than it (that waiter gets
+ * the 503). So guesses from addresses that have failed cannot keep a client's own requests out.
  */
 
 export type Derive = (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
@@ -28,13 +33,23 @@ export interface ScryptLimits {
 /** Recent real verification times kept for the decoy to draw from. */
 const SAMPLES = 32;
 
+/** A check waiting for its turn. */
+interface Waiter {
+  rank: number;
+  /** Arrival order, among equal ranks. */
+  seq: number;
+  turn: () => void;
+  refuse: (error: OAuthError) => void;
+}
+
 export class ScryptLimiter {
   /** Derivations started (real checks and the one calibration), for metrics and tests. */
   computed = 0;
   /** Checks refused because the queue was full (real and decoy). */
   refused = 0;
   private running = 0;
-  private waiting: (() => void)[] = [];
+  private readonly waiting: Waiter[] = [];
+  private arrivals = 0;
   private concurrency: number = SCRYPT_DEFAULTS.concurrency;
   private queueLength: number = SCRYPT_DEFAULTS.queue;
   private derive: Derive = deriveScrypt;
@@ -62,9 +77,34 @@ export class ScryptLimiter {
     return this.waiting.length;
   }
 
-  /** Whether a check arriving now would be refused. */
+  /** Whether every turn is taken and every place in the queue too. */
   private full(): boolean {
     return this.running >= this.concurrency && this.waiting.length >= this.queueLength;
+  }
+
+  /** The waiter a check of `rank` arriving at a full queue displaces: the highest-ranked, latest, if above `rank`. */
+  private displaceable(rank: number): number | undefined {
+    let found: number | undefined;
+    this.waiting.forEach((waiter, i) => {
+      const worst = found === undefined ? undefined : this.waiting[found]!;
+      if (waiter.rank > rank && (worst === undefined || waiter.rank >= worst.rank)) found = i;
+    });
+    return found;
+  }
+
+  /** The waiter whose turn is next: the lowest rank, the earliest among equals. */
+  private next(): Waiter | undefined {
+    let best = -1;
+    this.waiting.forEach((waiter, i) => {
+      const current = this.waiting[best];
+      if (
+        current === undefined ||
+        waiter.rank < current.rank ||
+        (waiter.rank === current.rank && waiter.seq < current.seq)
+      )
+        best = i;
+    });
+    return best < 0 ? undefined : this.waiting.splice(best, 1)[0];
   }
 
   private busy(): OAuthError {
@@ -73,12 +113,22 @@ export class ScryptLimiter {
     return new OAuthError('temporarily_unavailable', description, { headers: { 'Retry-After': '1' } });
   }
 
-  /** One derivation, in turn; rejects with 503 temporarily_unavailable when the queue is full. */
-  async scrypt(password: string, salt: Buffer, keylen: number): Promise<Buffer> {
-    if (this.full()) throw this.busy();
+  /**
+   * One derivation, in turn (`rank`: lower goes first, see the class); rejects with 503 temporarily_unavailable when
+   * the queue is full of checks that rank no higher, or when a lower-ranked check takes its place in the queue.
+   */
+  async scrypt(password: string, salt: Buffer, keylen: number, rank = 0): Promise<Buffer> {
+    if (this.full()) {
+      const displaced = this.displaceable(rank);
+      if (displaced === undefined) throw this.busy();
+      this.waiting.splice(displaced, 1)[0]!.refuse(this.busy());
+    }
     const arrived = performance.now();
     if (this.running < this.concurrency) this.running++;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else {
+      const seq = this.arrivals++;
+      await new Promise<void>((turn, refuse) => this.waiting.push({ rank, seq, turn, refuse }));
+    }
     try {
       this.computed++;
       const key = await this.derive(password, salt, keylen);
@@ -86,8 +136,8 @@ export class ScryptLimiter {
       return key;
     } finally {
       // The turn passes straight to the next waiter, so `running` never drops below what is really running.
-      const next = this.waiting.shift();
-      if (next) next();
+      const next = this.next();
+      if (next) next.turn();
       else this.running--;
     }
   }
@@ -99,11 +149,11 @@ export class ScryptLimiter {
 
   /**
    * The decoy of an unknown client id: as long as a real check would take (a duration drawn from recent real
-   * ones, the first measured once on a real derivation), on a timer. Refused as a real check would be when the
-   * queue is full, so a 503 tells no registered id from an unknown one either.
+   * ones, the first measured once on a real derivation), on a timer. Refused as a real check of the same `rank`
+   * would be when the queue is full, so a 503 tells no registered id from an unknown one either.
    */
-  async decoy(): Promise<void> {
-    if (this.full()) throw this.busy();
+  async decoy(rank = 0): Promise<void> {
+    if (this.full() && this.displaceable(rank) === undefined) throw this.busy();
     if (this.samples.length === 0) {
       this.calibration ??= this.calibrate();
       await this.calibration;
@@ -114,7 +164,8 @@ export class ScryptLimiter {
 
   private async calibrate(): Promise<void> {
     // The parameters of hashClientSecret: a 16-byte salt, a 32-byte key.
-    await this.scrypt('calibration', Buffer.alloc(16), 32).catch(() => undefined);
+    // Ranked last: real checks go first.
+    await this.scrypt('calibration', Buffer.alloc(16), 32, Number.MAX_SAFE_INTEGER).catch(() => undefined);
     this.calibration = undefined;
   }
 }

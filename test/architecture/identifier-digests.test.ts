@@ -17,6 +17,8 @@ const REVIEWED: Record<string, string> = {
   'lib/stores/session-store.ts': "store id of the consent page's random session id",
   'lib/stores/redis-scripts.ts': "SHA-1 of a Lua script's source (EVALSHA)",
   'lib/ops/rate-limits.ts': 'counter key of an id longer than 128 characters: in Redis only, never in a response',
+  'lib/registry/secret-history.ts':
+    'HMAC under a random per-process key of (client id, registered hash, secret): in memory only, never in a response',
   'lib/ops/event-source.ts': 'HMAC-SHA-256 of a network prefix, keyed from pairwiseSalt: events only',
   'lib/gateway/grants/authorization-code.ts': "PKCE: the client's verifier; store id of a random code",
   'lib/gateway/grants/ciba.ts': 'store id of a random auth_req_id',

@@ -147,7 +147,11 @@ async function codeFlow(gw: NvGateway, scope: string, query: Record<string, stri
 
 async function jwtBearer(gw: NvGateway, sub: string, scope: string): Promise<request.Response> {
   const now = Math.floor(gw.clock.now / 1000);
-  const assertion = await bearerAssertion(sub, scope, gw.keyed ? { now, claims: { aud: `${HTTPS_ISSUER}/token` } } : { now });
+  const assertion = await bearerAssertion(
+    sub,
+    scope,
+    gw.keyed ? { now, claims: { aud: `${HTTPS_ISSUER}/token` } } : { now },
+  );
   return request(gw.app).post('/apigateway/token').type('form').send({ grant_type: JWT_BEARER, assertion });
 }
 
@@ -243,9 +247,7 @@ describe('Number Verification without the preset', () => {
       logger: hinted.logger,
       consentPolicy: [...POLICY, { ...COMPLETE_NV, requireNetworkAuthentication: false }],
     });
-    expect(nvWarnings(hinted)[0]?.msg).toMatch(
-      /requireNetworkAuthentication left on/,
-    );
+    expect(nvWarnings(hinted)[0]?.msg).toMatch(/requireNetworkAuthentication left on/);
   });
 
   it('the NV scopes require network authentication by default: CIBA tel: and ipport: access_denied, JWT bearer tel: invalid_grant', async () => {

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import type { Express } from 'express';
-import type { ConsentRule, NetAuthOptions, RegisteredClient } from '../../lib/index.js';
-import { CIBA, createTestGateway, type TestGateway } from '../helpers/gateway.js';
+import type { ClientRegistry, ConsentRule, NetAuthOptions, RegisteredClient } from '../../lib/index.js';
+import { CIBA, basic, createTestGateway, type TestGateway } from '../helpers/gateway.js';
 import {
   CALLBACK,
   LOCATION,
@@ -29,8 +29,8 @@ import { memoryLogger } from '../helpers/memory-logger.js';
 
 /**
  * Issue 41, "the preset completes": README.md's table of what `profile: 'camara'` sets, refuses and leaves to the
- * operator, checked row by row. Every row of the table has a test here named after its first cell (or, for the
- * rows whose behaviour another change brings, a TODO), and every test here names a row of the table.
+ * operator, checked row by row. Every row of the table has a test here named after its first cell, and every test
+ * here names a row of the table.
  */
 
 const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
@@ -171,9 +171,8 @@ function nvPreset(): TestGateway {
 /** Each row's behaviour test, by the row's first cell. */
 const ROWS: Record<string, () => Promise<void>> = {
   'Clients authenticate with `private_key_jwt` (MUST)': async () => {
-    const secret: RegisteredClient = { ...SERVICE_JWT_CLIENT, clientId: 'secret', clientSecret: 's' };
-    delete secret.tokenEndpointAuthMethod;
-    delete secret.jwks;
+    const { tokenEndpointAuthMethod: _method, jwks: _keys, ...registration } = SERVICE_JWT_CLIENT;
+    const secret: RegisteredClient = { ...registration, clientId: 'secret', clientSecret: 's' };
     expect(() => preset({ clients: [...PRESET_CLIENTS, secret] })).toThrow(
       /client secret: profile 'camara' requires private_key_jwt, and this client uses client_secret_basic/,
     );
@@ -181,6 +180,29 @@ const ROWS: Record<string, () => Promise<void>> = {
       /clients\.authMethods: profile 'camara' requires private_key_jwt/,
     );
     expect(preset().netauth.metadata().token_endpoint_auth_methods_supported).toEqual(['private_key_jwt']);
+  },
+
+  'Client records held to the profile when used (MUST)': async () => {
+    // A portal that declares the profile's method, and a record of it that still uses a secret.
+    const record: RegisteredClient = {
+      clientId: 'portal-secret',
+      tokenEndpointAuthMethod: 'client_secret_basic',
+      clientSecret: 'right-secret',
+      grantTypes: ['client_credentials'],
+      scopes: [POPULATION],
+    };
+    const portal: ClientRegistry = {
+      authMethods: ['private_key_jwt'],
+      find: async (clientId) => (clientId === record.clientId ? record : undefined),
+    };
+    const gw = preset({ clients: portal });
+    const res = await tokenRequest(
+      gw.app,
+      { grant_type: 'client_credentials', scope: POPULATION },
+      basic(record.clientId, 'right-secret'),
+    );
+    expect(res.status).toBe(401);
+    expect(res.body.error).toBe('invalid_client');
   },
 
   'Signed authentication requests accepted (MUST)': async () => {
@@ -426,14 +448,10 @@ const ROWS: Record<string, () => Promise<void>> = {
   },
 };
 
-/** Rows whose behaviour another change of issue 41 brings: their tests come with it. */
-const TODO_ROWS = ['Client records held to the profile when used (MUST)'];
-
 describe("README's table of the CAMARA preset (profile: 'camara')", () => {
   it('every row of the table has its test here, and every test its row', () => {
-    expect(tableRows().sort()).toEqual([...Object.keys(ROWS), ...TODO_ROWS].sort());
+    expect(tableRows().sort()).toEqual(Object.keys(ROWS).sort());
   });
 
   for (const [row, test] of Object.entries(ROWS)) it(row, test);
-  for (const row of TODO_ROWS) it.todo(row);
 });

@@ -97,7 +97,7 @@ describe('client registration: keys and methods are checked at start-up', () => 
     expect(() => createTestGateway({ clients: [client] })).toThrow(message);
   });
 
-  it('accepts public RSA, EC and Ed25519 keys, a jwksUri over https: or on loopback, and keys on a secret client', () => {
+  it('accepts public RSA, EC and Ed25519 keys, a jwksUri over https: or at a listed internal origin, and keys on a secret client', () => {
     expect(() => new StaticClientRegistry([CAMARA_CLIENT])).not.toThrow();
     expect(
       () =>
@@ -106,7 +106,9 @@ describe('client registration: keys and methods are checked at start-up', () => 
         ]),
     ).not.toThrow();
     expect(() => new StaticClientRegistry([{ ...KEYLESS, jwksUri: 'https://app.example/jwks.json' }])).not.toThrow();
-    expect(() => new StaticClientRegistry([{ ...KEYLESS, jwksUri: 'http://127.0.0.1:8080/jwks.json' }])).not.toThrow();
+    const internal = { ...KEYLESS, jwksUri: 'http://127.0.0.1:8080/jwks.json' };
+    expect(() => new StaticClientRegistry([internal], { internalOrigins: ['http://127.0.0.1:8080'] })).not.toThrow();
+    expect(() => new StaticClientRegistry([internal])).toThrow(/must use https:/);
     expect(() => new StaticClientRegistry([{ ...CLIENTS[0]!, jwks: CAMARA_CLIENT.jwks! }])).not.toThrow();
   });
 });

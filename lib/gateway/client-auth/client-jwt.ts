@@ -57,10 +57,22 @@ export class ClientJwtRejectedError extends Error {
   /** Stable identifier for handlers and logs; the message may change. */
   readonly code = 'NETAUTH_CLIENT_JWT_REJECTED';
 
-  constructor(readonly reason: string) {
+  /**
+   * @param signed whether the JWT's signature had verified with the client's keys when a later check failed: only
+   * then has the sender proved the client's key, and may be told more than an unknown client id would be.
+   */
+  constructor(
+    readonly reason: string,
+    readonly signed = true,
+  ) {
     super(reason);
     this.name = 'ClientJwtRejectedError';
   }
+}
+
+/** jose's claim checks run after the signature verified; every other error of jwtVerify comes before. */
+function signatureVerified(error: unknown): boolean {
+  return error instanceof errors.JWTExpired || error instanceof errors.JWTClaimValidationFailed;
 }
 
 /** Why jose refused the JWT, in words that reveal nothing of its content. */
@@ -123,7 +135,7 @@ export class ClientJwts {
 
   async verify(client: RegisteredClient, jwt: string, rules: ClientJwtRules): Promise<JWTPayload> {
     const resolver = this.keys.resolver(client);
-    if (!resolver) throw new ClientJwtRejectedError('the client has no registered keys (jwks or jwksUri)');
+    if (!resolver) throw new ClientJwtRejectedError('the client has no registered keys (jwks or jwksUri)', false);
     const nowMs = this.now();
     let payload: JWTPayload;
     let typ: string | undefined;
@@ -141,7 +153,7 @@ export class ClientJwts {
       typ = typeOf(verified.protectedHeader);
     } catch (error) {
       // No cause: jose's claim errors carry the whole payload.
-      throw new ClientJwtRejectedError(reasonOf(error));
+      throw new ClientJwtRejectedError(reasonOf(error), signatureVerified(error));
     }
     if (!rules.types.includes(typ)) throw new ClientJwtRejectedError('its typ header is not one accepted here');
     const crossPurpose = crossPurposeReason(rules.purpose, payload, client.clientId);

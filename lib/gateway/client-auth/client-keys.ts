@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { createLocalJWKSet, errors, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import type { RegisteredClient } from '../../registry/clients.js';
 import { CLIENT_JWKS_DEFAULTS } from '../../defaults.js';
 import { JwksDestinationRefusedError, JwksDestinations, type PinnedAddress } from '../../registry/jwks-destination.js';
@@ -113,8 +113,6 @@ function get(uri: string, pinned: PinnedAddress, signal: AbortSignal): Promise<I
  */
 export class ClientKeys {
   private readonly inline = new Map<string, { source: string; keys: JWTVerifyGetKey }>();
-  /** A static registry hands out the same `jwks` object every time: found without serialising it. */
-  private readonly byObject = new WeakMap<object, JWTVerifyGetKey>();
   private readonly remote = new Map<string, RemoteKeys>();
   private readonly fetchTimeout: number;
   private readonly maxBytes: number;
@@ -150,24 +148,20 @@ export class ClientKeys {
   }
 
   private inlineKeys(clientId: string, jwks: NonNullable<RegisteredClient['jwks']>): JWTVerifyGetKey {
-    const same = this.byObject.get(jwks);
-    if (same) return same;
-    // Then by client id and content, so a registry that builds a new object per lookup still reuses imported keys.
+    // By client id and content, never by object: a registry may edit the set it returned (a rotated key), or build a
+    // new object per lookup; either way the keys imported are the ones the record holds now.
     const source = JSON.stringify(jwks);
     const cached = this.inline.get(clientId);
-    if (cached?.source === source) {
-      this.byObject.set(jwks, cached.keys);
-      return cached.keys;
-    }
+    if (cached?.source === source) return cached.keys;
     let keys: JWTVerifyGetKey;
     try {
-      keys = createLocalJWKSet(jwks);
+      // Imported from the serialised set: a later edit of the record's objects cannot reach the imported keys.
+      keys = createLocalJWKSet(JSON.parse(source) as JSONWebKeySet);
     } catch {
       // A custom registry's malformed set: nothing verifies (the static registry refuses it at start-up).
       return () => Promise.reject(new errors.JWKSInvalid('the registered jwks is not a JWK Set'));
     }
     this.inline.set(clientId, { source, keys });
-    this.byObject.set(jwks, keys);
     return keys;
   }
 

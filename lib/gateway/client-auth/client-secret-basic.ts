@@ -14,6 +14,8 @@ import { formDecode } from '../http/form.js';
  */
 interface BasicCredentials {
   headers: Request['headers'];
+  /** The request's address (`req.ip`), for the secret check's place in the scrypt queue. */
+  ip: string | undefined;
   attempt: Attempt;
   /** What the verify callback found; a header passport-http refused before calling it stays `malformed`. */
   outcome: Verified | Unreadable;
@@ -53,7 +55,7 @@ export function clientSecretBasic(clients: ClientRegistry): ClientAuthMethodModu
         return;
       }
       credentials
-        .attempt(clientId, (registered) => verifySecret(clients, registered, secret))
+        .attempt(clientId, (registered) => verifySecret(clients, { clientId, ip: credentials.ip }, registered, secret))
         .then((verified) => {
           credentials.outcome = verified;
           done(null, verified.client ?? false);
@@ -65,7 +67,12 @@ export function clientSecretBasic(clients: ClientRegistry): ClientAuthMethodModu
     presentedIn: (req) => req.headers.authorization !== undefined,
     authenticate: (req: Request, res: Response, _params, attempt) =>
       new Promise<Verified | Unreadable>((resolve, reject) => {
-        const credentials: BasicCredentials = { headers: req.headers, attempt, outcome: { failure: 'malformed' } };
+        const credentials: BasicCredentials = {
+          headers: req.headers,
+          ip: req.ip,
+          attempt,
+          outcome: { failure: 'malformed' },
+        };
         const middleware = authenticator.authenticate('client_secret_basic', { session: false }, (error: unknown) => {
           if (error) reject(error);
           else resolve(credentials.outcome);

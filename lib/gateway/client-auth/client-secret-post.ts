@@ -7,11 +7,11 @@ export function clientSecretPost(clients: ClientRegistry): ClientAuthMethodModul
   return {
     method: 'client_secret_post',
     presentedIn: (_req, params) => params.has('client_secret'),
-    authenticate: async (_req, _res, params, attempt) => {
+    authenticate: async (req, _res, params, attempt) => {
       const clientId = params.get('client_id');
       if (clientId === undefined) return { failure: 'missing' };
       const secret = params.require('client_secret');
-      return attempt(clientId, (registered) => verifySecret(clients, registered, secret));
+      return attempt(clientId, (registered) => verifySecret(clients, { clientId, ip: req.ip }, registered, secret));
     },
   };
 }

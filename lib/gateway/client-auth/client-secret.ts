@@ -5,6 +5,8 @@ import {
   type RegisteredClient,
 } from '../../registry/clients.js';
 import { scryptLimiter } from '../../registry/scrypt.js';
+import { secretHistory } from '../../registry/secret-history.js';
+import { addressKey } from '../../ops/rate-limits.js';
 import type { Verified } from './method.js';
 
 /**
@@ -20,12 +22,10 @@ import type { Verified } from './method.js';
  */
 class Decoy {
   kind: 'sha256' | 'scrypt' = 'sha256';
-  private readonly seen = new WeakSet<RegisteredClient>();
 
+  /** Looked at on every record, not once per object: a registry may edit a record it returned (a new hash). */
   learn(client: RegisteredClient): void {
-    if (this.kind === 'scrypt' || this.seen.has(client)) return;
-    this.seen.add(client);
-    if (client.clientSecretHash?.startsWith('scrypt:')) this.kind = 'scrypt';
+    if (this.kind === 'sha256' && client.clientSecretHash?.startsWith('scrypt:')) this.kind = 'scrypt';
   }
 }
 
@@ -51,20 +51,28 @@ function decoyOf(clients: ClientRegistry): Decoy {
 
 /**
  * The secret check shared by client_secret_basic and client_secret_post, against the registration the claimed id
- * found (the authenticator looks it up once per request), or none.
+ * found (the authenticator looks it up once per request), or none. `claimed` is the id the credentials name and the
+ * address they come from: an unknown id's decoy is ranked and remembered as a real check of that id would be.
  */
 export async function verifySecret(
   clients: ClientRegistry,
+  claimed: { clientId: string; ip: string | undefined },
   client: RegisteredClient | undefined,
   secret: string,
 ): Promise<Verified> {
   const decoy = decoyOf(clients);
-  if (!client) {
-    // As long as a real comparison, so unknown ids are not told apart by timing.
-    if (decoy.kind === 'scrypt') await scryptLimiter.decoy();
-    else await verifyClientSecret(SHA256_DECOY, secret);
-    return {};
+  const requester = { address: addressKey(claimed.ip) };
+  if (!client || (client.clientSecret === undefined && client.clientSecretHash === undefined)) {
+    // As long as a real comparison, so unknown ids (and clients that have no secret: private_key_jwt ones) are not
+    // told apart by timing, nor by their place in the scrypt queue.
+    if (decoy.kind === 'scrypt') {
+      await scryptLimiter.decoy(secretHistory.rank(claimed.clientId, requester.address));
+      secretHistory.rememberFailure(claimed.clientId, requester.address);
+    } else {
+      await verifyClientSecret(SHA256_DECOY, secret);
+    }
+    return client ? { known: client } : {};
   }
   decoy.learn(client);
-  return (await verifyClientSecret(client, secret)) ? { client, known: client } : { known: client };
+  return (await verifyClientSecret(client, secret, requester)) ? { client, known: client } : { known: client };
 }

@@ -1,9 +1,9 @@
 import { decodeJwt, type JWTPayload } from 'jose';
 import type { Request } from 'express';
-import { OAuthError, isOAuthError } from '../../errors.js';
+import { OAuthError } from '../../errors.js';
 import { JWT_BEARER_GRANT, type RegisteredClient } from '../../registry/clients.js';
 import type { FormParams } from '../http/form.js';
-import { ClientJwtRejectedError, type ClientJwts } from './client-jwt.js';
+import { ClientJwtRejectedError, type ClientJwtRules, type ClientJwts } from './client-jwt.js';
 import { assertionAudiences } from './private-key-jwt.js';
 import type { ClientAuthMethodModule } from './method.js';
 
@@ -21,6 +21,17 @@ export function grantAssertion(params: FormParams): string {
   return params.require('assertion');
 }
 
+/** What a JWT bearer assertion must satisfy besides its signature and `iss` (`ClientJwts.verify`). */
+function assertionRules(issuer: string, req: Request): ClientJwtRules {
+  return {
+    audience: assertionAudiences(issuer, req),
+    subjectIsClient: false,
+    requireIat: true,
+    types: ASSERTION_TYPES,
+    purpose: 'assertion',
+  };
+}
+
 /**
  * RFC 7523 §3 as the CAMARA profile has it: signed by a key of the client, `iss` = client_id, `aud` the issuer,
  * the token endpoint or this endpoint, `exp` within 300 s, `iat` required and not ahead, `exp - iat` at most 300 s,
@@ -33,20 +44,17 @@ export async function verifyAssertion(
   assertion: string,
   req: Request,
 ): Promise<JWTPayload> {
-  const audience = assertionAudiences(issuer, req);
-  const rules = {
-    audience,
-    subjectIsClient: false,
-    requireIat: true,
-    types: ASSERTION_TYPES,
-    purpose: 'assertion' as const,
-  };
   try {
-    return await jwts.verify(client, assertion, rules);
+    return await jwts.verify(client, assertion, assertionRules(issuer, req));
   } catch (error) {
     if (!(error instanceof ClientJwtRejectedError)) throw error;
-    throw new OAuthError('invalid_grant', `the assertion was refused: ${error.reason}`);
+    throw refusedAssertion(error);
   }
+}
+
+/** The grant's answer to an assertion that failed a check (RFC 7523 §3.1). */
+function refusedAssertion(error: ClientJwtRejectedError): OAuthError {
+  return new OAuthError('invalid_grant', `the assertion was refused: ${error.reason}`);
 }
 
 /** The client the assertion names (`iss`, read without verifying it), or undefined for one that is no JWT. */
@@ -79,10 +87,16 @@ export function jwtBearerAssertion(jwts: ClientJwts, issuer: string): ClientAuth
         // Only a client that authenticates with its keys (its registered method) is authenticated by its assertion.
         if (client.tokenEndpointAuthMethod !== 'private_key_jwt') return { known: client };
         try {
-          return { client, known: client, assertion: await verifyAssertion(jwts, issuer, client, assertion, req) };
+          return {
+            client,
+            known: client,
+            assertion: await jwts.verify(client, assertion, assertionRules(issuer, req)),
+          };
         } catch (error) {
-          if (isOAuthError(error)) return { known: client, refusal: error };
-          throw error;
+          if (!(error instanceof ClientJwtRejectedError)) throw error;
+          // Until its signature verified, the sender proved nothing: it gets an unknown id's answer (401
+          // invalid_client), so no one learns which ids authenticate with keys. Past it, the grant's detail.
+          return error.signed ? { known: client, refusal: refusedAssertion(error) } : { known: client };
         }
       });
     },

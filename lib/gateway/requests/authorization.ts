@@ -19,18 +19,6 @@ export interface ScopeDecision {
   networkScopes: string[];
 }
 
-/** A registration's scopes as a set, made once per registration object: one lookup per requested scope. */
-const registeredScopes = new WeakMap<RegisteredClient, ReadonlySet<string>>();
-
-function scopesOf(client: RegisteredClient): ReadonlySet<string> {
-  let scopes = registeredScopes.get(client);
-  if (scopes === undefined) {
-    scopes = new Set(client.scopes);
-    registeredScopes.set(client, scopes);
-  }
-  return scopes;
-}
-
 /** OIDC Core §5.4: the scopes that ask for standard claims, which only an OpenID Connect request can carry. */
 const CLAIM_SCOPES: readonly string[] = ['profile', 'email', 'phone', 'address'];
 
@@ -57,7 +45,8 @@ export function checkOpenidForClaims(scope: string, claims: string | undefined):
  */
 export function decideScope(ctx: GatewayContext, client: RegisteredClient, scope: string): ScopeDecision {
   const parsed = parseScope(scope);
-  const registered = scopesOf(client);
+  // Read from the record on every request, never cached per object: a registry may edit a record it returned.
+  const registered = new Set(client.scopes);
   for (const api of parsed.scopes) {
     if (!registered.has(`dpv:${parsed.purpose}#${api}`)) {
       throw new OAuthError('invalid_scope', `the client is not registered for dpv:${parsed.purpose}#${api}`);

@@ -51,9 +51,10 @@ describe('the decoy for unknown client ids', () => {
     const inner = new StaticClientRegistry([...CLIENTS, human]);
     const custom: ClientRegistry = { find: (id) => inner.find(id) };
     expect(decoyKind(custom)).toBe('sha256');
-    expect(await verifySecret(custom, await custom.find('human'), 'wrong')).toEqual({ known: human });
+    const from = (clientId: string) => ({ clientId, ip: '192.0.2.1' });
+    expect(await verifySecret(custom, from('human'), await custom.find('human'), 'wrong')).toEqual({ known: human });
     expect(decoyKind(custom)).toBe('scrypt');
-    expect(await verifySecret(custom, await custom.find('nobody'), 'a person chose this')).toEqual({});
+    expect(await verifySecret(custom, from('nobody'), await custom.find('nobody'), 'a person chose this')).toEqual({});
   });
 
   it('100 requests with unknown ids beside a scrypt client run no scrypt at all; 401 each', async () => {

@@ -131,12 +131,13 @@ describe.each(['opaque', 'jwt'] as const)('JWT bearer grant (%s access tokens)',
     expect(res.body.error).toBe('invalid_grant');
   });
 
-  it("signed by a key that is not the client's, or typed as a client assertion: invalid_grant", async () => {
+  it("signed by a key that is not the client's: 401 invalid_client, an unknown id's answer (issue 42, finding 10); typed as a client assertion: invalid_grant", async () => {
     const gw = gateway();
-    expect(
-      (await bearer(gw, await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw), key: FOREIGN_CAMARA_KEY })))
-        .body.error,
-    ).toBe('invalid_grant');
+    const foreign = await bearer(
+      gw,
+      await bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw), key: FOREIGN_CAMARA_KEY }),
+    );
+    expect([foreign.status, foreign.body.error]).toEqual([401, 'invalid_client']);
     expect(
       (
         await bearer(
@@ -275,11 +276,11 @@ describe("JWT bearer: the assertion as client authentication takes the authentic
     const valid = () => bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw) });
     const naming = (iss: string) => bearerAssertion(ALICE, CAMARA_SIM_SWAP, { now: nowOf(gw), claims: { iss } });
     try {
-      // Forged assertions for a registered client: the grant's invalid_grant, each one spending the budget.
+      // Forged assertions for a registered client: an unknown id's 401, each one spending the budget.
       for (let i = 0; i < budget; i++) {
         const res = await post('203.0.113.9', await forged());
-        expect(res.status).toBe(400);
-        expect(((await res.json()) as { error: string }).error).toBe('invalid_grant');
+        expect(res.status).toBe(401);
+        expect(((await res.json()) as { error: string }).error).toBe('invalid_client');
       }
       for (const assertion of [await forged(), await valid()]) {
         const locked = await post('203.0.113.9', assertion);

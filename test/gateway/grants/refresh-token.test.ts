@@ -256,17 +256,16 @@ describe.each(['opaque', 'jwt'] as const)('refresh_token grant (%s access tokens
   });
 
   it('a client no longer registered for the scope: invalid_grant (CAMARA: the client status changed)', async () => {
-    const registration: RegisteredClient = { ...OFFLINE_CLIENT };
+    let registration: RegisteredClient = { ...OFFLINE_CLIENT };
     // The portal's database: a fresh registration object on every lookup.
     const clients: ClientRegistry = {
       find: async (id) => (id === 'offline-app' ? { ...registration } : CLIENTS.find((c) => c.clientId === id)),
     };
     const gw = gateway({ clients });
     const tokens = await viaCode(gw);
-    registration.scopes = [LOCATION];
+    registration = { ...registration, scopes: [LOCATION] };
     expect((await refresh(gw.app, tokens.refresh_token!)).body.error).toBe('invalid_grant');
-    registration.scopes = OFFLINE_CLIENT.scopes;
-    registration.grantTypes = ['authorization_code'];
+    registration = { ...registration, scopes: OFFLINE_CLIENT.scopes, grantTypes: ['authorization_code'] };
     expect((await refresh(gw.app, tokens.refresh_token!)).body.error).toBe('unauthorized_client');
   });
 
