@@ -135,7 +135,7 @@ describe('demo command line', () => {
     });
     expect(withSecret.status).toBe(401);
     const line =
-      /^ {2}gateway {2}\d\d:\d\d:\d\d {2}ciba\.requested +client=fraud-checker subscriber=sub-0001 purpose=FraudPreventionAndDetection scopes=sim-swap$/m;
+      /^ {2}gateway {2}\d\d:\d\d:\d\d {2}ciba\.requested +client=fraud-checker subscriber=sub-0001 purpose=FraudPreventionAndDetection scopes=sim-swap identifiedBy=tel$/m;
     for (let i = 0; i < 50 && !line.test(output().stdout); i++)
       await new Promise((resolve) => setTimeout(resolve, 100));
     expect(output().stdout).toMatch(line);

@@ -18,6 +18,13 @@ process.once('exit', () => {
 const stoppers = new Set<() => Promise<void>>();
 
 /** Stops every instance this process started and has not stopped yet: for afterAll, whatever failed before. */
+/**
+ * The start-up warnings gateway-main.ts prints on purpose: its fixture issuer is http: off loopback and its consent
+ * rule is not confirmed through the operator's channel. Anything else on a process's stderr is a finding.
+ */
+export const FIXTURE_STARTUP_WARNINGS =
+  /^express-netauth: WARNING: (the issuer is http: on gateway\.test|consent for \S+ is recorded on the page's Allow alone)/;
+
 export async function stopGatewayProcesses(): Promise<void> {
   await Promise.all([...stoppers].map((stop) => stop()));
 }

@@ -203,9 +203,18 @@ describe('the consent grant ids in JWT access tokens (issue 42, finding 3)', () 
     expect(decodeJwt(tokens[0]!).grant_ids).toHaveLength(2);
     const digests = guessableDigests(['app-1', 'app-2'], 'sub-alice');
     for (const part of [...one, ...two]) expect(derivedFrom(part, digests)).toBe(false);
-    // What the two tokens share is what every token of this gateway and scope says: nothing of the subscriber.
+    // What the two tokens share is what every token of this gateway and scope says (and how the subscriber was
+    // identified, a kind: tel, with its amr): nothing of the subscriber.
     const shared = new Set(one.filter((part) => two.includes(part)));
-    const common = [ISSUER, 'http://gateway', 'test/apigateway', SIM_SWAP, 'FraudPreventionAndDetection'];
+    const common = [
+      ISSUER,
+      'http://gateway',
+      'test/apigateway',
+      SIM_SWAP,
+      'FraudPreventionAndDetection',
+      'tel',
+      'hint',
+    ];
     expect([...shared].filter((part) => !common.includes(part))).toEqual([]);
   });
 
