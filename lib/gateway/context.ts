@@ -17,7 +17,7 @@ import { EventHub } from '../ops/events.js';
 import { NO_REQUEST_LIMITS, RateLimits } from '../ops/rate-limits.js';
 import { createSourceLabel, type SourceLabel } from '../ops/event-source.js';
 import { attachLogger, logInternalError, reportWarning, type StartupWarning } from '../ops/logging.js';
-import { checkConsistency, checkOptions } from './options-check.js';
+import { checkConsistency, checkOptions, resolveMode } from './options-check.js';
 import { ClientKeys } from './client-auth/client-keys.js';
 import { ClientJwts } from './client-auth/client-jwt.js';
 import { dpopClaimsOption, type DpopHashClaim } from './tokens/dpop-binding.js';
@@ -157,7 +157,14 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const idTokens = options.idTokens ?? ID_TOKENS_DEFAULT;
   const keys = resolveKeySet(options.signingKeys, idTokens || accessTokenFormat === 'jwt');
   const pairwiseSubject = createPairwiseSubject(options.pairwiseSalt);
-  const warnings = checkConsistency({ options, clients, policy, lifetimes, generatedKey: keys?.generated ?? false });
+  const warnings = checkConsistency({
+    options,
+    mode: resolveMode(options.mode),
+    clients,
+    policy,
+    lifetimes,
+    generatedKey: keys?.generated ?? false,
+  });
   const confirmation = checkConfirmation(
     policy.rules(),
     options.sendConsentConfirmation,
