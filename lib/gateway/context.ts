@@ -74,6 +74,8 @@ export interface GatewayContext {
   warn: (warning: StartupWarning) => void;
   /** Reports, once per gateway, that the store could not be reached and requests are answered 503. */
   storeUnavailable: (error: Error) => void;
+  /** The rate limits count on the store's connection (no `rateLimits.redis` of their own). */
+  countersOnStore: boolean;
   /** Hash claims every DPoP proof must carry (`dpopClaimsRequired`), at the token endpoint and the guard. */
   dpopClaimsRequired: readonly DpopHashClaim[];
   /**
@@ -147,8 +149,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const subscribers = isList(options.subscribers)
     ? new StaticSubscriberDirectory(options.subscribers)
     : options.subscribers;
-  const warnTrust = (message: string, code: string) =>
-    reportWarning(options.logger, { option: 'network.portHeader', message, code });
+  const warnTrust = (option: string, message: string, code: string) =>
+    reportWarning(options.logger, { option, message, code });
   const network = options.network ? new NetworkIdentifier(options.network, warnTrust) : undefined;
   const consentPage = resolveConsentPage(options.consentPage, issuerUrl);
   const accessTokenFormat = options.accessTokenFormat ?? ACCESS_TOKEN_FORMAT_DEFAULT;
@@ -261,6 +263,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     limits,
     warn,
     storeUnavailable,
+    countersOnStore: limits !== undefined && options.rateLimits !== false && options.rateLimits?.redis === undefined,
     dpopClaimsRequired,
     announcedDpopClaims: new Set(dpopClaimsRequired),
     sourceLabel: createSourceLabel(options.pairwiseSalt),
