@@ -5,7 +5,7 @@
  * frontend flow through the application side with a cookie-keeping client.
  *
  *   esm       "type": "module", Express 5, with the optional peers the docs use (pino, redis); also compiles every
- *             TypeScript block of the docs against the tarball
+ *             TypeScript block of the docs against the tarball, and runs docs/camara.md's gateway
  *   cjs       "type": "commonjs", Express 5: require() of both entry points; optional peers absent
  *   express4  "type": "module", Express 4 and @types/express 4
  *
@@ -276,6 +276,24 @@ function gatewayTypesAlone(dir: string): void {
   log('cjs: the gateway type-checks with skipLibCheck off and no @types/express-session');
 }
 
+/**
+ * docs/camara.md's gateway under the preset (`<!-- example: camara-gateway.ts -->`, written by setUp on the gateway's
+ * port, free again once the quick start has stopped) compiles against the tarball and runs with NODE_ENV=production.
+ */
+function camaraGateway(dir: string): void {
+  const tsconfig = { ...TSCONFIG, files: ['camara-gateway.ts'] };
+  writeFileSync(join(dir, 'tsconfig.camara.json'), JSON.stringify(tsconfig, null, 2));
+  run(process.execPath, [TSC, '-p', join(dir, 'tsconfig.camara.json')], dir);
+  const output = execFileSync(process.execPath, [join(dir, 'out/camara-gateway.js')], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, NODE_ENV: 'production' },
+    timeout: 60_000,
+  });
+  check(output.trim() === 'private_key_jwt 401 UNAUTHENTICATED', `camara-gateway.ts printed: ${output}`);
+  log("esm: docs/camara.md's gateway under the preset compiles and runs with NODE_ENV=production");
+}
+
 /** Every TypeScript block of README.md and docs/*.md against the tarball's types. */
 function docsAgainstTarball(dir: string): void {
   mkdirSync(join(dir, 'docs'));
@@ -334,7 +352,10 @@ async function main(): Promise<void> {
       clientTypes(dir);
       gatewayTypesAlone(dir);
     }
-    if (project.name === 'esm') docsAgainstTarball(dir);
+    if (project.name === 'esm') {
+      docsAgainstTarball(dir);
+      camaraGateway(dir);
+    }
   }
 }
 
