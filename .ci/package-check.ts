@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Browser } from '../test/helpers/browser.js';
+import { relativeLinks } from '../test/package/doc-links.js';
 import { allExamples, moduleText } from '../test/package/docs-examples.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -82,6 +83,19 @@ function pack(): string {
       );
     }
   }
+  // The guides ship with the README, so its relative links work on npm: every relative link of a shipped page
+  // names a shipped file (bench/ and test/ stay out: the pages link to them absolutely).
+  const pages = [...files].filter((f) => f.endsWith('.md'));
+  check(pages.includes('docs/gateway.md'), 'the tarball lacks docs/ (package.json "files")');
+  for (const page of pages) {
+    const text = run('tar', ['-xzOf', tarball, `package/${page}`], work);
+    for (const target of relativeLinks(text)) {
+      const path = target.split('#')[0]!;
+      if (path === '') continue;
+      const shipped = join(dirname(page), decodeURIComponent(path)).replace(/\\/g, '/');
+      check(files.has(shipped), `${page} links to ${target}, which the package does not contain`);
+    }
+  }
   const manifest = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], work)) as Record<string, unknown>;
   for (const field of ['repository', 'homepage', 'bugs', 'license', 'peerDependencies'])
     check(manifest[field], `package.json lacks ${field}`);
@@ -89,7 +103,9 @@ function pack(): string {
   const dependencies = Object.keys((manifest.dependencies ?? {}) as Record<string, string>);
   const typings = dependencies.filter((name) => name.startsWith('@types/'));
   check(typings.length === 0, `package.json has type packages in dependencies: ${typings.join(', ')}`);
-  log(`${info.filename}: ${files.size} files, LICENSE, CHANGELOG.md, no TypeScript sources, no dangling source maps`);
+  log(
+    `${info.filename}: ${files.size} files, LICENSE, CHANGELOG.md, docs/ with every relative link inside the package, no TypeScript sources, no dangling source maps`,
+  );
   return tarball;
 }
 
