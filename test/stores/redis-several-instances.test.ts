@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import express, { type Express } from 'express';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
@@ -74,6 +75,16 @@ async function jwksOf(on: Instance): Promise<JSONWebKeySet> {
 }
 
 const skip = skipRedisTests('the several-instances checklist test');
+
+describe("docs/redis-store.md's several-instances checklist", () => {
+  it('names every option the instances below must share (issue 44: it left out signingKeys and pairwiseSalt)', () => {
+    const guide = readFileSync('docs/redis-store.md', 'utf8');
+    const start = guide.indexOf('## Several instances behind a load balancer');
+    const list = guide.slice(start, guide.indexOf('\n## ', start + 1));
+    for (const option of ['prefix', 'signingKeys', 'pairwiseSalt', 'consentPage.cookieSecret', 'issuer', 'trust proxy'])
+      expect(list).toContain(`\`${option}\``);
+  });
+});
 
 describe.skipIf(skip)("docs/redis-store.md's several-instances checklist, on two instances in production mode", () => {
   let redis: RedisServer;
