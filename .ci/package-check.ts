@@ -5,7 +5,7 @@
  * frontend flow through the application side with a cookie-keeping client.
  *
  *   esm       "type": "module", Express 5, with the optional peers the docs use (pino, redis); also compiles every
- *             TypeScript block of the docs against the tarball
+ *             TypeScript block of the docs against the tarball, and runs docs/camara.md's gateway
  *   cjs       "type": "commonjs", Express 5: require() of both entry points; optional peers absent
  *   express4  "type": "module", Express 4 and @types/express 4
  *
@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Browser } from '../test/helpers/browser.js';
+import { relativeLinks } from '../test/package/doc-links.js';
 import { allExamples, moduleText } from '../test/package/docs-examples.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -82,6 +83,19 @@ function pack(): string {
       );
     }
   }
+  // The guides ship with the README, so its relative links work on npm: every relative link of a shipped page
+  // names a shipped file (bench/ and test/ stay out: the pages link to them absolutely).
+  const pages = [...files].filter((f) => f.endsWith('.md'));
+  check(pages.includes('docs/gateway.md'), 'the tarball lacks docs/ (package.json "files")');
+  for (const page of pages) {
+    const text = run('tar', ['-xzOf', tarball, `package/${page}`], work);
+    for (const target of relativeLinks(text)) {
+      const path = target.split('#')[0]!;
+      if (path === '') continue;
+      const shipped = join(dirname(page), decodeURIComponent(path)).replace(/\\/g, '/');
+      check(files.has(shipped), `${page} links to ${target}, which the package does not contain`);
+    }
+  }
   const manifest = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], work)) as Record<string, unknown>;
   for (const field of ['repository', 'homepage', 'bugs', 'license', 'peerDependencies'])
     check(manifest[field], `package.json lacks ${field}`);
@@ -89,7 +103,9 @@ function pack(): string {
   const dependencies = Object.keys((manifest.dependencies ?? {}) as Record<string, string>);
   const typings = dependencies.filter((name) => name.startsWith('@types/'));
   check(typings.length === 0, `package.json has type packages in dependencies: ${typings.join(', ')}`);
-  log(`${info.filename}: ${files.size} files, LICENSE, CHANGELOG.md, no TypeScript sources, no dangling source maps`);
+  log(
+    `${info.filename}: ${files.size} files, LICENSE, CHANGELOG.md, docs/ with every relative link inside the package, no TypeScript sources, no dangling source maps`,
+  );
   return tarball;
 }
 
@@ -276,6 +292,24 @@ function gatewayTypesAlone(dir: string): void {
   log('cjs: the gateway type-checks with skipLibCheck off and no @types/express-session');
 }
 
+/**
+ * docs/camara.md's gateway under the preset (`<!-- example: camara-gateway.ts -->`, written by setUp on the gateway's
+ * port, free again once the quick start has stopped) compiles against the tarball and runs with NODE_ENV=production.
+ */
+function camaraGateway(dir: string): void {
+  const tsconfig = { ...TSCONFIG, files: ['camara-gateway.ts'] };
+  writeFileSync(join(dir, 'tsconfig.camara.json'), JSON.stringify(tsconfig, null, 2));
+  run(process.execPath, [TSC, '-p', join(dir, 'tsconfig.camara.json')], dir);
+  const output = execFileSync(process.execPath, [join(dir, 'out/camara-gateway.js')], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, NODE_ENV: 'production' },
+    timeout: 60_000,
+  });
+  check(output.trim() === 'private_key_jwt 401 UNAUTHENTICATED', `camara-gateway.ts printed: ${output}`);
+  log("esm: docs/camara.md's gateway under the preset compiles and runs with NODE_ENV=production");
+}
+
 /** Every TypeScript block of README.md and docs/*.md against the tarball's types. */
 function docsAgainstTarball(dir: string): void {
   mkdirSync(join(dir, 'docs'));
@@ -334,7 +368,10 @@ async function main(): Promise<void> {
       clientTypes(dir);
       gatewayTypesAlone(dir);
     }
-    if (project.name === 'esm') docsAgainstTarball(dir);
+    if (project.name === 'esm') {
+      docsAgainstTarball(dir);
+      camaraGateway(dir);
+    }
   }
 }
 

@@ -10,6 +10,7 @@ export type { NetAuth, ConsentApi, ConsentInput, SubscriberInput, BackchannelApi
 export type {
   NetAuthOptions,
   NetAuthProfile,
+  NetAuthMode,
   Lifetimes,
   BackchannelOptions,
   BackchannelRequest,

@@ -3,6 +3,7 @@ import { SignJWT } from 'jose';
 import * as oidc from 'openid-client';
 import { audienceFor, dpopOption, type ClientContext, type ClientSigner } from './configuration.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
+import { checkRequestedScope } from './requested-scope.js';
 import { expiryOf } from './session.js';
 
 const CIBA_GRANT = 'urn:openid:params:grant-type:ciba';
@@ -114,6 +115,7 @@ export async function startBackchannel(ctx: ClientContext, params: BackchannelPa
   if (params.signal?.aborted) throw aborted();
   try {
     const { config, signer } = await ctx.load();
+    checkRequestedScope(config, params.scope);
     const body: Record<string, string> = signer?.signRequests
       ? { request: await signedRequest(config, signer, params) }
       : { login_hint: params.login_hint, scope: params.scope };

@@ -155,6 +155,25 @@ async function dpopHandle(
   );
 }
 
+/**
+ * An http(s) URL. `localhost:3000/apigateway` parses (as the scheme `localhost:`) and would later read as "not on
+ * https", even with allowInsecureRequests: the message names the missing scheme instead.
+ */
+function checkHttpUrl(name: string, value: string): void {
+  if (typeof value !== 'string') throw new TypeError(`createNetAuthClient: ${name} must be an absolute URL`);
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  if (url?.protocol === 'https:' || url?.protocol === 'http:') return;
+  if (url === undefined || !value.includes('://')) {
+    throw new TypeError(
+      `createNetAuthClient: ${name} ${JSON.stringify(value)} has no scheme: write it with https:// ` +
+        '(http:// with allowInsecureRequests, for development)',
+    );
+  }
+  throw new TypeError(
+    `createNetAuthClient: ${name} must be an https: URL (http: for development), not ${url.protocol}`,
+  );
+}
+
 /** Checks the options at construction, so a configuration that cannot work fails at start-up, naming the fix. */
 export function checkOptions(options: NetAuthClientOptions): void {
   if (typeof options.clientId !== 'string' || options.clientId === '')
@@ -196,8 +215,7 @@ export function checkOptions(options: NetAuthClientOptions): void {
     ['discoveryUrl', options.discoveryUrl],
     ['gateway', typeof options.gateway === 'string' ? options.gateway : options.gateway.issuer],
   ] as const) {
-    if (value !== undefined && !URL.canParse(value))
-      throw new TypeError(`createNetAuthClient: ${name} must be an absolute URL`);
+    if (value !== undefined) checkHttpUrl(name, value);
   }
   if (options.discoveryUrl !== undefined && typeof options.gateway !== 'string') {
     throw new TypeError(

@@ -18,7 +18,7 @@ import { EventHub } from '../ops/events.js';
 import { NO_REQUEST_LIMITS, RateLimits } from '../ops/rate-limits.js';
 import { createSourceLabel, type SourceLabel } from '../ops/event-source.js';
 import { attachLogger, logInternalError, reportWarning, type StartupWarning } from '../ops/logging.js';
-import { checkConsistency, checkOptions } from './options-check.js';
+import { checkConsistency, checkOptions, resolveMode } from './options-check.js';
 import { ClientKeys } from './client-auth/client-keys.js';
 import { ClientJwts } from './client-auth/client-jwt.js';
 import { dpopClaimsOption, type DpopHashClaim } from './tokens/dpop-binding.js';
@@ -75,6 +75,8 @@ export interface GatewayContext {
   warn: (warning: StartupWarning) => void;
   /** Reports, once per gateway, that the store could not be reached and requests are answered 503. */
   storeUnavailable: (error: Error) => void;
+  /** The rate limits count on the store's connection (no `rateLimits.redis` of their own). */
+  countersOnStore: boolean;
   /** Hash claims every DPoP proof must carry (`dpopClaimsRequired`), at the token endpoint and the guard. */
   dpopClaimsRequired: readonly DpopHashClaim[];
   /**
@@ -155,8 +157,8 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const subscribers = isList(options.subscribers)
     ? new StaticSubscriberDirectory(options.subscribers)
     : options.subscribers;
-  const warnTrust = (message: string, code: string) =>
-    reportWarning(options.logger, { option: 'network.portHeader', message, code });
+  const warnTrust = (option: string, message: string, code: string) =>
+    reportWarning(options.logger, { option, message, code });
   const network = options.network ? new NetworkIdentifier(options.network, warnTrust) : undefined;
   const consentPage = resolveConsentPage(options.consentPage, issuerUrl);
   const accessTokenFormat = options.accessTokenFormat ?? ACCESS_TOKEN_FORMAT_DEFAULT;
@@ -167,6 +169,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const pairwiseSubject = createPairwiseSubject(options.pairwiseSalt);
   const warnings = checkConsistency({
     options,
+    mode: resolveMode(options.mode),
     clients,
     policy: rules,
     lifetimes,
@@ -274,6 +277,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     limits,
     warn,
     storeUnavailable,
+    countersOnStore: limits !== undefined && options.rateLimits !== false && options.rateLimits?.redis === undefined,
     dpopClaimsRequired,
     announcedDpopClaims: new Set(dpopClaimsRequired),
     sourceLabel: createSourceLabel(options.pairwiseSalt),

@@ -33,6 +33,7 @@ import type {
   ConsentPageOptions,
   ConsentPageTexts,
   Lifetimes,
+  NetAuthMode,
   NetAuthOptions,
   NetworkOptions,
   SandboxOptions,
@@ -49,6 +50,7 @@ import type {
 const OPTIONS = optionNames<NetAuthOptions>({
   issuer: true,
   profile: true,
+  mode: true,
   clients: true,
   subscribers: true,
   consentPolicy: true,
@@ -375,6 +377,10 @@ export function checkOptions(options: NetAuthOptions): void {
     const shown = typeof options.profile === 'string' ? `'${options.profile}'` : describe(options.profile);
     throw new TypeError(`profile must be 'camara' (the CAMARA Security and Interoperability Profile), not ${shown}`);
   }
+  if (options.mode !== undefined && options.mode !== 'production' && options.mode !== 'development') {
+    const shown = typeof options.mode === 'string' ? `'${options.mode}'` : describe(options.mode);
+    throw new TypeError(`mode must be 'production' or 'development' (default: from NODE_ENV), not ${shown}`);
+  }
   checkBoolean(options.idTokens, 'idTokens');
   checkClockTolerance(options.clockTolerance);
   dpopClaimsOption(options.dpopClaimsRequired, 'dpopClaimsRequired');
@@ -470,9 +476,42 @@ function warnUnconfirmedConsent(
   );
 }
 
+/** Production or development, and what said so (for the error: the reader may not know NODE_ENV was set). */
+export interface ResolvedMode {
+  mode: NetAuthMode;
+  from: string;
+}
+
+/** `mode`, else Express's convention: `NODE_ENV=production`. The environment is read here only. */
+export function resolveMode(option: NetAuthMode | undefined, nodeEnv = process.env.NODE_ENV): ResolvedMode {
+  if (option !== undefined) return { mode: option, from: `mode: '${option}'` };
+  return nodeEnv === 'production'
+    ? { mode: 'production', from: 'NODE_ENV=production' }
+    : { mode: 'development', from: 'NODE_ENV is not production' };
+}
+
+/**
+ * The warnings production mode makes start-up errors, in the order the error names them: each works on one
+ * development machine only (tokens, `sub`s or the consent page lost on restart or on another instance; tokens
+ * in clear text on the network).
+ */
+const REQUIRED_IN_PRODUCTION = ['signingKeys', 'pairwiseSalt', 'consentPage.cookieSecret', 'issuer'];
+
+function refuseInProduction(warnings: readonly StartupWarning[], mode: ResolvedMode): void {
+  if (mode.mode !== 'production') return;
+  const refused = REQUIRED_IN_PRODUCTION.flatMap((option) => warnings.filter((w) => w.option === option));
+  if (refused.length === 0) return;
+  throw new TypeError(
+    `${refused.map((w) => `${w.option}: ${w.message}`).join('\n')}\n` +
+      `Production mode (${mode.from}) refuses what works only in development; configure ` +
+      `${refused.map((w) => w.option).join(', ')} (README: Production checklist), or give mode: 'development'.`,
+  );
+}
+
 /** What the consistency checks read: the options, resolved. */
 export interface ResolvedOptions {
   options: NetAuthOptions;
+  mode: ResolvedMode;
   clients: ClientRegistry;
   policy: ConsentPolicy;
   lifetimes: Required<Lifetimes>;
@@ -563,5 +602,6 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
         'random secret, so a subscriber whose requests reach another instance loses the page. Configure the same secret on every instance.',
     );
   }
+  refuseInProduction(warnings, resolved.mode);
   return warnings;
 }

@@ -164,7 +164,8 @@ export interface ConsentPageOptions {
   cookiePath?: string;
   /**
    * Secret(s) signing the session cookie (the first signs, all verify, for rotation). Give the same secret to
-   * every instance behind a load balancer. Default: random per process (one instance only).
+   * every instance behind a load balancer. Default: random per process (one instance only; with a shared `store`,
+   * a warning, in production mode an error).
    */
   cookieSecret?: string | string[];
 }
@@ -177,12 +178,18 @@ export interface ConsentPageOptions {
  */
 export type NetAuthProfile = 'camara';
 
+/**
+ * `'production'`: what works only on one development machine is a start-up error naming the option, not a
+ * warning. `'development'`: warnings only.
+ */
+export type NetAuthMode = 'production' | 'development';
+
 export interface NetAuthOptions {
   /**
    * The issuer identifier: the absolute URL where the router is mounted, e.g.
    * `https://gw.example.com/apigateway`. Endpoints and discovery are published under it. `http:` only on this
    * machine (localhost, 127.0.0.0/8, ::1) for development: elsewhere a start-up warning, under
-   * `profile: 'camara'` an error.
+   * `profile: 'camara'` or in production mode (`mode`) an error.
    */
   issuer: string;
   /**
@@ -190,6 +197,13 @@ export interface NetAuthOptions {
    * off, what it recommends stays overridable. Default: none.
    */
   profile?: NetAuthProfile;
+  /**
+   * `'production'`: a generated signing key, a random `pairwiseSalt`, a per-process `consentPage.cookieSecret`
+   * with a shared store and an `http:` issuer off this machine are start-up errors naming the option, not warnings.
+   * `'development'` keeps them warnings, whatever `NODE_ENV` says. Default: `'production'` when `NODE_ENV` is
+   * `production` (Express's convention), else `'development'`.
+   */
+  mode?: NetAuthMode;
   /** The developer portal's registrations: an implementation, or a static list. */
   clients: ClientRegistry | readonly RegisteredClient[];
   /** The operator's subscribers: an implementation, or a static table. */
@@ -230,7 +244,7 @@ export interface NetAuthOptions {
    * tokens. The first signs; all are published at `{issuer}/jwks` and verify, so a key can be rotated in
    * ahead of use and an old one kept until its tokens expire. `kid`: the JWK's, else its RFC 7638
    * thumbprint. Without keys, when something needs signing, an RS256 key is generated for development
-   * (with a warning: tokens stop verifying on restart and across instances).
+   * (with a warning: tokens stop verifying on restart and across instances; in production mode, an error).
    */
   signingKeys?: JWK[];
   /**
@@ -244,7 +258,7 @@ export interface NetAuthOptions {
   accessTokenAudience?: string;
   /**
    * Salt of the pairwise `sub` (ID tokens, introspection). Keep it secret and stable: changing it changes
-   * every `sub`. Default: random per process, with a warning.
+   * every `sub`. Default: random per process, with a warning (in production mode, an error).
    */
   pairwiseSalt?: string;
   /**

@@ -43,6 +43,7 @@ export function createRouter(ctx: GatewayContext): Router {
     events: ctx.events,
     sourceLabel: ctx.sourceLabel,
     ...(ctx.limits ? { limits: ctx.limits } : {}),
+    ...(ctx.countersOnStore ? { storeUnavailable: ctx.storeUnavailable } : {}),
     assertions: { jwts: ctx.clientJwts, issuer: ctx.issuer },
   });
   const form = formBody(ctx.bodyLimit);

@@ -10,10 +10,11 @@ export interface NetworkIdentifierOptions {
 
 /**
  * Told once each, at run time: the app's `trust proxy` makes the port header believable from anyone
- * (`NETAUTH_PORT_HEADER_TRUSTS_ANY`), or the header came from a hop it does not trust and was ignored
- * (`NETAUTH_PORT_HEADER_UNTRUSTED`).
+ * (`NETAUTH_PORT_HEADER_TRUSTS_ANY`), the header came from a hop it does not trust and was ignored
+ * (`NETAUTH_PORT_HEADER_UNTRUSTED`), or `X-Forwarded-For` came while `trust proxy` is not set
+ * (`NETAUTH_FORWARDED_FOR_UNTRUSTED`). `option`: the option the fix concerns.
  */
-export type TrustWarning = (message: string, code: string) => void;
+export type TrustWarning = (option: string, message: string, code: string) => void;
 
 /** Why a device was not identified; the endpoint turns every reason into the same answer. */
 export type NetworkIdentification =
@@ -62,6 +63,7 @@ export class NetworkIdentifier {
   private readonly portHeader: string | undefined;
   private trustChecked = false;
   private untrustedWarned = false;
+  private forwardedChecked = false;
 
   constructor(
     options: NetworkIdentifierOptions,
@@ -91,6 +93,7 @@ export class NetworkIdentifier {
   deviceAddress(req: Request): NetworkAddress | 'no-address' | 'bad-port' {
     const ip = req.ip === undefined ? undefined : normaliseIp(req.ip);
     if (ip === undefined) return 'no-address';
+    if (!this.forwardedChecked && req.headers['x-forwarded-for'] !== undefined) this.checkForwardedFor(req);
     if (this.portHeader === undefined) return { ip };
     if (!this.trustChecked) this.checkTrust(req);
     const header = req.headers[this.portHeader];
@@ -107,6 +110,24 @@ export class NetworkIdentifier {
   }
 
   /**
+   * `X-Forwarded-For` arrived and the app trusts no proxy: `req.ip` is then the proxy's address for every device,
+   * which is in no mobile range (or names no subscriber), so every device gets access_denied. Said once, at the
+   * first such request; with `trust proxy` set, an untrusted peer's header is a device's own and says nothing.
+   */
+  private checkForwardedFor(req: Request): void {
+    this.forwardedChecked = true;
+    const setting: unknown = (req as Partial<Request>).app?.get('trust proxy');
+    if (setting !== false && setting !== undefined) return;
+    this.warnTrust(
+      'network',
+      'a request carried X-Forwarded-For but the app does not set trust proxy, so the device address is the ' +
+        "proxy's and no device is identified (access_denied) (said once). Name the operator's edge proxies: " +
+        "app.set('trust proxy', ['10.0.0.10']).",
+      'NETAUTH_FORWARDED_FOR_UNTRUSTED',
+    );
+  }
+
+  /**
    * `trust proxy` as `true` or a hop count trusts whatever peer connects, so any device reaching the gateway
    * directly could name its port, and so any subscriber behind its CGNAT address. Only the app knows the
    * setting, so it is read at the first request (the app the router is mounted on is not known before).
@@ -117,6 +138,7 @@ export class NetworkIdentifier {
     const setting: unknown = (req as Partial<Request>).app?.get('trust proxy');
     if (setting !== true && typeof setting !== 'number') return;
     this.warnTrust(
+      'network.portHeader',
       `trust proxy is ${String(setting)}: every peer is trusted, so network.portHeader is believed from any ` +
         "connection. Set trust proxy to the addresses of the operator's edge proxies.",
       'NETAUTH_PORT_HEADER_TRUSTS_ANY',
@@ -131,6 +153,7 @@ export class NetworkIdentifier {
   private warnUntrusted(): void {
     this.untrustedWarned = true;
     this.warnTrust(
+      'network.portHeader',
       `network.portHeader (${this.portHeader}) came from a peer that trust proxy does not trust, so it is ignored ` +
         "(said once). If the operator's edge proxies set it, add their addresses to the app's trust proxy setting, " +
         "e.g. app.set('trust proxy', ['10.0.0.10']).",

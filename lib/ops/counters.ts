@@ -48,7 +48,7 @@ export interface Refusal {
 export type ReserveAnswer =
   | { taken: true; attempts: number; msBeforeNext: number; shared: boolean }
   | { taken: false; failures: number; msBeforeNext: number }
-  | { taken: false; unavailable: true };
+  | { taken: false; unavailable: true; cause: unknown };
 
 export interface Counters {
   /** Counters in Redis, shared by every instance: worth holding slots and taking points ahead (see lockout.ts, rate-limits.ts). */
@@ -230,7 +230,7 @@ export class RedisCounters implements Counters {
         if (taken === 1) return { taken: true, attempts: count, msBeforeNext: ms, shared: true };
         return { taken: false, failures: count, msBeforeNext: Math.max(ms, 0) };
       },
-      async () => ({ taken: false, unavailable: true }),
+      async (cause) => ({ taken: false, unavailable: true, cause }),
       Math.max(this.timeoutMs, RESERVE_TIMEOUT_MS),
     );
   }
@@ -276,7 +276,7 @@ export class RedisCounters implements Counters {
     keys: string[],
     args: string[],
     parse: (reply: unknown) => T,
-    fallback: () => Promise<T>,
+    fallback: (error: unknown) => Promise<T>,
     timeoutMs = this.timeoutMs,
   ): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
@@ -293,7 +293,7 @@ export class RedisCounters implements Counters {
       return answer;
     } catch (error) {
       this.fellBack(error);
-      return await fallback();
+      return await fallback(error);
     } finally {
       clearTimeout(timer);
     }

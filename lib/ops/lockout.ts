@@ -14,7 +14,7 @@ export interface AttemptSlot {
  * A slot to check the credentials with, or the seconds to wait before asking again: answered 429, or 503 when
  * the shared counters cannot be reached (`unavailable`: nothing is known about the key, the service is down).
  */
-export type Reservation = { slot: AttemptSlot } | { retryAfter: number; unavailable?: true };
+export type Reservation = { slot: AttemptSlot } | { retryAfter: number; unavailable?: true; cause?: unknown };
 
 /** A failure budget's counters never fail a request: a broken counter is reported and lets it through. */
 export type Guarded = <T>(operation: () => Promise<T>) => Promise<T | undefined>;
@@ -156,7 +156,7 @@ export class FailureBudget {
   ): Promise<Reservation> {
     // A counter that failed lets the check run, uncounted (reported through `guarded`).
     if (answer === undefined) return { slot: NO_SLOT };
-    if ('unavailable' in answer) return { retryAfter: 1, unavailable: true };
+    if ('unavailable' in answer) return { retryAfter: 1, unavailable: true, cause: answer.cause };
     if (answer.taken) {
       const holdable = this.holdMs > 0 && 2 * answer.attempts <= this.budget;
       return {

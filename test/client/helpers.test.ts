@@ -364,9 +364,20 @@ describe('options that cannot work fail at start-up, naming the option', () => {
       /discoveryUrl/,
     ],
     [
-      'a gateway that is not a URL',
+      'a gateway that is not a URL: it has no scheme',
       { ...base, gateway: 'gw.example', clientSecret: 's' },
-      /gateway must be an absolute URL/,
+      /^createNetAuthClient: gateway "gw\.example" has no scheme: write it with https:\/\//,
+    ],
+    // Issue 44: it parses (scheme `localhost:`), and was later "not on https" although allowInsecureRequests is set.
+    [
+      'a gateway host:port without a scheme, with allowInsecureRequests: it has no scheme',
+      { ...base, gateway: 'localhost:3000/apigateway', clientSecret: 's', allowInsecureRequests: true },
+      /^createNetAuthClient: gateway "localhost:3000\/apigateway" has no scheme/,
+    ],
+    [
+      'a gateway on another scheme',
+      { ...base, gateway: 'ftp://gw.example', clientSecret: 's' },
+      /gateway must be an https: URL \(http: for development\), not ftp:/,
     ],
   ])('%s', (_name, options, message) => {
     let thrown: unknown;

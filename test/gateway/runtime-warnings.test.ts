@@ -99,6 +99,33 @@ describe('warnings said once, at the first request that shows them', () => {
     expect([...trusted.lines, ...quiet.lines].filter((l) => l.warning?.startsWith('NETAUTH_PORT_HEADER'))).toEqual([]);
   });
 
+  it('X-Forwarded-For while trust proxy is not set: every device is access_denied, said once naming trust proxy', async () => {
+    const { logger, lines } = memoryLogger();
+    // The edge reports Alice's phone in X-Forwarded-For; the app trusts no proxy, so req.ip is the edge's.
+    const gw = createTestGateway({ logger }, { trustProxy: false });
+    for (let i = 0; i < 2; i++) {
+      const res = await authorize(gw.app);
+      expect(new URL(res.headers.location!).searchParams.get('error')).toBe('access_denied');
+    }
+    const warned = coded(lines, 'NETAUTH_FORWARDED_FOR_UNTRUSTED');
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatchObject({ level: 40, option: 'network' });
+    expect(warned[0]!.msg).toContain('X-Forwarded-For but the app does not set trust proxy');
+    expect(warned[0]!.msg).toContain("app.set('trust proxy'");
+    expect(warned[0]!.msg).not.toMatch(/127\.0\.0\.1|::1|10\.20\./);
+
+    // trust proxy set (the device identified), or no X-Forwarded-For: nothing said.
+    const trusted = memoryLogger();
+    const ok = createTestGateway({ logger: trusted.logger });
+    expect((await authorize(ok.app)).status).toBe(302);
+    const direct = memoryLogger();
+    const none = createTestGateway({ logger: direct.logger }, { trustProxy: false });
+    await authorize(none.app, {}, { ip: '' });
+    expect([...trusted.lines, ...direct.lines].filter((l) => l.warning === 'NETAUTH_FORWARDED_FOR_UNTRUSTED')).toEqual(
+      [],
+    );
+  });
+
   describe('a store that cannot be reached, never opened', () => {
     const stores: RedisStore[] = [];
     afterAll(async () => {
@@ -133,6 +160,33 @@ describe('warnings said once, at the first request that shows them', () => {
       expect(said[0]).toMatchObject({ level: 50, option: 'store' });
       expect(said[0]!.msg).toContain('the store (RedisStore, Redis at 127.0.0.1:');
       expect(said[0]!.msg).toContain('await store.open()');
+    });
+
+    // Issue 44: with the default rate limits, the lock-out's counters (on the store) answered the 503 first and
+    // the line came only once a request got past them.
+    it.each([
+      [
+        'bc-authorize',
+        '/apigateway/bc-authorize',
+        { login_hint: 'tel:+34600000001', scope: 'dpv:FraudPreventionAndDetection#sim-swap' },
+      ],
+      [
+        'token',
+        '/apigateway/token',
+        { grant_type: 'authorization_code', code: 'some-code', redirect_uri: 'https://app.example/callback' },
+      ],
+    ])('with the default rate limits: said at the first failing request (%s)', async (_name, path, form) => {
+      const { logger, lines } = memoryLogger();
+      const store = new RedisStore({ url: `redis://127.0.0.1:${await closedPort()}`, timeout: 300 });
+      stores.push(store);
+      const gw = createTestGateway({ logger, store });
+      const res = await request(gw.app).post(path).set('Authorization', APP1).type('form').send(form);
+      expect(res.status).toBe(503);
+      const said = coded(lines, 'NETAUTH_STORE_UNAVAILABLE');
+      expect(said).toHaveLength(1);
+      expect(said[0]!.msg).toContain('the store (RedisStore, Redis at 127.0.0.1:');
+      await request(gw.app).post(path).set('Authorization', APP1).type('form').send(form);
+      expect(coded(lines, 'NETAUTH_STORE_UNAVAILABLE')).toHaveLength(1);
     });
   });
 });

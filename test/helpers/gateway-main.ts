@@ -95,6 +95,9 @@ const port = await new Promise<number>((resolve) =>
 );
 
 const netauth = createNetAuth({
+  // NODE_ENV=production is set for Express (no stack traces); the fixture's issuer, http://gateway.test, is one
+  // production mode refuses. The checklist's production run: test/stores/redis-several-instances.test.ts.
+  mode: 'development',
   issuer: loopback ? `http://127.0.0.1:${port}/apigateway` : ISSUER,
   clients,
   subscribers: loopback

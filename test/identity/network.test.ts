@@ -338,7 +338,7 @@ describe('NetworkIdentifier', () => {
     ] as const) {
       const warnings: string[] = [];
       const options = { mobileRanges: ['100.64.0.0/10'], portHeader: 'x-source-port' };
-      const network = new NetworkIdentifier(options, (m) => warnings.push(m));
+      const network = new NetworkIdentifier(options, (_option, m) => warnings.push(m));
       const app = express();
       app.set('trust proxy', setting);
       app.get('/', (req, res) => void res.json(network.deviceAddress(req)));

@@ -31,6 +31,11 @@ declare global {
   const consentPolicy: ConsentRule[];
   /** The operator's subscriber database (HLR/UDM) behind the two-method interface. */
   const mySubscriberDirectory: SubscriberDirectory;
+  /** The operator's line database (HLR/UDM) and its address sessions (CGNAT logs, RADIUS): a SubscriberDirectory's. */
+  const hlr: { lineByMsisdn(msisdn: string): Promise<{ subscriberId: string } | undefined> };
+  const sessions: {
+    current(ip: string, port: number | undefined): Promise<{ subscriberId: string; msisdn: string } | undefined>;
+  };
   /** The operator's SIM swap lookup, behind the sample service API. */
   function lookupSwap(phoneNumber: string | undefined): boolean;
   /** A client's secret and the URL its redirect URI received (openid-client examples). */

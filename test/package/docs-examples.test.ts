@@ -88,7 +88,11 @@ describe('the TypeScript examples of README.md and docs/*.md', () => {
     // The README keeps only the quick start; the guides hold the rest (27 blocks when the README was cut down).
     expect(examples.filter((e) => e.doc === 'README.md').length).toBeGreaterThanOrEqual(2);
     expect(examples.filter((e) => e.doc !== 'README.md').length).toBeGreaterThanOrEqual(27);
-    expect(examples.filter((e) => e.example !== undefined).map((e) => e.example)).toEqual(['gateway.ts', 'app.ts']);
+    expect(examples.filter((e) => e.example !== undefined).map((e) => e.example)).toEqual([
+      'gateway.ts',
+      'app.ts',
+      'camara-gateway.ts',
+    ]);
   });
 
   it('compile under strict, with the placeholders declared', () => {

@@ -7,6 +7,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { relativeLinks } from './doc-links.js';
 import { docFiles } from './docs-examples.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -32,16 +33,6 @@ function anchors(markdown: string): Set<string> {
   return out;
 }
 
-/** Relative link targets outside code: markdown links and HTML src/href attributes. */
-function links(markdown: string): string[] {
-  const prose = markdown.replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
-  const found = [
-    ...prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g),
-    ...prose.matchAll(/(?:src|href)="([^"]+)"/g),
-  ].map((m) => m[1]!);
-  return found.filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target));
-}
-
 function walk(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
     const path = `${dir}/${entry.name}`;
@@ -56,7 +47,7 @@ describe('documentation links', () => {
     for (const page of PAGES) {
       if (!existsSync(join(ROOT, page))) continue;
       const text = readFileSync(join(ROOT, page), 'utf8');
-      for (const target of links(text)) {
+      for (const target of relativeLinks(text)) {
         const [path, anchor] = target.split('#') as [string, string | undefined];
         const file = path === '' ? join(ROOT, page) : resolve(dirname(join(ROOT, page)), decodeURIComponent(path));
         if (!existsSync(file)) {

@@ -3,6 +3,7 @@ import * as oidc from 'openid-client';
 import type { StartOptions } from '../options.js';
 import { audienceFor, type ClientContext, type ClientSigner } from '../configuration.js';
 import { fromOpenIdClientError } from '../errors.js';
+import { checkRequestedScope } from '../requested-scope.js';
 import { checkSessionCookie, promisify, sessionOf, type PendingAuthorization } from '../session.js';
 import { middleware } from './async-handler.js';
 
@@ -82,6 +83,7 @@ export async function beginAuthorization(
   let url: URL;
   try {
     const { config, signer } = await ctx.load();
+    checkRequestedScope(config, scope);
     url = await authorizationUrl(config, signer, params);
   } catch (cause) {
     throw fromOpenIdClientError(cause);

@@ -13,6 +13,7 @@ import { privateKeyJwt } from './private-key-jwt.js';
 import { jwtBearerAssertion } from './jwt-bearer-assertion.js';
 import type { ClientJwts } from './client-jwt.js';
 import type { SourceLabel } from '../../ops/event-source.js';
+import { StoreUnavailableError } from '../../stores/store.js';
 
 /** Failures get more detail in events than on the wire (a bare 401 invalid_client, or the method's own answer). */
 type FailureReason = ClientAuthenticationFailedEvent['reason'];
@@ -28,6 +29,8 @@ export interface ClientAuthenticatorOptions {
   assertions: { jwts: ClientJwts; issuer: string };
   /** The request's network as `client.authentication_failed` names it (lib/ops/event-source.ts). */
   sourceLabel: SourceLabel;
+  /** The lock-out's counters are the store's and it cannot be reached: reported at the first 503, as the store's. */
+  storeUnavailable?: (error: Error) => void;
 }
 
 /** An authenticated client, and the JWT bearer grant's assertion (its verified claims) when that authenticated it. */
@@ -60,6 +63,7 @@ export class ClientAuthenticator {
   private readonly events: EventHub | undefined;
   private readonly limits: RateLimits | undefined;
   private readonly sourceLabel: SourceLabel;
+  private readonly storeUnavailable: ((error: Error) => void) | undefined;
 
   constructor(
     private readonly clients: ClientRegistry,
@@ -69,6 +73,7 @@ export class ClientAuthenticator {
     this.events = options.events;
     this.limits = options.limits;
     this.sourceLabel = options.sourceLabel;
+    this.storeUnavailable = options.storeUnavailable;
     const { jwts, issuer } = options.assertions;
     this.methods = [clientSecretBasic(clients), clientSecretPost(clients), privateKeyJwt(jwts, issuer)];
     this.grantAssertion = jwtBearerAssertion(jwts, issuer);
@@ -136,7 +141,10 @@ export class ClientAuthenticator {
     if (this.limits) {
       const reservation = await this.limits.reserve(registered?.clientId, req.ip);
       if ('retryAfter' in reservation) {
-        if (reservation.unavailable) throw countersUnavailableError(reservation.retryAfter);
+        if (reservation.unavailable) {
+          if (reservation.cause instanceof StoreUnavailableError) this.storeUnavailable?.(reservation.cause);
+          throw countersUnavailableError(reservation.retryAfter);
+        }
         throw this.lockedOut(endpoint, reservation.retryAfter, registered?.clientId);
       }
       slot = reservation.slot;
