@@ -17,6 +17,9 @@ export type {
   SandboxOptions,
   NetworkOptions,
   ConsentPageOptions,
+  LabelWording,
+  PageLabels,
+  PageLanguageOptions,
   ConsentPageTexts,
   SubscriberConsentsTexts,
 } from './gateway/options.js';
@@ -50,6 +53,7 @@ export type {
   GrantSubject,
   AuthorizationRequestedEvent,
   ConsentEvent,
+  ConfirmationFailure,
   ConsentConfirmationFailedEvent,
   CodeIssuedEvent,
   CodeConsumedEvent,

@@ -14,7 +14,7 @@ import { ISSUER } from '../../helpers/gateway.js';
 describe('errors after the response has started', () => {
   const handlers: Record<string, (onError: (error: unknown) => void) => ErrorRequestHandler> = {
     json: (onError) => jsonErrorHandler(onError),
-    frontend: (onError) => frontendErrorHandler(ISSUER, resolveConsentPage(undefined, new URL(ISSUER)), onError),
+    frontend: (onError) => frontendErrorHandler(ISSUER, resolveConsentPage(undefined, new URL(ISSUER), []), onError),
   };
 
   for (const [name, handler] of Object.entries(handlers)) {
