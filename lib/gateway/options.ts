@@ -164,7 +164,9 @@ export interface PageLabels {
 
 /** Another language of the subscriber pages: its texts (over the built-in English) and labels. */
 export interface PageLanguageOptions {
+  /** The pages' wording in this language; a text not given stays the built-in English one. */
   texts?: Partial<ConsentPageTexts>;
+  /** Purposes and scopes in this language. */
   labels?: PageLabels;
 }
 
