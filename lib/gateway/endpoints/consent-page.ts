@@ -301,6 +301,7 @@ export class ConsentPage {
     return fill(page.texts.consentMessage, {
       operator: this.ctx.consentPage.operatorName,
       client: pending.clientName,
+      purpose: purposeLabel(page, pending.purpose, 'message'),
       scopes,
       minutes: String(Math.max(1, Math.round(this.ctx.confirmation.settings.codeLifetime / 60))),
     });

@@ -46,8 +46,8 @@ export interface ConfirmationTexts {
   codesLimit: string;
   /**
    * The text message that carries a consent's code (`context.message` of `sendConsentConfirmation`):
-   * `{operator}`, `{client}`, `{scopes}` (the scopes' `message` labels) and `{minutes}` are replaced; `{code}` is
-   * left for the hook, which puts the code there.
+   * `{operator}`, `{client}`, `{scopes}` (the scopes' `message` labels), `{purpose}` (the purpose's) and `{minutes}`
+   * are replaced; `{code}` is left for the hook, which puts the code there.
    */
   consentMessage: string;
   /** The same for the consents page's code: `{operator}` and `{minutes}` are replaced, `{code}` is left. */

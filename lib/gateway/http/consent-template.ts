@@ -156,7 +156,10 @@ export function escapeHtml(text: string): string {
 
 export function fill(template: string, values: Record<string, string>): string {
   // `{code}` is not a value: the text message's template keeps it for the hook that sends the code.
-  return template.replace(/\{(client|operator|attempts|minutes|scopes)\}/g, (_, key: string) => values[key] ?? '');
+  return template.replace(
+    /\{(client|operator|attempts|minutes|scopes|purpose)\}/g,
+    (_, key: string) => values[key] ?? '',
+  );
 }
 
 /** The page's Content-Security-Policy: nothing but its own inline style (by nonce), the logo and its own form. */

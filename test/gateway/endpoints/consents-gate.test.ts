@@ -336,6 +336,7 @@ describe('GET /consents with sendConsentConfirmation configured', () => {
   it('the hook fails or times out: a clear 503 page with a way to a new code; nothing of its error anywhere', async () => {
     const { logger, text } = memoryLogger();
     const { gw, sms, errors } = gateway({ logger, consentConfirmation: { sendTimeout: 50 } });
+    const events = recordEvents(gw.netauth);
     sms.state.fail = 'throw';
     const failed = (await askCode(gw, ALICE_IP)).sent;
     expect(failed.status).toBe(503);
@@ -346,6 +347,10 @@ describe('GET /consents with sendConsentConfirmation configured', () => {
     expect(failed.text).not.toMatch(/SMS gateway|600000001/);
     sms.state.fail = 'hang';
     expect((await askCode(gw, ALICE_IP)).sent.status).toBe(503);
+    expect(events.of('consent.confirmation_failed')).toEqual([
+      { for: 'consents', subscriberId: 'sub-alice', reason: 'send_error' },
+      { for: 'consents', subscriberId: 'sub-alice', reason: 'send_timeout' },
+    ]);
 
     sms.state.fail = undefined;
     const { page, cookie } = await askCode(gw, ALICE_IP);

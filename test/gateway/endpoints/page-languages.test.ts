@@ -111,7 +111,7 @@ describe('purposes and scopes in the operator words (consentPage.labels)', () =>
     });
   });
 
-  it('one wording per place: the request on the page, the list on the consents page, the message in the text', async () => {
+  it('one wording per place: the request on the consent page and the code page, the message in the text', async () => {
     const { gw, sms } = gateway({
       operatorName: 'Demo Mobile',
       labels: {
@@ -140,6 +140,17 @@ describe('purposes and scopes in the operator words (consentPage.labels)', () =>
       .type('form')
       .send({ interaction: opened.form.interaction, csrf: opened.form.csrf, decision: 'allow', code: sms.last() });
     expect(typed.status).toBe(303);
+  });
+
+  it("the message's template is the operator's: {purpose} and {scopes} in their message words, {code} left", async () => {
+    const { gw, sms } = gateway({
+      texts: { consentMessage: '{code} ({operator}): {purpose}, {scopes}, {minutes} min' },
+      labels: { purposes: { FraudPreventionAndDetection: { request: 'Safety', message: 'for your safety' } } },
+    });
+    await allow(gw, await open(gw));
+    expect(sms.messages[0]!.context).toMatchObject({
+      message: '{code} (Your mobile operator): for your safety, see where the phone you hold is, 5 min',
+    });
   });
 
   it('the consents page names them as a list does', async () => {
