@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
+import { DEMO_LANGUAGES } from './wording.js';
 
 const E164 = /^\+[1-9][0-9]{4,14}$/;
 const CIBA = 'urn:openid:params:grant-type:ciba';
@@ -113,6 +114,7 @@ const schema = z
         .string()
         .regex(/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/, { error: 'must be a BCP 47 tag such as en or es-ES' })
         .optional(),
+      languages: z.array(z.enum(DEMO_LANGUAGES, { error: `must be one of ${DEMO_LANGUAGES.join(', ')}` })).optional(),
     }),
     clients: z.array(clientSchema).min(1, { error: 'needs at least one client' }),
     subscribers: z.array(subscriberSchema).min(1, { error: 'needs at least one subscriber' }),
@@ -259,7 +261,8 @@ export const DEFAULT_CONFIG: DemoConfig = {
   issuerPath: '/apigateway',
   // The CAMARA Security and Interoperability Profile's requirements, set at once (createNetAuth's `profile`).
   profile: 'camara',
-  operator: { name: 'Demo Mobile', primaryColor: '#b3123e', logoUrl: '/demo/logo.svg' },
+  // Spanish too, for a browser that asks for it (Accept-Language): the pages and the text message.
+  operator: { name: 'Demo Mobile', primaryColor: '#b3123e', logoUrl: '/demo/logo.svg', languages: ['es'] },
   clients: [
     {
       clientId: 'demo-app',

@@ -9,6 +9,7 @@ import { createNetAuth, type BackchannelRequest, type NetAuth, type Store } from
 import { APP_JWKS_PATH, type DemoConfig, type DemoSubscriber } from './config.js';
 import { cookies, createCsrf, setCookie } from './csrf.js';
 import { DEVICE_COOKIE, findDevice, operatorEdge, simulatedDevices } from './network.js';
+import { demoLabels, demoLanguages } from './wording.js';
 import { duration, html, logoSvg, purposeWords, sendPage, spacedNumber, type Brand, type Html } from './pages.js';
 import { logEvents } from './event-log.js';
 
@@ -73,7 +74,10 @@ class Inbox {
 interface TextMessage {
   subscriberId: string;
   code: string;
-  text: string;
+  /** The message's words before and after the code, in `language`. */
+  before: string;
+  after: string;
+  language: string;
   expiresAt: number;
 }
 
@@ -109,6 +113,7 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
   const colour = operator.primaryColor ?? '#0b57d0';
   const textColour = operator.primaryTextColor ?? '#ffffff';
 
+  const labels = demoLabels(config);
   const netauth = createNetAuth({
     issuer,
     // By default the CAMARA profile: private_key_jwt clients, ID tokens, CAMARA error bodies at the APIs.
@@ -137,15 +142,16 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
     lifetimes: config.lifetimes,
     backchannel: { onConsentRequired: (request) => inbox.add(request) },
     // Confirmation through the operator's channel: the code goes to the phone's text messages.
+    // The message is the gateway's, in the language the page spoke (consentPage.texts.consentMessage): the code goes
+    // where {code} stands.
     sendConsentConfirmation: async (subscriber, code, context) => {
-      const minutes = Math.round(context.expiresIn / 60);
+      const at = context.message.indexOf('{code}');
       texts.add({
         subscriberId: subscriber.id,
         code,
-        text:
-          context.for === 'consents'
-            ? `to see your consents at ${operator.name}. It expires in ${minutes} min. Never share it.`
-            : `to allow ${context.clientName} to ${context.descriptions.join(' and ') || context.scopes.join(', ')}. It expires in ${minutes} min. Never share it.`,
+        before: at < 0 ? `${context.message} ` : context.message.slice(0, at),
+        after: at < 0 ? '' : context.message.slice(at + '{code}'.length),
+        language: context.language,
         expiresAt: Date.now() + context.expiresIn * 1000,
       });
     },
@@ -166,6 +172,9 @@ export function createGateway(config: DemoConfig, options: GatewayOptions): Gate
       ...(operator.logoUrl ? { logoUrl: operator.logoUrl } : {}),
       ...(operator.privacyPolicyUrl ? { privacyPolicyUrl: operator.privacyPolicyUrl } : {}),
       ...(operator.language ? { language: operator.language } : {}),
+      // Purposes and scopes in the operator's words, and Spanish for a browser that asks (demo-app/wording.ts).
+      ...(labels ? { labels } : {}),
+      languages: demoLanguages(config),
     },
   });
 
@@ -353,7 +362,7 @@ ${
   messages.length === 0
     ? ''
     : html`<section class="card" aria-labelledby="h-texts"><h2 id="h-texts">Text messages</h2>
-<ul class="plain">${messages.map((m) => html`<li>${operator.name}: <strong class="sms-code">${m.code}</strong> is your code ${m.text}</li>`)}</ul></section>`
+<ul class="plain">${messages.map((m) => html`<li lang="${m.language}">${m.before}<strong class="sms-code">${m.code}</strong>${m.after}</li>`)}</ul></section>`
 }
 ${pending.map(
   (item) => html`<section class="card wait" aria-labelledby="req-${item.id}">

@@ -6,6 +6,9 @@
  *   docs/images/consents-confirmation.png, consents-list.png, consents-withdrawn.png
  *                                 the subscriber's consents page on the phone: the code the operator texted,
  *                                 then the list, before and after a withdrawal
+ *   docs/images/consent-page-es.png, phone-message-es.png, consents-list-es.png
+ *                                 the same in Spanish, the demo's second language, for a phone whose browser asks
+ *                                 for it (Accept-Language): the consent page, the text message, the consents page
  * Starts the demo on free ports with the embedded defaults and drives Debian's chromium.
  */
 import { mkdirSync } from 'node:fs';
@@ -66,15 +69,54 @@ try {
   await page.screenshot({ path: join(out, 'consents-list.png'), fullPage: true });
   await page
     .getByRole('listitem')
-    .filter({ hasText: 'confirm that the phone number' })
+    .filter({ hasText: 'Confirm that a number you give is this line' })
     .getByRole('button', { name: /^Withdraw/ })
     .click();
   await page.getByRole('status').waitFor();
   await page.screenshot({ path: join(out, 'consents-withdrawn.png'), fullPage: true });
+} catch (error) {
+  await browser.close();
+  throw error;
+} finally {
+  await demo.close();
+}
+
+// Spanish, on a fresh demo (no consent on record): a phone whose browser asks for Spanish.
+const second = await startDemo(resolveConfig({ ports: { gateway: 0, app: 0 } }, 'screenshots'));
+try {
+  const phone = await browser.newContext({
+    viewport: { width: 420, height: 860 },
+    isMobile: true,
+    hasTouch: true,
+    locale: 'es-ES',
+  });
+  const page = await phone.newPage();
+  await page.goto(`${second.appUrl}/`);
+  await page.getByRole('button', { name: 'Verify my number' }).click();
+  await page.waitForURL(/\/consent\?/);
+  await page.screenshot({ path: join(out, 'consent-page-es.png') });
+  await page.getByRole('button', { name: 'Permitir' }).click();
+  await page.getByLabel('Código de confirmación').waitFor();
+  const inbox = await phone.newPage();
+  await inbox.goto(`${second.gatewayUrl}/demo/phone/34600000001`);
+  await inbox.screenshot({ path: join(out, 'phone-message-es.png') });
+  const newestCode = async (): Promise<string> => {
+    await inbox.reload();
+    return (await inbox.locator('.sms-code').first().textContent())!;
+  };
+  await page.getByLabel('Código de confirmación').fill(await newestCode());
+  await page.getByRole('button', { name: 'Confirmar' }).click();
+  await page.getByRole('heading', { name: 'Number verified' }).waitFor();
+  await page.goto(`${second.gatewayUrl}${new URL(second.issuer).pathname}/consents`);
+  await page.getByRole('button', { name: 'Enviarme un código' }).click();
+  await page.getByLabel('Código de confirmación').fill(await newestCode());
+  await page.getByRole('button', { name: 'Confirmar' }).click();
+  await page.getByRole('heading', { name: 'Sus consentimientos', level: 1 }).waitFor();
+  await page.screenshot({ path: join(out, 'consents-list-es.png'), fullPage: true });
   console.log(
-    `wrote demo-app.png, consent-page.png, consent-confirmation.png, consents-confirmation.png, consents-list.png and consents-withdrawn.png in ${out}`,
+    `wrote demo-app.png, consent-page.png, consent-confirmation.png, consents-confirmation.png, consents-list.png, consents-withdrawn.png, consent-page-es.png, phone-message-es.png and consents-list-es.png in ${out}`,
   );
 } finally {
   await browser.close();
-  await demo.close();
+  await second.close();
 }

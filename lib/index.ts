@@ -18,6 +18,9 @@ export type {
   SandboxOptions,
   NetworkOptions,
   ConsentPageOptions,
+  LabelWording,
+  PageLabels,
+  PageLanguageOptions,
   ConsentPageTexts,
   SubscriberConsentsTexts,
 } from './gateway/options.js';
@@ -51,6 +54,7 @@ export type {
   GrantSubject,
   AuthorizationRequestedEvent,
   ConsentEvent,
+  ConfirmationFailure,
   ConsentConfirmationFailedEvent,
   CodeIssuedEvent,
   CodeConsumedEvent,

@@ -36,13 +36,29 @@ export interface ConsentRequestConfirmation extends ConfirmationContextBase {
   purpose: string;
   /** The API scopes the consent is for, e.g. `["device-location"]`. */
   scopes: string[];
-  /** The rules' plain words for those scopes, where they have them (the consent page shows the same). */
+  /**
+   * Those scopes in words for a text message, in `language`: each scope's `message` label
+   * (`consentPage.labels`), else its rule's `description`, where it has one.
+   */
   descriptions: string[];
+  /** The purpose in words for a text message, in `language` (its `message` label, else the DPV name in words). */
+  purposeText: string;
+  /** The language the page spoke to the subscriber (BCP 47): the message is best sent in it too. */
+  language: string;
+  /**
+   * The message to send, in `language`, from `consentPage.texts.consentMessage`: everything filled in but the
+   * code, which goes where `{code}` stands (`message.replace('{code}', code)`).
+   */
+  message: string;
 }
 
 /** The code that opens the subscriber's consents page (`GET {issuer}/consents`): no application is involved. */
 export interface ConsentsPageConfirmation extends ConfirmationContextBase {
   for: 'consents';
+  /** The language the page spoke to the subscriber (BCP 47). */
+  language: string;
+  /** The message to send, from `consentPage.texts.consentsMessage`; the code goes where `{code}` stands. */
+  message: string;
 }
 
 /**

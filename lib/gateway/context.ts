@@ -160,7 +160,6 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const warnTrust = (option: string, message: string, code: string) =>
     reportWarning(options.logger, { option, message, code });
   const network = options.network ? new NetworkIdentifier(options.network, warnTrust) : undefined;
-  const consentPage = resolveConsentPage(options.consentPage, issuerUrl);
   const accessTokenFormat = options.accessTokenFormat ?? ACCESS_TOKEN_FORMAT_DEFAULT;
   if (accessTokenFormat !== 'opaque' && accessTokenFormat !== 'jwt')
     throw new TypeError("accessTokenFormat must be 'opaque' or 'jwt'");
@@ -177,6 +176,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   });
   // Checked as written; applied with Number Verification's rules (consent/number-verification.ts).
   const policy = withNumberVerificationRules(rules, options.profile === 'camara');
+  const consentPage = resolveConsentPage(options.consentPage, issuerUrl, policy.rules());
   const confirmation = checkConfirmation(
     policy.rules(),
     options.sendConsentConfirmation,

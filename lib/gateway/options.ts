@@ -125,14 +125,49 @@ export interface ConsentPageTexts extends SubscriberConsentsTexts, ConfirmationT
   deny: string;
   /** Under the buttons. `{operator}` is replaced. */
   footer: string;
+  /** The footer's link to the subscriber's consents page. */
+  consentsLink: string;
   /** Heading of error pages. */
   errorTitle: string;
+  /** An error page's text for a request that is not valid (a stale link, a refused form). `{operator}` is replaced. */
+  errorRequest: string;
+  /** For `access_denied` (e.g. answered from another line). `{operator}` is replaced. */
+  errorDenied: string;
+  /** When the gateway is busy or its store unreachable. `{operator}` is replaced. */
+  errorUnavailable: string;
+  /** For an internal error. `{operator}` is replaced. */
+  errorServer: string;
+  /** Before the error's code and description, in the error page's small detail line. */
+  errorDetail: string;
   /** The page shown again after Allow (the browser's Back button). `{client}` and `{operator}` are replaced. */
   answeredAllow: string;
   /** The same after Deny. */
   answeredDeny: string;
   /** Its link to the application (the origin of the redirect_uri). `{client}` is replaced. */
   returnLink: string;
+}
+
+/**
+ * The operator's words for a purpose or a scope: one text for every place, or one per place where they differ:
+ * `request` (the consent page and its code page), `list` (the consents page) and `message` (the text message of
+ * `sendConsentConfirmation`); `list` and `message` default to `request`.
+ */
+export type LabelWording = string | { request: string; list?: string; message?: string };
+
+/** Purposes and scopes in the operator's words, in one language. Unlabelled ones keep the built-in words. */
+export interface PageLabels {
+  /** DPV purpose (`FraudPreventionAndDetection`) → wording. Default: the DPV name in English words. */
+  purposes?: Record<string, LabelWording>;
+  /** API scope (`sim-swap`) → wording. Default: the consent rule's `description`, else the scope. */
+  scopes?: Record<string, LabelWording>;
+}
+
+/** Another language of the subscriber pages: its texts (over the built-in English) and labels. */
+export interface PageLanguageOptions {
+  /** The pages' wording in this language; a text not given stays the built-in English one. */
+  texts?: Partial<ConsentPageTexts>;
+  /** Purposes and scopes in this language. */
+  labels?: PageLabels;
 }
 
 /** Branding of the consent page (and of the error pages of the frontend flow). */
@@ -156,8 +191,16 @@ export interface ConsentPageOptions {
   language?: string;
   /** Link to the operator's privacy notice, shown under the buttons. */
   privacyPolicyUrl?: string;
-  /** Replacements for the page's wording (e.g. a translation); the rest stays English. */
+  /** Replacements for the page's wording in `language` (e.g. a translation); the rest stays English. */
   texts?: Partial<ConsentPageTexts>;
+  /** Purposes and scopes in the operator's words, in `language`. */
+  labels?: PageLabels;
+  /**
+   * More languages the subscriber pages speak, by BCP 47 tag (`{ es: { texts, labels } }`): each request gets the
+   * one its `Accept-Language` prefers (exact tag, then the primary subtag), else `language`. The text message's
+   * wording follows the language of the request that sends it. Default: none (always `language`).
+   */
+  languages?: Record<string, PageLanguageOptions>;
   /** Name of the session cookie that binds the page to the browser. Default `netauth.sid`. */
   cookieName?: string;
   /** Path of the session cookie. Default: the issuer's path. Must cover where the router is mounted. */

@@ -49,14 +49,19 @@ export interface ConsentEvent extends GrantSubject {
   via: 'page' | 'api';
 }
 
+/** Why a confirmation did not go through. */
+export type ConfirmationFailure = 'send_error' | 'send_timeout' | 'wrong_code' | 'attempts_exhausted' | 'code_expired';
+
 /**
  * Confirmation through the operator's channel did not go through (docs/consent.md): `send_error` or
  * `send_timeout` (the `sendConsentConfirmation` hook; the page offers to try again), `wrong_code` (attempts are
- * left), `attempts_exhausted` or `code_expired` (the interaction ends with access_denied).
+ * left), `attempts_exhausted` or `code_expired` (the interaction ends with access_denied). `for` says which page,
+ * as the hook's context does: `consent` (an application's request: who asked for what) or `consents` (the
+ * subscriber's consents page: no application is involved).
  */
-export interface ConsentConfirmationFailedEvent extends GrantSubject {
-  reason: 'send_error' | 'send_timeout' | 'wrong_code' | 'attempts_exhausted' | 'code_expired';
-}
+export type ConsentConfirmationFailedEvent =
+  | (GrantSubject & { for: 'consent'; reason: ConfirmationFailure })
+  | { for: 'consents'; subscriberId: string; reason: ConfirmationFailure };
 
 export interface CodeIssuedEvent extends IdentifiedSubject {
   /** Whether the code is bound to a PKCE challenge. */

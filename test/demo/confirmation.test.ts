@@ -95,8 +95,11 @@ describe.skipIf(skip)('consent confirmation through the operator channel, in the
     await phone.goto(`${demo.gatewayUrl}/demo/phone/34600000001`);
     await phone.getByRole('heading', { name: 'Text messages' }).waitFor();
     await screenshot(phone, 'phone-text-message');
-    const message = await phone.getByRole('listitem').filter({ hasText: 'is your code' }).first().textContent();
-    expect(message).toMatch(/^Demo Mobile: [0-9]{6} is your code to allow Demo Shop to confirm that the phone number/);
+    const message = await phone.getByRole('listitem').filter({ hasText: 'your code is' }).first().textContent();
+    // The scope in the message's own words (consentPage.labels), not the page's "the number you typed".
+    expect(message).toMatch(
+      /^Demo Mobile: your code is [0-9]{6}\. Type it to allow Demo Shop to confirm your phone number\. It expires in 5 min\./,
+    );
     const code = /([0-9]{6})/.exec(message!)![1]!;
     await phone.close();
 

@@ -158,10 +158,11 @@ describe.skipIf(skip)('demo in the browser', () => {
     await screenshot(page, 'consents-code');
     await typeCode(page, '34600000001');
     await page.getByRole('heading', { name: 'Your consents', level: 1 }).waitFor();
-    const what = 'confirm that the phone number you typed is the number of this phone';
+    // The scope in the list's words (the demo's consentPage.labels), not the request's "the number you typed".
+    const what = 'Confirm that a number you give is this line';
     const consent = page.getByRole('listitem').filter({ hasText: what });
     await expect(consent.getByRole('heading', { name: 'Demo Shop' }).count()).resolves.toBe(1);
-    expect(await consent.textContent()).toContain('Requested service provision');
+    expect(await consent.textContent()).toContain('To provide the service you asked for');
     await screenshot(page, 'consents-list');
 
     await consent.getByRole('button', { name: /^Withdraw/ }).click();

@@ -5,23 +5,26 @@ import { OAuthError } from '../../errors.js';
 import type { GatewayContext } from '../context.js';
 import {
   contentSecurityPolicy,
-  purposeWords,
+  fill,
   renderAnsweredPage,
   renderConsentPage,
+  type ConsentPageConfig,
 } from '../http/consent-template.js';
 import {
   renderCodePage,
   renderCodesLimitPage,
   renderSendFailedPage,
+  type CodeProblem,
   type CodeView,
 } from '../http/confirmation-template.js';
+import { purposeLabel, scopeLabel, speaking } from '../page-language.js';
 import type { RequestContext } from '../http/request-context.js';
 import { sendAuthorizationResponse, type RedirectTarget } from '../http/respond.js';
 import { ContractSessionStore } from '../../stores/session-store.js';
 import { createAuthorizationCode } from '../requests/authorization-codes.js';
 import { authorizationOf, subscriberOf, type StoredAuthorization } from '../requests/authorization.js';
 import { requiresConfirmation } from '../../consent/confirmation.js';
-import type { ConsentConfirmationFailedEvent } from '../../ops/events.js';
+import type { ConfirmationFailure } from '../../ops/events.js';
 import { checkPagePost } from './page-origin.js';
 
 /** A validated authorization request waiting for the subscriber's answer, kept in the session. */
@@ -36,6 +39,8 @@ export interface PendingConsent extends StoredAuthorization {
   /** Binds the form to this session and this request. */
   csrf: string;
   expiresAt: number;
+  /** The code just refused, shown once by the GET the POST redirects to (Post/Redirect/Get). */
+  problem?: CodeProblem;
 }
 
 /**
@@ -228,6 +233,7 @@ export class ConsentPage {
 
   /** GET /consent?interaction=… */
   readonly show = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
+    const page = speaking(this.ctx.consentPage, req, res);
     const id = request.params.get('interaction');
     const pending = lookup(req, id);
     if (id === undefined || !pending) {
@@ -242,7 +248,7 @@ export class ConsentPage {
       res
         .status(200)
         .type('html')
-        .send(renderAnsweredPage(this.ctx.consentPage, nonce, pending));
+        .send(renderAnsweredPage(page, nonce, pending));
       return;
     }
     if (pending.expiresAt <= this.ctx.now()) {
@@ -252,25 +258,53 @@ export class ConsentPage {
     }
     // Allow was pressed and the code is out: the page asks for it.
     if (this.needsConfirmation(pending) && (await this.ctx.confirmation.sent(id))) {
-      this.sendPage(res, 200, pending, (nonce) => renderCodePage(this.ctx.consentPage, nonce, this.view(id, pending)));
+      const { problem } = pending;
+      if (problem !== undefined) {
+        delete pending.problem;
+        await save(req);
+      }
+      const view = { ...this.view(page, id, pending), ...(problem === undefined ? {} : { problem }) };
+      this.sendPage(res, 200, pending, (nonce) => renderCodePage(page, nonce, view));
       return;
     }
-    this.sendPage(res, 200, pending, (nonce) => renderConsentPage(this.ctx.consentPage, nonce, this.view(id, pending)));
+    this.sendPage(res, 200, pending, (nonce) => renderConsentPage(page, nonce, this.view(page, id, pending)));
   };
 
-  /** What the consent page and the code page show of a request. */
-  private view(id: string, pending: PendingConsent): CodeView {
-    const purpose = purposeWords(pending.purpose);
+  /** What the consent page and the code page show of a request, in the page's language. */
+  private view(page: ConsentPageConfig, id: string, pending: PendingConsent): CodeView {
     return {
       clientName: pending.clientName,
-      purpose: purpose.charAt(0).toUpperCase() + purpose.slice(1),
-      scopes: pending.scopes.map((scope) => ({
-        scope,
-        description: this.ctx.policy.rule(pending.purpose, scope)?.description,
-      })),
+      purpose: purposeLabel(page, pending.purpose, 'request'),
+      scopes: pending.scopes.map((scope) => ({ scope, description: this.describe(page, pending, scope, 'request') })),
       interaction: id,
       csrf: pending.csrf,
     };
+  }
+
+  private describe(
+    page: ConsentPageConfig,
+    pending: PendingConsent,
+    scope: string,
+    where: 'request' | 'message',
+  ): string | undefined {
+    return scopeLabel(page, scope, where, this.ctx.policy.rule(pending.purpose, scope)?.description);
+  }
+
+  /** The text message that carries the code, in the page's language; `{code}` is left for the hook. */
+  private message(page: ConsentPageConfig, pending: PendingConsent, descriptions: string[]): string {
+    let scopes = descriptions.join(', ');
+    try {
+      scopes = new Intl.ListFormat(page.language, { type: 'conjunction' }).format(descriptions);
+    } catch {
+      /* a tag Intl does not know: commas */
+    }
+    return fill(page.texts.consentMessage, {
+      operator: this.ctx.consentPage.operatorName,
+      client: pending.clientName,
+      purpose: purposeLabel(page, pending.purpose, 'message'),
+      scopes,
+      minutes: String(Math.max(1, Math.round(this.ctx.confirmation.settings.codeLifetime / 60))),
+    });
   }
 
   /** Sends one of the request's pages, with a CSP that lets its form lead on to the application's callback. */
@@ -308,18 +342,23 @@ export class ConsentPage {
     id: string,
     pending: PendingConsent,
   ): Promise<boolean> {
-    const failed = (reason: ConsentConfirmationFailedEvent['reason']) =>
+    const page = speaking(this.ctx.consentPage, req, res);
+    const failed = (reason: ConfirmationFailure) =>
       this.ctx.events.emit('consent.confirmation_failed', {
         clientId: pending.clientId,
         subscriberId: pending.subscriberId,
         purpose: pending.purpose,
         scopes: pending.consentScopes,
         reason,
+        for: 'consent',
       });
     const typed = request.params.get('code');
     const pagePath = `${this.ctx.issuer}/consent?interaction=${encodeURIComponent(id)}`;
     if (typed === undefined) {
-      const view = this.view(id, pending);
+      const view = this.view(page, id, pending);
+      const descriptions = pending.consentScopes.flatMap(
+        (scope) => this.describe(page, pending, scope, 'message') ?? [],
+      );
       const sent = await this.ctx.confirmation.issue(
         id,
         subscriberOf(pending),
@@ -329,8 +368,13 @@ export class ConsentPage {
           clientName: pending.clientName,
           purpose: pending.purpose,
           scopes: pending.consentScopes,
-          descriptions: view.scopes.flatMap((s) =>
-            pending.consentScopes.includes(s.scope) && s.description !== undefined ? [s.description] : [],
+          descriptions,
+          purposeText: purposeLabel(page, pending.purpose, 'message'),
+          language: page.language,
+          message: this.message(
+            page,
+            pending,
+            pending.consentScopes.map((scope) => this.describe(page, pending, scope, 'message') ?? scope),
           ),
         },
         this.ttl,
@@ -345,13 +389,13 @@ export class ConsentPage {
         });
         request.answered = 'temporarily_unavailable';
         res.set('Retry-After', String(sent.retryAfter));
-        this.sendPage(res, 429, pending, (nonce) => renderCodesLimitPage(this.ctx.consentPage, nonce, sent.retryAfter));
+        this.sendPage(res, 429, pending, (nonce) => renderCodesLimitPage(page, nonce, sent.retryAfter));
         return false;
       }
       if (sent.result === 'error' || sent.result === 'timeout') {
         failed(sent.result === 'error' ? 'send_error' : 'send_timeout');
         request.answered = 'temporarily_unavailable';
-        this.sendPage(res, 503, pending, (nonce) => renderSendFailedPage(this.ctx.consentPage, nonce, view));
+        this.sendPage(res, 503, pending, (nonce) => renderSendFailedPage(page, nonce, view));
         return false;
       }
       res.set('Location', pagePath).status(303).end();
@@ -368,13 +412,11 @@ export class ConsentPage {
       case 'wrong':
       case 'malformed': {
         if (check.result === 'wrong') failed('wrong_code');
-        const problem =
-          check.result === 'wrong'
-            ? { kind: 'wrong' as const, attemptsLeft: check.attemptsLeft }
-            : { kind: 'malformed' as const };
-        this.sendPage(res, 400, pending, (nonce) =>
-          renderCodePage(this.ctx.consentPage, nonce, { ...this.view(id, pending), problem }),
-        );
+        // Post/Redirect/Get: the page with the error is a GET, so Back and reload never post the code again.
+        pending.problem =
+          check.result === 'wrong' ? { kind: 'wrong', attemptsLeft: check.attemptsLeft } : { kind: 'malformed' };
+        await save(req);
+        res.set('Location', pagePath).status(303).end();
         return false;
       }
       default: {

@@ -3,7 +3,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../../errors.js';
 import type { Subscriber } from '../../identity/subscribers.js';
 import type { GatewayContext } from '../context.js';
-import { contentSecurityPolicy, purposeWords } from '../http/consent-template.js';
+import { contentSecurityPolicy, fill, type ConsentPageConfig } from '../http/consent-template.js';
 import { type ConsentItem, renderConsentsPage, renderNotIdentifiedPage } from '../http/consents-template.js';
 import {
   renderCodesLimitPage,
@@ -14,6 +14,8 @@ import {
 } from '../http/confirmation-template.js';
 import type { RequestContext } from '../http/request-context.js';
 import { overLimit } from '../../ops/rate-limits.js';
+import type { ConfirmationFailure } from '../../ops/events.js';
+import { purposeLabel, scopeLabel, speaking } from '../page-language.js';
 import { checkPagePost } from './page-origin.js';
 
 /** What the consents page keeps in the consent page's session: whose list it served, and its form's token. */
@@ -31,6 +33,8 @@ interface ConsentsSession {
   gate?: string;
   /** Until when (ms) the right code opened the list to this session. */
   openUntil?: number;
+  /** The code just refused, shown once by the GET the POST redirects to (Post/Redirect/Get). */
+  problem?: CodeProblem;
 }
 
 /** The subscriber on this connection, and the address the network saw. */
@@ -134,17 +138,27 @@ export class SubscriberConsentsPage {
     return !this.gated || (own?.openUntil !== undefined && own.openUntil > this.ctx.now());
   }
 
+  /** The page's configuration in this request's language. */
+  private page(req: Request, res: Response): ConsentPageConfig {
+    return speaking(this.ctx.consentPage, req, res);
+  }
+
+  /** `consent.confirmation_failed` for this page: no application, only whose code it was. */
+  private failed(subscriberId: string, reason: ConfirmationFailure): void {
+    this.ctx.events.emit('consent.confirmation_failed', { for: 'consents', subscriberId, reason });
+  }
+
   private send(res: Response, status: number, render: (nonce: string) => string): void {
     const nonce = randomBytes(16).toString('base64');
     res.set('Content-Security-Policy', contentSecurityPolicy(this.ctx.consentPage, nonce));
     res.status(status).type('html').send(render(nonce));
   }
 
-  private notIdentified(res: Response): void {
-    this.send(res, 403, (nonce) => renderNotIdentifiedPage(this.ctx.consentPage, nonce));
+  private notIdentified(page: ConsentPageConfig, res: Response): void {
+    this.send(res, 403, (nonce) => renderNotIdentifiedPage(page, nonce));
   }
 
-  private async items(subscriberId: string): Promise<ConsentItem[]> {
+  private async items(page: ConsentPageConfig, subscriberId: string): Promise<ConsentItem[]> {
     const granted = (await this.ctx.consent.list(subscriberId)).filter((r) => r.status === 'granted');
     granted.sort((a, b) => b.decidedAt - a.decidedAt);
     return Promise.all(
@@ -152,9 +166,9 @@ export class SubscriberConsentsPage {
         clientId: r.clientId,
         clientName: await this.clientName(r.clientId),
         purpose: r.purpose,
-        purposeText: capitalised(purposeWords(r.purpose)),
+        purposeText: purposeLabel(page, r.purpose, 'list'),
         scope: r.scope,
-        scopeText: this.ctx.policy.rule(r.purpose, r.scope)?.description ?? r.scope,
+        scopeText: scopeLabel(page, r.scope, 'list', this.ctx.policy.rule(r.purpose, r.scope)?.description) ?? r.scope,
         decidedAt: r.decidedAt,
       })),
     );
@@ -166,18 +180,27 @@ export class SubscriberConsentsPage {
 
   /** GET /consents */
   readonly show = async (_request: RequestContext, req: Request, res: Response): Promise<void> => {
+    const page = this.page(req, res);
     const who = await this.identify(req);
-    if (!who) return this.notIdentified(res);
+    if (!who) return this.notIdentified(page, res);
     const own = this.own(req, who);
-    if (this.isOpen(own)) return this.list(req, res, who, own);
-    // A code already out for this session: the page asks for it again (a reload sends no second message).
-    if (own?.gate !== undefined && (await this.ctx.confirmation.sent(own.gate)))
-      return this.send(res, 200, (nonce) => renderConsentsCodePage(this.ctx.consentPage, nonce, { csrf: own.csrf }));
+    if (this.isOpen(own)) return this.list(page, req, res, who, own);
+    // A code already out for this session: the page asks for it again (a reload sends no second message), with
+    // the problem of the code just refused, once.
+    if (own?.gate !== undefined && (await this.ctx.confirmation.sent(own.gate))) {
+      const { problem } = own;
+      if (problem !== undefined) {
+        delete own.problem;
+        await save(req);
+      }
+      const view = { csrf: own.csrf, ...(problem === undefined ? {} : { problem }) };
+      return this.send(res, 200, (nonce) => renderConsentsCodePage(page, nonce, view));
+    }
     // HEAD (a link checker, a prefetch) gets no session.
     if (req.method === 'HEAD') return this.send(res, 200, () => '');
     // Nothing is sent on a GET: the page offers to send the code, on a POST of its own form.
     const csrf = await this.begin(req, who, own);
-    this.send(res, 200, (nonce) => renderConsentsSendPage(this.ctx.consentPage, nonce, { csrf }));
+    this.send(res, 200, (nonce) => renderConsentsSendPage(page, nonce, { csrf }));
   };
 
   /** This subscriber's session on this address, with no code out: its form token. */
@@ -188,8 +211,14 @@ export class SubscriberConsentsPage {
     return csrf;
   }
 
-  private async list(req: Request, res: Response, who: Identified, own: ConsentsSession | undefined): Promise<void> {
-    const items = await this.items(who.subscriber.id);
+  private async list(
+    page: ConsentPageConfig,
+    req: Request,
+    res: Response,
+    who: Identified,
+    own: ConsentsSession | undefined,
+  ): Promise<void> {
+    const items = await this.items(page, who.subscriber.id);
     const withdrawn = own?.withdrawn;
     let csrf = own?.csrf ?? '';
     // A session (and its cookie) only when there is a form to protect, or a message to clear.
@@ -203,7 +232,7 @@ export class SubscriberConsentsPage {
       });
       await save(req);
     }
-    this.send(res, 200, (nonce) => renderConsentsPage(this.ctx.consentPage, nonce, { items, csrf, withdrawn }));
+    this.send(res, 200, (nonce) => renderConsentsPage(page, nonce, { items, csrf, withdrawn }));
   }
 
   /**
@@ -217,11 +246,21 @@ export class SubscriberConsentsPage {
     who: Identified,
     own: ConsentsSession,
   ): Promise<void> {
-    const page = `${this.ctx.issuer}/consents`;
+    const location = `${this.ctx.issuer}/consents`;
     if (this.isOpen(own) || (own.gate !== undefined && (await this.ctx.confirmation.sent(own.gate))))
-      return void res.set('Location', page).status(303).end();
+      return void res.set('Location', location).status(303).end();
+    const page = this.page(req, res);
     const gate = randomBytes(16).toString('base64url');
-    const sent = await this.ctx.confirmation.issue(gate, who.subscriber, { for: 'consents' }, this.ttl);
+    const message = fill(page.texts.consentsMessage, {
+      operator: page.operatorName,
+      minutes: String(Math.max(1, Math.round(this.ctx.confirmation.settings.codeLifetime / 60))),
+    });
+    const sent = await this.ctx.confirmation.issue(
+      gate,
+      who.subscriber,
+      { for: 'consents', language: page.language, message },
+      this.ttl,
+    );
     if (sent.result === 'capped') {
       this.ctx.events.emit('rate.limited', {
         endpoint: 'consents',
@@ -231,18 +270,18 @@ export class SubscriberConsentsPage {
       });
       request.answered = 'temporarily_unavailable';
       res.set('Retry-After', String(sent.retryAfter));
-      return this.send(res, 429, (nonce) => renderCodesLimitPage(this.ctx.consentPage, nonce, sent.retryAfter));
+      return this.send(res, 429, (nonce) => renderCodesLimitPage(page, nonce, sent.retryAfter));
     }
     if (sent.result !== 'sent') {
       // 'already_sent' cannot happen with a new id; the hook's error is not passed on (it may quote the number).
+      if (sent.result !== 'already_sent')
+        this.failed(who.subscriber.id, sent.result === 'error' ? 'send_error' : 'send_timeout');
       request.answered = 'temporarily_unavailable';
-      return this.send(res, 503, (nonce) =>
-        renderConsentsCodeEndPage(this.ctx.consentPage, nonce, 'send_failed', own.csrf),
-      );
+      return this.send(res, 503, (nonce) => renderConsentsCodeEndPage(page, nonce, 'send_failed', own.csrf));
     }
     keep(req, { subscriberId: who.subscriber.id, address: who.address, csrf: own.csrf, gate });
     await save(req);
-    res.set('Location', page).status(303).end();
+    res.set('Location', location).status(303).end();
   }
 
   /** POST /consents with `code`: the code typed back. The right one opens the list to this session. */
@@ -274,11 +313,12 @@ export class SubscriberConsentsPage {
         return void res.set('Location', page).status(303).end();
       case 'wrong':
       case 'malformed': {
-        const problem: CodeProblem =
+        if (check.result === 'wrong') this.failed(who.subscriber.id, 'wrong_code');
+        // Post/Redirect/Get: the page with the error is a GET, so Back and reload never post the code again.
+        own.problem =
           check.result === 'wrong' ? { kind: 'wrong', attemptsLeft: check.attemptsLeft } : { kind: 'malformed' };
-        return this.send(res, 400, (nonce) =>
-          renderConsentsCodePage(this.ctx.consentPage, nonce, { csrf: own.csrf, problem }),
-        );
+        await save(req);
+        return void res.set('Location', page).status(303).end();
       }
       default: {
         // Expired, the attempts are spent, or the subscriber's wrong codes reached their cap: this code is over; a
@@ -290,12 +330,13 @@ export class SubscriberConsentsPage {
             subscriberId: who.subscriber.id,
             retryAfter: check.retryAfter,
           });
-        }
+        } else this.failed(who.subscriber.id, check.result === 'expired' ? 'code_expired' : 'attempts_exhausted');
         await this.ctx.confirmation.discard(own.gate);
         const csrf = randomBytes(32).toString('base64url');
         keep(req, { subscriberId: who.subscriber.id, address: who.address, csrf });
         await save(req);
-        return this.send(res, 403, (nonce) => renderConsentsCodeEndPage(this.ctx.consentPage, nonce, 'ended', csrf));
+        const shown = this.page(req, res);
+        return this.send(res, 403, (nonce) => renderConsentsCodeEndPage(shown, nonce, 'ended', csrf));
       }
     }
   }
@@ -305,7 +346,7 @@ export class SubscriberConsentsPage {
     // Another site's form: refused before anything is counted, looked up or sent.
     checkPagePost(req, this.origin);
     const who = await this.identify(req);
-    if (!who) return this.notIdentified(res);
+    if (!who) return this.notIdentified(this.page(req, res), res);
     const { params } = request;
     const own = this.own(req, who);
     const csrf = params.get('csrf');
@@ -327,8 +368,4 @@ export class SubscriberConsentsPage {
     await save(req);
     res.set('Location', `${this.ctx.issuer}/consents`).status(303).end();
   };
-}
-
-function capitalised(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
 }

@@ -1,4 +1,4 @@
-import { escapeHtml, fill, layout, whatIsAsked, type ConsentPageConfig } from './consent-template.js';
+import { escapeHtml, fill, footer, layout, whatIsAsked, type ConsentPageConfig } from './consent-template.js';
 
 /**
  * The confirmation step's pages (docs/consent.md): the page that asks for the code the operator sent, and the
@@ -24,10 +24,6 @@ export interface CodeView {
 function hiddenFields(view: { interaction: string; csrf: string }): string {
   return `<input type="hidden" name="interaction" value="${escapeHtml(view.interaction)}">
 <input type="hidden" name="csrf" value="${escapeHtml(view.csrf)}">`;
-}
-
-function footer(c: ConsentPageConfig, values: Record<string, string>): string {
-  return `<footer><p>${escapeHtml(fill(c.texts.footer, values))}</p></footer>`;
 }
 
 /** The labelled code field, with the previous code's problem announced. */

@@ -44,6 +44,14 @@ export interface ConfirmationTexts {
   codesLimitTitle: string;
   /** Its text. `{operator}` and `{minutes}` (until a code may be sent again) are replaced. */
   codesLimit: string;
+  /**
+   * The text message that carries a consent's code (`context.message` of `sendConsentConfirmation`):
+   * `{operator}`, `{client}`, `{scopes}` (the scopes' `message` labels), `{purpose}` (the purpose's) and `{minutes}`
+   * are replaced; `{code}` is left for the hook, which puts the code there.
+   */
+  consentMessage: string;
+  /** The same for the consents page's code: `{operator}` and `{minutes}` are replaced, `{code}` is left. */
+  consentsMessage: string;
 }
 
 export const CONFIRMATION_TEXTS: ConfirmationTexts = {
@@ -72,4 +80,8 @@ export const CONFIRMATION_TEXTS: ConfirmationTexts = {
     'The code expired, or a wrong code was typed too many times. Ask for a new code: {operator} sends it to your phone.',
   codesLimitTitle: 'Too many codes were sent to your phone',
   codesLimit: '{operator} sent several codes to your phone in the last minutes. Wait {minutes} min, then try again.',
+  consentMessage:
+    '{operator}: your code is {code}. Type it to allow {client} to {scopes}. It expires in {minutes} min. Never share it.',
+  consentsMessage:
+    '{operator}: your code is {code}. Type it to see your consents. It expires in {minutes} min. Never share it.',
 };

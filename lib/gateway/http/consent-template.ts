@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import type { ConsentRule } from '../../consent/policy.js';
 import type { ConsentPageOptions, ConsentPageTexts } from '../options.js';
+import { resolveLanguages, type PageLanguages } from '../page-language.js';
 import { CONFIRMATION_TEXTS } from './confirmation-texts.js';
 
 /**
@@ -8,7 +10,7 @@ import { CONFIRMATION_TEXTS } from './confirmation-texts.js';
  */
 
 /** The consent page options, checked and completed once (see `resolveConsentPage`). */
-export interface ConsentPageConfig {
+export interface ConsentPageConfig extends PageLanguages {
   operatorName: string;
   primaryColor: string;
   primaryTextColor: string;
@@ -17,9 +19,7 @@ export interface ConsentPageConfig {
   logoUrl: string | undefined;
   /** The CSP `img-src` source list the logo needs. */
   imgSrc: string;
-  language: string;
   privacyPolicyUrl: string | undefined;
-  texts: ConsentPageTexts;
   cookieName: string;
   cookiePath: string;
   cookieSecret: string[];
@@ -34,7 +34,14 @@ export const DEFAULT_TEXTS: ConsentPageTexts = {
   allow: 'Allow',
   deny: 'Deny',
   footer: 'You can withdraw your consent at any time through {operator}.',
+  consentsLink: 'See and withdraw your consents',
   errorTitle: 'The request could not be completed',
+  errorRequest:
+    'The link that brought you here is not valid any more, or it was not meant for this page. Return to the application and try again.',
+  errorDenied: '{operator} could not let this request through. Return to the application and try again.',
+  errorUnavailable: '{operator} cannot answer just now. Wait a moment, then try again.',
+  errorServer: 'Something went wrong at {operator}. Try again later.',
+  errorDetail: 'Details for the application developer',
   answeredAllow: 'You allowed {client} to use this information.',
   answeredDeny: 'You did not allow {client} to use this information.',
   returnLink: 'Return to {client}',
@@ -96,7 +103,11 @@ function link(name: string, value: string | undefined): string | undefined {
 }
 
 /** Checks and completes the options; throws TypeError on anything that could break the page or its CSP. */
-export function resolveConsentPage(options: ConsentPageOptions | undefined, issuer: URL): ConsentPageConfig {
+export function resolveConsentPage(
+  options: ConsentPageOptions | undefined,
+  issuer: URL,
+  rules: readonly ConsentRule[],
+): ConsentPageConfig {
   const o = options ?? {};
   const secrets = o.cookieSecret === undefined ? [randomBytes(32).toString('base64url')] : [o.cookieSecret].flat();
   if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s.length < 16)) {
@@ -118,12 +129,20 @@ export function resolveConsentPage(options: ConsentPageOptions | undefined, issu
     backgroundColor: colour('backgroundColor', o.backgroundColor, '#ffffff'),
     textColor: colour('textColor', o.textColor, '#1f1f1f'),
     ...logo(o.logoUrl),
-    language,
     privacyPolicyUrl: link('privacyPolicyUrl', o.privacyPolicyUrl),
-    texts: {
-      ...DEFAULT_TEXTS,
-      ...Object.fromEntries(Object.entries(o.texts ?? {}).filter(([, v]) => typeof v === 'string')),
-    },
+    ...resolveLanguages(
+      {
+        language,
+        texts: {
+          ...DEFAULT_TEXTS,
+          ...Object.fromEntries(Object.entries(o.texts ?? {}).filter(([, v]) => typeof v === 'string')),
+        },
+        ...(o.labels === undefined ? {} : { labels: o.labels }),
+        ...(o.languages === undefined ? {} : { languages: o.languages }),
+      },
+      DEFAULT_TEXTS,
+      rules,
+    ),
     cookieName,
     cookiePath,
     cookieSecret: secrets,
@@ -136,15 +155,11 @@ export function escapeHtml(text: string): string {
 }
 
 export function fill(template: string, values: Record<string, string>): string {
-  return template.replace(/\{(client|operator|attempts|minutes)\}/g, (_, key: string) => values[key] ?? '');
-}
-
-/** A DPV purpose in plain words: `FraudPreventionAndDetection` → `fraud prevention and detection`. */
-export function purposeWords(purpose: string): string {
-  return purpose
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .replace(/([A-Z])([A-Z][a-z])/g, '$1 $2')
-    .toLowerCase();
+  // `{code}` is not a value: the text message's template keeps it for the hook that sends the code.
+  return template.replace(
+    /\{(client|operator|attempts|minutes|scopes|purpose)\}/g,
+    (_, key: string) => values[key] ?? '',
+  );
 }
 
 /** The page's Content-Security-Policy: nothing but its own inline style (by nonce), the logo and its own form. */
@@ -188,6 +203,7 @@ input.code { font: inherit; font-size: 1.5rem; letter-spacing: 0.3em; width: 100
 input.code:focus-visible { outline: 3px solid ${c.primaryColor}; outline-offset: 2px; }
 .hint { margin: 0 0 0.5rem; font-size: 0.9rem; }
 .error { font-weight: 600; border-left: 0.3rem solid currentColor; padding-left: 0.75rem; }
+.detail { margin-top: 2rem; font-size: 0.8rem; }
 a { color: inherit; }
 `;
 }
@@ -212,6 +228,18 @@ ${body}
 </body>
 </html>
 `;
+}
+
+/**
+ * The consent pages' footer: withdrawing is possible at any time, and the link to where (the consents page, next to
+ * the consent page under the issuer), then the privacy notice when there is one.
+ */
+export function footer(c: ConsentPageConfig, values: Record<string, string>): string {
+  const privacy =
+    c.privacyPolicyUrl === undefined
+      ? ''
+      : ` <a href="${escapeHtml(c.privacyPolicyUrl)}" rel="noreferrer">${escapeHtml(c.operatorName)} privacy notice</a>`;
+  return `<footer><p>${escapeHtml(fill(c.texts.footer, values))} <a href="consents">${escapeHtml(c.texts.consentsLink)}</a>${privacy}</p></footer>`;
 }
 
 export interface ConsentView {
@@ -241,10 +269,6 @@ ${scopes}
 export function renderConsentPage(c: ConsentPageConfig, nonce: string, view: ConsentView): string {
   const values = { client: view.clientName, operator: c.operatorName };
   const title = fill(c.texts.title, values);
-  const privacy =
-    c.privacyPolicyUrl === undefined
-      ? ''
-      : ` <a href="${escapeHtml(c.privacyPolicyUrl)}" rel="noreferrer">${escapeHtml(c.operatorName)} privacy notice</a>`;
   const body = `<h1 id="title">${escapeHtml(title)}</h1>
 <p>${escapeHtml(fill(c.texts.intro, values))}</p>
 ${whatIsAsked(c, view)}
@@ -256,7 +280,7 @@ ${whatIsAsked(c, view)}
 <button type="submit" class="deny" name="decision" value="deny">${escapeHtml(c.texts.deny)}</button>
 </div>
 </form>
-<footer><p>${escapeHtml(fill(c.texts.footer, values))}${privacy}</p></footer>`;
+${footer(c, values)}`;
   return layout(c, nonce, title, body);
 }
 
@@ -272,22 +296,31 @@ export function renderAnsweredPage(
     view.returnTo === null
       ? ''
       : `\n<p><a href="${escapeHtml(view.returnTo)}">${escapeHtml(fill(c.texts.returnLink, values))}</a></p>`;
-  return layout(
-    c,
-    nonce,
-    title,
-    `<h1>${escapeHtml(title)}</h1>${link}\n<footer><p>${escapeHtml(fill(c.texts.footer, values))}</p></footer>`,
-  );
+  return layout(c, nonce, title, `<h1>${escapeHtml(title)}</h1>${link}\n${footer(c, values)}`);
 }
 
+/** What an error means to the subscriber, by its OAuth code. */
+function plainError(c: ConsentPageConfig, code: string): string {
+  if (code === 'temporarily_unavailable' || code === 'slow_down') return c.texts.errorUnavailable;
+  if (code === 'server_error') return c.texts.errorServer;
+  if (code === 'access_denied') return c.texts.errorDenied;
+  return c.texts.errorRequest;
+}
+
+/**
+ * The error page: what happened and what to do, in the page's language; the OAuth code and its (English)
+ * description only in a small detail line, for whoever helps the subscriber.
+ */
 export function renderErrorPage(
   c: ConsentPageConfig,
   nonce: string,
   code: string,
   description: string | undefined,
 ): string {
+  const values = { operator: c.operatorName };
+  const detail = description === undefined ? '' : ` ${escapeHtml(description)}`;
   const body = `<h1>${escapeHtml(c.texts.errorTitle)}</h1>
-<p>${escapeHtml(description ?? 'The request is not valid.')}</p>
-<p>Error: <code>${escapeHtml(code)}</code></p>`;
+<p>${escapeHtml(fill(plainError(c, code), values))}</p>
+<p class="detail"><small>${escapeHtml(c.texts.errorDetail)}: <code>${escapeHtml(code)}</code>${detail}</small></p>`;
   return layout(c, nonce, c.texts.errorTitle, body);
 }

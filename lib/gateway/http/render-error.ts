@@ -5,6 +5,7 @@ import { StoreUnavailableError } from '../../stores/store.js';
 import { bodyError } from './read-params.js';
 import { contentSecurityPolicy, renderErrorPage, type ConsentPageConfig } from './consent-template.js';
 import { findRequestContext, type RequestContext } from './request-context.js';
+import { speaking } from '../page-language.js';
 import { sendAuthorizationResponse, sendJson, type RedirectTarget } from './respond.js';
 
 /** Told when a request is answered 503 because the store cannot be reached (the gateway says it once). */
@@ -139,7 +140,7 @@ export function frontendErrorHandler(
   onError: (error: unknown) => void,
   store?: StoreReport,
 ): ErrorRequestHandler {
-  return (error: unknown, _req, res, _next) => {
+  return (error: unknown, req, res, _next) => {
     if (res.headersSent) {
       afterResponse(res, error, onError, store);
       return;
@@ -147,6 +148,6 @@ export function frontendErrorHandler(
     const oauthError = toOAuthError(error, onError, store);
     const target = answered(res, oauthError)?.redirectTarget;
     if (target) sendRedirectError(res, issuer, target, oauthError);
-    else sendErrorPage(res, page, oauthError);
+    else sendErrorPage(res, speaking(page, req, res), oauthError);
   };
 }

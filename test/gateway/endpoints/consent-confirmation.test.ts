@@ -200,7 +200,7 @@ describe('confirmation through the operator channel', () => {
     expect(written).not.toMatch(new RegExp(`\\b${code}\\b`));
   });
 
-  it('a wrong code: the page again, saying so, with the attempts left; then the right one still works', async () => {
+  it('a wrong code: 303 to the page (Post/Redirect/Get), which says so once, with the attempts left; then the right one still works', async () => {
     const { gw, sms } = gateway();
     const events = recordEvents(gw.netauth);
     const opened = await open(gw);
@@ -208,18 +208,28 @@ describe('confirmation through the operator channel', () => {
     const code = sms.last();
     const wrong = code === '000000' ? '111111' : '000000';
     const res = await submit(gw, opened, { decision: 'allow', code: wrong });
-    expect(res.status).toBe(400);
-    expect(res.headers['content-type']).toMatch(/^text\/html/);
-    expect(res.text).toContain('role="alert">That code is not right. Attempts left: 2.</p>');
-    expect(res.text).toContain('aria-describedby="code-hint code-error" aria-invalid="true"');
+    // A redirect, not a page: Back and reload land on a GET, never on "confirm form resubmission".
+    expect(res.status).toBe(303);
+    expect(localPath(location(res))).toBe(opened.pagePath);
+    const shown = await request(gw.app).get(opened.pagePath).set('Cookie', opened.cookie);
+    expect(shown.status).toBe(200);
+    expect(shown.headers['content-type']).toMatch(/^text\/html/);
+    expect(shown.text).toContain('role="alert">That code is not right. Attempts left: 2.</p>');
+    expect(shown.text).toContain('aria-describedby="code-hint code-error" aria-invalid="true"');
+    // Said once: a reload shows the form without it.
+    const reloaded = await request(gw.app).get(opened.pagePath).set('Cookie', opened.cookie);
+    expect(reloaded.text).toContain('name="code"');
+    expect(reloaded.text).not.toContain('role="alert"');
     // Not the code's digits: no attempt is spent on it.
     const typo = await submit(gw, opened, { decision: 'allow', code: '12 34' });
-    expect(typo.status).toBe(400);
-    expect(typo.text).toContain('Type the 6 digits of the code.');
+    expect(typo.status).toBe(303);
+    const typoShown = await request(gw.app).get(opened.pagePath).set('Cookie', opened.cookie);
+    expect(typoShown.text).toContain('Type the 6 digits of the code.');
     const done = await submit(gw, opened, { decision: 'allow', code });
     expect(callback(done).code).toBeDefined();
     expect(events.of('consent.confirmation_failed')).toEqual([
       {
+        for: 'consent',
         clientId: 'app-1',
         subscriberId: 'sub-alice',
         purpose: 'FraudPreventionAndDetection',
@@ -236,8 +246,8 @@ describe('confirmation through the operator channel', () => {
     await allow(gw, opened);
     const code = sms.last();
     const wrong = (n: number) => String((Number(code) + n) % 1_000_000).padStart(6, '0');
-    expect((await submit(gw, opened, { decision: 'allow', code: wrong(1) })).status).toBe(400);
-    expect((await submit(gw, opened, { decision: 'allow', code: wrong(2) })).status).toBe(400);
+    expect((await submit(gw, opened, { decision: 'allow', code: wrong(1) })).status).toBe(303);
+    expect((await submit(gw, opened, { decision: 'allow', code: wrong(2) })).status).toBe(303);
     const last = await submit(gw, opened, { decision: 'allow', code: wrong(3) });
     expect(last.status).toBe(303);
     expect(callback(last)).toEqual({
@@ -265,7 +275,7 @@ describe('confirmation through the operator channel', () => {
     expect(sms.messages[0]!.context.expiresIn).toBe(120);
     gw.clock.advance(119);
     const wrong = await submit(gw, opened, { decision: 'allow', code: sms.last() === '000000' ? '000001' : '000000' });
-    expect(wrong.status).toBe(400);
+    expect(localPath(location(wrong))).toBe(opened.pagePath);
     gw.clock.advance(1);
     const late = await submit(gw, opened, { decision: 'allow', code: sms.last() });
     expect(late.status).toBe(303);

@@ -140,7 +140,14 @@ describe('GET /consents with sendConsentConfirmation configured', () => {
     expect(message!.code).toMatch(/^[0-9]{6}$/);
     const { signal, ...context } = message!.context;
     expect(signal).toBeInstanceOf(AbortSignal);
-    expect(context).toEqual({ for: 'consents', kind: 'code', expiresIn: 300 });
+    expect(context).toEqual({
+      for: 'consents',
+      kind: 'code',
+      expiresIn: 300,
+      language: 'en',
+      message:
+        'Your mobile operator: your code is {code}. Type it to see your consents. It expires in 5 min. Never share it.',
+    });
     expect(page.text).not.toContain(message!.code);
     expect(page.text).not.toContain('600000001');
 
@@ -254,22 +261,36 @@ describe('GET /consents with sendConsentConfirmation configured', () => {
   it('a wrong code: the page again with the attempts left; the last wrong one ends it, and a new code starts again', async () => {
     const { gw, sms } = gateway();
     await consentThroughThePage(gw);
+    const events = recordEvents(gw.netauth);
     const { page, cookie } = await askCode(gw, ALICE_IP);
     const csrf = csrfOf(page.text);
     const wrong = (n: number) => String((Number(sms.last()) + n) % 1_000_000).padStart(6, '0');
 
+    // Post/Redirect/Get: each refused code answers 303 to the page, which says why once.
     const malformed = await post(gw, ALICE_IP, cookie, { csrf, code: '12ab' });
-    expect(malformed.status).toBe(400);
-    expect(malformed.text).toContain('Type the 6 digits of the code.');
+    expect(malformed.status).toBe(303);
+    expect(localPath(location(malformed))).toBe(PAGE);
+    expect((await open(gw, ALICE_IP, cookie)).text).toContain('Type the 6 digits of the code.');
     const first = await post(gw, ALICE_IP, cookie, { csrf, code: wrong(1) });
-    expect(first.status).toBe(400);
-    expect(first.text).toContain('That code is not right. Attempts left: 2.');
-    expect(first.text).toContain('aria-invalid="true"');
-    expect(first.text).not.toContain('Fraud Checker');
-    expect((await post(gw, ALICE_IP, cookie, { csrf, code: wrong(2) })).status).toBe(400);
+    expect(first.status).toBe(303);
+    const shown = await open(gw, ALICE_IP, cookie);
+    expect(shown.status).toBe(200);
+    expect(shown.text).toContain('That code is not right. Attempts left: 2.');
+    expect(shown.text).toContain('aria-invalid="true"');
+    expect(shown.text).not.toContain('Fraud Checker');
+    const reloaded = await open(gw, ALICE_IP, cookie);
+    expect(reloaded.text).toContain('name="code"');
+    expect(reloaded.text).not.toContain('role="alert"');
+    expect((await post(gw, ALICE_IP, cookie, { csrf, code: wrong(2) })).status).toBe(303);
     const last = await post(gw, ALICE_IP, cookie, { csrf, code: wrong(3) });
     expect(last.status).toBe(403);
     expect(last.text).toContain('<h1 id="title">This code cannot be used any more</h1>');
+    // The events the consent page's codes emit, told apart by `for`: no application here, only whose line.
+    expect(events.of('consent.confirmation_failed')).toEqual([
+      { for: 'consents', subscriberId: 'sub-alice', reason: 'wrong_code' },
+      { for: 'consents', subscriberId: 'sub-alice', reason: 'wrong_code' },
+      { for: 'consents', subscriberId: 'sub-alice', reason: 'attempts_exhausted' },
+    ]);
     expect(last.text).toMatch(
       /<form method="post" action="consents"[\s\S]*name="send" value="code"[\s\S]*>Send a new code</,
     );
@@ -315,6 +336,7 @@ describe('GET /consents with sendConsentConfirmation configured', () => {
   it('the hook fails or times out: a clear 503 page with a way to a new code; nothing of its error anywhere', async () => {
     const { logger, text } = memoryLogger();
     const { gw, sms, errors } = gateway({ logger, consentConfirmation: { sendTimeout: 50 } });
+    const events = recordEvents(gw.netauth);
     sms.state.fail = 'throw';
     const failed = (await askCode(gw, ALICE_IP)).sent;
     expect(failed.status).toBe(503);
@@ -325,6 +347,10 @@ describe('GET /consents with sendConsentConfirmation configured', () => {
     expect(failed.text).not.toMatch(/SMS gateway|600000001/);
     sms.state.fail = 'hang';
     expect((await askCode(gw, ALICE_IP)).sent.status).toBe(503);
+    expect(events.of('consent.confirmation_failed')).toEqual([
+      { for: 'consents', subscriberId: 'sub-alice', reason: 'send_error' },
+      { for: 'consents', subscriberId: 'sub-alice', reason: 'send_timeout' },
+    ]);
 
     sms.state.fail = undefined;
     const { page, cookie } = await askCode(gw, ALICE_IP);

@@ -14,7 +14,7 @@ import { ISSUER } from '../../helpers/gateway.js';
 describe('errors after the response has started', () => {
   const handlers: Record<string, (onError: (error: unknown) => void) => ErrorRequestHandler> = {
     json: (onError) => jsonErrorHandler(onError),
-    frontend: (onError) => frontendErrorHandler(ISSUER, resolveConsentPage(undefined, new URL(ISSUER)), onError),
+    frontend: (onError) => frontendErrorHandler(ISSUER, resolveConsentPage(undefined, new URL(ISSUER), []), onError),
   };
 
   for (const [name, handler] of Object.entries(handlers)) {
@@ -42,4 +42,27 @@ describe('errors after the response has started', () => {
       expect(reported).toEqual([late[1]]);
     });
   }
+});
+
+/** Issue 44: the error page says what happened in plain words, by the error's kind; the code only in its detail line. */
+describe('the error page in plain words', () => {
+  const page = resolveConsentPage({ operatorName: 'Demo Mobile' }, new URL(ISSUER), []);
+  const app = express();
+  const errors = [new StoreUnavailableError('down'), new Error('bug')];
+  app.get('/fail/:n', (req: Request, _res: Response, next: NextFunction) => next(errors[Number(req.params.n)]));
+  app.use(frontendErrorHandler(ISSUER, page, () => {}));
+
+  it.each([
+    [0, 503, 'Demo Mobile cannot answer just now. Wait a moment, then try again.', 'temporarily_unavailable'],
+    [1, 500, 'Something went wrong at Demo Mobile. Try again later.', 'server_error'],
+  ])('error %i: %i, what to do, the code in the detail line', async (n, status, text, code) => {
+    const res = await request(app).get(`/fail/${n}`);
+    expect(res.status).toBe(status);
+    expect(res.text).toContain('<h1>The request could not be completed</h1>');
+    expect(res.text).toContain(`<p>${text}</p>`);
+    expect(res.text).toMatch(
+      new RegExp(`<p class="detail"><small>Details for the application developer: <code>${code}</code>`),
+    );
+    expect(res.text).not.toContain('bug');
+  });
 });
