@@ -57,9 +57,9 @@ afterEach(() => {
   scryptLimiter.configure({ ...SCRYPT_DEFAULTS, derive: deriveScrypt });
 });
 
-/** A gateway on a loopback port, trusting loopback as its proxy, with the scrypt client beside the fixture's. */
-async function gateway() {
-  const gw = createTestGateway({ clients: [...CLIENTS, client] });
+/** A gateway on a loopback port, trusting loopback as its proxy, with the scrypt client (and others) beside the fixture's. */
+async function gateway(others: RegisteredClient[] = []) {
+  const gw = createTestGateway({ clients: [...CLIENTS, client, ...others] });
   const server = await listen(gw.app);
   const post = (path: string, ip: string, authorization: string, form: Record<string, string>) =>
     fetch(`${server.url}/apigateway/${path}`, {
@@ -192,17 +192,7 @@ describe('a flood of wrong secrets for an scrypt client id, from rotating addres
     'another scrypt client, whose id no guess names, is served during the flood',
     async () => {
       const other = { ...client, clientId: 'other-human' };
-      const gw = createTestGateway({ clients: [...CLIENTS, client, other] });
-      const server = await listen(gw.app);
-      const post: Post = (path, ip, authorization, form) =>
-        fetch(`${server.url}/apigateway/${path}`, {
-          method: 'POST',
-          headers: { authorization, 'x-forwarded-for': ip, 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams(form).toString(),
-        }).then(async (res) => {
-          await res.arrayBuffer();
-          return res.status;
-        });
+      const { server, post } = await gateway([other]);
       try {
         const refusedBefore = scryptLimiter.refused;
         const attack = flood(post);
