@@ -1,3 +1,4 @@
+import { authorizedAtOf } from '../levers/not-before.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import session from 'express-session';
 import type { Request, RequestHandler, Response } from 'express';
@@ -226,6 +227,12 @@ export class ConsentPage {
     return { redirectUri: pending.redirectUri, state: pending.state ?? undefined, status };
   }
 
+  /** A revocation of the subscriber or the client since the request began ends it like an expiry. */
+  private revoked(pending: PendingConsent): Promise<boolean> {
+    const { clientId, subscriberId } = pending;
+    return this.ctx.notBefore.refuses({ clientId, subscriberId, authorizedAt: authorizedAtOf(pending) });
+  }
+
   /** GET /consent?interaction=… */
   readonly show = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const id = request.params.get('interaction');
@@ -245,7 +252,7 @@ export class ConsentPage {
         .send(renderAnsweredPage(this.ctx.consentPage, nonce, pending));
       return;
     }
-    if (pending.expiresAt <= this.ctx.now()) {
+    if (pending.expiresAt <= this.ctx.now() || (await this.revoked(pending))) {
       request.redirectTarget = this.target(pending, 302);
       await forget(req, id);
       throw new OAuthError('access_denied', 'the consent request expired');
@@ -429,7 +436,7 @@ export class ConsentPage {
     }
 
     const target = this.target(pending, 303);
-    if (pending.expiresAt <= this.ctx.now()) {
+    if (pending.expiresAt <= this.ctx.now() || (await this.revoked(pending))) {
       request.redirectTarget = target;
       await forget(req, id);
       throw new OAuthError('access_denied', 'the consent request expired');

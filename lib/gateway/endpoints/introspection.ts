@@ -1,3 +1,4 @@
+import { authorizedAtOf } from '../levers/not-before.js';
 import type { Request, Response } from 'express';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
@@ -58,9 +59,10 @@ async function find(
   };
   const refresh = async () => {
     const stored = await findRefreshToken(ctx, token);
-    return stored && !stored.consumed && stored.value.expiresAt > ctx.now()
-      ? { record: stored.value, refresh: true }
-      : undefined;
+    if (!stored || stored.consumed || stored.value.expiresAt <= ctx.now()) return undefined;
+    const record = stored.value;
+    const authorized = { ...record, authorizedAt: authorizedAtOf(record) };
+    return (await ctx.notBefore.refuses(authorized)) ? undefined : { record, refresh: true };
   };
   return hint === 'refresh_token' ? ((await refresh()) ?? access()) : ((await access()) ?? refresh());
 }

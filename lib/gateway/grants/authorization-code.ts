@@ -1,3 +1,4 @@
+import { refuseRevoked } from '../levers/not-before.js';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { hashedRecordId } from '../../crypto.js';
 import { OAuthError } from '../../errors.js';
@@ -65,6 +66,7 @@ export const authorizationCodeGrant: Grant = {
     if (redirectUri !== record.redirectUri)
       throw new OAuthError('invalid_grant', 'redirect_uri differs from the authorization request');
     verifyPkce(record, verifier);
+    await refuseRevoked(ctx.notBefore, record, 'code');
     if (stored.consumed) throw await replayed(ctx, record);
     // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After.
     await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId);

@@ -1,3 +1,4 @@
+import { refuseRevoked } from '../levers/not-before.js';
 import { OAuthError, isOAuthError } from '../../errors.js';
 import { parseScope } from '../../identity/scope.js';
 import type { RegisteredClient } from '../../registry/clients.js';
@@ -107,6 +108,7 @@ export const refreshTokenGrant: Grant = {
       throw new OAuthError('invalid_grant', 'unknown refresh_token');
     const record = stored.value;
     if (record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the refresh_token has expired');
+    await refuseRevoked(ctx.notBefore, record, 'refresh_token');
     if (stored.consumed) throw await reused(ctx, record);
     // RFC 9449 §5: a grant whose tokens were DPoP-bound is never refreshed into a Bearer token.
     if (typeof record.jkt === 'string' && options.dpopJkt === undefined) {
