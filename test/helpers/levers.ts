@@ -29,11 +29,16 @@ export function sharedClock(): SharedClock {
 }
 
 /**
- * The grants fixture on `clock`, with one signing key (every instance of a fleet verifies every instance's JWTs),
- * and beside the default guard (`revocation: 'local'`) a route whose guard reads the store on every call.
+ * The grants fixture on `clock`, with one signing key and cookie secret (every instance of a fleet verifies every
+ * instance's JWTs and reads its consent-page sessions), and beside the default guard (`revocation: 'local'`) a route whose guard reads the store on every call.
  */
 export function leversGateway(clock: SharedClock, overrides: Partial<NetAuthOptions> = {}): TestGateway {
-  const gw = createGrantsGateway({ signingKeys: [KEY_A], now: () => clock.now, ...overrides });
+  const gw = createGrantsGateway({
+    signingKeys: [KEY_A],
+    consentPage: { cookieSecret: 'the-fleet-cookie-secret-of-32-chars+' },
+    now: () => clock.now,
+    ...overrides,
+  });
   gw.app.post('/sim-swap/store', gw.netauth.guard({ scope: 'sim-swap', revocation: 'store' }), (req, res) => {
     res.json({ subscriber: req.netauth?.subscriber.id });
   });
