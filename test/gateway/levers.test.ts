@@ -29,4 +29,16 @@ describe('the levers refuse what is not a lever', () => {
     );
     await netauth.close();
   });
+
+  it('each call is counted in netauth_operator_revocations_total, by what was revoked and why', async () => {
+    const { netauth } = createTestGateway();
+    const metrics = netauth.metricsRouter();
+    await netauth.subscribers.revoke('sub-alice', { reason: 'sim_swap' });
+    await netauth.clients.revoke('app-2', { reason: 'compromised' });
+    await netauth.clients.revoke('app-2', { reason: 'compromised' });
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('netauth_operator_revocations_total{revoked="subscriber",reason="sim_swap"} 1');
+    expect(text).toContain('netauth_operator_revocations_total{revoked="client",reason="compromised"} 2');
+    await netauth.close();
+  });
 });
