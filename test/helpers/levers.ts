@@ -118,7 +118,10 @@ export async function expectRefused(app: Express, h: Holdings): Promise<void> {
   expect([redeemed.status, redeemed.body.error]).toEqual([400, 'invalid_grant']);
   const page = await request(app).get(h.consentPage.path).set('Cookie', h.consentPage.cookie);
   expect(page.status).toBe(302);
-  expect(callback(page).error).toBe('access_denied');
+  expect(callback(page)).toMatchObject({
+    error: 'access_denied',
+    error_description: 'the consent request was revoked by the operator',
+  });
 }
 
 /** Every kind still works (each is used up here: call once). */

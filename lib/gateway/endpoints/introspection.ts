@@ -1,4 +1,3 @@
-import { authorizedAtOf } from '../levers/not-before.js';
 import type { Request, Response } from 'express';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { GatewayContext } from '../context.js';
@@ -6,6 +5,7 @@ import type { RequestContext } from '../http/request-context.js';
 import { findAccessToken } from '../tokens/access-tokens.js';
 import { findRefreshToken } from '../tokens/refresh-tokens.js';
 import { amrOf, readIdentification, type SubscriberIdentification } from '../../identity/identification.js';
+import { authorizedAtOf } from '../levers/not-before.js';
 
 /** RFC 7662 §2.2 response for an active token. */
 export interface IntrospectionResponse {

@@ -1,4 +1,3 @@
-import { refuseRevoked } from '../levers/not-before.js';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { hashedRecordId } from '../../crypto.js';
 import { OAuthError } from '../../errors.js';
@@ -9,6 +8,7 @@ import { issueAccessToken, reportIssued } from '../tokens/access-tokens.js';
 import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import { limitSubscriber } from '../requests/subscriber-limit.js';
+import { refuseRevoked } from '../levers/not-before.js';
 
 /** RFC 7636 §4.1: 43..128 unreserved characters. */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;

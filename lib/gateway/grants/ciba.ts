@@ -1,4 +1,3 @@
-import { refuseRevoked } from '../levers/not-before.js';
 import { hashedRecordId } from '../../crypto.js';
 import { OAuthError } from '../../errors.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
@@ -9,6 +8,7 @@ import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import type { BackchannelRecord, PollRecord } from '../requests/backchannel-requests.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
+import { refuseRevoked } from '../levers/not-before.js';
 
 type Outcome =
   | { kind: 'approved'; consentGrants: string[] }

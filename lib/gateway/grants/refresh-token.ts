@@ -1,4 +1,3 @@
-import { refuseRevoked } from '../levers/not-before.js';
 import { OAuthError, isOAuthError } from '../../errors.js';
 import { parseScope } from '../../identity/scope.js';
 import type { RegisteredClient } from '../../registry/clients.js';
@@ -14,6 +13,7 @@ import {
 } from '../requests/authorization.js';
 import { issueAccessToken, reportIssued, tokenKey } from '../tokens/access-tokens.js';
 import { findRefreshToken, mintRefreshToken, type RefreshTokenRecord } from '../tokens/refresh-tokens.js';
+import { refuseRevoked } from '../levers/not-before.js';
 
 /**
  * RFC 9700 §4.14.2: a rotated-out refresh token presented again means two parties hold it. Every token of its
