@@ -6,7 +6,22 @@
  * @module express-netauth
  */
 export { createNetAuth } from './netauth.js';
-export type { NetAuth, ConsentApi, ConsentInput, SubscriberInput, BackchannelApi } from './netauth.js';
+export type {
+  NetAuth,
+  ConsentApi,
+  ConsentInput,
+  SubscriberInput,
+  BackchannelApi,
+  SubscribersApi,
+  ClientsApi,
+} from './netauth.js';
+export type {
+  SubscriberRevocation,
+  SubscriberRevocationResult,
+  ClientRevocation,
+  ClientRevocationResult,
+  ConsentDisposition,
+} from './gateway/levers/revoke.js';
 export type {
   NetAuthOptions,
   NetAuthProfile,
@@ -67,6 +82,10 @@ export type {
   CibaExpiredEvent,
   TokenIssuedEvent,
   TokenRevokedEvent,
+  SubscriberRevokedEvent,
+  ClientRevokedEvent,
+  SubscriberRevocationReason,
+  ClientRevocationReason,
   ClientAuthenticationFailedEvent,
   RateLimitedEvent,
   RateFallbackEvent,

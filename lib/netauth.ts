@@ -13,6 +13,14 @@ import { VerifiedAccessTokens } from './guard/verified-access-tokens.js';
 import { metadata, type AuthorizationServerMetadata } from './gateway/endpoints/discovery.js';
 import { decideBackchannelRequest } from './gateway/requests/backchannel-requests.js';
 import type { NetAuthEventEmitter } from './ops/events.js';
+import {
+  revokeClient,
+  revokeSubscriber,
+  type ClientRevocation,
+  type ClientRevocationResult,
+  type SubscriberRevocation,
+  type SubscriberRevocationResult,
+} from './gateway/levers/revoke.js';
 import { createMetricsRouter, type MetricsOptions, type MetricsRegistry } from './ops/metrics.js';
 
 /**
@@ -54,6 +62,25 @@ export interface BackchannelApi {
   deny(auth_req_id: string): Promise<boolean>;
 }
 
+/** The operator's lever over one subscriber (docs/operations.md#operating-the-gateway). */
+export interface SubscribersApi {
+  /**
+   * Stops at once, on every instance, every access token (opaque and JWT), refresh token, pending auth_req_id,
+   * unredeemed code and open consent interaction the subscriber has, with every client; consents are kept or
+   * withdrawn by `consents` (default by reason). Requests made afterwards start clean. One `subscriber.revoked` event.
+   */
+  revoke(subscriberId: string, options: SubscriberRevocation): Promise<SubscriberRevocationResult>;
+}
+
+/** The operator's lever over one client (docs/operations.md#operating-the-gateway). */
+export interface ClientsApi {
+  /**
+   * Stops at once, on every instance, every token and pending request of the client, for every subscriber; a
+   * registration the registry returns afterwards under the same id starts clean. One `client.revoked` event.
+   */
+  revoke(clientId: string, options: ClientRevocation): Promise<ClientRevocationResult>;
+}
+
 export interface NetAuth {
   /** Mount at the issuer's path: `app.use('/apigateway', netauth.router)`. */
   router: Router;
@@ -71,6 +98,8 @@ export interface NetAuth {
   guard(options?: GuardOptions): RequestHandler;
   consent: ConsentApi;
   backchannel: BackchannelApi;
+  subscribers: SubscribersApi;
+  clients: ClientsApi;
   metadata(): AuthorizationServerMetadata;
   /**
    * Every state change as a typed event (docs/operations.md): `netauth.events.on('token.issued', (e) => …)`.
@@ -150,6 +179,8 @@ export function createNetAuth(options: NetAuthOptions): NetAuth {
       approve: (id) => decideBackchannelRequest(ctx, id, 'approved'),
       deny: (id) => decideBackchannelRequest(ctx, id, 'denied'),
     },
+    subscribers: { revoke: (subscriberId, revocation) => revokeSubscriber(ctx, subscriberId, revocation) },
+    clients: { revoke: (clientId, revocation) => revokeClient(ctx, clientId, revocation) },
     metadata: () => metadata(ctx),
     events: ctx.events,
     metricsRouter: (metricsOptions) => createMetricsRouter(ctx.events, metricsOptions),

@@ -11,6 +11,7 @@ import { NetworkIdentifier } from '../identity/network.js';
 import type { BackchannelOptions, NetAuthOptions } from './options.js';
 import { resolveConsentPage, type ConsentPageConfig } from './http/consent-template.js';
 import { resolveKeySet, type KeySet } from './tokens/keys.js';
+import { NotBeforeMarkers } from './levers/not-before.js';
 import { Revocations } from './tokens/revocations.js';
 import { Consents } from './consents.js';
 import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
@@ -64,6 +65,8 @@ export interface GatewayContext {
   accessTokenAudience: string;
   pairwiseSubject: PairwiseSubject;
   revocations: Revocations;
+  /** The operator's levers: a not-before marker per revoked subscriber and client, checked where tokens are used. */
+  notBefore: NotBeforeMarkers;
   bodyLimit: string | number;
   onError: (error: unknown) => void;
   now: () => number;
@@ -270,6 +273,9 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     accessTokenAudience: options.accessTokenAudience ?? issuer,
     pairwiseSubject,
     revocations,
+    // Kept while anything granted before a revocation can still be presented (a refresh token, the longest), plus
+    // a minute for a token issued while the revocation ran.
+    notBefore: new NotBeforeMarkers(store, now, Math.max(...Object.values(lifetimes)) + 60),
     bodyLimit: options.bodyLimit ?? BODY_LIMIT_DEFAULT,
     onError,
     now,

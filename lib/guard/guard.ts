@@ -88,6 +88,9 @@ export interface GuardOptions {
    * `local` (default): this process's revocation list, no I/O; a revocation made on another instance is
    * not seen there until the token expires. `store`: the shared store's revocation list as well, one read
    * per grant id on every request; use it when several instances share a store.
+   * The operator's levers (`netauth.subscribers.revoke`, `netauth.clients.revoke`) reach every token format on every
+   * instance: with `local`, within 5 seconds (the subscriber's and client's markers are read again at most that
+   * often per instance); with `store`, at once (read on every request).
    */
   revocation?: 'local' | 'store';
   /**
@@ -179,11 +182,17 @@ async function authorize(
   token: string,
   revocation: 'local' | 'store',
 ): Promise<FoundToken | undefined> {
-  if (offline === undefined) return foundOpaque(await findAccessToken(ctx, token));
+  const markers = revocation === 'store' ? 'store' : 'recent';
+  if (offline === undefined) return foundOpaque(await findAccessToken(ctx, token, markers));
   const { found } = offline;
-  if (found?.verified === undefined || revocation === 'local') return found;
+  if (found?.verified === undefined) return found;
   const { jti, grantIds } = found.verified;
-  return (await ctx.revocations.isRevokedInStore(jti, grantIds)) ? undefined : found;
+  if (revocation === 'local') return (await ctx.notBefore.refusesRecently(found.verified)) ? undefined : found;
+  const refused = await Promise.all([
+    ctx.revocations.isRevokedInStore(jti, grantIds),
+    ctx.notBefore.refuses(found.verified),
+  ]);
+  return refused.includes(true) ? undefined : found;
 }
 
 /** An opaque token's live record, as the guard's grant. */
@@ -436,7 +445,13 @@ export function createGuard(
     }
     const found = offline?.found;
     // A JWT access token this process checks alone, needing no I/O on this route either: the route runs in this turn.
-    if (found !== undefined && revocation === 'local' && !needsIo(found, scheme)) {
+    // Its subscriber's and client's markers read in the last seconds answer too; when not, `authorize` reads them.
+    const marked = found?.verified === undefined ? undefined : ctx.notBefore.refusesFromMemory(found.verified);
+    if (marked === true) {
+      responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), scheme);
+      return;
+    }
+    if (found !== undefined && marked === false && revocation === 'local' && !needsIo(found, scheme)) {
       const uncovered = coverage(found);
       if (uncovered) {
         responses.refuse(res, uncovered, scheme);

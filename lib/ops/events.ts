@@ -125,6 +125,41 @@ export interface TokenRevokedEvent {
   purpose: string;
 }
 
+/**
+ * Why an operator stops a subscriber's tokens (`netauth.subscribers.revoke`): `number_recycled` (the number went to
+ * a new customer, or was ported out), `erasure_request` (GDPR Art. 17), `contract_ended`, `sim_swap` (a swap
+ * flagged as suspect), `fraud`.
+ */
+export type SubscriberRevocationReason =
+  | 'number_recycled'
+  | 'erasure_request'
+  | 'contract_ended'
+  | 'sim_swap'
+  | 'fraud';
+
+/** Why an operator stops a client's tokens (`netauth.clients.revoke`): `compromised`, `offboarded`, `contract_ended`, `fraud`. */
+export type ClientRevocationReason = 'compromised' | 'offboarded' | 'contract_ended' | 'fraud';
+
+/**
+ * `netauth.subscribers.revoke`: from `notBefore` on, every token, refresh token, code, auth_req_id and consent
+ * interaction of the subscriber that began before is refused, on every instance. Tokens are not counted: they are
+ * refused where they are used, so a revocation costs one write whatever the subscriber holds.
+ */
+export interface SubscriberRevokedEvent {
+  subscriberId: string;
+  reason: SubscriberRevocationReason;
+  /** What happened to the subscriber's consent records. */
+  consents: 'keep' | 'withdraw';
+  /** Consent records removed (granted and refused); 0 with `consents: 'keep'`. */
+  consentsWithdrawn: number;
+}
+
+/** `netauth.clients.revoke`: every token and pending request of the client that began before is refused. */
+export interface ClientRevokedEvent {
+  clientId: string;
+  reason: ClientRevocationReason;
+}
+
 export interface ClientAuthenticationFailedEvent {
   endpoint: Endpoint;
   /** Only a registered client's id: an id nobody registered is never repeated (it may be anything). */
@@ -234,6 +269,8 @@ export interface NetAuthEvents {
   'ciba.expired': CibaExpiredEvent;
   'token.issued': TokenIssuedEvent;
   'token.revoked': TokenRevokedEvent;
+  'subscriber.revoked': SubscriberRevokedEvent;
+  'client.revoked': ClientRevokedEvent;
   'client.authentication_failed': ClientAuthenticationFailedEvent;
   'client.registration_refused': ClientRegistrationRefusedEvent;
   'rate.limited': RateLimitedEvent;
@@ -262,6 +299,8 @@ export const EVENT_NAMES: readonly NetAuthEventName[] = [
   'ciba.expired',
   'token.issued',
   'token.revoked',
+  'subscriber.revoked',
+  'client.revoked',
   'client.authentication_failed',
   'client.registration_refused',
   'rate.limited',

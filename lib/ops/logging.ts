@@ -51,6 +51,8 @@ export const REDACT_PATHS: readonly string[] = [...SENSITIVE, ...SENSITIVE.map((
 /** Log level of each event: problems an operator should look at are warnings; per-request timing is debug. */
 const LEVELS: Partial<Record<NetAuthEventName, Level>> = {
   'code.replayed': 'warn',
+  'subscriber.revoked': 'warn',
+  'client.revoked': 'warn',
   'client.authentication_failed': 'warn',
   'client.registration_refused': 'error',
   'rate.limited': 'warn',

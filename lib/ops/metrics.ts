@@ -81,6 +81,11 @@ export function createMetricsRouter(
     'Token revocations, by reason (revocation_request, code_replay, consent_withdrawn).',
     labels('reason'),
   );
+  const levers = counter(
+    'operator_revocations_total',
+    "The operator's levers pulled (subscribers.revoke, clients.revoke), by what was revoked (subscriber, client) and reason.",
+    ['revoked', 'reason'],
+  );
   const authFailures = counter(
     'client_authentication_failures_total',
     'Failed client authentications, by endpoint and reason.',
@@ -126,6 +131,8 @@ export function createMetricsRouter(
     .on('ciba.expired', (e) => ciba.inc({ ...client(e.clientId), outcome: 'expired' }))
     .on('token.issued', (e) => issued.inc({ ...client(e.clientId), grant_type: e.grantType, format: e.format }))
     .on('token.revoked', (e) => revoked.inc({ ...client(e.clientId), reason: e.reason }))
+    .on('subscriber.revoked', (e) => levers.inc({ revoked: 'subscriber', reason: e.reason }))
+    .on('client.revoked', (e) => levers.inc({ revoked: 'client', reason: e.reason }))
     .on('client.authentication_failed', (e) => authFailures.inc({ endpoint: e.endpoint, reason: e.reason }))
     .on('rate.limited', (e) => limited.inc({ endpoint: e.endpoint, limit: e.limit }))
     .on('rate.fallback', (e) => fallbacks.inc({ cause: e.cause }, e.operations))

@@ -39,7 +39,13 @@ export type RecordKind =
   | 'session'
   | 'revoked'
   /** Identifiers of single-use JWTs (client assertions, request objects, proofs) seen until they expire. */
-  | 'jti';
+  | 'jti'
+  /**
+   * One per revoked subscriber or client (`subscriber:<id>`, `client:<id>`): the time before which nothing it was
+   * granted counts, checked where a token or request is used. Kept as long as anything granted before can live, so
+   * a revocation is one write and an issued token costs nothing more (docs/operations.md).
+   */
+  | 'not_before';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };

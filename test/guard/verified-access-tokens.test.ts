@@ -18,6 +18,7 @@ function verifiedToken(expiresAt: number): VerifiedAccessToken {
     expiresAt,
     jkt: undefined,
     identifiedBy: 'network',
+    authorizedAt: NOW,
   };
 }
 

@@ -298,6 +298,10 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     const last = await pollToken(app, await startBackchannel(app, BOB, SIM_SWAP));
     keep(last.body.access_token);
 
+    // The operator's levers: their events name the subscriber or client and the reason, nothing else.
+    await netauth.subscribers.revoke('sub-bob', { reason: 'sim_swap' });
+    await netauth.clients.revoke('code-only', { reason: 'offboarded' });
+
     await new Promise((resolve) => setTimeout(resolve, 20));
     const text = log.text();
     const lines = log.lines();

@@ -238,6 +238,24 @@ export function describeStoreContract(name: string, create: () => Promise<StoreH
       expect(await h.store.get('access_token', 'moved')).toBeUndefined();
     });
 
+    it('keeps a not-before marker per subscriber and per client apart from every other kind, until its TTL', async () => {
+      // The levers (netauth.subscribers.revoke, clients.revoke): one record each, read where a token is used.
+      await h.store.put('not_before', 'subscriber:sub-1', { notBefore: 1000 }, { ttl: 1 });
+      await h.store.put('not_before', 'client:sub-1', { notBefore: 2000 }, { ttl: 120 });
+      await h.store.put('revoked', 'subscriber:sub-1', { until: 3 }, { ttl: 120 });
+      expect(await h.store.get('not_before', 'subscriber:sub-1')).toEqual({
+        value: { notBefore: 1000 },
+        consumed: false,
+      });
+      expect((await h.store.get('not_before', 'client:sub-1'))?.value).toEqual({ notBefore: 2000 });
+      // A later revocation of the same subscriber moves the marker on.
+      await h.store.put('not_before', 'client:sub-1', { notBefore: 4000 }, { ttl: 120 });
+      expect((await h.store.get('not_before', 'client:sub-1'))?.value).toEqual({ notBefore: 4000 });
+      await h.elapse(1.5);
+      expect(await h.store.get('not_before', 'subscriber:sub-1')).toBeUndefined();
+      expect((await h.store.get('revoked', 'subscriber:sub-1'))?.value).toEqual({ until: 3 });
+    });
+
     it('a grant written again after revocation can be revoked again', async () => {
       await h.store.put('code', 'r', { v: 1 }, { ttl: 60, grants: ['g'] });
       await h.store.revokeGrant('g');

@@ -187,6 +187,8 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     checkIdentification(decision, identifiedBy, 'access_denied');
 
     const subscriber = await identify(ctx, req, loginHint, prompt.has('none'));
+    // Before any consent is read: a revocation of this subscriber or client from now on ends what begins here.
+    const authorizedAt = ctx.now();
 
     let consentGrants: string[] = [];
     let ask = false;
@@ -212,7 +214,7 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
       throw new OAuthError('consent_required', 'the subscriber has not consented to this purpose and scope');
     if (ask) {
       await consentPage.start(req, res, {
-        ...storedAuthorization(client.clientId, subscriber, decision.requested, identifiedBy),
+        ...storedAuthorization(client.clientId, subscriber, decision.requested, identifiedBy, authorizedAt),
         clientName: client.name ?? client.clientId,
         redirectUri,
         state: target.state ?? null,
@@ -224,7 +226,7 @@ export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage)
     }
 
     const code = await createAuthorizationCode(ctx, {
-      ...storedAuthorization(client.clientId, subscriber, decision.requested, identifiedBy),
+      ...storedAuthorization(client.clientId, subscriber, decision.requested, identifiedBy, authorizedAt),
       redirectUri,
       codeChallenge: codeChallenge ?? null,
       nonce: nonce ?? null,

@@ -26,6 +26,7 @@ import { authorizationOf, subscriberOf, type StoredAuthorization } from '../requ
 import { requiresConfirmation } from '../../consent/confirmation.js';
 import type { ConfirmationFailure } from '../../ops/events.js';
 import { checkPagePost } from './page-origin.js';
+import { authorizedAtOf } from '../levers/not-before.js';
 
 /** A validated authorization request waiting for the subscriber's answer, kept in the session. */
 export interface PendingConsent extends StoredAuthorization {
@@ -231,6 +232,19 @@ export class ConsentPage {
     return { redirectUri: pending.redirectUri, state: pending.state ?? undefined, status };
   }
 
+  /**
+   * Why a pending request can no longer be answered, or undefined: it expired, or the operator revoked its
+   * subscriber or client since it began (the levers' markers, read from the store).
+   */
+  private async ended(pending: PendingConsent): Promise<string | undefined> {
+    if (pending.expiresAt <= this.ctx.now()) return 'the consent request expired';
+    const { clientId, subscriberId } = pending;
+    const authorized = { clientId, subscriberId, authorizedAt: authorizedAtOf(pending) };
+    return (await this.ctx.notBefore.refuses(authorized))
+      ? 'the consent request was revoked by the operator'
+      : undefined;
+  }
+
   /** GET /consent?interaction=… */
   readonly show = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const page = speaking(this.ctx.consentPage, req, res);
@@ -251,10 +265,11 @@ export class ConsentPage {
         .send(renderAnsweredPage(page, nonce, pending));
       return;
     }
-    if (pending.expiresAt <= this.ctx.now()) {
+    const ended = await this.ended(pending);
+    if (ended) {
       request.redirectTarget = this.target(pending, 302);
       await forget(req, id);
-      throw new OAuthError('access_denied', 'the consent request expired');
+      throw new OAuthError('access_denied', ended);
     }
     // Allow was pressed and the code is out: the page asks for it.
     if (this.needsConfirmation(pending) && (await this.ctx.confirmation.sent(id))) {
@@ -471,10 +486,11 @@ export class ConsentPage {
     }
 
     const target = this.target(pending, 303);
-    if (pending.expiresAt <= this.ctx.now()) {
+    const ended = await this.ended(pending);
+    if (ended) {
       request.redirectTarget = target;
       await forget(req, id);
-      throw new OAuthError('access_denied', 'the consent request expired');
+      throw new OAuthError('access_denied', ended);
     }
     // Confirmation through the operator's channel: Allow counts only with the code it sent.
     if (

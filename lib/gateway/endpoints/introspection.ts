@@ -5,6 +5,7 @@ import type { RequestContext } from '../http/request-context.js';
 import { findAccessToken } from '../tokens/access-tokens.js';
 import { findRefreshToken } from '../tokens/refresh-tokens.js';
 import { amrOf, readIdentification, type SubscriberIdentification } from '../../identity/identification.js';
+import { authorizedAtOf } from '../levers/not-before.js';
 
 /** RFC 7662 §2.2 response for an active token. */
 export interface IntrospectionResponse {
@@ -58,9 +59,10 @@ async function find(
   };
   const refresh = async () => {
     const stored = await findRefreshToken(ctx, token);
-    return stored && !stored.consumed && stored.value.expiresAt > ctx.now()
-      ? { record: stored.value, refresh: true }
-      : undefined;
+    if (!stored || stored.consumed || stored.value.expiresAt <= ctx.now()) return undefined;
+    const record = stored.value;
+    const authorized = { ...record, authorizedAt: authorizedAtOf(record) };
+    return (await ctx.notBefore.refuses(authorized)) ? undefined : { record, refresh: true };
   };
   return hint === 'refresh_token' ? ((await refresh()) ?? access()) : ((await access()) ?? refresh());
 }

@@ -8,6 +8,7 @@ import { issueAccessToken, reportIssued } from '../tokens/access-tokens.js';
 import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import { limitSubscriber } from '../requests/subscriber-limit.js';
+import { refuseRevoked } from '../levers/not-before.js';
 
 /** RFC 7636 §4.1: 43..128 unreserved characters. */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -65,6 +66,7 @@ export const authorizationCodeGrant: Grant = {
     if (redirectUri !== record.redirectUri)
       throw new OAuthError('invalid_grant', 'redirect_uri differs from the authorization request');
     verifyPkce(record, verifier);
+    await refuseRevoked(ctx.notBefore, record, 'code');
     if (stored.consumed) throw await replayed(ctx, record);
     // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After.
     await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId);

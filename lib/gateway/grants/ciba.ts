@@ -8,6 +8,7 @@ import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import type { BackchannelRecord, PollRecord } from '../requests/backchannel-requests.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
+import { refuseRevoked } from '../levers/not-before.js';
 
 type Outcome =
   | { kind: 'approved'; consentGrants: string[] }
@@ -90,8 +91,9 @@ export const cibaGrant: Grant = {
 
     // No subscriber limit here: this request was counted against the subscriber when it was made (bc-authorize),
     // it yields one token at most, and its polls are paced by its interval (slow_down) and the client's limit.
-    // Counting each poll again would cost a Redis round trip per poll and protect no one.
-    const result = await outcome(ctx, record);
+    // Counting each poll again would cost a Redis round trip per poll and protect no one. A revocation of the
+    // subscriber or client ends the request at its next poll: the markers are read beside the consent.
+    const [, result] = await Promise.all([refuseRevoked(ctx.notBefore, record, 'auth_req_id'), outcome(ctx, record)]);
     if (result.kind === 'denied') {
       ctx.events.emit('ciba.denied', { ...subject, reason: result.by });
       throw new OAuthError('access_denied', 'the subscriber denied the request', { status: 400 });

@@ -43,6 +43,7 @@ export const clientCredentialsGrant: Grant = {
       scopes,
       scope: granted.value,
       identifiedBy: null,
+      authorizedAt: ctx.now(),
     };
     const issue = { ...options, maxLifetime: ctx.lifetimes.backendAccessToken };
     const tokens = await issueAccessToken(ctx, authorization, taggedId(randomTag(), 16), [], undefined, issue);

@@ -86,6 +86,7 @@ export const jwtBearerGrant: Grant = {
       subscriber,
       withoutProtocolScopes(decision.requested, { openid: true, offlineAccess: true }),
       identifiedBy,
+      ctx.now(),
     );
     const grantId = taggedId(randomTag(), 16);
     const backend = { ...issue, maxLifetime: ctx.lifetimes.backendAccessToken };

@@ -13,6 +13,7 @@ import {
 } from '../requests/authorization.js';
 import { issueAccessToken, reportIssued, tokenKey } from '../tokens/access-tokens.js';
 import { findRefreshToken, mintRefreshToken, type RefreshTokenRecord } from '../tokens/refresh-tokens.js';
+import { refuseRevoked } from '../levers/not-before.js';
 
 /**
  * RFC 9700 §4.14.2: a rotated-out refresh token presented again means two parties hold it. Every token of its
@@ -107,6 +108,7 @@ export const refreshTokenGrant: Grant = {
       throw new OAuthError('invalid_grant', 'unknown refresh_token');
     const record = stored.value;
     if (record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the refresh_token has expired');
+    await refuseRevoked(ctx.notBefore, record, 'refresh_token');
     if (stored.consumed) throw await reused(ctx, record);
     // RFC 9449 §5: a grant whose tokens were DPoP-bound is never refreshed into a Bearer token.
     if (typeof record.jkt === 'string' && options.dpopJkt === undefined) {

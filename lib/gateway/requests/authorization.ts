@@ -107,6 +107,12 @@ export interface StoredAuthorization {
   scope: string;
   /** How the subscriber was identified. Records written by earlier versions lack it: read as not recorded. */
   identifiedBy: SubscriberIdentification;
+  /**
+   * Epoch ms when the authorization began (GET /authorize, /bc-authorize, the assertion's grant), carried by every
+   * record and token that comes of it: a revocation of the subscriber or client refuses whatever began before it
+   * (gateway/levers/not-before.ts), however late it was issued. Records of earlier versions lack it: read as 0.
+   */
+  authorizedAt: number;
 }
 
 export function storedAuthorization(
@@ -114,6 +120,7 @@ export function storedAuthorization(
   subscriber: Subscriber,
   requested: RequestedScope,
   identifiedBy: SubscriberIdentification,
+  authorizedAt: number,
 ): StoredAuthorization {
   return {
     clientId,
@@ -123,13 +130,14 @@ export function storedAuthorization(
     scopes: requested.scopes,
     scope: requested.value,
     identifiedBy,
+    authorizedAt,
   };
 }
 
 /** Only the authorization's own fields of a record that has more. */
 export function authorizationOf(record: StoredAuthorization): StoredAuthorization {
-  const { clientId, subscriberId, phoneNumber, purpose, scopes, scope, identifiedBy } = record;
-  return { clientId, subscriberId, phoneNumber, purpose, scopes, scope, identifiedBy };
+  const { clientId, subscriberId, phoneNumber, purpose, scopes, scope, identifiedBy, authorizedAt } = record;
+  return { clientId, subscriberId, phoneNumber, purpose, scopes, scope, identifiedBy, authorizedAt };
 }
 
 export function subscriberOf(record: Pick<StoredAuthorization, 'subscriberId' | 'phoneNumber'>): Subscriber {

@@ -64,7 +64,7 @@ export async function createBackchannelRequest(
   const authReqId = taggedId(tag, 32);
   const createdAt = ctx.now();
   const record: BackchannelRecord = {
-    ...storedAuthorization(client.clientId, subscriber, decision.requested, identifiedBy),
+    ...storedAuthorization(client.clientId, subscriber, decision.requested, identifiedBy, createdAt),
     consentScopes: decision.consentScopes,
     status: ctx.backchannel.authorize ? 'pending' : 'approved',
     createdAt,

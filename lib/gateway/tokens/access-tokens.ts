@@ -6,6 +6,7 @@ import type { StoredAuthorization } from '../requests/authorization.js';
 import type { GrantType } from '../../registry/clients.js';
 import type { SubscriberIdentification } from '../../identity/identification.js';
 import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
+import { authorizedAtOf } from '../levers/not-before.js';
 
 /**
  * What an access token grants: an authorization of a subscriber, or none (`subscriberId` and `identifiedBy` null:
@@ -168,14 +169,16 @@ export async function issueAccessToken(
       exp: issuedAt / 1000 + lifetime,
       singleUse,
       identifiedBy: authorization.identifiedBy,
+      authorizedAt: authorization.authorizedAt,
       ...(jkt === null ? {} : { jkt }),
     });
   } else {
     token = taggedId(tag, 32);
   }
-  const { clientId, subscriberId, phoneNumber, purpose, scopes, scope, identifiedBy } = authorization;
+  const { clientId, subscriberId, phoneNumber, purpose, scopes, scope, identifiedBy, authorizedAt } = authorization;
   const record: AccessTokenRecord = {
     clientId,
+    authorizedAt,
     subscriberId,
     phoneNumber,
     purpose,
@@ -257,11 +260,22 @@ export function consumeSingleUseToken(ctx: GatewayContext, token: string): Promi
 
 /**
  * The live record of a presented token, or undefined (unknown, expired or revoked). The one answer the guard
- * (opaque tokens) and introspection share: every revocation path deletes the record, and the revocation list
- * this process knows is checked too, with no I/O.
+ * (opaque tokens) and introspection share: every revocation path deletes the record, the revocation list this
+ * process knows is checked too, with no I/O, and so are the subscriber's and client's not-before markers (the
+ * operator's levers): read from the store (`markers: 'store'`), or as this process read them in the last seconds
+ * (`recent`, the guard's `revocation: 'local'`).
  */
-export async function findAccessToken(ctx: GatewayContext, token: string): Promise<AccessTokenRecord | undefined> {
-  return liveRecord(ctx, await ctx.store.get<AccessTokenRecord>('access_token', tokenKey(token)));
+export async function findAccessToken(
+  ctx: GatewayContext,
+  token: string,
+  markers: 'store' | 'recent' = 'store',
+): Promise<AccessTokenRecord | undefined> {
+  const record = liveRecord(ctx, await ctx.store.get<AccessTokenRecord>('access_token', tokenKey(token)));
+  if (record === undefined) return undefined;
+  const authorized = { ...record, authorizedAt: authorizedAtOf(record) };
+  const refused =
+    markers === 'store' ? await ctx.notBefore.refuses(authorized) : await ctx.notBefore.refusesRecently(authorized);
+  return refused ? undefined : record;
 }
 
 function liveRecord(

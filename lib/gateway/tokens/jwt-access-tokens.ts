@@ -15,7 +15,9 @@ import { amrOf, readIdentification, type SubscriberIdentification } from '../../
  * - `two_legged: true` on a token with no subscriber (client credentials): its `sub` is then the client_id,
  *   as RFC 9068 §2.2 asks, and names no subscriber;
  * - `identified_by`: how the subscriber was identified (lib/identity/identification.ts), with its `amr`
- *   (RFC 9068 §2.2.1), which Number Verification's API asks the service to read.
+ *   (RFC 9068 §2.2.1), which Number Verification's API asks the service to read;
+ * - `authorized_at`: when the token's authorization began (NumericDate, to the millisecond), which the guard
+ *   compares with the subscriber's and client's not-before markers (the operator's levers).
  * `sub` is otherwise pairwise (`pairwiseSalt`, as in ID tokens and introspection): two clients cannot correlate
  * a subscriber by it (RFC 9068 §6). The operator's subscriber id, which the guard hands the service APIs, travels
  * sealed for the gateway alone in `subscriber_sealed` (./sealed-subscriber.ts); never the phone number.
@@ -37,6 +39,7 @@ export interface AccessTokenClaims extends JWTPayload {
   subscriber_sealed?: string;
   identified_by?: SubscriberIdentification;
   amr?: string[];
+  authorized_at?: number;
   cnf?: { jkt: string };
 }
 
@@ -56,6 +59,8 @@ export interface JwtAccessTokenInput {
   identifiedBy: SubscriberIdentification | null | undefined;
   /** The DPoP key's thumbprint, when the token is bound to one. */
   jkt?: string;
+  /** Epoch ms when the authorization began. */
+  authorizedAt: number;
 }
 
 export function signAccessToken(ctx: GatewayContext, input: JwtAccessTokenInput): string {
@@ -78,6 +83,7 @@ export function signAccessToken(ctx: GatewayContext, input: JwtAccessTokenInput)
       : { subscriber_sealed: sealSubscriber(key.privateKey, input.jti, input.subscriberId) }),
     ...(input.identifiedBy ? { identified_by: input.identifiedBy, amr: amrOf(input.identifiedBy) } : {}),
     ...(input.jkt === undefined ? {} : { cnf: { jkt: input.jkt } }),
+    authorized_at: input.authorizedAt / 1000,
   };
   return signJws(key, 'at+jwt', claims);
 }
@@ -121,6 +127,8 @@ export interface VerifiedAccessToken {
   jkt: string | undefined;
   /** How the subscriber was identified; undefined for a two-legged token (and tokens of earlier versions). */
   identifiedBy: SubscriberIdentification | undefined;
+  /** Epoch ms when the token's authorization began; 0 for tokens of earlier versions (before any marker). */
+  authorizedAt: number;
 }
 
 /** `cnf` as RFC 9449 §6.1 has it: absent, or an object whose `jkt` is a string; anything else fails the token. */
@@ -197,5 +205,11 @@ export function verifyAccessToken(ctx: GatewayContext, token: string): VerifiedA
     expiresAt: exp * 1000,
     jkt: confirmation.jkt,
     identifiedBy: readIdentification(verified.claims.identified_by),
+    authorizedAt: authorizedAtClaim(verified.claims.authorized_at),
   };
+}
+
+/** `authorized_at` in epoch ms (rounded: seconds with a fraction do not multiply back exactly); 0 when absent. */
+function authorizedAtClaim(claim: unknown): number {
+  return typeof claim === 'number' && Number.isFinite(claim) ? Math.round(claim * 1000) : 0;
 }

@@ -153,6 +153,7 @@ describe.skipIf(skipRedis)('CIBA consent notifications, Redis store', () => {
       subscriberId: 'sub-alice',
       phoneNumber: null,
       identifiedBy: 'tel',
+      authorizedAt: now,
       purpose: 'FraudPreventionAndDetection',
       scopes: ['device-location'],
       consentScopes: ['device-location'],

@@ -91,6 +91,8 @@ describe('JWT access tokens (RFC 9068)', () => {
       // How the subscriber was identified (a CIBA tel: hint), and its amr (RFC 9068 §2.2.1).
       identified_by: 'tel',
       amr: ['hint'],
+      // When the authorization began (the bc-authorize), to the millisecond: what the levers' markers are compared with.
+      authorized_at: now,
     });
     expect(JSON.stringify(claims)).not.toContain('sub-alice');
     // The jti carries its grant's placement tag, so a sharded store keeps the token's record with the grant.
@@ -146,7 +148,7 @@ describe('JWT access tokens (RFC 9068)', () => {
     expect(opaqueStore.reads.map(([kind]) => kind)).toEqual(['access_token']);
   });
 
-  it('guard({ revocation: "store" }) reads only the revocation list, never the token record', async () => {
+  it('guard({ revocation: "store" }) reads only the revocation list and the levers\' markers, never the token record', async () => {
     const store = new NoTokenReadStore(new MemoryStore());
     const { app, netauth } = createTestGateway({ ...JWT_OPTIONS, store });
     app.post(
@@ -158,7 +160,13 @@ describe('JWT access tokens (RFC 9068)', () => {
     store.reads.length = 0;
     const res = await request(app).post('/strict').set('Authorization', `Bearer ${token}`);
     expect(res.status).toBe(200);
-    expect(store.reads.map(([kind]) => kind)).toEqual(['revoked', 'revoked']);
+    // The token's jti and grant in the revocation list; its subscriber's and client's not-before markers.
+    expect(store.reads.map(([kind, id]) => `${kind} ${id.split(':')[0]}`)).toEqual([
+      'revoked jti',
+      'revoked grant',
+      'not_before subscriber',
+      'not_before client',
+    ]);
   });
 
   it('rejects a tampered token', async () => {
