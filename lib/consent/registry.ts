@@ -38,14 +38,15 @@ export type ConsentEvidence = {
 };
 
 /**
- * Who ended a consent and how: the subscriber on the consents page, the client or the operator through
- * `netauth.consent.revoke` (or the operator's levers), or an outside registry on its own.
+ * Who ended a consent and how: the subscriber on the consents page (or by a refusal that replaced it), the client
+ * or the operator through `netauth.consent.revoke` (or the operator's levers), or an outside registry on its own.
  */
 export type ConsentWithdrawal = {
   /** Epoch ms. */
   at: number;
   by: 'subscriber' | 'client' | 'operator' | 'registry';
-  via: 'consents_page' | 'api' | 'registry';
+  /** `consent_page`: a refusal there replaced the consent. */
+  via: 'consents_page' | 'consent_page' | 'api' | 'registry';
   /** Why, when the operator said (e.g. `number_recycled`). */
   reason?: string;
 };

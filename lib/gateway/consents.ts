@@ -8,6 +8,12 @@ import type {
 import type { EventHub } from '../ops/events.js';
 import type { Revocations } from './tokens/revocations.js';
 
+/** Who ended a consent by refusing in its place, and how: from the refusal's own evidence. */
+function refusal(evidence: ConsentEvidence): Omit<ConsentWithdrawal, 'at'> {
+  if (evidence.method === 'registry') return { by: 'registry', via: 'registry' };
+  return { by: 'subscriber', via: evidence.method === 'out_of_band' ? 'api' : 'consent_page' };
+}
+
 /** What the records say about a request, all scopes together. */
 export type ConsentState =
   | { state: 'granted'; grantIds: string[] }
@@ -31,9 +37,15 @@ export class Consents {
     return this.registry.grant(subject, evidence);
   }
 
-  /** A refusal supersedes a consent: the tokens issued under the consent go with it. */
+  /**
+   * A refusal supersedes a consent: the tokens issued under the consent go with it, and the consent is kept as
+   * withdrawn by whoever refused (its evidence outlives it) before the refusal replaces it.
+   */
   async deny(subject: ConsentSubject, evidence: ConsentEvidence): Promise<ConsentRecord[]> {
     const before = await this.registry.find(subject);
+    const granted = before.filter((r) => r.status === 'granted').map((r) => r.scope);
+    if (granted.length > 0)
+      await this.registry.revoke({ ...subject, scopes: granted }, { ...refusal(evidence), at: this.now() });
     const records = await this.registry.deny(subject, evidence);
     await this.withdrawn(before);
     return records;

@@ -233,6 +233,23 @@ describe('consent given out of band (netauth.consent.grant) and withdrawn throug
     expect(await gw.netauth.consent.list({ subscriberId: 'sub-alice' })).toEqual([]);
   });
 
+  it('a refusal that replaces a consent keeps the consent as withdrawn by the subscriber, its evidence with it', async () => {
+    const gw = createTestGateway();
+    const { submit } = await openConsentPage(gw);
+    expect((await submit({ decision: 'allow' })).status).toBe(303);
+    const given = recordOf(await gw.netauth.consent.export('sub-alice'), 'granted');
+    gw.clock.advance(60);
+    await gw.netauth.consent.deny({ clientId: 'app-1', subscriberId: 'sub-alice', scope: LOCATION });
+    const after = await gw.netauth.consent.export('sub-alice');
+    expect(after.records.map((r) => r.status)).toEqual(['denied', 'withdrawn']);
+    expect(after.records[0]!.evidence).toEqual({ method: 'out_of_band' });
+    expect(after.records[1]).toEqual({
+      ...given,
+      status: 'withdrawn',
+      withdrawal: { at: new Date(gw.clock.now).toISOString(), by: 'subscriber', via: 'api' },
+    });
+  });
+
   it('without evidence: out_of_band alone; a withdrawal by default the operator', async () => {
     const gw = createTestGateway();
     const input = { clientId: 'app-1', login_hint: 'tel:+34600000001', scope: LOCATION };
