@@ -158,38 +158,46 @@ describe('consent given on the consent page, without confirmation', () => {
 });
 
 describe('consent given on the consent page, confirmed through the operator channel', () => {
-  it('the record says page_confirmed, by a one-time code over the configured channel; the consents page says so', async () => {
-    const sms = operatorChannel();
-    const gw = createTestGateway({
-      consentPolicy: CONFIRMED_POLICY,
-      sendConsentConfirmation: sms.send,
-      consentConfirmation: { channel: 'sms' },
-    });
-    const { page, submit } = await openConsentPage(gw);
-    expect((await submit({ decision: 'allow' })).status).toBe(303);
-    const done = await submit({ decision: 'allow', code: sms.last() });
-    expect(done.status).toBe(303);
-    expect(callback(done).code).toBeDefined();
+  it.each([
+    { configured: 'sms' as const, channel: 'sms', shown: 'SMS' },
+    { configured: undefined, channel: 'operator', shown: 'Your mobile operator' },
+  ])(
+    'the record says page_confirmed, by a one-time code over the channel ($configured); the consents page says so',
+    async ({ configured, channel, shown }) => {
+      const sms = operatorChannel();
+      const gw = createTestGateway({
+        consentPolicy: CONFIRMED_POLICY,
+        sendConsentConfirmation: sms.send,
+        ...(configured !== undefined ? { consentConfirmation: { channel: configured } } : {}),
+      });
+      const { page, submit } = await openConsentPage(gw);
+      expect((await submit({ decision: 'allow' })).status).toBe(303);
+      const done = await submit({ decision: 'allow', code: sms.last() });
+      expect(done.status).toBe(303);
+      expect(callback(done).code).toBeDefined();
 
-    expect(recordOf(await gw.netauth.consent.export('sub-alice'), 'granted').evidence).toEqual({
-      method: 'page_confirmed',
-      notice: { sha256: noticeDigest(page.text), version: '1' },
-      identifiedBy: 'network',
-      confirmation: { method: 'one_time_code', channel: 'sms' },
-    });
+      expect(recordOf(await gw.netauth.consent.export('sub-alice'), 'granted').evidence).toEqual({
+        method: 'page_confirmed',
+        notice: { sha256: noticeDigest(page.text), version: '1' },
+        identifiedBy: 'network',
+        confirmation: { method: 'one_time_code', channel },
+      });
 
-    // The consents page, behind its own code.
-    const offer = await consentsPage(gw);
-    const cookie = cookies(offer);
-    expect((await postConsents(gw, cookie, { csrf: forms(offer.text)[0]!.csrf!, send: 'code' })).status).toBe(303);
-    const ask = await consentsPage(gw, cookie);
-    const opened = await postConsents(gw, cookie, { csrf: forms(ask.text)[0]!.csrf!, code: sms.last() });
-    expect(opened.status).toBe(303);
-    const list = await consentsPage(gw, cookies(opened));
-    expect(list.text).toMatch(
-      /<p>Given on <time [^>]*>[^<]+<\/time> on the consent page, confirmed with a code sent by SMS<\/p>/,
-    );
-  });
+      // The consents page, behind its own code.
+      const offer = await consentsPage(gw);
+      const cookie = cookies(offer);
+      expect((await postConsents(gw, cookie, { csrf: forms(offer.text)[0]!.csrf!, send: 'code' })).status).toBe(303);
+      const ask = await consentsPage(gw, cookie);
+      const opened = await postConsents(gw, cookie, { csrf: forms(ask.text)[0]!.csrf!, code: sms.last() });
+      expect(opened.status).toBe(303);
+      const list = await consentsPage(gw, cookies(opened));
+      expect(list.text).toMatch(
+        new RegExp(
+          `<p>Given on <time [^>]*>[^<]+</time> on the consent page, confirmed with a code sent by ${shown}</p>`,
+        ),
+      );
+    },
+  );
 
   it('consentConfirmation.channel must be one of the known channels', () => {
     const sms = operatorChannel();

@@ -63,8 +63,12 @@ function how(c: ConsentPageConfig, evidence: ConsentEvidence | undefined): strin
       return ` ${fill(t.consentsViaPage, values)}`;
     case 'page_confirmed': {
       const channel = evidence.confirmation?.channel;
-      const by = channel === undefined || channel === 'operator' ? c.operatorName : CHANNELS[channel];
-      return ` ${fill(t.consentsViaPage, values)}, ${t.consentsConfirmed.replace('{channel}', by)}`;
+      // A channel this version does not know (from an outside registry) reads as the operator's.
+      const by =
+        channel !== undefined && Object.hasOwn(CHANNELS, channel)
+          ? CHANNELS[channel as keyof typeof CHANNELS]
+          : c.operatorName;
+      return ` ${fill(t.consentsViaPage, values)}, ${t.consentsConfirmed.replace('{channel}', () => by)}`;
     }
     case 'out_of_band':
       return ` ${fill(t.consentsViaOperator, values)}`;
