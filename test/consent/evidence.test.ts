@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
-import type { ConsentExport, NetAuthOptions } from '../../lib/index.js';
+import { RedisStore, type ConsentExport, type NetAuthOptions } from '../../lib/index.js';
 import { POLICY, createTestGateway, type TestGateway } from '../helpers/gateway.js';
 import {
   ALICE_IP,
@@ -24,6 +24,7 @@ import {
   redeem,
 } from '../helpers/frontend.js';
 import { operatorChannel } from '../helpers/operator-channel.js';
+import { RedisServer, freshPrefix, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
 import { startConsentMaster, type ConsentMasterFake } from './consent-master-fake.js';
 import { HttpConsentMaster } from './http-consent-master.js';
 
@@ -285,20 +286,22 @@ describe('consent given out of band (netauth.consent.grant) and withdrawn throug
   });
 });
 
+/** Alice allows on the page, a day later withdraws on the consents page: the export before and after. */
+async function giveAndWithdrawOnThePages(gw: TestGateway) {
+  const { submit } = await openConsentPage(gw);
+  expect((await submit({ decision: 'allow' })).status).toBe(303);
+  const given = recordOf(await gw.netauth.consent.export('sub-alice'), 'granted');
+  gw.clock.advance(86_400);
+  const list = await consentsPage(gw);
+  expect((await postConsents(gw, cookies(list), forms(list.text)[0]!)).status).toBe(303);
+  expect(await gw.netauth.consent.list({ subscriberId: 'sub-alice' })).toEqual([]);
+  return { given, after: await gw.netauth.consent.export('sub-alice') };
+}
+
 describe('withdrawn on the consents page', () => {
   it('the export keeps the consent as withdrawn by the subscriber, on the consents page, with its evidence', async () => {
     const gw = createTestGateway();
-    const { submit } = await openConsentPage(gw);
-    expect((await submit({ decision: 'allow' })).status).toBe(303);
-    const given = recordOf(await gw.netauth.consent.export('sub-alice'), 'granted');
-
-    gw.clock.advance(86_400);
-    const list = await consentsPage(gw);
-    const withdraw = forms(list.text)[0]!;
-    const res = await postConsents(gw, cookies(list), withdraw);
-    expect(res.status).toBe(303);
-
-    const after = await gw.netauth.consent.export('sub-alice');
+    const { given, after } = await giveAndWithdrawOnThePages(gw);
     expect(after.records).toEqual([
       {
         ...given,
@@ -306,6 +309,35 @@ describe('withdrawn on the consents page', () => {
         withdrawal: { at: new Date(gw.clock.now).toISOString(), by: 'subscriber', via: 'consents_page' },
       },
     ]);
+  });
+
+  const skip = skipRedisTests('consent evidence on Redis');
+  describe.skipIf(skip)('on a real Redis', () => {
+    let server: RedisServer;
+    let store: RedisStore;
+    beforeAll(async () => {
+      requireRedisServer();
+      server = await RedisServer.start();
+      store = new RedisStore({ url: server.url, prefix: freshPrefix() });
+      await store.open();
+    }, 30_000);
+    afterAll(async () => {
+      await store?.close();
+      await server?.destroy();
+    });
+
+    it('the same: evidence and withdrawal kept in Redis', async () => {
+      const gw = createTestGateway({ store, consentPage: { cookieSecret: 'a-shared-secret-123' } });
+      const { given, after } = await giveAndWithdrawOnThePages(gw);
+      expect(given.evidence).toMatchObject({ method: 'page', identifiedBy: 'network' });
+      expect(after.records).toEqual([
+        {
+          ...given,
+          status: 'withdrawn',
+          withdrawal: { at: new Date(gw.clock.now).toISOString(), by: 'subscriber', via: 'consents_page' },
+        },
+      ]);
+    });
   });
 });
 
