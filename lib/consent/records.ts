@@ -132,26 +132,16 @@ export class StoreConsentRegistry implements ConsentRegistry {
         // The evidence outlives the consent: written before the record goes, so a failure loses neither.
         if (record.status === 'granted') {
           const kept: ConsentRecord = { ...record, status: 'withdrawn', withdrawal };
-          await this.store.put(
-            'consent',
-            withdrawnId(record.clientId, record.subscriberId, record.purpose, scope),
-            kept,
-            {
-              ttl: this.withdrawnRetention,
-            },
-          );
+          const keptId = withdrawnId(record.clientId, record.subscriberId, record.purpose, scope);
+          await this.store.put('consent', keptId, kept, { ttl: this.withdrawnRetention });
         }
         await this.store.delete('consent', id);
         return [record];
       }),
     );
     const removed = found.flat();
-    await this.index(
-      subject.subscriberId,
-      [],
-      removed,
-      removed.filter((r) => r.status === 'granted'),
-    );
+    const withdrawn = removed.filter((r) => r.status === 'granted');
+    await this.index(subject.subscriberId, [], removed, withdrawn);
     return removed;
   }
 

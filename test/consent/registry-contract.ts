@@ -127,6 +127,14 @@ export function describeConsentRegistryContract(name: string, create: () => Prom
       expect(sorted(await h.registry.list('sub-alice'))).toEqual(sorted(records));
       await Promise.all(subjects.slice(0, 10).map((s) => h.registry.revoke(s, BY_OPERATOR)));
       expect(sorted(await h.registry.list('sub-alice'))).toEqual(sorted(records.slice(10)));
+      // Nor does history: every withdrawal of those at once is kept.
+      const withdrawn = (await h.registry.history!('sub-alice')).filter((r) => r.status === 'withdrawn');
+      expect(withdrawn.map((r) => r.clientId).sort()).toEqual(
+        subjects
+          .slice(0, 10)
+          .map((s) => s.clientId)
+          .sort(),
+      );
     });
 
     it('an expired record is neither found nor listed', async () => {
