@@ -283,6 +283,7 @@ describe('consent given out of band (netauth.consent.grant) and withdrawn throug
       code: 'invalid_request',
     });
     expect((await gw.netauth.consent.export('sub-alice')).records).toEqual([]);
+    await expect(gw.netauth.consent.export('')).rejects.toMatchObject({ code: 'invalid_request' });
   });
 });
 
