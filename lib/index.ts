@@ -9,7 +9,9 @@ export { createNetAuth } from './netauth.js';
 export type {
   NetAuth,
   ConsentApi,
+  ConsentDecisionInput,
   ConsentInput,
+  ConsentRevokeInput,
   SubscriberInput,
   BackchannelApi,
   SubscribersApi,
@@ -137,7 +139,17 @@ export { StaticConsentPolicy } from './consent/policy.js';
 export type { ConsentPolicy, ConsentRule, LegalBasis } from './consent/policy.js';
 export { NUMBER_VERIFICATION_SCOPES } from './consent/number-verification.js';
 export { StoreConsentRegistry } from './consent/records.js';
-export type { ConsentRecord, ConsentRegistry, ConsentSubject } from './consent/registry.js';
+export type {
+  ConsentCaptureMethod,
+  ConsentConfirmationChannel,
+  ConsentEvidence,
+  ConsentNotice,
+  ConsentRecord,
+  ConsentRegistry,
+  ConsentSubject,
+  ConsentWithdrawal,
+} from './consent/registry.js';
+export type { ConsentExport, ExportedConsent, OutOfBandEvidence } from './consent/evidence.js';
 export { MemoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
 export { StoreUnavailableError, placementTag } from './stores/store.js';

@@ -4,6 +4,7 @@ import { parseLoginHint } from './identity/login-hint.js';
 import { parseScope } from './identity/scope.js';
 import { findByLoginHint } from './identity/subscribers.js';
 import type { ConsentRecord } from './consent/registry.js';
+import { exportOf, outOfBandEvidence, type ConsentExport, type OutOfBandEvidence } from './consent/evidence.js';
 import { createContext, type GatewayContext } from './gateway/context.js';
 import type { NetAuthOptions } from './gateway/options.js';
 import { createRouter, createWellKnownRouter } from './gateway/router.js';
@@ -34,13 +35,31 @@ export interface ConsentInput {
   scope: string;
 }
 
+/**
+ * A decision collected out-of-band, and what demonstrates it besides (kept in the records' `evidence`, with
+ * `method: 'out_of_band'`): the notice your app or shop showed (SHA-256 of its text, your version of it), how
+ * you identified the subscriber.
+ */
+export interface ConsentDecisionInput extends ConsentInput {
+  evidence?: OutOfBandEvidence;
+}
+
+/** A withdrawal through the API: who asked for it (default the operator), and why, if you like. */
+export interface ConsentRevokeInput extends ConsentInput {
+  withdrawnBy?: 'client' | 'operator';
+  reason?: string;
+}
+
 export interface ConsentApi {
   /** Records consent (e.g. collected out-of-band for a backend-flow request). */
-  grant(input: ConsentInput): Promise<ConsentRecord[]>;
+  grant(input: ConsentDecisionInput): Promise<ConsentRecord[]>;
   /** Records a refusal: pending backend-flow requests are answered access_denied; tokens under a prior consent are revoked. */
-  deny(input: ConsentInput): Promise<ConsentRecord[]>;
-  /** Withdraws consent and revokes every token issued under it. True if any consent was on record. */
-  revoke(input: ConsentInput): Promise<boolean>;
+  deny(input: ConsentDecisionInput): Promise<ConsentRecord[]>;
+  /**
+   * Withdraws consent and revokes every token issued under it. True if any consent was on record. The record is
+   * kept as `withdrawn`, saying who withdrew it (`withdrawnBy`) through the API.
+   */
+  revoke(input: ConsentRevokeInput): Promise<boolean>;
   /** The live records (granted or denied) for the input's scopes. */
   lookup(input: ConsentInput): Promise<ConsentRecord[]>;
   /** Every live record (granted or denied) of one subscriber, named by `login_hint` or `subscriberId`. */
@@ -51,6 +70,11 @@ export interface ConsentApi {
    * `grant` answered them or `lookup` and `list` do.
    */
   withdrawn(records: readonly ConsentRecord[]): Promise<void>;
+  /**
+   * Every consent record of one subscriber (the directory's id) with its evidence, withdrawn ones included, as
+   * JSON for the subscriber (GDPR Art. 15, 20) or a regulator (Art. 7(1)); docs/consent.md describes the fields.
+   */
+  export(subscriberId: string): Promise<ConsentExport>;
 }
 
 /** A subscriber, named by `login_hint` (`tel:+…`, `ipport:…`) or by the directory's `subscriberId`. */
@@ -155,25 +179,42 @@ export function createNetAuth(options: NetAuthOptions): NetAuth {
     consent: {
       grant: async (input) => {
         const who = await subject(ctx, input);
-        const records = await ctx.consent.grant(who);
+        const records = await ctx.consent.grant(who, outOfBandEvidence(input.evidence));
         ctx.events.emit('consent.granted', { ...who, via: 'api' });
         return records;
       },
       deny: async (input) => {
         const who = await subject(ctx, input);
-        const records = await ctx.consent.deny(who);
+        const records = await ctx.consent.deny(who, outOfBandEvidence(input.evidence));
         ctx.events.emit('consent.denied', { ...who, via: 'api' });
         return records;
       },
       revoke: async (input) => {
         const who = await subject(ctx, input);
-        const revoked = (await ctx.consent.revoke(who)).length > 0;
+        const by = input.withdrawnBy ?? 'operator';
+        if (by !== 'client' && by !== 'operator')
+          throw new OAuthError('invalid_request', "withdrawnBy must be 'client' or 'operator'");
+        if (input.reason !== undefined && (typeof input.reason !== 'string' || !/^[a-z0-9_]{1,64}$/.test(input.reason)))
+          throw new OAuthError('invalid_request', 'reason must be 1 to 64 of a-z, 0-9 and _');
+        const withdrawal = { by, via: 'api' as const, ...(input.reason !== undefined ? { reason: input.reason } : {}) };
+        const revoked = (await ctx.consent.revoke(who, withdrawal)).length > 0;
         if (revoked) ctx.events.emit('consent.revoked', { ...who, via: 'api' });
         return revoked;
       },
       lookup: async (input) => ctx.consent.find(await subject(ctx, input)),
       list: async (input) => ctx.consent.list(await subscriberOf(ctx, input)),
       withdrawn: (records) => ctx.consent.withdrawn(records),
+      export: async (subscriberId) => {
+        if (typeof subscriberId !== 'string' || subscriberId === '')
+          throw new OAuthError('invalid_request', 'give the subscriberId');
+        const records = await ctx.consent.history(subscriberId);
+        const names = new Map<string, string>();
+        for (const clientId of new Set(records.map((r) => r.clientId))) {
+          const name = (await ctx.clients.find(clientId))?.name;
+          if (name !== undefined) names.set(clientId, name);
+        }
+        return exportOf(ctx.issuer, subscriberId, ctx.now(), records, names);
+      },
     },
     backchannel: {
       approve: (id) => decideBackchannelRequest(ctx, id, 'approved'),

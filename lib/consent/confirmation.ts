@@ -6,6 +6,7 @@ import type { Store } from '../stores/store.js';
 import type { RateLimitRule } from '../ops/rate-limits.js';
 import { NO_SLOT, type Reservation } from '../ops/lockout.js';
 import type { ConfirmationSetting, ConsentRule } from './policy.js';
+import type { ConsentConfirmationChannel } from './registry.js';
 
 /**
  * Confirmation through the operator's channel (CAMARA: consent capture must not allow "background loading and
@@ -105,6 +106,11 @@ export interface ConsentConfirmationOptions {
    * and it holds with `rateLimits: false` too. `false` turns it off. Default 10 per 86400 s.
    */
   wrongCodesPerSubscriber?: RateLimitRule | false;
+  /**
+   * The channel `sendConsentConfirmation` sends through, as consent records say it (`evidence.confirmation`) and
+   * the consents page shows it: `'sms'`, `'push'`, `'ussd'`, or `'operator'` (unspecified). Default `'operator'`.
+   */
+  channel?: ConsentConfirmationChannel;
 }
 
 /** The options resolved: what the module works with. */
@@ -116,6 +122,7 @@ export interface ConfirmationSettings {
   codesPerSubscriber: RateLimitRule | undefined;
   /** Undefined: no cap. */
   wrongCodesPerSubscriber: RateLimitRule | undefined;
+  channel: ConsentConfirmationChannel;
 }
 
 const OPTION_NAMES = optionNames<ConsentConfirmationOptions>({
@@ -124,7 +131,9 @@ const OPTION_NAMES = optionNames<ConsentConfirmationOptions>({
   sendTimeout: true,
   codesPerSubscriber: true,
   wrongCodesPerSubscriber: true,
+  channel: true,
 });
+const CHANNELS: readonly ConsentConfirmationChannel[] = ['sms', 'push', 'ussd', 'operator'];
 const CAP_NAMES: ReadonlySet<string> = new Set(['points', 'duration']);
 const SETTINGS: readonly ConfirmationSetting[] = ['off', 'required'];
 /**
@@ -203,7 +212,17 @@ export function checkConfirmation(
     sendTimeout: whole(options?.sendTimeout, 'consentConfirmation.sendTimeout', 1, 120_000, 'ms') ?? d.sendTimeout,
     codesPerSubscriber: codesCap(options?.codesPerSubscriber, 'codesPerSubscriber'),
     wrongCodesPerSubscriber: codesCap(options?.wrongCodesPerSubscriber, 'wrongCodesPerSubscriber'),
+    channel: channelOf(options?.channel),
   };
+}
+
+function channelOf(value: unknown): ConsentConfirmationChannel {
+  if (value === undefined) return 'operator';
+  if (!CHANNELS.includes(value as ConsentConfirmationChannel))
+    throw new TypeError(
+      `consentConfirmation.channel must be 'sms', 'push', 'ussd' or 'operator', not ${typeof value === 'string' ? JSON.stringify(value) : describe(value)}`,
+    );
+  return value as ConsentConfirmationChannel;
 }
 
 function codesCap(

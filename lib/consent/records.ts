@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { randomTag, sha256, taggedId } from '../crypto.js';
 import { placementTag, StoreUnavailableError, type Store } from '../stores/store.js';
 import { DEFAULT_CONSENT_LIFETIME, type ConsentPolicy } from './policy.js';
-import type { ConsentRecord, ConsentRegistry, ConsentSubject } from './registry.js';
+import type { ConsentEvidence, ConsentRecord, ConsentRegistry, ConsentSubject, ConsentWithdrawal } from './registry.js';
 
 // A refusal is remembered long enough to answer every request pending at that time.
 const DENIAL_LIFETIME = 24 * 3600;
@@ -11,14 +11,18 @@ const LOCK_TTL = 5;
 /** How long a writer waits for the lock before it gives up (the request answers 503, as for a store outage). */
 const LOCK_WAIT_MS = 6000;
 
+/** Seconds a withdrawn consent is kept as evidence, by default (as long as a consent lives by default). */
+const WITHDRAWN_RETENTION = DEFAULT_CONSENT_LIFETIME;
+
 /** The subscriber's index: which (client, purpose, scope) records exist, for `list`. */
-interface SubscriberIndex {
+type SubscriberIndex = {
   /** `clientId|purpose|scope`, each part URI-encoded. */
   entries: string[];
+  /** The same, of the withdrawn consents kept for `history` (the last withdrawal of each). */
+  withdrawn?: string[];
   /** Epoch ms after which no entry can be live. */
   expiresAt: number;
-  [key: string]: string[] | number;
-}
+};
 
 /**
  * The placement tag of a client's consent records for one subscriber (lib/stores/store.ts): derived from both,
@@ -62,6 +66,11 @@ function recordId(clientId: string, subscriberId: string, purpose: string, scope
   return `${recordTag(clientId, subscriberId)}.${[clientId, subscriberId, purpose, scope].map(encodeURIComponent).join('|')}`;
 }
 
+/** Where the last withdrawal of a (client, subscriber, purpose, scope) is kept: beside the live record. */
+function withdrawnId(clientId: string, subscriberId: string, purpose: string, scope: string): string {
+  return `${recordTag(clientId, subscriberId)}.withdrawn|${[clientId, subscriberId, purpose, scope].map(encodeURIComponent).join('|')}`;
+}
+
 function subscriberIds(subscriberId: string): { index: string; lock: string } {
   const tag = sha256(`subscriber|${encodeURIComponent(subscriberId)}`).slice(0, 8);
   return {
@@ -74,47 +83,65 @@ function subscriberIds(subscriberId: string): { index: string; lock: string } {
  * The built-in consent registry: records per (client, subscriber, purpose, scope) in the gateway's store, and per
  * subscriber an index of them for `list`. The store has no list operation, so the index is one record, updated
  * under a short lock (the store's `add`) so that concurrent decisions of one subscriber never lose an entry.
+ * A withdrawn consent is kept, as evidence, for `withdrawnRetention` seconds (default a year): the last withdrawal
+ * of each (client, purpose, scope).
  */
 export class StoreConsentRegistry implements ConsentRegistry {
+  private readonly withdrawnRetention: number;
+
   constructor(
     private readonly store: Store,
     private readonly policy: ConsentPolicy,
     private readonly now: () => number,
-  ) {}
+    options: { withdrawnRetention?: number } = {},
+  ) {
+    const retention = options.withdrawnRetention ?? WITHDRAWN_RETENTION;
+    if (!Number.isInteger(retention) || retention < 1)
+      throw new TypeError('withdrawnRetention must be a whole number of seconds, at least 1');
+    this.withdrawnRetention = retention;
+  }
 
-  async grant(subject: ConsentSubject): Promise<ConsentRecord[]> {
+  async grant(subject: ConsentSubject, evidence: ConsentEvidence): Promise<ConsentRecord[]> {
     const decidedAt = this.now();
     const records = await Promise.all(
       subject.scopes.map(async (scope) => {
         const lifetime = this.policy.rule(subject.purpose, scope)?.consentLifetime ?? DEFAULT_CONSENT_LIFETIME;
-        return this.decide(subject, scope, 'granted', decidedAt, lifetime);
+        return this.decide(subject, scope, 'granted', decidedAt, lifetime, evidence);
       }),
     );
-    await this.index(subject.subscriberId, records, []);
+    await this.index(subject.subscriberId, records, [], []);
     return records;
   }
 
-  async deny(subject: ConsentSubject): Promise<ConsentRecord[]> {
+  async deny(subject: ConsentSubject, evidence: ConsentEvidence): Promise<ConsentRecord[]> {
     const decidedAt = this.now();
     const records = await Promise.all(
-      subject.scopes.map((scope) => this.decide(subject, scope, 'denied', decidedAt, DENIAL_LIFETIME)),
+      subject.scopes.map((scope) => this.decide(subject, scope, 'denied', decidedAt, DENIAL_LIFETIME, evidence)),
     );
-    await this.index(subject.subscriberId, records, []);
+    await this.index(subject.subscriberId, records, [], []);
     return records;
   }
 
-  async revoke(subject: ConsentSubject): Promise<ConsentRecord[]> {
+  async revoke(subject: ConsentSubject, withdrawal: ConsentWithdrawal): Promise<ConsentRecord[]> {
     const found = await Promise.all(
       subject.scopes.map(async (scope) => {
         const id = recordId(subject.clientId, subject.subscriberId, subject.purpose, scope);
         const existing = await this.store.get<ConsentRecord>('consent', id);
         if (!existing) return [];
+        const record = existing.value;
+        // The evidence outlives the consent: written before the record goes, so a failure loses neither.
+        if (record.status === 'granted') {
+          const kept: ConsentRecord = { ...record, status: 'withdrawn', withdrawal };
+          const keptId = withdrawnId(record.clientId, record.subscriberId, record.purpose, scope);
+          await this.store.put('consent', keptId, kept, { ttl: this.withdrawnRetention });
+        }
         await this.store.delete('consent', id);
-        return [existing.value];
+        return [record];
       }),
     );
     const removed = found.flat();
-    await this.index(subject.subscriberId, [], removed);
+    const withdrawn = removed.filter((r) => r.status === 'granted');
+    await this.index(subject.subscriberId, [], removed, withdrawn);
     return removed;
   }
 
@@ -148,14 +175,34 @@ export class StoreConsentRegistry implements ConsentRegistry {
   async list(subscriberId: string): Promise<ConsentRecord[]> {
     const index = await this.store.get<SubscriberIndex>('consent', subscriberIds(subscriberId).index);
     if (!index) return [];
+    return this.read(subscriberId, index.value.entries, recordId, true);
+  }
+
+  async history(subscriberId: string): Promise<ConsentRecord[]> {
+    const index = await this.store.get<SubscriberIndex>('consent', subscriberIds(subscriberId).index);
+    if (!index) return [];
+    const [live, withdrawn] = await Promise.all([
+      this.read(subscriberId, index.value.entries, recordId, true),
+      this.read(subscriberId, index.value.withdrawn ?? [], withdrawnId, false),
+    ]);
+    return [...live, ...withdrawn];
+  }
+
+  /** The records of index entries; `live`: only those not expired (a withdrawn one lives by its store TTL). */
+  private async read(
+    subscriberId: string,
+    entries: readonly string[],
+    id: typeof recordId,
+    live: boolean,
+  ): Promise<ConsentRecord[]> {
     const records = await Promise.all(
-      index.value.entries.map((entry) => {
+      entries.map((entry) => {
         const [clientId, purpose, scope] = entry.split('|').map(decodeURIComponent) as [string, string, string];
-        return this.store.get<ConsentRecord>('consent', recordId(clientId, subscriberId, purpose, scope));
+        return this.store.get<ConsentRecord>('consent', id(clientId, subscriberId, purpose, scope));
       }),
     );
     const now = this.now();
-    return records.flatMap((r) => (r && r.value.expiresAt > now ? [r.value] : []));
+    return records.flatMap((r) => (r && (!live || r.value.expiresAt > now) ? [r.value] : []));
   }
 
   private async decide(
@@ -164,6 +211,7 @@ export class StoreConsentRegistry implements ConsentRegistry {
     status: ConsentRecord['status'],
     decidedAt: number,
     lifetime: number,
+    evidence: ConsentEvidence,
   ): Promise<ConsentRecord> {
     const id = recordId(subject.clientId, subject.subscriberId, subject.purpose, scope);
     const previous = (await this.store.get<ConsentRecord>('consent', id))?.value;
@@ -179,25 +227,43 @@ export class StoreConsentRegistry implements ConsentRegistry {
       // Renewing a live consent keeps its grant id, so a later revocation still reaches every token under it.
       grantId: status === 'granted' && stillGranted ? (rekeyedGrantId(previous) ?? previous.grantId) : newGrantId(),
       ...(status === 'granted' && stillGranted ? formerOf(previous) : {}),
+      evidence,
     };
     await this.store.put('consent', id, record, { ttl: lifetime });
     return record;
   }
 
-  /** Adds and removes index entries under the subscriber's lock (`list` skips entries whose record expired). */
-  private async index(subscriberId: string, added: ConsentRecord[], removed: ConsentRecord[]): Promise<void> {
+  /**
+   * Adds and removes index entries under the subscriber's lock (`list` skips entries whose record expired);
+   * `withdrawn` are the consents kept for `history`.
+   */
+  private async index(
+    subscriberId: string,
+    added: ConsentRecord[],
+    removed: ConsentRecord[],
+    withdrawn: ConsentRecord[],
+  ): Promise<void> {
     const ids = subscriberIds(subscriberId);
     await this.lock(ids.lock);
     try {
       const current = (await this.store.get<SubscriberIndex>('consent', ids.index))?.value;
       const now = this.now();
       const entries = new Set(current && current.expiresAt > now ? current.entries : []);
+      const kept = new Set(current && current.expiresAt > now ? (current.withdrawn ?? []) : []);
       for (const r of removed) entries.delete(entryOf(r.clientId, r.purpose, r.scope));
       for (const r of added) entries.add(entryOf(r.clientId, r.purpose, r.scope));
-      const expiresAt = Math.max(current?.expiresAt ?? 0, ...added.map((r) => r.expiresAt));
+      for (const r of withdrawn) kept.add(entryOf(r.clientId, r.purpose, r.scope));
+      const expiresAt = Math.max(
+        current?.expiresAt ?? 0,
+        ...added.map((r) => r.expiresAt),
+        ...(withdrawn.length > 0 ? [now + this.withdrawnRetention * 1000] : []),
+      );
       const ttl = Math.ceil((expiresAt - now) / 1000);
-      if (entries.size === 0 || ttl <= 0) await this.store.delete('consent', ids.index);
-      else await this.store.put('consent', ids.index, { entries: [...entries], expiresAt }, { ttl });
+      if ((entries.size === 0 && kept.size === 0) || ttl <= 0) await this.store.delete('consent', ids.index);
+      else {
+        const value = { entries: [...entries], ...(kept.size > 0 ? { withdrawn: [...kept] } : {}), expiresAt };
+        await this.store.put('consent', ids.index, value, { ttl });
+      }
     } finally {
       await this.store.delete('consent', ids.lock);
     }

@@ -1,6 +1,18 @@
-import type { ConsentRecord, ConsentRegistry, ConsentSubject } from '../consent/registry.js';
+import type {
+  ConsentEvidence,
+  ConsentRecord,
+  ConsentRegistry,
+  ConsentSubject,
+  ConsentWithdrawal,
+} from '../consent/registry.js';
 import type { EventHub } from '../ops/events.js';
 import type { Revocations } from './tokens/revocations.js';
+
+/** Who ended a consent by refusing in its place, and how: from the refusal's own evidence. */
+function refusal(evidence: ConsentEvidence): Omit<ConsentWithdrawal, 'at'> {
+  if (evidence.method === 'registry') return { by: 'registry', via: 'registry' };
+  return { by: 'subscriber', via: evidence.method === 'out_of_band' ? 'api' : 'consent_page' };
+}
 
 /** What the records say about a request, all scopes together. */
 export type ConsentState =
@@ -21,23 +33,44 @@ export class Consents {
     private readonly now: () => number,
   ) {}
 
-  grant(subject: ConsentSubject): Promise<ConsentRecord[]> {
-    return this.registry.grant(subject);
+  grant(subject: ConsentSubject, evidence: ConsentEvidence): Promise<ConsentRecord[]> {
+    return this.registry.grant(subject, evidence);
   }
 
-  /** A refusal supersedes a consent: the tokens issued under the consent go with it. */
-  async deny(subject: ConsentSubject): Promise<ConsentRecord[]> {
+  /**
+   * A refusal supersedes a consent: the tokens issued under the consent go with it, and the consent is kept as
+   * withdrawn by whoever refused (its evidence outlives it) before the refusal replaces it.
+   */
+  async deny(subject: ConsentSubject, evidence: ConsentEvidence): Promise<ConsentRecord[]> {
     const before = await this.registry.find(subject);
-    const records = await this.registry.deny(subject);
+    const granted = before.filter((r) => r.status === 'granted').map((r) => r.scope);
+    if (granted.length > 0)
+      await this.registry.revoke({ ...subject, scopes: granted }, { ...refusal(evidence), at: this.now() });
+    const records = await this.registry.deny(subject, evidence);
     await this.withdrawn(before);
     return records;
   }
 
-  /** Removes the records and revokes every token issued under them; answers what was on record. */
-  async revoke(subject: ConsentSubject): Promise<ConsentRecord[]> {
-    const removed = await this.registry.revoke(subject);
+  /**
+   * Removes the records and revokes every token issued under them; answers what was on record. `withdrawal` says
+   * who withdrew and how (default: the operator, through the API); its time is now.
+   */
+  async revoke(
+    subject: ConsentSubject,
+    withdrawal: Omit<ConsentWithdrawal, 'at'> = { by: 'operator', via: 'api' },
+  ): Promise<ConsentRecord[]> {
+    const removed = await this.registry.revoke(subject, { ...withdrawal, at: this.now() });
     await this.withdrawn(removed);
     return removed;
+  }
+
+  /**
+   * Every record of a subscriber the registry holds, withdrawn ones included (a registry without `history`: the
+   * live ones).
+   */
+  async history(subscriberId: string): Promise<ConsentRecord[]> {
+    if (this.registry.history === undefined) return this.list(subscriberId);
+    return (await this.registry.history(subscriberId)).filter((r) => r.subscriberId === subscriberId);
   }
 
   /** The live records of the subject's scopes. */

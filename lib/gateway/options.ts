@@ -103,6 +103,14 @@ export interface SubscriberConsentsTexts {
   consentsEmpty: string;
   /** Before each consent's date. */
   consentsGiven: string;
+  /** After the date, for a consent given on the consent page. `{operator}` is replaced. */
+  consentsViaPage: string;
+  /** After that, for one confirmed with a code. `{channel}` is replaced (SMS, push notification, USSD, or the operator). */
+  consentsConfirmed: string;
+  /** After the date, for a consent the operator recorded (`netauth.consent.grant`). `{operator}` is replaced. */
+  consentsViaOperator: string;
+  /** After the date, for a consent an outside Consent Master recorded. `{operator}` is replaced. */
+  consentsViaRegistry: string;
   /** Each consent's button. */
   withdraw: string;
   /** Said after a withdrawal. `{client}` is replaced. */
@@ -201,6 +209,11 @@ export interface ConsentPageOptions {
    * wording follows the language of the request that sends it. Default: none (always `language`).
    */
   languages?: Record<string, PageLanguageOptions>;
+  /**
+   * Your version of the consent page's wording, kept in each consent record beside the SHA-256 of the text the
+   * subscriber saw (`evidence.notice`): change it when you change the wording. Default `'1'`.
+   */
+  noticeVersion?: string;
   /** Name of the session cookie that binds the page to the browser. Default `netauth.sid`. */
   cookieName?: string;
   /** Path of the session cookie. Default: the issuer's path. Must cover where the router is mounted. */

@@ -42,6 +42,8 @@ const REVIEWED: Record<string, string> = {
   'lib/consent/confirmation.ts': 'HMAC of a confirmation code under a random salt: in the store only',
   'lib/consent/records.ts':
     "store placement of a client's consent records for a subscriber: in the store only (grant ids are random)",
+  'lib/consent/evidence.ts':
+    "SHA-256 of the consent page's text (the notice shown: application name, purpose, scopes), no identifier of the subscriber",
   'lib/guard/body-hash.ts': 'SHA-256 of request bytes (camara:bh)',
 };
 

@@ -1,12 +1,13 @@
 /**
  * A small Consent Master for the tests: the REST API docs/consent.md's adapter speaks, over real HTTP, keeping
- * records in memory by its own rules (its own grant ids, its own lifetimes) on an injected clock. `withdraw`
- * plays a subscriber withdrawing through the operator's own channels, which the gateway never sees.
+ * records in memory by its own rules (its own grant ids, its own lifetimes) on an injected clock, and what it
+ * removes as `withdrawn` for the history. `withdraw` plays a subscriber withdrawing through the operator's own
+ * channels, and `record` one consenting there, which the gateway never sees.
  */
 import { randomUUID } from 'node:crypto';
 import express from 'express';
 import { listen } from '../helpers/listen.js';
-import type { ConsentRecord } from '../../lib/index.js';
+import type { ConsentEvidence, ConsentRecord, ConsentWithdrawal } from '../../lib/index.js';
 
 const GRANT_LIFETIME_MS = 180 * 24 * 3600 * 1000;
 const DENIAL_LIFETIME_MS = 3600 * 1000;
@@ -23,6 +24,8 @@ export interface ConsentMasterFake {
   token: string;
   /** Out of band: removes the records and answers them, as the operator's systems would learn of it. */
   withdraw(subject: Subject): ConsentRecord[];
+  /** Out of band: the subscriber consents through the operator's own channels (evidence `method: 'registry'`). */
+  record(subject: Subject): ConsentRecord[];
   close(): Promise<void>;
 }
 
@@ -40,16 +43,39 @@ function isSubject(body: unknown): body is Subject {
 export async function startConsentMaster(now: () => number): Promise<ConsentMasterFake> {
   const token = randomUUID();
   const records = new Map<string, ConsentRecord>();
+  const withdrawn = new Map<string, ConsentRecord>();
   const key = (clientId: string, subscriberId: string, purpose: string, scope: string) =>
     JSON.stringify([clientId, subscriberId, purpose, scope]);
   const live = (r: ConsentRecord | undefined): r is ConsentRecord => r !== undefined && r.expiresAt > now();
-  const remove = (s: Subject): ConsentRecord[] =>
+  const remove = (s: Subject, withdrawal: ConsentWithdrawal): ConsentRecord[] =>
     s.scopes.flatMap((scope) => {
       const k = key(s.clientId, s.subscriberId, s.purpose, scope);
       const r = records.get(k);
       records.delete(k);
+      if (r?.status === 'granted') withdrawn.set(k, { ...r, status: 'withdrawn', withdrawal });
       return r ? [r] : [];
     });
+  const decide = (s: Subject, status: 'granted' | 'denied', evidence: ConsentEvidence | undefined) => {
+    const at = now();
+    return s.scopes.map((scope) => {
+      const k = key(s.clientId, s.subscriberId, s.purpose, scope);
+      const previous = records.get(k);
+      const record: ConsentRecord = {
+        clientId: s.clientId,
+        subscriberId: s.subscriberId,
+        purpose: s.purpose,
+        scope,
+        status,
+        decidedAt: at,
+        expiresAt: at + (status === 'granted' ? GRANT_LIFETIME_MS : DENIAL_LIFETIME_MS),
+        grantId:
+          status === 'granted' && live(previous) && previous.status === 'granted' ? previous.grantId : randomUUID(),
+        ...(evidence ? { evidence } : {}),
+      };
+      records.set(k, record);
+      return record;
+    });
+  };
 
   const app = express();
   app.use(express.json());
@@ -62,30 +88,13 @@ export async function startConsentMaster(now: () => number): Promise<ConsentMast
     const status = (body as { status?: unknown }).status;
     if (!isSubject(body) || (status !== 'granted' && status !== 'denied'))
       return void res.status(400).json({ error: 'bad request' });
-    const at = now();
-    res.json(
-      body.scopes.map((scope) => {
-        const k = key(body.clientId, body.subscriberId, body.purpose, scope);
-        const previous = records.get(k);
-        const record: ConsentRecord = {
-          clientId: body.clientId,
-          subscriberId: body.subscriberId,
-          purpose: body.purpose,
-          scope,
-          status,
-          decidedAt: at,
-          expiresAt: at + (status === 'granted' ? GRANT_LIFETIME_MS : DENIAL_LIFETIME_MS),
-          grantId:
-            status === 'granted' && live(previous) && previous.status === 'granted' ? previous.grantId : randomUUID(),
-        };
-        records.set(k, record);
-        return record;
-      }),
-    );
+    res.json(decide(body, status, (body as { evidence?: ConsentEvidence }).evidence));
   });
   app.post('/consents/revoke', (req, res) => {
-    if (!isSubject(req.body)) return void res.status(400).json({ error: 'bad request' });
-    res.json(remove(req.body));
+    const body = req.body as unknown;
+    const withdrawal = (body as { withdrawal?: ConsentWithdrawal }).withdrawal;
+    if (!isSubject(body) || typeof withdrawal !== 'object') return void res.status(400).json({ error: 'bad request' });
+    res.json(remove(body, withdrawal));
   });
   app.post('/consents/find', (req, res) => {
     const body = req.body as unknown;
@@ -97,6 +106,16 @@ export async function startConsentMaster(now: () => number): Promise<ConsentMast
   app.get('/subscribers/:id/consents', (req, res) => {
     res.json([...records.values()].filter((r) => r.subscriberId === req.params.id && live(r)));
   });
+  app.get('/subscribers/:id/consents/history', (req, res) => {
+    const mine = (r: ConsentRecord) => r.subscriberId === req.params.id;
+    res.json([...[...records.values()].filter((r) => mine(r) && live(r)), ...[...withdrawn.values()].filter(mine)]);
+  });
   const server = await listen(app);
-  return { url: `${server.url}/`, token, withdraw: remove, close: server.close };
+  return {
+    url: `${server.url}/`,
+    token,
+    withdraw: (subject) => remove(subject, { at: now(), by: 'registry', via: 'registry' }),
+    record: (subject) => decide(subject, 'granted', { method: 'registry' }),
+    close: server.close,
+  };
 }

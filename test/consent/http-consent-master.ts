@@ -2,7 +2,13 @@
  * The HTTP Consent Master adapter of docs/consent.md, as the contract suite runs it: the text below the import is
  * the docs' block (registry.test.ts checks that they stay the same).
  */
-import type { ConsentRecord, ConsentRegistry, ConsentSubject } from '../../lib/index.js';
+import type {
+  ConsentEvidence,
+  ConsentRecord,
+  ConsentRegistry,
+  ConsentSubject,
+  ConsentWithdrawal,
+} from '../../lib/index.js';
 
 /** The operator's Consent Master behind its REST API; records travel as JSON in the shape of ConsentRecord. */
 export class HttpConsentMaster implements ConsentRegistry {
@@ -11,16 +17,17 @@ export class HttpConsentMaster implements ConsentRegistry {
     private readonly token: string,
   ) {}
 
-  grant(subject: ConsentSubject): Promise<ConsentRecord[]> {
-    return this.call('POST', 'consents', { ...subject, status: 'granted' });
+  grant(subject: ConsentSubject, evidence: ConsentEvidence): Promise<ConsentRecord[]> {
+    return this.call('POST', 'consents', { ...subject, status: 'granted', evidence });
   }
 
-  deny(subject: ConsentSubject): Promise<ConsentRecord[]> {
-    return this.call('POST', 'consents', { ...subject, status: 'denied' });
+  deny(subject: ConsentSubject, evidence: ConsentEvidence): Promise<ConsentRecord[]> {
+    return this.call('POST', 'consents', { ...subject, status: 'denied', evidence });
   }
 
-  revoke(subject: ConsentSubject): Promise<ConsentRecord[]> {
-    return this.call('POST', 'consents/revoke', subject);
+  /** The Consent Master keeps what it removes as `withdrawn`, with `withdrawal`, for `history`. */
+  revoke(subject: ConsentSubject, withdrawal: ConsentWithdrawal): Promise<ConsentRecord[]> {
+    return this.call('POST', 'consents/revoke', { ...subject, withdrawal });
   }
 
   find(subject: ConsentSubject): Promise<ConsentRecord[]> {
@@ -29,6 +36,10 @@ export class HttpConsentMaster implements ConsentRegistry {
 
   list(subscriberId: string): Promise<ConsentRecord[]> {
     return this.call('GET', `subscribers/${encodeURIComponent(subscriberId)}/consents`);
+  }
+
+  history(subscriberId: string): Promise<ConsentRecord[]> {
+    return this.call('GET', `subscribers/${encodeURIComponent(subscriberId)}/consents/history`);
   }
 
   private async call(method: 'GET' | 'POST', path: string, body?: object): Promise<ConsentRecord[]> {

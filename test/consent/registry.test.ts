@@ -109,15 +109,15 @@ describe('the gateway over a Consent Master', () => {
     const gw = createTestGateway(options);
     const id = await startBackchannel(gw.app, ALICE, LOCATION);
     expect((await pollToken(gw.app, id)).body.error).toBe('authorization_pending');
-    await registry.grant(subject);
+    master.record(subject);
     c.advance(5);
     expect((await pollToken(gw.app, id)).status).toBe(200);
 
     const next = await startBackchannel(gw.app, ALICE, LOCATION);
-    await registry.deny(subject);
+    await registry.deny(subject, { method: 'registry' });
     c.advance(5);
     expect((await pollToken(gw.app, next)).body.error).toBe('access_denied');
-    await registry.revoke(subject);
+    await registry.revoke(subject, { at: c.now, by: 'registry', via: 'registry' });
   });
 
   it('netauth.consent.revoke withdraws there and the guard refuses the token at once', async () => {

@@ -25,6 +25,8 @@ import { createAuthorizationCode } from '../requests/authorization-codes.js';
 import { authorizationOf, subscriberOf, type StoredAuthorization } from '../requests/authorization.js';
 import { requiresConfirmation } from '../../consent/confirmation.js';
 import type { ConfirmationFailure } from '../../ops/events.js';
+import { noticeOf } from '../../consent/evidence.js';
+import type { ConsentEvidence } from '../../consent/registry.js';
 import { checkPagePost } from './page-origin.js';
 import { authorizedAtOf } from '../levers/not-before.js';
 
@@ -458,6 +460,28 @@ export class ConsentPage {
     }
   }
 
+  /**
+   * What demonstrates the answer: the page (confirmed with the code, for an Allow that needed it), the notice it
+   * showed (rendered again, in the language the page spoke: the same text, without the per-response nonce and form
+   * fields), how the subscriber was identified.
+   */
+  private evidence(
+    page: ConsentPageConfig,
+    id: string,
+    pending: PendingConsent,
+    decision: 'allow' | 'deny',
+  ): ConsentEvidence {
+    const confirmed = decision === 'allow' && this.needsConfirmation(pending);
+    return {
+      method: confirmed ? 'page_confirmed' : 'page',
+      notice: noticeOf(renderConsentPage(page, '', this.view(page, id, pending)), page.noticeVersion),
+      ...(pending.identifiedBy !== undefined ? { identifiedBy: pending.identifiedBy } : {}),
+      ...(confirmed
+        ? { confirmation: { method: 'one_time_code', channel: this.ctx.confirmation.settings.channel } }
+        : {}),
+    };
+  }
+
   /** POST /consent: interaction, csrf, decision=allow|deny. */
   readonly decide = async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     // Another site's form never reaches the code that sends a code or records an answer.
@@ -517,12 +541,14 @@ export class ConsentPage {
       purpose: pending.purpose,
       scopes: pending.consentScopes,
     };
+    // The notice the subscriber saw was in the language this browser asks for.
+    const page = speaking(this.ctx.consentPage, req, res);
     if (decision === 'deny') {
-      await this.ctx.consent.deny(subject);
+      await this.ctx.consent.deny(subject, this.evidence(page, id, pending, decision));
       this.ctx.events.emit('consent.denied', { ...subject, via: 'page' });
       throw new OAuthError('access_denied', 'the subscriber did not consent');
     }
-    const records = await this.ctx.consent.grant(subject);
+    const records = await this.ctx.consent.grant(subject, this.evidence(page, id, pending, decision));
     this.ctx.events.emit('consent.granted', { ...subject, via: 'page' });
     const code = await createAuthorizationCode(this.ctx, {
       ...authorizationOf(pending),

@@ -170,6 +170,7 @@ export class SubscriberConsentsPage {
         scope: r.scope,
         scopeText: scopeLabel(page, r.scope, 'list', this.ctx.policy.rule(r.purpose, r.scope)?.description) ?? r.scope,
         decidedAt: r.decidedAt,
+        ...(r.evidence !== undefined ? { evidence: r.evidence } : {}),
       })),
     );
   }
@@ -362,7 +363,7 @@ export class SubscriberConsentsPage {
     const purpose = params.require('purpose');
     const scope = params.require('scope');
     const subject = { clientId, subscriberId: who.subscriber.id, purpose, scopes: [scope] };
-    const removed = await this.ctx.consent.revoke(subject);
+    const removed = await this.ctx.consent.revoke(subject, { by: 'subscriber', via: 'consents_page' });
     if (removed.length > 0) this.ctx.events.emit('consent.revoked', { ...subject, scopes: [scope], via: 'page' });
     own.withdrawn = await this.clientName(clientId);
     await save(req);

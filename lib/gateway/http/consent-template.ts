@@ -20,6 +20,8 @@ export interface ConsentPageConfig extends PageLanguages {
   /** The CSP `img-src` source list the logo needs. */
   imgSrc: string;
   privacyPolicyUrl: string | undefined;
+  /** The wording's version, as consent records keep it beside the notice's digest. */
+  noticeVersion: string;
   cookieName: string;
   cookiePath: string;
   cookieSecret: string[];
@@ -51,6 +53,10 @@ export const DEFAULT_TEXTS: ConsentPageTexts = {
     'The applications you allowed to use information about your mobile line through {operator}. Withdraw a consent and the application loses access at once.',
   consentsEmpty: 'No application has your consent at the moment.',
   consentsGiven: 'Given on',
+  consentsViaPage: 'on the consent page',
+  consentsConfirmed: 'confirmed with a code sent by {channel}',
+  consentsViaOperator: 'through {operator}',
+  consentsViaRegistry: 'recorded by {operator}',
   withdraw: 'Withdraw',
   withdrawn: '{client} no longer has your consent. It cannot use this information any more.',
   notIdentifiedTitle: 'We could not recognise your line',
@@ -119,6 +125,9 @@ export function resolveConsentPage(
   const cookiePath = o.cookiePath ?? (issuer.pathname.replace(/\/+$/, '') || '/');
   if (!cookiePath.startsWith('/') || /[\s;,]/.test(cookiePath))
     throw new TypeError('consentPage.cookiePath must be a path');
+  const noticeVersion = o.noticeVersion ?? '1';
+  if (typeof noticeVersion !== 'string' || !/^[\x21-\x7e]{1,64}$/.test(noticeVersion))
+    throw new TypeError('consentPage.noticeVersion must be 1 to 64 printable ASCII characters without spaces');
   const language = o.language ?? 'en';
   if (!/^[A-Za-z]{2,8}(?:-[A-Za-z0-9]{1,8})*$/.test(language))
     throw new TypeError('consentPage.language must be a BCP 47 language tag');
@@ -143,6 +152,7 @@ export function resolveConsentPage(
       DEFAULT_TEXTS,
       rules,
     ),
+    noticeVersion,
     cookieName,
     cookiePath,
     cookieSecret: secrets,

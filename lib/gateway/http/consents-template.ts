@@ -1,3 +1,4 @@
+import type { ConsentEvidence } from '../../consent/registry.js';
 import { type ConsentPageConfig, escapeHtml, fill, layout } from './consent-template.js';
 
 /**
@@ -16,6 +17,8 @@ export interface ConsentItem {
   /** The policy's plain words for the scope, or the scope. */
   scopeText: string;
   decidedAt: number;
+  /** How it was given, when the record says. */
+  evidence?: ConsentEvidence;
 }
 
 export interface ConsentsView {
@@ -49,13 +52,40 @@ function date(c: ConsentPageConfig, at: number): string {
   return `<time datetime="${new Date(at).toISOString()}">${escapeHtml(text)}</time>`;
 }
 
+const CHANNELS = { sms: 'SMS', push: 'push notification', ussd: 'USSD' } as const;
+
+/** How a consent was given, after its date: "on the consent page, confirmed with a code sent by SMS". */
+function how(c: ConsentPageConfig, evidence: ConsentEvidence | undefined): string {
+  const t = c.texts;
+  const values = { operator: c.operatorName };
+  switch (evidence?.method) {
+    case 'page':
+      return ` ${fill(t.consentsViaPage, values)}`;
+    case 'page_confirmed': {
+      const channel = evidence.confirmation?.channel;
+      // A channel this version does not know (from an outside registry) reads as the operator's.
+      const by =
+        channel !== undefined && Object.hasOwn(CHANNELS, channel)
+          ? CHANNELS[channel as keyof typeof CHANNELS]
+          : c.operatorName;
+      return ` ${fill(t.consentsViaPage, values)}, ${t.consentsConfirmed.replace('{channel}', () => by)}`;
+    }
+    case 'out_of_band':
+      return ` ${fill(t.consentsViaOperator, values)}`;
+    case 'registry':
+      return ` ${fill(t.consentsViaRegistry, values)}`;
+    default:
+      return '';
+  }
+}
+
 function item(c: ConsentPageConfig, view: ConsentsView, consent: ConsentItem, i: number): string {
   const label = `${consent.clientName}: ${consent.scopeText}`;
   return `<li aria-labelledby="consent-${i}">
 <h2 id="consent-${i}">${escapeHtml(consent.clientName)}</h2>
 <p>${escapeHtml(c.texts.purposeLabel)}: ${escapeHtml(consent.purposeText)}</p>
 <p>${escapeHtml(c.texts.scopeLabel)}: ${escapeHtml(consent.scopeText)}</p>
-<p>${escapeHtml(c.texts.consentsGiven)} ${date(c, consent.decidedAt)}</p>
+<p>${escapeHtml(c.texts.consentsGiven)} ${date(c, consent.decidedAt)}${escapeHtml(how(c, consent.evidence))}</p>
 <form method="post" action="consents">
 <input type="hidden" name="csrf" value="${escapeHtml(view.csrf)}">
 <input type="hidden" name="client_id" value="${escapeHtml(consent.clientId)}">

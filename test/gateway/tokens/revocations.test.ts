@@ -51,12 +51,15 @@ describe.each(['opaque', 'jwt'] as const)('revokeGrant, %s access tokens', (form
 
   it('revokes every token issued under the grant, at the guard and at introspection, and only those', async () => {
     const { ctx, app } = gateway();
-    const [record] = await ctx.consent.grant({
-      clientId: 'app-1',
-      subscriberId: 'sub-alice',
-      purpose: 'FraudPreventionAndDetection',
-      scopes: ['device-location'],
-    });
+    const [record] = await ctx.consent.grant(
+      {
+        clientId: 'app-1',
+        subscriberId: 'sub-alice',
+        purpose: 'FraudPreventionAndDetection',
+        scopes: ['device-location'],
+      },
+      { method: 'out_of_band' },
+    );
     const token = async (scope: string) =>
       (await pollToken(app, await startBackchannel(app, 'tel:+34600000001', scope))).body.access_token as string;
     const underGrant = [await token(LOCATION), await token(LOCATION)];
@@ -82,12 +85,15 @@ describe.each(['opaque', 'jwt'] as const)('revokeGrant, %s access tokens', (form
 
   it('a failing list write is reported, yet this instance refuses the tokens and their records are gone', async () => {
     const { ctx, app } = gateway(new FailingRevokedWrites({ now: () => 1_800_000_000_000 }));
-    const [record] = await ctx.consent.grant({
-      clientId: 'app-1',
-      subscriberId: 'sub-alice',
-      purpose: 'FraudPreventionAndDetection',
-      scopes: ['device-location'],
-    });
+    const [record] = await ctx.consent.grant(
+      {
+        clientId: 'app-1',
+        subscriberId: 'sub-alice',
+        purpose: 'FraudPreventionAndDetection',
+        scopes: ['device-location'],
+      },
+      { method: 'out_of_band' },
+    );
     const t = (await pollToken(app, await startBackchannel(app, 'tel:+34600000001', LOCATION))).body
       .access_token as string;
     await expect(ctx.revocations.revokeGrants([record!.grantId])).rejects.toBeInstanceOf(StoreUnavailableError);
