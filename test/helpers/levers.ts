@@ -237,6 +237,13 @@ export function describeLevers(name: string, create: (format: 'opaque' | 'jwt') 
       await expectWorking(b.app, bob, BOB);
       expect(await consentsOf(b.netauth, ALICE)).toEqual([]);
       expect(await consentsOf(b.netauth, BOB)).toEqual([`app-1 device-location granted`]);
+      // The export shows who withdrew, how and why.
+      expect((await b.netauth.consent.export(ALICE.id)).records).toEqual([
+        expect.objectContaining({
+          status: 'withdrawn',
+          withdrawal: expect.objectContaining({ by: 'operator', via: 'api', reason: 'number_recycled' }),
+        }),
+      ]);
       expect(events.of('subscriber.revoked')).toEqual([
         { subscriberId: ALICE.id, reason: 'number_recycled', consents: 'withdraw', consentsWithdrawn: 1 },
       ]);

@@ -79,7 +79,7 @@ export async function revokeSubscriber(
   let consentsWithdrawn = 0;
   if (consents === 'withdraw') {
     for (const subject of bySubject(await ctx.consent.list(subscriberId)))
-      consentsWithdrawn += (await ctx.consent.revoke(subject)).length;
+      consentsWithdrawn += (await ctx.consent.revoke(subject, { by: 'operator', via: 'api', reason })).length;
   }
   ctx.events.emit('subscriber.revoked', { subscriberId, reason, consents, consentsWithdrawn });
   return { notBefore, consents, consentsWithdrawn };
