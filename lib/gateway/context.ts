@@ -132,6 +132,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     refreshToken: seconds('refreshToken', l.refreshToken, LIFETIME_DEFAULTS.refreshToken),
     expiredRetention: seconds('expiredRetention', l.expiredRetention, LIFETIME_DEFAULTS.expiredRetention),
     interaction: seconds('interaction', l.interaction, LIFETIME_DEFAULTS.interaction),
+    redemptionRetry: seconds('redemptionRetry', l.redemptionRetry, LIFETIME_DEFAULTS.redemptionRetry),
   };
   const clientKeys = new ClientKeys(options.clientJwks ?? {}, now);
   let reportRefusal = (_refusal: RegistrationRefusal): void => {};

@@ -81,6 +81,7 @@ const LIFETIMES = optionNames<Lifetimes>({
   refreshToken: true,
   expiredRetention: true,
   interaction: true,
+  redemptionRetry: true,
 });
 const BACKCHANNEL = optionNames<BackchannelOptions>({ authorize: true, onConsentRequired: true });
 const SANDBOX = optionNames<SandboxOptions>({ allowList: true });

@@ -187,6 +187,17 @@ export interface RateFallbackEvent {
   operations: number;
 }
 
+/**
+ * `unsettled`: a redemption (code, approved auth_req_id) whose store step failed after it was sent (no reply within
+ * the store's timeout, or the connection dropped): the client got 503, and the code or auth_req_id may be consumed
+ * with its tokens stored. `redelivered`: a retry of the same client, within `lifetimes.redemptionRetry`, got the
+ * tokens such a step stored (or a concurrent redemption's). Unsettled minus redelivered bounds the answers lost.
+ */
+export interface RedemptionEvent {
+  clientId: string;
+  grantType: GrantType;
+}
+
 /** Every answer of the router (not of the guard), for latency and outcome metrics. */
 export interface RequestCompletedEvent {
   endpoint: Endpoint;
@@ -221,6 +232,8 @@ export interface NetAuthEvents {
   'client.registration_refused': ClientRegistrationRefusedEvent;
   'rate.limited': RateLimitedEvent;
   'rate.fallback': RateFallbackEvent;
+  'redemption.unsettled': RedemptionEvent;
+  'redemption.redelivered': RedemptionEvent;
   'request.completed': RequestCompletedEvent;
 }
 
@@ -249,6 +262,8 @@ export const EVENT_NAMES: readonly NetAuthEventName[] = [
   'client.registration_refused',
   'rate.limited',
   'rate.fallback',
+  'redemption.unsettled',
+  'redemption.redelivered',
   'request.completed',
 ];
 

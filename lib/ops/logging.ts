@@ -55,6 +55,7 @@ const LEVELS: Partial<Record<NetAuthEventName, Level>> = {
   'client.registration_refused': 'error',
   'rate.limited': 'warn',
   'rate.fallback': 'warn',
+  'redemption.unsettled': 'warn',
   'request.completed': 'debug',
 };
 

@@ -30,6 +30,7 @@ const KIND_LETTERS: Record<RecordKind, string> = {
   session: 's',
   revoked: 'r',
   jti: 'j',
+  redemption: 'd',
 };
 
 /** A key and the hash tag that places it. */

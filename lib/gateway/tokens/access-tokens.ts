@@ -1,10 +1,11 @@
 import { OAuthError } from '../../errors.js';
 import { randomTag, sha256, taggedId } from '../../crypto.js';
-import { placementTag, type RecordKind, type RecordWrite, type StoredRecord } from '../../stores/store.js';
+import { placementTag, StoreUnavailableError, type RecordWrite, type StoredRecord } from '../../stores/store.js';
 import type { GatewayContext } from '../context.js';
 import type { StoredAuthorization } from '../requests/authorization.js';
-import type { GrantType } from '../../registry/clients.js';
+import { CIBA_GRANT, type GrantType } from '../../registry/clients.js';
 import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
+import { redeemAgain, redemptionWrite, type Redeemed } from '../grants/redemptions.js';
 
 /**
  * What an access token grants: an authorization of a subscriber, or none (`subscriberId` null: a two-legged
@@ -68,11 +69,14 @@ export function tokenKey(token: string): string {
   return tag === undefined ? hash : `${tag}.${hash}`;
 }
 
-/** The code or auth_req_id a token is exchanged for: consumed in the same atomic step as the token is stored. */
-export interface ExchangedRecord {
-  kind: RecordKind;
-  id: string;
-}
+/**
+ * What a token is exchanged for (a code, an auth_req_id, a refresh token): consumed in the same atomic step as the
+ * token is stored. A code or auth_req_id comes with the presented value, and the step also keeps a redemption
+ * record for the same client's retry (lib/gateway/tokens/redemptions.ts).
+ */
+export type ExchangedRecord = Redeemed | { kind: 'refresh_token'; id: string };
+
+const GRANT_OF: Record<Redeemed['kind'], GrantType> = { code: 'authorization_code', backchannel: CIBA_GRANT };
 
 /**
  * The access token's lifetime and use for these scopes (per-scope token policy, the rules' `accessTokenLifetime`
@@ -187,8 +191,26 @@ export async function issueAccessToken(
   const key = tokenKey(token);
   const writes: RecordWrite[] = [{ kind: 'access_token', id: key, value: record, options: { ttl: lifetime, grants } }];
   if (options.refresh) writes.push(options.refresh.write);
+  const response: TokenResponse = {
+    access_token: token,
+    token_type: jkt === null ? 'Bearer' : 'DPoP',
+    expires_in: lifetime,
+    scope: authorization.scope,
+  };
+  if (options.refresh) response.refresh_token = options.refresh.token;
   if (exchanged) {
-    if (!(await ctx.store.consume(exchanged.kind, exchanged.id, writes))) return undefined;
+    const redeemed = exchanged.kind === 'refresh_token' ? undefined : exchanged;
+    if (redeemed) writes.push(redemptionWrite(ctx, redeemed, clientId, jkt, response, grants));
+    let consumed: boolean;
+    try {
+      consumed = await ctx.store.consume(exchanged.kind, exchanged.id, writes);
+    } catch (error) {
+      // Sent, but not answered: the step may have run, its tokens waiting for the client's retry (redemptions.ts).
+      if (redeemed && error instanceof StoreUnavailableError)
+        ctx.events.emit('redemption.unsettled', { clientId, grantType: GRANT_OF[redeemed.kind] });
+      throw error;
+    }
+    if (!consumed) return undefined;
   } else {
     for (const write of writes) await ctx.store.put(write.kind, write.id, write.value, write.options);
   }
@@ -207,14 +229,23 @@ export async function issueAccessToken(
       throw withdrawn();
     }
   }
-  const response: TokenResponse = {
-    access_token: token,
-    token_type: jkt === null ? 'Bearer' : 'DPoP',
-    expires_in: lifetime,
-    scope: authorization.scope,
-  };
-  if (options.refresh) response.refresh_token = options.refresh.token;
   return response;
+}
+
+/**
+ * The tokens an earlier redemption of `exchanged` issued, for a retry by the same client with the same DPoP key
+ * (`dpopJkt`) within `lifetimes.redemptionRetry` while they are live (lib/gateway/tokens/redemptions.ts), reported
+ * as `redemption.redelivered`; undefined otherwise (the caller answers a replay). Never a new token.
+ */
+export async function redeemedBefore(
+  ctx: GatewayContext,
+  exchanged: Redeemed,
+  clientId: string,
+  dpopJkt: string | undefined,
+): Promise<TokenResponse | undefined> {
+  const tokens = await redeemAgain(ctx, exchanged, clientId, dpopJkt ?? null, (token) => findAccessToken(ctx, token));
+  if (tokens) ctx.events.emit('redemption.redelivered', { clientId, grantType: GRANT_OF[exchanged.kind] });
+  return tokens;
 }
 
 /** Reports an issue as `token.issued`: who, for what, by which grant, and how; never a token. */
