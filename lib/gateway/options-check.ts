@@ -513,5 +513,19 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
         'random secret, so a subscriber whose requests reach another instance loses the page. Configure the same secret on every instance.',
     );
   }
+  if (
+    options.backchannel?.authorize !== undefined &&
+    options.store !== undefined &&
+    !(options.store instanceof MemoryStore)
+  ) {
+    // The request is in the shared store, its decision only in this process's promise (issue 47: a restart of both
+    // gateways left 47 flows pending for good).
+    warn(
+      'backchannel.authorize',
+      'backchannel.authorize decides in this process: a request whose decision is pending when the process restarts stays ' +
+        'authorization_pending until it expires, although the shared store keeps it. Decide from your own service with ' +
+        'netauth.backchannel.approve() / deny() (restart-safe), or have authorize only start a decision that service reports.',
+    );
+  }
   return warnings;
 }
