@@ -172,7 +172,7 @@ export interface RateLimitedEvent {
 /**
  * The shared (Redis) rate-limit counters failed and this instance counts for itself, with the same rules, until
  * they answer again: the request-rate limits then hold per instance, and the lock-out refuses (fails closed).
- * Emitted when a failure starts or changes cause, at most once a minute while it lasts, and when Redis counts again.
+ * Emitted at most once a minute per process while failures come (whatever their cause), and when Redis counts again.
  */
 export interface RateFallbackEvent {
   /** `failing`: counted in memory since the previous event, Redis still failing; `recovered`: Redis answers again. */

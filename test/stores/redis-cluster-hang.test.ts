@@ -5,6 +5,9 @@ import { StoreUnavailableError } from '../../lib/stores/store.js';
 import { randomTag, taggedId } from '../../lib/crypto.js';
 import { freshPrefix, requireRedisServer, skipRedisTests, type RedisServer } from '../helpers/redis-server.js';
 import { RedisCluster, ask } from '../helpers/redis-cluster.js';
+import request from 'supertest';
+import { APP1, APP2, CIBA, createTestGateway } from '../helpers/gateway.js';
+import { only } from '../helpers/rate-limits.js';
 
 /**
  * Issue 47: a hung Cluster master (SIGSTOP: its port still accepts connections, nothing answers) must cost what
@@ -106,6 +109,43 @@ describe.skipIf(skip)('a hung Redis Cluster master (SIGSTOP)', () => {
       await fromOther.close();
       await injected.close();
       client.destroy();
+      await cluster.waitUntilHealthy();
+    }
+  });
+
+  it('rate.fallback: told once while a hung shard fails its counts and the other shards answer theirs', {
+    timeout: 30_000,
+  }, async () => {
+    // app-2's counters (tag {app-2}, slot 3931) are on slot 0's master, app-1's ({app-1}, slot 16184) on another.
+    const master = await cluster.masterOf('{app-2}');
+    expect(master).toBe(await cluster.masterOf('{DLH}'));
+    expect(await cluster.masterOf('{app-1}')).not.toBe(master);
+    const witness = (await cluster.masterServers()).find((n) => n !== master)!;
+    const store = new RedisStore({ url: witness.url, prefix: freshPrefix(), timeout: TIMEOUT });
+    const gw = createTestGateway({
+      store,
+      rateLimits: { ...only({ token: { perClient: { points: 50, duration: 60 } } }), timeout: 200 },
+    });
+    const told: unknown[] = [];
+    gw.netauth.events.on('rate.fallback', (event) => void told.push(event));
+    const poll = (auth: string) =>
+      request(gw.app).post('/apigateway/token').set('Authorization', auth).type('form').send({
+        grant_type: CIBA,
+        auth_req_id: 'unknown',
+      });
+    try {
+      await store.open();
+      await hung(master, async () => {
+        for (let i = 0; i < 4; i++) {
+          expect((await poll(APP1)).body.error).toBe('invalid_grant');
+          await poll(APP2);
+        }
+      });
+      // Before: each of app-2's failed counts after one of app-1's was a new failure, told at once.
+      expect(told.filter((e) => (e as { state: string }).state === 'failing')).toHaveLength(1);
+    } finally {
+      await gw.netauth.close();
+      await store.close();
       await cluster.waitUntilHealthy();
     }
   });
