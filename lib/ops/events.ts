@@ -188,7 +188,7 @@ export interface RateFallbackEvent {
 }
 
 /**
- * `unsettled`: a redemption (code, approved auth_req_id) whose store step failed after it was sent (no reply within
+ * `unsettled`: a redemption (code, approved auth_req_id, refresh token) whose store step failed after it was sent (no reply within
  * the store's timeout, or the connection dropped): the client got 503, and the code or auth_req_id may be consumed
  * with its tokens stored. `redelivered`: a retry of the same client, within `lifetimes.redemptionRetry`, got the
  * tokens such a step stored (or a concurrent redemption's). Unsettled minus redelivered bounds the answers lost.

@@ -98,7 +98,7 @@ export function createMetricsRouter(
   );
   const redemptions = counter(
     'redemptions_total',
-    'Redemptions (code, approved auth_req_id) whose store step failed after it was sent (unsettled: the answer may be lost), and retries that got such an answer (redelivered).',
+    'Redemptions (code, approved auth_req_id, refresh token) whose store step failed after it was sent (unsettled: the answer may be lost), and retries that got such an answer (redelivered).',
     labels('grant_type', 'outcome'),
   );
   const requests = counter(

@@ -227,6 +227,7 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     keep(offline, offlineTokens.body.access_token, offlineTokens.body.refresh_token);
     const rotated = await refresh(app, offlineTokens.body.refresh_token as string);
     keep(rotated.body.access_token, rotated.body.refresh_token);
+    clock.advance(31); // past lifetimes.redemptionRetry: a reuse, not a retry
     expect((await refresh(app, offlineTokens.body.refresh_token as string)).body.error).toBe('invalid_grant');
     const twoLegged = await tokenRequest(app, { grant_type: 'client_credentials', scope: POPULATION }, SERVICE_AUTH);
     keep(twoLegged.body.access_token);

@@ -3,13 +3,13 @@ import type { RecordWrite } from '../../stores/store.js';
 import type { GatewayContext } from '../context.js';
 
 /**
- * Idempotent redemption. A code or an approved auth_req_id is consumed in one atomic store step with its tokens
+ * Idempotent redemption. A code, an approved auth_req_id or a refresh token is consumed in one atomic store step with its tokens
  * written; when the store's reply to that step is late (a slow or paused master) the client gets 503 although the
  * step ran, and its retry would find the id used. So the step also leaves a short-lived redemption record: the
  * tokens it issued, sealed, which answers a retry of the same client (and the same DPoP key) with the same tokens
  * for `lifetimes.redemptionRetry` seconds. Never a second token for one answer, never to another client.
  *
- * The tokens are sealed (AES-256-GCM) under a key derived (HKDF-SHA256) from the code or auth_req_id itself, which
+ * The tokens are sealed (AES-256-GCM) under a key derived (HKDF-SHA256) from the presented value itself, which
  * the store never holds (only its hash): a leaked store reveals no usable token. The client id is the additional
  * data, so a record cannot be opened for another client. The record is written with the token's grants, so a
  * revocation (consent withdrawn, a replay outside the window) deletes it with the tokens.
@@ -38,7 +38,7 @@ interface TokenAnswer {
 }
 
 /** The parts of the answer that are sealed: `expires_in` is counted again when redelivered. */
-type SealedAnswer = Omit<TokenAnswer, 'expires_in'>;
+export type SealedAnswer = Omit<TokenAnswer, 'expires_in'>;
 
 function keyOf(secret: string): Buffer {
   return Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.alloc(0), INFO, 32));
@@ -67,10 +67,10 @@ function open(secret: string, clientId: string, sealed: string): SealedAnswer | 
 
 /** The code or auth_req_id being redeemed: its store record, and the value the client presented. */
 export interface Redeemed {
-  kind: 'code' | 'backchannel';
+  kind: 'code' | 'backchannel' | 'refresh_token';
   /** The record's id (the presented value's hash, after its placement tag). */
   id: string;
-  /** The presented code or auth_req_id: the sealing key is derived from it. */
+  /** The presented code, auth_req_id or refresh token: the sealing key is derived from it. */
   secret: string;
 }
 
@@ -93,7 +93,8 @@ export function redemptionWrite(
 
 /**
  * The tokens a redemption of `redeemed` stored, for a retry by the client that redeemed it with the same DPoP key
- * (`jkt`), while the record lives and the access token is still live; else undefined (a replay, as before).
+ * (`jkt`), while the record lives and `live` finds the tokens unused (a client that used them had its answer: this
+ * is a replay, as before); else undefined.
  * `expires_in` counts from now. The caller adds the ID token, which binds nothing to the store.
  */
 export async function redeemAgain(
@@ -101,14 +102,14 @@ export async function redeemAgain(
   redeemed: Redeemed,
   clientId: string,
   jkt: string | null,
-  live: (accessToken: string) => Promise<{ expiresAt: number } | undefined>,
+  live: (tokens: SealedAnswer) => Promise<{ expiresAt: number } | undefined>,
 ): Promise<TokenAnswer | undefined> {
   const stored = await ctx.store.get<RedemptionRecord>('redemption', redeemed.id);
   const record = stored?.value;
   if (!record || record.clientId !== clientId || record.jkt !== jkt || record.until <= ctx.now()) return undefined;
   const answer = open(redeemed.secret, clientId, record.sealed);
   if (!answer) return undefined;
-  const token = await live(answer.access_token);
+  const token = await live(answer);
   if (!token) return undefined;
   const expiresIn = Math.ceil((token.expiresAt - ctx.now()) / 1000);
   if (expiresIn < 1) return undefined;

@@ -5,7 +5,7 @@ import type { GatewayContext } from '../context.js';
 import type { StoredAuthorization } from '../requests/authorization.js';
 import { CIBA_GRANT, type GrantType } from '../../registry/clients.js';
 import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
-import { redeemAgain, redemptionWrite, type Redeemed } from '../grants/redemptions.js';
+import { redeemAgain, redemptionWrite, type Redeemed, type SealedAnswer } from '../grants/redemptions.js';
 
 /**
  * What an access token grants: an authorization of a subscriber, or none (`subscriberId` null: a two-legged
@@ -70,13 +70,17 @@ export function tokenKey(token: string): string {
 }
 
 /**
- * What a token is exchanged for (a code, an auth_req_id, a refresh token): consumed in the same atomic step as the
- * token is stored. A code or auth_req_id comes with the presented value, and the step also keeps a redemption
- * record for the same client's retry (lib/gateway/tokens/redemptions.ts).
+ * What a token is exchanged for (a code, an auth_req_id, a refresh token), with the value presented: consumed in the
+ * same atomic step as the token is stored, which also keeps a redemption record for the same client's retry
+ * (lib/gateway/grants/redemptions.ts).
  */
-export type ExchangedRecord = Redeemed | { kind: 'refresh_token'; id: string };
+export type ExchangedRecord = Redeemed;
 
-const GRANT_OF: Record<Redeemed['kind'], GrantType> = { code: 'authorization_code', backchannel: CIBA_GRANT };
+const GRANT_OF: Record<Redeemed['kind'], GrantType> = {
+  code: 'authorization_code',
+  backchannel: CIBA_GRANT,
+  refresh_token: 'refresh_token',
+};
 
 /**
  * The access token's lifetime and use for these scopes (per-scope token policy, the rules' `accessTokenLifetime`
@@ -199,15 +203,14 @@ export async function issueAccessToken(
   };
   if (options.refresh) response.refresh_token = options.refresh.token;
   if (exchanged) {
-    const redeemed = exchanged.kind === 'refresh_token' ? undefined : exchanged;
-    if (redeemed) writes.push(redemptionWrite(ctx, redeemed, clientId, jkt, response, grants));
+    writes.push(redemptionWrite(ctx, exchanged, clientId, jkt, response, grants));
     let consumed: boolean;
     try {
       consumed = await ctx.store.consume(exchanged.kind, exchanged.id, writes);
     } catch (error) {
       // Sent, but not answered: the step may have run, its tokens waiting for the client's retry (redemptions.ts).
-      if (redeemed && error instanceof StoreUnavailableError)
-        ctx.events.emit('redemption.unsettled', { clientId, grantType: GRANT_OF[redeemed.kind] });
+      if (error instanceof StoreUnavailableError)
+        ctx.events.emit('redemption.unsettled', { clientId, grantType: GRANT_OF[exchanged.kind] });
       throw error;
     }
     if (!consumed) return undefined;
@@ -232,6 +235,15 @@ export async function issueAccessToken(
   return response;
 }
 
+/** The access token's record when neither it (a single-use token) nor the refresh token issued with it was used. */
+async function unused(ctx: GatewayContext, answer: SealedAnswer): Promise<AccessTokenRecord | undefined> {
+  if (answer.refresh_token !== undefined) {
+    const refresh = await ctx.store.get('refresh_token', tokenKey(answer.refresh_token));
+    if (!refresh || refresh.consumed) return undefined;
+  }
+  return findAccessToken(ctx, answer.access_token);
+}
+
 /**
  * The tokens an earlier redemption of `exchanged` issued, for a retry by the same client with the same DPoP key
  * (`dpopJkt`) within `lifetimes.redemptionRetry` while they are live (lib/gateway/tokens/redemptions.ts), reported
@@ -243,7 +255,7 @@ export async function redeemedBefore(
   clientId: string,
   dpopJkt: string | undefined,
 ): Promise<TokenResponse | undefined> {
-  const tokens = await redeemAgain(ctx, exchanged, clientId, dpopJkt ?? null, (token) => findAccessToken(ctx, token));
+  const tokens = await redeemAgain(ctx, exchanged, clientId, dpopJkt ?? null, (answer) => unused(ctx, answer));
   if (tokens) ctx.events.emit('redemption.redelivered', { clientId, grantType: GRANT_OF[exchanged.kind] });
   return tokens;
 }

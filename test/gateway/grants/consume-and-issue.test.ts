@@ -3,6 +3,7 @@ import request from 'supertest';
 import { APP2, createTestGateway, LOCATION, SIM_SWAP } from '../../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { CALLBACK, callApi, codeFor, redeem } from '../../helpers/frontend.js';
+import { OFFLINE_AUTH, callService, createGrantsGateway, refresh } from '../../helpers/grants.js';
 import {
   MemoryStore,
   StoreUnavailableError,
@@ -118,6 +119,22 @@ describe('consuming a request and storing its token are one step', () => {
     const retried = await redeem(gw.app, { code, redirect_uri: CALLBACK });
     expect(retried.status).toBe(200);
     expect((await callApi(gw.app, retried.body.access_token as string)).status).toBe(200);
+  });
+
+  it('refresh: a reply lost after the step ran (503): the retry gets those tokens, not a reuse that revokes the grant', async () => {
+    const store = new FlakyStore();
+    const gw = createGrantsGateway({ store, rateLimits: false });
+    const code = await codeFor(gw, {
+      client_id: 'offline-app',
+      scope: 'dpv:FraudPreventionAndDetection#sim-swap offline_access',
+    });
+    const first = (await redeem(gw.app, { code, redirect_uri: CALLBACK }, OFFLINE_AUTH)).body as Record<string, string>;
+    store.failNext = 'late reply';
+    expect((await refresh(gw.app, first.refresh_token!)).status).toBe(503);
+    const retried = await refresh(gw.app, first.refresh_token!);
+    expect(retried.status).toBe(200);
+    expect((await callService(gw.app, retried.body.access_token as string)).status).toBe(200);
+    expect((await refresh(gw.app, retried.body.refresh_token as string)).status).toBe(200);
   });
 
   it('code: a failure storing the token is a 503 that leaves the code redeemable, once', async () => {
