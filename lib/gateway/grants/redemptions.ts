@@ -11,8 +11,8 @@ import type { GatewayContext } from '../context.js';
  *
  * The tokens are sealed (AES-256-GCM) under a key derived (HKDF-SHA256) from the presented value itself, which
  * the store never holds (only its hash): a leaked store reveals no usable token. The client id is the additional
- * data, so a record cannot be opened for another client. The record is written with the token's grants, so a
- * revocation (consent withdrawn, a replay outside the window) deletes it with the tokens.
+ * data, so a record cannot be opened for another client. The record is written under the grant, so revoking it
+ * (a replay outside the window) deletes it; a token revoked otherwise (consent withdrawn) is not handed out again.
  */
 
 const INFO = 'express-netauth redemption v1';

@@ -203,7 +203,9 @@ export async function issueAccessToken(
   };
   if (options.refresh) response.refresh_token = options.refresh.token;
   if (exchanged) {
-    writes.push(redemptionWrite(ctx, exchanged, clientId, jkt, response, grants));
+    // Under its own grant only (on this shard: no extra round trip); a consent withdrawn deletes the token, and
+    // a redemption whose token is gone is never handed out again.
+    writes.push(redemptionWrite(ctx, exchanged, clientId, jkt, response, [grantId]));
     let consumed: boolean;
     try {
       consumed = await ctx.store.consume(exchanged.kind, exchanged.id, writes);
@@ -246,7 +248,7 @@ async function unused(ctx: GatewayContext, answer: SealedAnswer): Promise<Access
 
 /**
  * The tokens an earlier redemption of `exchanged` issued, for a retry by the same client with the same DPoP key
- * (`dpopJkt`) within `lifetimes.redemptionRetry` while they are live (lib/gateway/tokens/redemptions.ts), reported
+ * (`dpopJkt`) within `lifetimes.redemptionRetry` while they are unused (lib/gateway/grants/redemptions.ts), reported
  * as `redemption.redelivered`; undefined otherwise (the caller answers a replay). Never a new token.
  */
 export async function redeemedBefore(

@@ -181,7 +181,8 @@ describe('token endpoint, CIBA grant', () => {
   it('revoking consent revokes the tokens issued under it', async () => {
     const { app, netauth } = createTestGateway();
     await netauth.consent.grant({ clientId: 'app-1', login_hint: ALICE, scope: LOCATION });
-    const token = (await pollToken(app, await startBackchannel(app, ALICE, LOCATION))).body.access_token as string;
+    const id = await startBackchannel(app, ALICE, LOCATION);
+    const token = (await pollToken(app, id)).body.access_token as string;
     expect((await request(app).get('/location').set('Authorization', `Bearer ${token}`)).status).toBe(200);
     // Renewing the consent keeps its grant, so the revocation still reaches this token.
     await netauth.consent.grant({ clientId: 'app-1', login_hint: ALICE, scope: LOCATION });
@@ -190,6 +191,8 @@ describe('token endpoint, CIBA grant', () => {
     expect(after.status).toBe(401);
     expect(after.headers['www-authenticate']).toContain('error="invalid_token"');
     expect(await netauth.consent.lookup({ clientId: 'app-1', login_hint: ALICE, scope: LOCATION })).toEqual([]);
+    // Within lifetimes.redemptionRetry, a retry of the poll does not hand the revoked token out again.
+    expect((await pollToken(app, id)).body.error).toBe('invalid_grant');
   });
 });
 
