@@ -3,7 +3,8 @@
  * MOVED reply, which a dead or hung master never sends, and its rediscovery puts no timeout on the connection it
  * opens nor on `CLUSTER SLOTS`: asked of a hung node (its port still accepts connections), it never settles, and
  * every later rediscovery waits on it. So the map is asked of a master that has just answered a PING on its own
- * connection (the first of them to answer, within the store's timeout), never of one merely connected.
+ * connection (the first of them to answer, within the store's timeout), never of one merely connected. Left: a
+ * node that hangs between its PING and the rediscovery still holds node-redis' rediscovery until it wakes.
  */
 
 /** What the refresh needs of a cluster client (RedisClusterCommandClient, lib/stores/redis-connection.ts). */
