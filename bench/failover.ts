@@ -13,6 +13,11 @@
  * down-after-milliseconds 1000 and 500), and a master whose replica is killed (no failover). `--only cluster`,
  * `--only sentinel` or `--only replica` runs one kind; `--quick` one set-up of each (node-timeout 1000 with full
  * coverage no, down-after-milliseconds 1000).
+ *
+ * `--fault` picks what happens to the master (issue 47's grey failures): `kill` (SIGKILL, the default, never
+ * restarted), `hang` (SIGSTOP for 20 s, then SIGCONT) or `slow` (`CLIENT PAUSE 2000 ALL` again and again for 12 s:
+ * every reply late past the store's timeout, no failover). A flow whose poll got 503 and then its token was a
+ * retry the idempotent redemption answered; "answer lost" stays a 503 followed by invalid_grant.
  */
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -25,11 +30,40 @@ import { bcAuthorizeOn, pollOn } from '../test/helpers/fleet.js';
 import { SIM_SWAP } from '../test/helpers/gateway.js';
 import { fmt, table } from './report.js';
 
-const { values: args } = parseArgs({ options: { only: { type: 'string' }, quick: { type: 'boolean' } } });
+const { values: args } = parseArgs({
+  options: { only: { type: 'string' }, quick: { type: 'boolean' }, fault: { type: 'string', default: 'kill' } },
+});
+if (!['kill', 'hang', 'slow'].includes(args.fault!)) throw new TypeError('--fault must be kill, hang or slow');
+const HANG_MS = 20_000;
+const SLOW_MS = 12_000;
+
+/** Makes `server` fail as `--fault` says; resolves once the fault has started (a hang or slowness ends by itself). */
+async function fault(server: RedisServer): Promise<void> {
+  if (args.fault === 'kill') return server.stop();
+  if (args.fault === 'hang') {
+    process.kill(server.pid!, 'SIGSTOP');
+    setTimeout(() => process.kill(server.pid!, 'SIGCONT'), HANG_MS).unref();
+    return;
+  }
+  const until = performance.now() + SLOW_MS;
+  void (async () => {
+    while (performance.now() < until) {
+      await ask(server, ['CLIENT', 'PAUSE', '2000', 'ALL']).catch(() => {});
+      await sleep(2050);
+    }
+  })();
+}
+
+/** Until the fault is over: a hang or slowness lasts its time (a kill ends at once). */
+function faultOver(): Promise<void> {
+  return sleep(args.fault === 'hang' ? HANG_MS : args.fault === 'slow' ? SLOW_MS : 0);
+}
 
 interface Answer {
   at: number;
   status: number;
+  /** How long the request took (ms). */
+  took: number;
 }
 
 interface Outcome {
@@ -43,6 +77,8 @@ interface Outcome {
   answerLost: number;
   /** Flows that ended with anything else but a token. */
   failed: number;
+  /** The longest request after the kill (ms). */
+  longest: number;
   /** Completed flows per second in the 2 s before the kill, and in the 5 s ending 10 s after it. */
   before: number;
   after: number;
@@ -56,21 +92,26 @@ function load(a: GatewayProcess, b: GatewayProcess, workers = 8) {
   let failed = 0;
   const completed: number[] = [];
   let running = true;
-  const record = (res: Response) => answers.push({ at: performance.now(), status: res.status });
+  const record = (res: Response, started: number) => {
+    const at = performance.now();
+    answers.push({ at, status: res.status, took: at - started });
+  };
   const loops = Array.from({ length: workers }, async (_, i) => {
     const [front, back] = i % 2 === 0 ? [a, b] : [b, a];
     while (running) {
       let id: string | undefined;
       while (running && id === undefined) {
+        const started = performance.now();
         const res = await bcAuthorizeOn(front, 'tel:+34600000001', SIM_SWAP);
-        record(res);
+        record(res, started);
         if (res.status === 200) id = ((await res.json()) as { auth_req_id: string }).auth_req_id;
         else await sleep(20);
       }
       let unanswered = false;
       while (id !== undefined) {
+        const started = performance.now();
         const res = await pollOn(back, id);
-        record(res);
+        record(res, started);
         if (res.status === 503) {
           unanswered = true;
           await sleep(20);
@@ -118,6 +159,7 @@ async function measure(
     await healed();
     // Load goes on until 10 s after the kill (at least 3 s after the set-up reports healthy), the node still dead.
     await sleep(Math.max(3000, killedAt + 10_000 - performance.now()));
+    const longest = Math.max(...running.answers.filter((x) => x.at >= killedAt).map((x) => x.took));
     await running.stop();
     const after = running.answers.filter((x) => x.at >= killedAt);
     const errors = after.filter((x) => x.status >= 500);
@@ -133,6 +175,7 @@ async function measure(
       lastError: lastError === undefined ? undefined : lastError - killedAt,
       errors: errors.length,
       okDuring,
+      longest,
       ...running.counts(),
       before: running.rate(killedAt - 2000, killedAt),
       after: running.rate(killedAt + 5000, killedAt + 10_000),
@@ -147,15 +190,19 @@ async function cluster(nodeTimeout: number, fullCoverage: boolean): Promise<Outc
   try {
     if (!fullCoverage)
       for (const node of set.nodes) await ask(node, ['CONFIG', 'SET', 'cluster-require-full-coverage', 'no']);
-    const doomed = (await set.masterServers())[0]!;
+    // The master of slot 0 (the tag {DLH}'s): first in a client's list of masters, the worst one to lose.
+    const doomed = await set.masterOf('{DLH}');
     return await measure(
-      `cluster 3+3, node-timeout ${nodeTimeout} ms, full coverage ${fullCoverage ? 'yes' : 'no'}`,
+      `${args.fault}: cluster 3+3, node-timeout ${nodeTimeout} ms, full coverage ${fullCoverage ? 'yes' : 'no'}`,
       {
         a: { REDIS_URL: set.nodes[0] === doomed ? set.nodes[1]!.url : set.nodes[0]!.url },
         b: { REDIS_CLUSTER: set.nodes.map((n) => n.url).join(',') },
       },
-      () => doomed.stop(),
-      () => set.waitUntilHealthy(30_000),
+      () => fault(doomed),
+      async () => {
+        await faultOver();
+        await set.waitUntilHealthy(30_000);
+      },
     );
   } finally {
     await set.destroy();
@@ -188,13 +235,15 @@ async function sentinel(downAfter: number): Promise<Outcome> {
     const env = { REDIS_SENTINEL: `${SENTINEL_MASTER_NAME}@127.0.0.1:${set.sentinel.port}` };
     let old: Awaited<ReturnType<typeof set.killMaster>> | undefined;
     return await measure(
-      `sentinel, down-after-milliseconds ${downAfter}`,
+      `${args.fault}: sentinel, down-after-milliseconds ${downAfter}`,
       { a: env, b: env },
       async () => {
-        old = await set.killMaster();
+        old = await set.currentMaster();
+        await fault(old);
       },
       async () => {
-        await set.waitForFailover(old!);
+        if (args.fault !== 'slow') await set.waitForFailover(old!);
+        await faultOver();
       },
     );
   } finally {
@@ -216,7 +265,7 @@ if (args.only === undefined || args.only === 'cluster') {
     process.stderr.write(`[failover] ${outcomes.at(-1)!.setup} done\n`);
   }
 }
-if (args.only === undefined || args.only === 'replica') outcomes.push(await replicaLoss());
+if ((args.only === undefined || args.only === 'replica') && args.fault === 'kill') outcomes.push(await replicaLoss());
 if (args.only !== 'cluster' && args.only !== 'replica') {
   for (const downAfter of args.quick ? [1000] : [1000, 500]) outcomes.push(await sentinel(downAfter));
 }
@@ -231,6 +280,7 @@ process.stdout.write(
       '5xx window (ms)',
       '5xx answers',
       '200s inside window',
+      'longest request (ms)',
       'flows/s before',
       'flows/s 5-10 s after',
       'flows',
@@ -244,6 +294,7 @@ process.stdout.write(
       o.firstError === undefined ? '-' : fmt(o.lastError! - o.firstError),
       fmt(o.errors),
       fmt(o.okDuring),
+      fmt(o.longest),
       fmt(o.before),
       fmt(o.after),
       fmt(o.flows),

@@ -14,6 +14,7 @@ export const LIFETIME_DEFAULTS = {
   refreshToken: 14 * 24 * 3600,
   expiredRetention: 600,
   interaction: 600,
+  redemptionRetry: 30,
 } as const;
 
 /** `lifetimes.backendAccessToken` under `profile: 'camara'` (seconds): the profile's "short-lived". */

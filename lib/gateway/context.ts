@@ -111,6 +111,9 @@ function defaultOnError(error: unknown): void {
   process.stderr.write(`express-netauth: internal error: ${text}\n`);
 }
 
+/** A store failure this long after the previous one is a new outage, reported again (NETAUTH_STORE_UNAVAILABLE). */
+const STORE_OUTAGE_GAP_MS = 60_000;
+
 /**
  * Resolves the options once. Every check that can run before a request runs here (options-check.ts and the
  * modules that own each option): a configuration that cannot work throws; warnings are reported at the end,
@@ -145,6 +148,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     refreshToken: seconds('refreshToken', l.refreshToken, LIFETIME_DEFAULTS.refreshToken),
     expiredRetention: seconds('expiredRetention', l.expiredRetention, LIFETIME_DEFAULTS.expiredRetention),
     interaction: seconds('interaction', l.interaction, LIFETIME_DEFAULTS.interaction),
+    redemptionRetry: seconds('redemptionRetry', l.redemptionRetry, LIFETIME_DEFAULTS.redemptionRetry),
   };
   const clientKeys = new ClientKeys(options.clientJwks ?? {}, now);
   let reportRefusal = (_refusal: RegistrationRefusal): void => {};
@@ -228,18 +232,22 @@ export function createContext(options: NetAuthOptions): GatewayContext {
   const consent = new Consents(consentRegistry, revocations, events, now);
   for (const warning of warnings) reportWarning(logger, warning);
   const warn = (warning: StartupWarning): void => reportWarning(logger, warning);
-  let storeReported = false;
+  // Once per outage: an outage is over once a minute passed without a request finding the store unavailable.
+  let storeFailedAt: number | undefined;
   const storeUnavailable = (error: Error): void => {
-    if (storeReported) return;
-    storeReported = true;
+    const at = now();
+    const ongoing = storeFailedAt !== undefined && at - storeFailedAt < STORE_OUTAGE_GAP_MS;
+    storeFailedAt = at;
+    if (ongoing) return;
     warn({
       option: 'store',
       code: 'NETAUTH_STORE_UNAVAILABLE',
       level: 'error',
+      repeats: true,
       message:
         `the store (${(store as Store).describe?.() ?? store.constructor.name}) cannot be reached: ${error.message}. ` +
-        'Requests that need it are answered 503 until it answers (said once). At start, call `await store.open()` ' +
-        'before the server listens, so a store that cannot connect stops the start.',
+        'Requests that need it are answered 503 until it answers (said once per outage). At start, call ' +
+        '`await store.open()` before the server listens, so a store that cannot connect stops the start.',
     });
   };
   return {

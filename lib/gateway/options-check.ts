@@ -87,6 +87,7 @@ const LIFETIMES = optionNames<Lifetimes>({
   refreshToken: true,
   expiredRetention: true,
   interaction: true,
+  redemptionRetry: true,
 });
 const BACKCHANNEL = optionNames<BackchannelOptions>({ authorize: true, onConsentRequired: true });
 const SANDBOX = optionNames<SandboxOptions>({ allowList: true });
@@ -613,6 +614,20 @@ export function checkConsistency(resolved: ResolvedOptions): StartupWarning[] {
       'consentPage.cookieSecret',
       'no consentPage.cookieSecret configured with a shared store: each instance signs the consent page cookie with its own ' +
         'random secret, so a subscriber whose requests reach another instance loses the page. Configure the same secret on every instance.',
+    );
+  }
+  if (
+    options.backchannel?.authorize !== undefined &&
+    options.store !== undefined &&
+    !(options.store instanceof MemoryStore)
+  ) {
+    // The request is in the shared store, its decision only in this process's promise (issue 47: a restart of both
+    // gateways left 47 flows pending for good).
+    warn(
+      'backchannel.authorize',
+      'backchannel.authorize decides in this process: a request whose decision is pending when the process restarts stays ' +
+        'authorization_pending until it expires, although the shared store keeps it. Decide from your own service with ' +
+        'netauth.backchannel.approve() / deny() (restart-safe), or have authorize only start a decision that service reports.',
     );
   }
   refuseInProduction(warnings, resolved.mode);

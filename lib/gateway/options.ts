@@ -36,6 +36,11 @@ export interface Lifetimes {
   expiredRetention?: number;
   /** How long the consent page waits for the subscriber's answer (frontend flow). Default 600. */
   interaction?: number;
+  /**
+   * How long a redeemed code or approved auth_req_id answers the same client's retry with the same tokens: a
+   * retry after a reply lost to a slow store (503) gets its answer instead of invalid_grant. Default 30.
+   */
+  redemptionRetry?: number;
 }
 
 /** What a backchannel hook is told about a request. */

@@ -224,7 +224,7 @@ export interface RateLimitedEvent {
 /**
  * The shared (Redis) rate-limit counters failed and this instance counts for itself, with the same rules, until
  * they answer again: the request-rate limits then hold per instance, and the lock-out refuses (fails closed).
- * Emitted when a failure starts or changes cause, at most once a minute while it lasts, and when Redis counts again.
+ * Emitted at most once a minute per process while failures come (whatever their cause), and when Redis counts again.
  */
 export interface RateFallbackEvent {
   /** `failing`: counted in memory since the previous event, Redis still failing; `recovered`: Redis answers again. */
@@ -237,6 +237,17 @@ export interface RateFallbackEvent {
   cause: 'unavailable' | 'timeout' | 'error';
   /** Counter operations this instance answered alone since the previous event. */
   operations: number;
+}
+
+/**
+ * `unsettled`: a redemption (code, approved auth_req_id, refresh token) whose store step failed after it was sent (no reply within
+ * the store's timeout, or the connection dropped): the client got 503, and the code or auth_req_id may be consumed
+ * with its tokens stored. `redelivered`: a retry of the same client, within `lifetimes.redemptionRetry`, got the
+ * tokens such a step stored (or a concurrent redemption's). Unsettled minus redelivered bounds the answers lost.
+ */
+export interface RedemptionEvent {
+  clientId: string;
+  grantType: GrantType;
 }
 
 /** Every answer of the router (not of the guard), for latency and outcome metrics. */
@@ -275,6 +286,8 @@ export interface NetAuthEvents {
   'client.registration_refused': ClientRegistrationRefusedEvent;
   'rate.limited': RateLimitedEvent;
   'rate.fallback': RateFallbackEvent;
+  'redemption.unsettled': RedemptionEvent;
+  'redemption.redelivered': RedemptionEvent;
   'request.completed': RequestCompletedEvent;
 }
 
@@ -305,6 +318,8 @@ export const EVENT_NAMES: readonly NetAuthEventName[] = [
   'client.registration_refused',
   'rate.limited',
   'rate.fallback',
+  'redemption.unsettled',
+  'redemption.redelivered',
   'request.completed',
 ];
 

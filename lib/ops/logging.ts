@@ -57,6 +57,7 @@ const LEVELS: Partial<Record<NetAuthEventName, Level>> = {
   'client.registration_refused': 'error',
   'rate.limited': 'warn',
   'rate.fallback': 'warn',
+  'redemption.unsettled': 'warn',
   'request.completed': 'debug',
 };
 
@@ -105,6 +106,8 @@ export interface StartupWarning {
   code?: string;
   /** `error`: the deployment does not work as configured (every request fails). Default `warn`. */
   level?: 'warn' | 'error';
+  /** A run-time report its caller already limits (once per outage): printed each time, not once per process. */
+  repeats?: boolean;
 }
 
 /** Warnings already printed to stderr: each once per process, however many gateways it creates (tests, workers). */
@@ -121,8 +124,10 @@ export function reportWarning(logger: NetAuthLogger | undefined, warning: Startu
     child(logger)[level](code === undefined ? { option } : { option, warning: code }, warning.message);
     return;
   }
-  if (printed.has(warning.message)) return;
-  printed.add(warning.message);
+  if (!warning.repeats) {
+    if (printed.has(warning.message)) return;
+    printed.add(warning.message);
+  }
   const label = `${level === 'error' ? 'ERROR' : 'WARNING'}${code === undefined ? '' : ` ${code}`}`;
   process.stderr.write(`express-netauth: ${label}: ${warning.message}\n`);
 }

@@ -101,6 +101,11 @@ export function createMetricsRouter(
     'Rate-limit counter operations this instance answered alone because the shared (Redis) counters failed, by cause (unavailable, error).',
     ['cause'],
   );
+  const redemptions = counter(
+    'redemptions_total',
+    'Redemptions (code, approved auth_req_id, refresh token) whose store step failed after it was sent (unsettled: the answer may be lost), and retries that got such an answer (redelivered).',
+    labels('grant_type', 'outcome'),
+  );
   const requests = counter(
     'requests_total',
     'Router responses, by endpoint, grant type (token endpoint) and outcome (ok or the OAuth error code).',
@@ -136,6 +141,12 @@ export function createMetricsRouter(
     .on('client.authentication_failed', (e) => authFailures.inc({ endpoint: e.endpoint, reason: e.reason }))
     .on('rate.limited', (e) => limited.inc({ endpoint: e.endpoint, limit: e.limit }))
     .on('rate.fallback', (e) => fallbacks.inc({ cause: e.cause }, e.operations))
+    .on('redemption.unsettled', (e) =>
+      redemptions.inc({ ...client(e.clientId), grant_type: e.grantType, outcome: 'unsettled' }),
+    )
+    .on('redemption.redelivered', (e) =>
+      redemptions.inc({ ...client(e.clientId), grant_type: e.grantType, outcome: 'redelivered' }),
+    )
     .on('request.completed', (e) => {
       requests.inc({ endpoint: e.endpoint, grant_type: e.grantType ?? '', outcome: e.outcome });
       latency.observe({ endpoint: e.endpoint }, e.durationMs / 1000);

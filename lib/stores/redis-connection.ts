@@ -19,6 +19,7 @@ import type { ReplicaWaits } from './redis-replicas.js';
 import type { RedisClientOptions, RedisClientType, RedisClusterOptions, RedisClusterType } from 'redis';
 import { REDIS_STORE_DEFAULTS } from '../defaults.js';
 import { requirePeer } from '../optional-peer.js';
+import { TopologyRefresh } from './redis-topology.js';
 
 /** What RedisStore needs of a `createClient()` client. */
 export interface RedisCommandClient {
@@ -175,9 +176,8 @@ export class RedisConnection {
   /** Why the first attempt failed, for open(). */
   private failure: unknown;
   private closed = false;
-  private lastRefresh = 0;
-  /** Which master the next topology refresh asks first (turn by turn, so a dead one is not asked every time). */
-  private refreshes = 0;
+  /** A cluster's slot-map refresh, for the cluster client commands go through now. */
+  private topology: { client: RedisClusterCommandClient; refresh: TopologyRefresh } | undefined;
   private readonly timeout: number;
   private readonly replicaWait: number;
   private readonly onError: (error: unknown) => void;
@@ -225,7 +225,16 @@ export class RedisConnection {
         `the Redis client given to RedisStore (${this.describe()}) is not connected: await client.connect() first`,
       );
     }
-    await this.started();
+    // Bounded: a hung node accepts the connection and then answers nothing, not even the handshake.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, this.timeout, 'late')));
+    const started = await Promise.race([this.started(), late]);
+    clearTimeout(timer);
+    if (started === 'late') {
+      const cause = this.failure;
+      const why = cause === undefined ? `no answer within ${this.timeout} ms` : reason(cause);
+      throw new StoreUnavailableError(`cannot connect to Redis at ${this.describe()} (${why})`, { cause });
+    }
     if (this.route?.kind === 'cluster') return this.openShards();
     let role: unknown;
     try {
@@ -406,24 +415,15 @@ export class RedisConnection {
   }
 
   /**
-   * A cluster client learns a new slot map only from a MOVED reply, which a dead master never sends: after a
-   * connection error, ask the cluster again (node-redis' own rediscovery, starting from a master that is up).
+   * A cluster client learns a new slot map only from a MOVED reply, which a dead or hung master never sends: after
+   * a failed command, ask the cluster again, of a master that answers (lib/stores/redis-topology.ts).
    */
   private refreshTopology(): void {
     const route = this.route;
     if (route?.kind !== 'cluster' || this.closed) return;
-    const now = Date.now();
-    if (now - this.lastRefresh < 250) return;
-    this.lastRefresh = now;
-    const slots = (route.client as unknown as { _slots?: { rediscover?: (startWith: unknown) => Promise<void> } })
-      ._slots;
-    const masters = route.client.masters;
-    if (typeof slots?.rediscover !== 'function' || masters.length === 0) return;
-    // A master whose connection is up, else each in turn (a client made with minimizeConnections has none yet).
-    // rediscover() reads only `options` of what it is given, and falls back to the root nodes.
-    const up = masters.find((m) => (m.client as { isReady?: boolean } | undefined)?.isReady);
-    const ask = up ?? masters[this.refreshes++ % masters.length]!;
-    slots.rediscover({ options: { socket: { host: ask.host, port: ask.port } } }).catch(this.onError);
+    if (this.topology?.client !== route.client)
+      this.topology = { client: route.client, refresh: new TopologyRefresh(route.client, this.timeout, this.onError) };
+    this.topology.refresh.refresh();
   }
 
   /**

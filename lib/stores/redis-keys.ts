@@ -31,6 +31,7 @@ const KIND_LETTERS: Record<RecordKind, string> = {
   revoked: 'r',
   jti: 'j',
   not_before: 'n',
+  redemption: 'd',
 };
 
 /** A key and the hash tag that places it. */

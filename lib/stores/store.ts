@@ -38,6 +38,8 @@ export type RecordKind =
   | 'interaction'
   | 'session'
   | 'revoked'
+  /** A redeemed code's or auth_req_id's tokens, sealed, kept a short while for the same client's retry. */
+  | 'redemption'
   /** Identifiers of single-use JWTs (client assertions, request objects, proofs) seen until they expire. */
   | 'jti'
   /**

@@ -67,7 +67,7 @@ async function active(client: NetAuthClient, token: string): Promise<boolean> {
   return (await oidc.tokenIntrospection(await client.configuration(), token)).active;
 }
 
-describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
+describe.each(GATEWAYS)('app-side helpers, against $name', ({ name, start }) => {
   let gw: GatewayUnderTest;
   let app: ClientApp;
   /** The same registration, but the gateway's revocation endpoint does not answer. */
@@ -221,10 +221,16 @@ describe.each(GATEWAYS)('app-side helpers, against $name', ({ start }) => {
       expect(
         (await fetch(gw.serviceApi, { headers: { authorization: `Bearer ${second.token.access_token}` } })).status,
       ).toBe(200);
-      // The request is used up: polling again is refused as a bad request, not a gateway failure.
+      // The request is used up: polling again is refused as a bad request, not a gateway failure; by this gateway
+      // only after lifetimes.redemptionRetry (30 s): within it the same client's retry gets the same token again.
       await sleep(1000);
-      const again = await rejection(worker.pollBackchannel(first.request));
-      expect(again.status).toBeLessThan(500);
+      if (name === 'express-netauth') {
+        const retried = await worker.pollBackchannel(first.request);
+        expect(retried.status === 'approved' && retried.token.access_token).toBe(second.token.access_token);
+      } else {
+        const again = await rejection(worker.pollBackchannel(first.request));
+        expect(again.status).toBeLessThan(500);
+      }
     });
 
     it('resumeBackchannel in another process gets the token', async () => {

@@ -188,5 +188,22 @@ describe('warnings said once, at the first request that shows them', () => {
       await request(gw.app).post(path).set('Authorization', APP1).type('form').send(form);
       expect(coded(lines, 'NETAUTH_STORE_UNAVAILABLE')).toHaveLength(1);
     });
+
+    it('said once per outage: a failure a minute after the last one is a new outage, said again', async () => {
+      const { logger, lines } = memoryLogger();
+      const store = new RedisStore({ url: `redis://127.0.0.1:${await closedPort()}`, timeout: 300 });
+      stores.push(store);
+      const gw = createTestGateway({ logger, store, rateLimits: false });
+      const guarded = () => request(gw.app).post('/sim-swap/check').set('Authorization', 'Bearer some-token');
+      for (let i = 0; i < 3; i++) {
+        expect((await guarded()).status).toBe(503);
+        gw.clock.advance(30);
+      }
+      // Failures 30 s apart are one outage.
+      expect(coded(lines, 'NETAUTH_STORE_UNAVAILABLE')).toHaveLength(1);
+      gw.clock.advance(31);
+      expect((await guarded()).status).toBe(503);
+      expect(coded(lines, 'NETAUTH_STORE_UNAVAILABLE')).toHaveLength(2);
+    });
   });
 });

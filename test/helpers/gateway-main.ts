@@ -112,7 +112,11 @@ const netauth = createNetAuth({
   // ID tokens are on by default: the same key on every instance, as production has it.
   signingKeys: [KEY_A],
   // Whole seconds are the smallest interval; one keeps openid-client's polling short.
-  lifetimes: { pollInterval: 1 },
+  lifetimes: {
+    pollInterval: 1,
+    // A test that replays a code after the window sets it short.
+    ...(process.env.NETAUTH_REDEMPTION_RETRY ? { redemptionRetry: Number(process.env.NETAUTH_REDEMPTION_RETRY) } : {}),
+  },
   ...(process.env.NETAUTH_RATE_LIMITS === 'off' ? { rateLimits: false } : {}),
 });
 

@@ -44,6 +44,8 @@ describe('events: frontend flow', () => {
     const code = await codeFor(gw);
     expect((await redeem(gw.app, { code, redirect_uri: CALLBACK })).status).toBe(200);
     const events = recordEvents(gw.netauth);
+    // Past lifetimes.redemptionRetry: no longer the client's retry of one redemption.
+    gw.clock.advance(31);
     expect((await redeem(gw.app, { code, redirect_uri: CALLBACK })).body.error).toBe('invalid_grant');
     expect(events.names()).toEqual(['code.replayed', 'token.revoked']);
     expect(events.of('code.replayed')).toEqual([{ ...alice, scopes: ['sim-swap'] }]);
@@ -257,10 +259,11 @@ describe('events: client authentication and requests', () => {
   });
 
   it('request.completed: endpoint, method, status, outcome (ok or the error code), grant type, duration', async () => {
-    const { app, netauth } = createTestGateway();
+    const { app, netauth, clock } = createTestGateway();
     const events = recordEvents(netauth);
     const id = await startBackchannel(app, ALICE, SIM_SWAP);
     await pollToken(app, id);
+    clock.advance(31);
     await pollToken(app, id);
     await request(app).get('/apigateway/token');
     await request(app).get(`/apigateway/authorize?client_id=nobody`);

@@ -28,7 +28,8 @@ import {
   refresh,
   tokenRequest,
 } from '../helpers/grants.js';
-import { EVENT_NAMES, type NetAuthOptions } from '../../lib/index.js';
+import { EVENT_NAMES, MemoryStore, StoreUnavailableError, type NetAuthOptions } from '../../lib/index.js';
+import { wrapStore } from '../helpers/store-wrapper.js';
 import { EventHub } from '../../lib/ops/events.js';
 import { attachLogger } from '../../lib/ops/logging.js';
 
@@ -128,9 +129,26 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     const redeemed = await redeem(app, { code, redirect_uri: CALLBACK, code_verifier: pkce.verifier });
     expect(redeemed.status).toBe(200);
     keep(redeemed.body.access_token, redeemed.body.id_token);
+    // The client's retry within lifetimes.redemptionRetry gets the same answer (redemption.redelivered); a replay
+    // after it is refused.
+    expect((await redeem(app, { code, redirect_uri: CALLBACK, code_verifier: pkce.verifier })).status).toBe(200);
+    clock.advance(31);
     expect((await redeem(app, { code, redirect_uri: CALLBACK, code_verifier: pkce.verifier })).body.error).toBe(
       'invalid_grant',
     );
+    // A store whose reply to the consume-and-issue is lost after the step ran (a slow Redis): redemption.unsettled.
+    const memory = new MemoryStore();
+    const late = createTestGateway({
+      ...format,
+      logger: log.logger,
+      store: wrapStore(memory, {
+        consume: async (kind, id, writes) => {
+          await memory.consume(kind, id, writes);
+          throw new StoreUnavailableError('no reply within the deadline');
+        },
+      }),
+    });
+    expect((await pollToken(late.app, await startBackchannel(late.app, ALICE, SIM_SWAP))).status).toBe(503);
 
     // The consent page refused (Bob's device), and an authorization request flood from one address.
     const other = await authorize(app, { scope: LOCATION }, { ip: '10.20.0.2' });
@@ -211,6 +229,7 @@ describe.each(FORMATS)('log scan of a full run (%s)', (_name, format) => {
     keep(offline, offlineTokens.body.access_token, offlineTokens.body.refresh_token);
     const rotated = await refresh(app, offlineTokens.body.refresh_token as string);
     keep(rotated.body.access_token, rotated.body.refresh_token);
+    clock.advance(31); // past lifetimes.redemptionRetry: a reuse, not a retry
     expect((await refresh(app, offlineTokens.body.refresh_token as string)).body.error).toBe('invalid_grant');
     const twoLegged = await tokenRequest(app, { grant_type: 'client_credentials', scope: POPULATION }, SERVICE_AUTH);
     keep(twoLegged.body.access_token);

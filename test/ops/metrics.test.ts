@@ -54,6 +54,7 @@ describe('metrics router', () => {
     // Frontend: one code without consent, redeemed and replayed; one through the consent page.
     const code = await codeFor(gw);
     expect((await redeem(app, { code, redirect_uri: CALLBACK })).status).toBe(200);
+    clock.advance(31);
     expect((await redeem(app, { code, redirect_uri: CALLBACK })).status).toBe(400);
     const allowed = await answerConsent(gw, await authorize(app, { scope: LOCATION }), 'allow');
     expect((await redeem(app, { code: callback(allowed).code!, redirect_uri: CALLBACK })).status).toBe(200);

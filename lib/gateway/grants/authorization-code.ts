@@ -4,7 +4,7 @@ import { OAuthError } from '../../errors.js';
 import type { CodeRecord } from '../requests/authorization-codes.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { issueAccessToken, reportIssued } from '../tokens/access-tokens.js';
+import { issueAccessToken, redeemedBefore, reportIssued, type TokenResponse } from '../tokens/access-tokens.js';
 import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import { limitSubscriber } from '../requests/subscriber-limit.js';
@@ -67,7 +67,15 @@ export const authorizationCodeGrant: Grant = {
       throw new OAuthError('invalid_grant', 'redirect_uri differs from the authorization request');
     verifyPkce(record, verifier);
     await refuseRevoked(ctx.notBefore, record, 'code');
-    if (stored.consumed) throw await replayed(ctx, record);
+    const exchanged = { kind: 'code', id: key, secret: code } as const;
+    // A retry of a redemption whose answer was lost (a late store reply: 503), or a concurrent duplicate, by the
+    // same client (and DPoP key) within lifetimes.redemptionRetry gets the same tokens; anything else is a replay.
+    const again = () => redeemedBefore(ctx, exchanged, client.clientId, options.dpopJkt);
+    if (stored.consumed) {
+      const tokens = await again();
+      if (!tokens) throw await replayed(ctx, record);
+      return withIdToken(ctx, record, tokens);
+    }
     // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After.
     await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId);
 
@@ -75,26 +83,16 @@ export const authorizationCodeGrant: Grant = {
     // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent
     // redemptions exactly one wins; the others are replays.
     const refresh = offeredRefreshToken(ctx, client, record, record.grantId, record.consentGrants, options.dpopJkt);
-    const tokens = await issueAccessToken(
-      ctx,
-      record,
-      record.grantId,
-      record.consentGrants,
-      { kind: 'code', id: key },
-      { ...options, refresh },
-    );
-    if (!tokens) throw await replayed(ctx, record);
-    if (idTokenRequested(ctx, record.scope)) {
-      tokens.id_token = issueIdToken(ctx, {
-        clientId: record.clientId,
-        subscriber: { id: record.subscriberId },
-        identifiedBy: record.identifiedBy,
-        // The subscriber was identified when the code was issued.
-        authTime: record.issuedAt,
-        ...(record.nonce === null ? {} : { nonce: record.nonce }),
-        accessToken: tokens.access_token,
-      });
+    const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, exchanged, {
+      ...options,
+      refresh,
+    });
+    if (!tokens) {
+      const same = await again();
+      if (!same) throw await replayed(ctx, record);
+      return withIdToken(ctx, record, same);
     }
+    withIdToken(ctx, record, tokens);
     const subject = {
       clientId: record.clientId,
       subscriberId: record.subscriberId,
@@ -106,3 +104,19 @@ export const authorizationCodeGrant: Grant = {
     return tokens;
   },
 };
+
+/** Adds the ID token when `openid` was granted (and ID tokens are on). */
+function withIdToken(ctx: GatewayContext, record: CodeRecord, tokens: TokenResponse): TokenResponse {
+  if (idTokenRequested(ctx, record.scope)) {
+    tokens.id_token = issueIdToken(ctx, {
+      clientId: record.clientId,
+      subscriber: { id: record.subscriberId },
+      identifiedBy: record.identifiedBy,
+      // The subscriber was identified when the code was issued.
+      authTime: record.issuedAt,
+      ...(record.nonce === null ? {} : { nonce: record.nonce }),
+      accessToken: tokens.access_token,
+    });
+  }
+  return tokens;
+}

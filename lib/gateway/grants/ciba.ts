@@ -3,7 +3,7 @@ import { OAuthError } from '../../errors.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
 import type { GatewayContext } from '../context.js';
 import type { Grant } from './grant.js';
-import { issueAccessToken, reportIssued } from '../tokens/access-tokens.js';
+import { issueAccessToken, redeemedBefore, reportIssued, type TokenResponse } from '../tokens/access-tokens.js';
 import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import type { BackchannelRecord, PollRecord } from '../requests/backchannel-requests.js';
@@ -76,8 +76,17 @@ export const cibaGrant: Grant = {
     // Another client's id is answered exactly like an unknown one: nothing about it is revealed.
     if (!stored || stored.value.clientId !== client.clientId)
       throw new OAuthError('invalid_grant', 'unknown auth_req_id');
-    if (stored.consumed) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
     const record = stored.value;
+    const exchanged = { kind: 'backchannel', id: key, secret: authReqId } as const;
+    // A retry of a poll whose answer was lost (a late store reply: 503) gets the tokens that poll stored.
+    const again = () => redeemedBefore(ctx, exchanged, client.clientId, options.dpopJkt);
+    if (stored.consumed) {
+      // Never handed again once the operator revoked the subscriber or client.
+      await refuseRevoked(ctx.notBefore, record, 'auth_req_id');
+      const tokens = await again();
+      if (!tokens) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
+      return withIdToken(ctx, record, authReqId, tokens);
+    }
     const subject = {
       clientId: record.clientId,
       subscriberId: record.subscriberId,
@@ -103,31 +112,43 @@ export const cibaGrant: Grant = {
     // Single use: of concurrent polls for an approved request exactly one wins the token. Consuming the request
     // and storing its token are one atomic step: a failure (503) leaves the request approved, to poll again.
     const refresh = offeredRefreshToken(ctx, client, record, record.grantId, result.consentGrants, options.dpopJkt);
-    const tokens = await issueAccessToken(
-      ctx,
-      record,
-      record.grantId,
-      result.consentGrants,
-      { kind: 'backchannel', id: key },
-      { ...options, refresh },
-    );
-    if (!tokens) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
-    if (idTokenRequested(ctx, record.scope)) {
-      tokens.id_token = issueIdToken(ctx, {
-        clientId: record.clientId,
-        subscriber: { id: record.subscriberId },
-        identifiedBy: record.identifiedBy,
-        // When the request was approved (by the hook, or at once when created); older records lack approvedAt.
-        authTime: record.approvedAt ?? record.createdAt,
-        accessToken: tokens.access_token,
-        // CIBA Core §10.3.1 binds a push-mode ID token to its request with this claim and at_hash; §10.1.1
-        // (poll) does not require them, but the token endpoint response benefits from the same binding, and
-        // node-oidc-provider and the FAPI-CIBA conformance checks expect it there too. CIBA has no nonce.
-        extra: { 'urn:openid:params:jwt:claim:auth_req_id': authReqId },
-      });
+    const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, exchanged, {
+      ...options,
+      refresh,
+    });
+    if (!tokens) {
+      // A concurrent poll won: the same client gets the same tokens, never a second set.
+      const same = await again();
+      if (!same) throw new OAuthError('invalid_grant', 'the auth_req_id was already used');
+      return withIdToken(ctx, record, authReqId, same);
     }
+    withIdToken(ctx, record, authReqId, tokens);
     ctx.events.emit('ciba.approved', subject);
     reportIssued(ctx, record, CIBA_GRANT, tokens);
     return tokens;
   },
 };
+
+/** Adds the ID token when `openid` was granted (and ID tokens are on). */
+function withIdToken(
+  ctx: GatewayContext,
+  record: BackchannelRecord,
+  authReqId: string,
+  tokens: TokenResponse,
+): TokenResponse {
+  if (idTokenRequested(ctx, record.scope)) {
+    tokens.id_token = issueIdToken(ctx, {
+      clientId: record.clientId,
+      subscriber: { id: record.subscriberId },
+      identifiedBy: record.identifiedBy,
+      // When the request was approved (by the hook, or at once when created); older records lack approvedAt.
+      authTime: record.approvedAt ?? record.createdAt,
+      accessToken: tokens.access_token,
+      // CIBA Core §10.3.1 binds a push-mode ID token to its request with this claim and at_hash; §10.1.1
+      // (poll) does not require them, but the token endpoint response benefits from the same binding, and
+      // node-oidc-provider and the FAPI-CIBA conformance checks expect it there too. CIBA has no nonce.
+      extra: { 'urn:openid:params:jwt:claim:auth_req_id': authReqId },
+    });
+  }
+  return tokens;
+}

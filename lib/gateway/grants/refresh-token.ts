@@ -11,7 +11,7 @@ import {
   type ScopeDecision,
   type StoredAuthorization,
 } from '../requests/authorization.js';
-import { issueAccessToken, reportIssued, tokenKey } from '../tokens/access-tokens.js';
+import { issueAccessToken, redeemedBefore, reportIssued, tokenKey } from '../tokens/access-tokens.js';
 import { findRefreshToken, mintRefreshToken, type RefreshTokenRecord } from '../tokens/refresh-tokens.js';
 import { refuseRevoked } from '../levers/not-before.js';
 
@@ -95,7 +95,8 @@ async function consentGrantsNow(
  * `grant_type=refresh_token` (RFC 6749 §6, the CAMARA profile's Offline Access): single use with rotation. Every
  * check comes before the token is used, so a bad request burns nothing; then using it and storing the new access
  * and refresh tokens are one atomic step (the store's `consume` with both records attached): of concurrent
- * refreshes exactly one wins, and the others are reuses, which revoke the grant.
+ * refreshes exactly one issues tokens; the same client's duplicates within `lifetimes.redemptionRetry` get those,
+ * and any later use is a reuse, which revokes the grant.
  */
 export const refreshTokenGrant: Grant = {
   type: 'refresh_token',
@@ -109,7 +110,15 @@ export const refreshTokenGrant: Grant = {
     const record = stored.value;
     if (record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the refresh_token has expired');
     await refuseRevoked(ctx.notBefore, record, 'refresh_token');
-    if (stored.consumed) throw await reused(ctx, record);
+    const exchanged = { kind: 'refresh_token', id: tokenKey(presented), secret: presented } as const;
+    // A retry of a refresh whose answer was lost (a late store reply: 503), or a concurrent duplicate, by the same
+    // client (and DPoP key) within lifetimes.redemptionRetry gets the same tokens; anything else is a reuse.
+    const again = () => redeemedBefore(ctx, exchanged, client.clientId, options.dpopJkt);
+    if (stored.consumed) {
+      const same = await again();
+      if (!same) throw await reused(ctx, record);
+      return same;
+    }
     // RFC 9449 §5: a grant whose tokens were DPoP-bound is never refreshed into a Bearer token.
     if (typeof record.jkt === 'string' && options.dpopJkt === undefined) {
       const description = "this grant's tokens are DPoP-bound: send a DPoP proof with the refresh";
@@ -121,15 +130,15 @@ export const refreshTokenGrant: Grant = {
     await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId);
 
     const refresh = mintRefreshToken(ctx, record, record.grantId, consentGrants, options.dpopJkt);
-    const tokens = await issueAccessToken(
-      ctx,
-      authorization,
-      record.grantId,
-      consentGrants,
-      { kind: 'refresh_token', id: tokenKey(presented) },
-      { ...options, refresh },
-    );
-    if (!tokens) throw await reused(ctx, record);
+    const tokens = await issueAccessToken(ctx, authorization, record.grantId, consentGrants, exchanged, {
+      ...options,
+      refresh,
+    });
+    if (!tokens) {
+      const same = await again();
+      if (!same) throw await reused(ctx, record);
+      return same;
+    }
     reportIssued(ctx, authorization, 'refresh_token', tokens);
     return tokens;
   },

@@ -1,12 +1,13 @@
 import { OAuthError } from '../../errors.js';
 import { randomTag, sha256, taggedId } from '../../crypto.js';
-import { placementTag, type RecordKind, type RecordWrite, type StoredRecord } from '../../stores/store.js';
+import { placementTag, StoreUnavailableError, type RecordWrite, type StoredRecord } from '../../stores/store.js';
 import type { GatewayContext } from '../context.js';
 import type { StoredAuthorization } from '../requests/authorization.js';
-import type { GrantType } from '../../registry/clients.js';
+import { CIBA_GRANT, type GrantType } from '../../registry/clients.js';
 import type { SubscriberIdentification } from '../../identity/identification.js';
 import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
 import { authorizedAtOf } from '../levers/not-before.js';
+import { redeemAgain, redemptionWrite, type Redeemed, type SealedAnswer } from '../grants/redemptions.js';
 
 /**
  * What an access token grants: an authorization of a subscriber, or none (`subscriberId` and `identifiedBy` null:
@@ -73,11 +74,18 @@ export function tokenKey(token: string): string {
   return tag === undefined ? hash : `${tag}.${hash}`;
 }
 
-/** The code or auth_req_id a token is exchanged for: consumed in the same atomic step as the token is stored. */
-export interface ExchangedRecord {
-  kind: RecordKind;
-  id: string;
-}
+/**
+ * What a token is exchanged for (a code, an auth_req_id, a refresh token), with the value presented: consumed in the
+ * same atomic step as the token is stored, which also keeps a redemption record for the same client's retry
+ * (lib/gateway/grants/redemptions.ts).
+ */
+export type ExchangedRecord = Redeemed;
+
+const GRANT_OF: Record<Redeemed['kind'], GrantType> = {
+  code: 'authorization_code',
+  backchannel: CIBA_GRANT,
+  refresh_token: 'refresh_token',
+};
 
 /**
  * The access token's lifetime and use for these scopes (per-scope token policy, the rules' `accessTokenLifetime`
@@ -196,8 +204,27 @@ export async function issueAccessToken(
   const key = tokenKey(token);
   const writes: RecordWrite[] = [{ kind: 'access_token', id: key, value: record, options: { ttl: lifetime, grants } }];
   if (options.refresh) writes.push(options.refresh.write);
+  const response: TokenResponse = {
+    access_token: token,
+    token_type: jkt === null ? 'Bearer' : 'DPoP',
+    expires_in: lifetime,
+    scope: authorization.scope,
+  };
+  if (options.refresh) response.refresh_token = options.refresh.token;
   if (exchanged) {
-    if (!(await ctx.store.consume(exchanged.kind, exchanged.id, writes))) return undefined;
+    // Under its own grant only (on this shard: no extra round trip); a consent withdrawn deletes the token, and
+    // a redemption whose token is gone is never handed out again.
+    writes.push(redemptionWrite(ctx, exchanged, clientId, jkt, response, [grantId]));
+    let consumed: boolean;
+    try {
+      consumed = await ctx.store.consume(exchanged.kind, exchanged.id, writes);
+    } catch (error) {
+      // Sent, but not answered: the step may have run, its tokens waiting for the client's retry (redemptions.ts).
+      if (error instanceof StoreUnavailableError)
+        ctx.events.emit('redemption.unsettled', { clientId, grantType: GRANT_OF[exchanged.kind] });
+      throw error;
+    }
+    if (!consumed) return undefined;
   } else {
     for (const write of writes) await ctx.store.put(write.kind, write.id, write.value, write.options);
   }
@@ -216,14 +243,32 @@ export async function issueAccessToken(
       throw withdrawn();
     }
   }
-  const response: TokenResponse = {
-    access_token: token,
-    token_type: jkt === null ? 'Bearer' : 'DPoP',
-    expires_in: lifetime,
-    scope: authorization.scope,
-  };
-  if (options.refresh) response.refresh_token = options.refresh.token;
   return response;
+}
+
+/** The access token's record when neither it (a single-use token) nor the refresh token issued with it was used. */
+async function unused(ctx: GatewayContext, answer: SealedAnswer): Promise<AccessTokenRecord | undefined> {
+  if (answer.refresh_token !== undefined) {
+    const refresh = await ctx.store.get('refresh_token', tokenKey(answer.refresh_token));
+    if (!refresh || refresh.consumed) return undefined;
+  }
+  return findAccessToken(ctx, answer.access_token);
+}
+
+/**
+ * The tokens an earlier redemption of `exchanged` issued, for a retry by the same client with the same DPoP key
+ * (`dpopJkt`) within `lifetimes.redemptionRetry` while they are unused (lib/gateway/grants/redemptions.ts), reported
+ * as `redemption.redelivered`; undefined otherwise (the caller answers a replay). Never a new token.
+ */
+export async function redeemedBefore(
+  ctx: GatewayContext,
+  exchanged: Redeemed,
+  clientId: string,
+  dpopJkt: string | undefined,
+): Promise<TokenResponse | undefined> {
+  const tokens = await redeemAgain(ctx, exchanged, clientId, dpopJkt ?? null, (answer) => unused(ctx, answer));
+  if (tokens) ctx.events.emit('redemption.redelivered', { clientId, grantType: GRANT_OF[exchanged.kind] });
+  return tokens;
 }
 
 /** Reports an issue as `token.issued`: who, for what, by which grant, and how; never a token. */

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
-import { createTestGateway, LOCATION, SIM_SWAP } from '../../helpers/gateway.js';
+import { APP2, createTestGateway, LOCATION, SIM_SWAP } from '../../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { CALLBACK, callApi, codeFor, redeem } from '../../helpers/frontend.js';
+import { OFFLINE_AUTH, callService, createGrantsGateway, refresh } from '../../helpers/grants.js';
 import {
   MemoryStore,
   StoreUnavailableError,
@@ -24,10 +25,11 @@ const ALICE = 'tel:+34600000001';
 
 /**
  * A real memory store whose next write of an access-token record (by whichever operation makes it), or next
- * read of the revocation list, fails as an unreachable Redis would: the operation does nothing and rejects.
+ * read of the revocation list, fails as an unreachable Redis would: the operation does nothing and rejects. Or
+ * whose next consume-and-issue runs and then rejects, as a Redis whose reply came after the store's deadline.
  */
 class FlakyStore extends MemoryStore {
-  failNext: 'token write' | 'revocation read' | undefined;
+  failNext: 'token write' | 'revocation read' | 'late reply' | undefined;
 
   private fail(what: NonNullable<FlakyStore['failNext']>, when: boolean): void {
     if (!when || this.failNext !== what) return;
@@ -41,11 +43,11 @@ class FlakyStore extends MemoryStore {
   }
 
   override async consume(kind: RecordKind, id: string, writes: readonly RecordWrite[] = []): Promise<boolean> {
-    this.fail(
-      'token write',
-      writes.some((w) => w.kind === 'access_token'),
-    );
-    return super.consume(kind, id, writes);
+    const issuing = writes.some((w) => w.kind === 'access_token');
+    this.fail('token write', issuing);
+    const consumed = await super.consume(kind, id, writes);
+    this.fail('late reply', issuing);
+    return consumed;
   }
 
   override async get<T extends JsonObject = JsonObject>(
@@ -64,7 +66,7 @@ function gateway() {
 
 describe('consuming a request and storing its token are one step', () => {
   it('CIBA: a failure storing the token is a 503 that leaves the approved request to poll again', async () => {
-    const { app, store } = gateway();
+    const { app, store, clock } = gateway();
     const id = await startBackchannel(app, ALICE, SIM_SWAP);
     store.failNext = 'token write';
     const failed = await pollToken(app, id);
@@ -73,6 +75,8 @@ describe('consuming a request and storing its token are one step', () => {
     const retried = await pollToken(app, id);
     expect(retried.status).toBe(200);
     expect((await callApi(app, retried.body.access_token as string)).status).toBe(200);
+    // Past lifetimes.redemptionRetry: used up.
+    clock.advance(31);
     expect((await pollToken(app, id)).body.error).toBe('invalid_grant');
   });
 
@@ -93,6 +97,46 @@ describe('consuming a request and storing its token are one step', () => {
     ).toBe(200);
   });
 
+  it('CIBA: a reply lost after the step ran (503): the retry gets that token; another client, nothing', async () => {
+    const { app, store, clock } = gateway();
+    const id = await startBackchannel(app, ALICE, SIM_SWAP);
+    store.failNext = 'late reply';
+    expect((await pollToken(app, id)).status).toBe(503);
+    clock.advance(29);
+    const retried = await pollToken(app, id);
+    expect(retried.status).toBe(200);
+    expect((await callApi(app, retried.body.access_token as string)).status).toBe(200);
+    expect((await pollToken(app, id, APP2)).body.error).toBe('invalid_grant');
+    const again = await Promise.all(Array.from({ length: 50 }, () => pollToken(app, id)));
+    expect(new Set(again.map((r) => r.body.access_token))).toEqual(new Set([retried.body.access_token]));
+  });
+
+  it('code: a reply lost after the step ran (503): the retry gets that token, not a replay', async () => {
+    const gw = gateway();
+    const code = await codeFor(gw);
+    gw.store.failNext = 'late reply';
+    expect((await redeem(gw.app, { code, redirect_uri: CALLBACK })).status).toBe(503);
+    const retried = await redeem(gw.app, { code, redirect_uri: CALLBACK });
+    expect(retried.status).toBe(200);
+    expect((await callApi(gw.app, retried.body.access_token as string)).status).toBe(200);
+  });
+
+  it('refresh: a reply lost after the step ran (503): the retry gets those tokens, not a reuse that revokes the grant', async () => {
+    const store = new FlakyStore();
+    const gw = createGrantsGateway({ store, rateLimits: false });
+    const code = await codeFor(gw, {
+      client_id: 'offline-app',
+      scope: 'dpv:FraudPreventionAndDetection#sim-swap offline_access',
+    });
+    const first = (await redeem(gw.app, { code, redirect_uri: CALLBACK }, OFFLINE_AUTH)).body as Record<string, string>;
+    store.failNext = 'late reply';
+    expect((await refresh(gw.app, first.refresh_token!)).status).toBe(503);
+    const retried = await refresh(gw.app, first.refresh_token!);
+    expect(retried.status).toBe(200);
+    expect((await callService(gw.app, retried.body.access_token as string)).status).toBe(200);
+    expect((await refresh(gw.app, retried.body.refresh_token as string)).status).toBe(200);
+  });
+
   it('code: a failure storing the token is a 503 that leaves the code redeemable, once', async () => {
     const gw = gateway();
     const code = await codeFor(gw);
@@ -101,7 +145,8 @@ describe('consuming a request and storing its token are one step', () => {
     const retried = await redeem(gw.app, { code, redirect_uri: CALLBACK });
     expect(retried.status).toBe(200);
     expect((await callApi(gw.app, retried.body.access_token as string)).status).toBe(200);
-    // Used now: a replay is invalid_grant and revokes the token issued from it.
+    // Used now: a replay (after lifetimes.redemptionRetry) is invalid_grant and revokes the token issued from it.
+    gw.clock.advance(31);
     expect((await redeem(gw.app, { code, redirect_uri: CALLBACK })).body.error).toBe('invalid_grant');
     expect((await callApi(gw.app, retried.body.access_token as string)).status).toBe(401);
   });

@@ -72,9 +72,18 @@ async function flows(store: Store, stored: () => Promise<string[]>): Promise<voi
     expect(everything).not.toContain(secret);
   }
   // Found by their hash, used once.
-  expect((await redeem(gw.app, { code, redirect_uri: CALLBACK })).status).toBe(200);
+  const redeemed = await redeem(gw.app, { code, redirect_uri: CALLBACK });
+  expect(redeemed.status).toBe(200);
+  const polled = await pollToken(gw.app, authReqId);
+  expect(polled.status).toBe(200);
+  // The redemption records kept for a retry hold the tokens sealed: neither a token nor the code is readable.
+  const redeemedRecords = (await stored()).join('\n');
+  for (const secret of [code, authReqId].map(secretOf)) expect(redeemedRecords).not.toContain(secret);
+  for (const token of [redeemed.body.access_token, polled.body.access_token] as string[])
+    expect(redeemedRecords).not.toContain(token.slice(token.indexOf('.') + 1));
+  // Past lifetimes.redemptionRetry: used.
+  gw.clock.advance(31);
   expect((await redeem(gw.app, { code, redirect_uri: CALLBACK })).body.error).toBe('invalid_grant');
-  expect((await pollToken(gw.app, authReqId)).status).toBe(200);
   expect((await pollToken(gw.app, authReqId)).body.error).toBe('invalid_grant');
   const after = (await stored()).join('\n');
   for (const secret of [code, authReqId].map(secretOf)) expect(after).not.toContain(secret);
