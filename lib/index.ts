@@ -86,6 +86,7 @@ export type {
   TokenRevokedEvent,
   SubscriberRevokedEvent,
   ClientRevokedEvent,
+  RedemptionEvent,
   SubscriberRevocationReason,
   ClientRevocationReason,
   ClientAuthenticationFailedEvent,
