@@ -293,6 +293,35 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     }
   });
 
+  it("a Redis failure that goes on is told again once a minute of the gateway's clock has passed, not before", async () => {
+    const { own, client } = await ownRedis();
+    try {
+      const gw = createTestGateway({
+        store: new MemoryStore(),
+        rateLimits: { ...only({ bcAuthorize: { perClient: { points: 100, duration: 600 } } }), redis: client },
+      });
+      const events = recordEvents(gw.netauth);
+      await own.stop();
+      const served = async () =>
+        expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+      await served();
+      await served();
+      gw.clock.advance(59);
+      await served();
+      expect(events.of('rate.fallback')).toEqual([{ state: 'failing', cause: 'unavailable', operations: 1 }]);
+      gw.clock.advance(1);
+      await served();
+      // The counts made in memory since the first report go with the second.
+      expect(events.of('rate.fallback')).toEqual([
+        { state: 'failing', cause: 'unavailable', operations: 1 },
+        { state: 'failing', cause: 'unavailable', operations: 3 },
+      ]);
+      await gw.netauth.close();
+    } finally {
+      await own.destroy();
+    }
+  });
+
   it('Redis counters stalled (CLIENT PAUSE): two gateways together compare no more guesses than the budget', async () => {
     // Issue 32, finding 7: a per-process fallback gave each instance a budget of its own; now the lock-out refuses.
     const budget = 5;
