@@ -214,7 +214,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     limits =
       options.rateLimits === false
         ? undefined
-        : new RateLimits(options.rateLimits ?? {}, store, onError, events, confirmationCaps);
+        : new RateLimits(options.rateLimits ?? {}, store, onError, events, confirmationCaps, now);
   } catch (error) {
     if (options.store === undefined) void store.close?.();
     throw error;
@@ -225,7 +225,7 @@ export function createContext(options: NetAuthOptions): GatewayContext {
     limits ??
     (options.sendConsentConfirmation !== undefined &&
     (confirmationCaps.sent !== undefined || confirmationCaps.wrong !== undefined)
-      ? new RateLimits(NO_REQUEST_LIMITS, store, onError, events, confirmationCaps)
+      ? new RateLimits(NO_REQUEST_LIMITS, store, onError, events, confirmationCaps, now)
       : undefined);
   const revocations = new Revocations(store, now, lifetimes.accessToken);
   const consentRegistry = options.consentRegistry ?? new StoreConsentRegistry(store, policy, now);

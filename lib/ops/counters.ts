@@ -77,10 +77,13 @@ export class MemoryCounters implements Counters {
   readonly shared = false;
   private readonly limits = new Map<string, FixedWindows>();
 
+  /** `now`: the gateway's clock (its `now` option), so the windows end when its tests say they do. */
+  constructor(private readonly now: () => number = Date.now) {}
+
   private windows(limit: CounterLimit): FixedWindows {
     let windows = this.limits.get(limit.name);
     if (windows === undefined) {
-      windows = new FixedWindows(limit.duration);
+      windows = new FixedWindows(limit.duration, this.now);
       this.limits.set(limit.name, windows);
     }
     return windows;
@@ -183,6 +186,8 @@ export class RedisCounters implements Counters {
     private readonly local: MemoryCounters,
     private readonly events: EventHub,
     private readonly onError: (error: unknown) => void,
+    /** The gateway's clock: when a failure that goes on is told again. Redis keeps the windows by its own clock. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   async chain(entries: ReadonlyArray<{ limit: CounterLimit; key: CounterKey }>): Promise<Refusal | undefined> {
@@ -318,7 +323,7 @@ export class RedisCounters implements Counters {
     // Told at most once a minute, however the failures come: a hung shard fails one count while the others answer
     // the next, and a slow one fails them by either deadline (timeout, unavailable); each used to be a new failure
     // told at once (issue 47: 74-151 warn lines per process in a 20 s hang). The counts go with the next event.
-    const now = Date.now();
+    const now = this.now();
     if (this.lastReport !== 0 && now - this.lastReport < REPORT_EVERY_MS) return;
     this.lastReport = now;
     this.told = true;

@@ -39,8 +39,13 @@ class LocalLocks {
   }
 
   lock(key: string, until: number): void {
-    // Bounded: past this size the oldest knowledge goes (the shared counters still hold the truth).
-    if (this.until.size >= 10_000) this.until.clear();
+    // Bounded: past MAX_LOCKS the oldest lock goes, one at a time (the counters still hold the truth: its next
+    // check costs one round trip). A Map keeps insertion order, so its first key is the oldest.
+    this.until.delete(key);
+    if (this.until.size >= MAX_LOCKS) {
+      const oldest = this.until.keys().next();
+      if (!oldest.done) this.until.delete(oldest.value);
+    }
     this.until.set(key, until);
   }
 }
@@ -82,6 +87,8 @@ export const HOLD_MS = 10_000;
 export const WINDOW_MARGIN_MS = 1_000;
 /** Keys with a held slot, at most (past this, slots go straight back). */
 const MAX_HELD = 10_000;
+/** Keys this process knows to be locked, at most (past this, the oldest lock is forgotten first). */
+export const MAX_LOCKS = 10_000;
 
 /**
  * The brute-force budget of one kind of key (a registered client id at one address, or one address naming

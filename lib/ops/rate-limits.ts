@@ -4,7 +4,7 @@ import { OAuthError } from '../errors.js';
 import type { Store } from '../stores/store.js';
 import { RedisConnection, type RedisStoreClient } from '../stores/redis-connection.js';
 import type { EventHub, RateLimitedEvent } from './events.js';
-import { FailureBudget, NO_SLOT, WINDOW_MARGIN_MS, seconds, type Reservation } from './lockout.js';
+import { FailureBudget, HOLD_MS, NO_SLOT, WINDOW_MARGIN_MS, seconds, type Reservation } from './lockout.js';
 import { MemoryCounters, RedisCounters, type CounterKey, type CounterLimit, type Counters } from './counters.js';
 import { RATE_LIMIT_COUNTER_DEFAULTS, RATE_LIMIT_DEFAULTS, REDIS_STORE_DEFAULTS } from '../defaults.js';
 
@@ -204,6 +204,9 @@ function part(id: string): string {
   return escaped.length <= 128 ? escaped : `#${sha256(id)}`;
 }
 
+/** Clients (and DPoP keys) with points taken ahead, at most: past it the oldest entry is forgotten first. */
+export const MAX_AHEAD = 10_000;
+
 /** Points of a client's limit an instance takes at once with shared counters: 1 % of the limit, 1 to 100. */
 function pointsAhead(points: number): number {
   return Math.min(100, Math.max(1, Math.floor(points / 100)));
@@ -265,10 +268,12 @@ export class RateLimits {
     events: EventHub,
     /** `consentConfirmation.codesPerSubscriber` and `wrongCodesPerSubscriber`, checked with the confirmation's options. */
     confirmationCodes: { sent?: RateLimitRule; wrong?: RateLimitRule } = {},
+    /** The gateway's clock (its `now` option): the memory windows, points taken ahead, held slots and local locks. */
+    private readonly now: () => number = Date.now,
   ) {
     const o = options;
     const D = RATE_LIMIT_DEFAULTS;
-    this.counters = countersFor(options, store, onError, events);
+    this.counters = countersFor(options, store, onError, events, now);
     const limit = (name: string, rule: RateLimitRule): CounterLimit => ({
       name,
       points: rule.points,
@@ -310,6 +315,7 @@ export class RateLimits {
         { name: 'wrong-codes:subscriber', points: wrong.points, duration: wrong.duration },
         (operation) => this.guarded(operation),
         0,
+        now,
       );
     const ca = o.clientAuthentication;
     if (ca !== undefined && 'perClient' in ca) {
@@ -333,6 +339,8 @@ export class RateLimits {
         { name: `auth-attempts:${name}`, points: rule.failures, duration: rule.duration },
         { name: `auth-failures:${name}`, points: rule.failures, duration: rule.duration },
         (operation) => this.guarded(operation),
+        HOLD_MS,
+        now,
       );
     this.failuresPerClientAndAddress = failPair && budget('client-address', failPair);
     this.failuresPerAddress = failAddress && budget('address', failAddress);
@@ -384,7 +392,7 @@ export class RateLimits {
     }
     const ahead = this.ahead.get(id);
     if (ahead !== undefined) {
-      if (ahead.left > 0 && Date.now() < ahead.until) {
+      if (ahead.left > 0 && this.now() < ahead.until) {
         ahead.left--;
         return undefined;
       }
@@ -394,9 +402,13 @@ export class RateLimits {
     if (a === undefined) return undefined;
     if (a.taken === 0) return seconds(a.msBeforeNext);
     if (a.taken > 1) {
-      // Bounded: past this size what was taken ahead is forgotten (it expires with its window in Redis).
-      if (this.ahead.size >= 10_000) this.ahead.clear();
-      this.ahead.set(id, { left: a.taken - 1, until: Date.now() + a.msBeforeNext - WINDOW_MARGIN_MS });
+      // Bounded: past MAX_AHEAD the oldest entry goes first (its points expire with their window in Redis). A Map
+      // keeps insertion order, and an entry used up or expired was deleted above, so its first key is the oldest.
+      if (this.ahead.size >= MAX_AHEAD) {
+        const oldest = this.ahead.keys().next();
+        if (!oldest.done) this.ahead.delete(oldest.value);
+      }
+      this.ahead.set(id, { left: a.taken - 1, until: this.now() + a.msBeforeNext - WINDOW_MARGIN_MS });
     }
     return undefined;
   }
@@ -496,6 +508,7 @@ function countersFor(
   store: Store,
   onError: (error: unknown) => void,
   events: EventHub,
+  now: () => number,
 ): Counters {
   const given = options.redis;
   // Not asked for when the counters stay in memory: a store may open a connection for them.
@@ -503,7 +516,7 @@ function countersFor(
   const backend = options.backend ?? (given !== undefined || shared !== undefined ? 'redis' : 'memory');
   if (backend !== 'memory' && backend !== 'redis')
     throw new TypeError("rateLimits.backend must be 'memory' or 'redis'");
-  const local = new MemoryCounters();
+  const local = new MemoryCounters(now);
   if (backend === 'memory') return local;
 
   const storePrefix = shared?.prefix ?? REDIS_STORE_DEFAULTS.prefix;
@@ -519,7 +532,7 @@ function countersFor(
   if (connection === undefined) {
     throw new TypeError("rateLimits.backend 'redis' needs rateLimits.redis, or a store with counters() (RedisStore)");
   }
-  return new RedisCounters(connection, prefix, timeoutMs, local, events, onError);
+  return new RedisCounters(connection, prefix, timeoutMs, local, events, onError, now);
 }
 
 /** Reports a limit reached and makes its 429. */

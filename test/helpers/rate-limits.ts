@@ -81,3 +81,13 @@ export function describeEachBackend(title: string, suite: (backend: CounterBacke
     });
   });
 }
+
+/**
+ * Lets `seconds` pass for a gateway's counters: its injected clock moves (the memory windows, points taken ahead,
+ * held slots and local locks follow it). With Redis the windows are its keys' expiries, on Redis' own clock,
+ * which no test can move: there the test also waits them out.
+ */
+export async function windowPassed(backend: CounterBackend, gw: TestGateway, seconds: number): Promise<void> {
+  gw.clock.advance(seconds);
+  if (backend.name === 'redis') await new Promise((resolve) => setTimeout(resolve, seconds * 1000 + 100));
+}

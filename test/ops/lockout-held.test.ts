@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FailureBudget, HOLD_MS } from '../../lib/ops/lockout.js';
+import { FailureBudget, HOLD_MS, MAX_LOCKS } from '../../lib/ops/lockout.js';
 import { MemoryCounters, type CounterKey, type CounterLimit, type Counters } from '../../lib/ops/counters.js';
 
 const ATTEMPTS: CounterLimit = { name: 'auth-attempts:test', points: 4, duration: 900 };
@@ -85,6 +85,46 @@ describe('lock-out slots held after a success', () => {
     );
     slots[0]!.release();
     expect('slot' in (await fifth)).toBe(true);
+    await budget.close();
+  });
+});
+
+describe('keys known to be locked (answered with no counter work)', () => {
+  it('past MAX_LOCKS the oldest lock is forgotten first, one at a time; the newest are kept', async () => {
+    const inner = new MemoryCounters();
+    let asked = 0;
+    const counters: Counters = {
+      shared: false,
+      chain: (entries) => inner.chain(entries),
+      take: (limit, key) => inner.take(limit, key),
+      reserve: (attempts, failures, key) => {
+        asked++;
+        return inner.reserve(attempts, failures, key);
+      },
+      release: (attempts, key) => inner.release(attempts, key),
+      spend: (failures, key) => inner.spend(failures, key),
+      close: () => inner.close(),
+    };
+    const one = (name: string): CounterLimit => ({ name, points: 1, duration: 900 });
+    const guarded = async <T>(operation: () => Promise<T>): Promise<T | undefined> => operation();
+    const budget = new FailureBudget(counters, one('attempts'), one('failures'), guarded, 0, () => 1_000_000);
+    const key = (i: number): CounterKey => ({ tag: `app-${i}`, rest: '127.0.0.1' });
+    // One refused check locks a key (a budget of 1): one lock more than the cache keeps.
+    for (let i = 0; i <= MAX_LOCKS; i++) {
+      const reservation = await budget.reserve(key(i));
+      if (!('slot' in reservation)) throw new Error(`expected a slot for key ${i}`);
+      await reservation.slot.spend();
+    }
+    const lockedWith = async (i: number): Promise<number> => {
+      const before = asked;
+      expect(await budget.reserve(key(i))).toEqual({ retryAfter: 900 });
+      return asked - before;
+    };
+    // The second oldest and the newest are still known here: refused with no counter read.
+    expect(await lockedWith(1)).toBe(0);
+    expect(await lockedWith(MAX_LOCKS)).toBe(0);
+    // The oldest was forgotten: the counters, which hold the truth, are asked, and still refuse it.
+    expect(await lockedWith(0)).toBe(1);
     await budget.close();
   });
 });

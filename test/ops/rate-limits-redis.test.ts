@@ -15,6 +15,8 @@ import {
   type NetAuthOptions,
   type RateLimitOptions,
 } from '../../lib/index.js';
+import { MAX_AHEAD, NO_REQUEST_LIMITS, RateLimits } from '../../lib/ops/rate-limits.js';
+import { EventHub } from '../../lib/ops/events.js';
 import {
   RedisServer,
   freshPrefix,
@@ -291,6 +293,35 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     }
   });
 
+  it("a Redis failure that goes on is told again once a minute of the gateway's clock has passed, not before", async () => {
+    const { own, client } = await ownRedis();
+    try {
+      const gw = createTestGateway({
+        store: new MemoryStore(),
+        rateLimits: { ...only({ bcAuthorize: { perClient: { points: 100, duration: 600 } } }), redis: client },
+      });
+      const events = recordEvents(gw.netauth);
+      await own.stop();
+      const served = async () =>
+        expect((await bcAuthorize(gw.app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+      await served();
+      await served();
+      gw.clock.advance(59);
+      await served();
+      expect(events.of('rate.fallback')).toEqual([{ state: 'failing', cause: 'unavailable', operations: 1 }]);
+      gw.clock.advance(1);
+      await served();
+      // The counts made in memory since the first report go with the second.
+      expect(events.of('rate.fallback')).toEqual([
+        { state: 'failing', cause: 'unavailable', operations: 1 },
+        { state: 'failing', cause: 'unavailable', operations: 3 },
+      ]);
+      await gw.netauth.close();
+    } finally {
+      await own.destroy();
+    }
+  });
+
   it('Redis counters stalled (CLIENT PAUSE): two gateways together compare no more guesses than the budget', async () => {
     // Issue 32, finding 7: a per-process fallback gave each instance a budget of its own; now the lock-out refuses.
     const budget = 5;
@@ -463,5 +494,54 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     expect(served).toBeLessThanOrEqual(200);
     expect(served).toBeGreaterThanOrEqual(198);
     expect(Number(await raw.get(`${prefix}rl:token:client:{app-1}`))).toBeGreaterThanOrEqual(200);
+  });
+
+  it("points taken ahead are used only until their window ends by the gateway's clock", async () => {
+    const [gw, , prefix] = instances(only({ token: { perClient: { points: 200, duration: 60 } } }));
+    const counted = async () => Number(await raw.get(`${prefix}rl:token:client:{app-1}`));
+    const poll = async () => expect((await pollToken(gw.app, 'unknown-auth-req-id')).body.error).toBe('invalid_grant');
+    // Two points taken at once (1 % of 200): the second request uses the one left, with no round trip.
+    await poll();
+    expect(await counted()).toBe(2);
+    await poll();
+    expect(await counted()).toBe(2);
+    await poll();
+    expect(await counted()).toBe(4);
+    // The window's end (less the margin for Redis' clock) passed on the injected clock: the point left is not used.
+    gw.clock.advance(59);
+    await poll();
+    expect(await counted()).toBe(6);
+  });
+
+  it('points taken ahead for more than MAX_AHEAD clients: the oldest entry is forgotten first, the newest kept', async () => {
+    const prefix = freshPrefix('netauth-rl');
+    const store = new RedisStore({ url: server.url, prefix });
+    stores.push(store);
+    const reported: unknown[] = [];
+    const onError = (error: unknown) => void reported.push(error);
+    const limits = new RateLimits(
+      { ...NO_REQUEST_LIMITS, token: { perClient: { points: 200, duration: 600 } }, timeout: 5000 },
+      store,
+      onError,
+      new EventHub(onError),
+    );
+    const counted = async (id: string) => Number(await raw.get(`${prefix}rl:token:client:{${id}}`));
+    // One client more than the entries kept, each taking two points (one left ahead), in order.
+    await limits.client('token', 'c0');
+    // In batches: one connection answers in the order asked, so the entries are made in this order.
+    for (let first = 1; first <= MAX_AHEAD; first += 1000) {
+      const ids = Array.from({ length: Math.min(1000, MAX_AHEAD + 1 - first) }, (_, i) => `c${first + i}`);
+      expect(await Promise.all(ids.map((id) => limits.client('token', id)))).toEqual(ids.map(() => undefined));
+    }
+    // The second oldest and the newest still have their point left here: used with no round trip.
+    await limits.client('token', 'c1');
+    await limits.client('token', `c${MAX_AHEAD}`);
+    expect(await counted('c1')).toBe(2);
+    expect(await counted(`c${MAX_AHEAD}`)).toBe(2);
+    // The oldest was forgotten: its next request takes two more points in Redis.
+    await limits.client('token', 'c0');
+    expect(await counted('c0')).toBe(4);
+    expect(reported).toEqual([]);
+    await limits.close();
   });
 });

@@ -16,7 +16,7 @@ import { handProof, proofKey, type ProofKey } from '../helpers/dpop.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../helpers/requests.js';
 import { CALLBACK, authorize, callback, codeFor, redeem } from '../helpers/frontend.js';
 import { recordEvents } from '../helpers/events.js';
-import { describeEachBackend, expectTooMany, only } from '../helpers/rate-limits.js';
+import { describeEachBackend, expectTooMany, only, windowPassed } from '../helpers/rate-limits.js';
 import { RATE_LIMIT_DEFAULTS, MemoryStore, RedisStore, createNetAuth, type RateLimitOptions } from '../../lib/index.js';
 import { CLIENTS, POLICY, SUBSCRIBERS } from '../helpers/gateway.js';
 
@@ -136,7 +136,7 @@ describeEachBackend('rate limits', (backend) => {
       const second = await codeFor(gw);
       expect((await redeem(gw.app, { code: first, redirect_uri: CALLBACK })).status).toBe(200);
       expectTooMany(await redeem(gw.app, { code: second, redirect_uri: CALLBACK }), 1);
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await windowPassed(backend, gw, 1);
       expect((await redeem(gw.app, { code: second, redirect_uri: CALLBACK })).status).toBe(200);
     });
 
@@ -467,5 +467,22 @@ describe('rateLimits option', () => {
         perAddress: { failures: 30, duration: 900 },
       },
     });
+  });
+});
+
+describe("the counters keep the gateway's clock (the `now` option)", () => {
+  it('a window ends when the injected clock passes it, not before: no waiting in real time', async () => {
+    const { app, clock } = createTestGateway({
+      rateLimits: only({ bcAuthorize: { perClient: { points: 1, duration: 60 } } }),
+    });
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
+    const refused = await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP });
+    expectTooMany(refused, 60);
+    expect(refused.headers['retry-after']).toBe('60');
+    clock.advance(59);
+    const late = await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP });
+    expectTooMany(late, 1);
+    clock.advance(1);
+    expect((await bcAuthorize(app, { login_hint: ALICE, scope: SIM_SWAP })).status).toBe(200);
   });
 });
