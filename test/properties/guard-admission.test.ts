@@ -17,8 +17,8 @@ import { report } from './support.js';
  * Issue 45: the guard's checks are one list, run by a loop that answers in the request's turn until a check needs
  * I/O (an I/O check's `skips` says when it would pass without any). Here random tokens and requests go through
  * that loop and through the reference execution (every check awaited, none skipped), on the same gateway, and
- * both must answer the same: status, body and challenge. A single-use token is left out: the first of the two
- * calls spends it, so the second is rightly refused. The self-test adds an I/O check whose `skips` lies (a check
+ * both must answer the same: status, body and challenge. A single-use token is spent by its first call, so each
+ * execution gets a fresh one and is called with it twice (the second call must be refused in both). The self-test adds an I/O check whose `skips` lies (a check
  * the old `needsIo` forgot) and shows the property catches it.
  */
 
@@ -31,7 +31,15 @@ const ROUTES: readonly GuardOptions[] = [
   { scope: 'sim-swap', revocation: 'store' },
   { scope: 'sim-swap', errorFormat: 'camara', device: true },
   { scope: 'sim-swap', errorFormat: 'camara', device: { identifier: 'phoneNumber', confirm: true } },
+  { scope: 'number-verification' },
+  { scope: 'number-verification', errorFormat: 'camara', device: { identifier: 'phoneNumber', confirm: true } },
 ];
+
+/** Number Verification's tokens are good for one call (the scope's policy rule). */
+const SINGLE_USE = 'dpv:RequestedServiceProvision#number-verification';
+const RULES = POLICY.map((rule) =>
+  rule.scope === 'number-verification' ? { ...rule, singleUseAccessToken: true } : rule,
+);
 
 type Amend = (checks: readonly GuardCheck[]) => readonly GuardCheck[];
 
@@ -59,8 +67,8 @@ describe.each(['jwt', 'opaque'] as const)('the guard answers the same in the sam
   let tokens: string[];
   let tried = 0;
 
-  async function issue(login: string, dpop: boolean): Promise<string> {
-    const id = await startBackchannel(app, login, SIM_SWAP);
+  async function issue(login: string, dpop: boolean, scope = SIM_SWAP): Promise<string> {
+    const id = await startBackchannel(app, login, scope);
     const req = request(app).post('/apigateway/token').set('Authorization', APP1).type('form');
     if (dpop)
       req.set('DPoP', await handProof({ key, htm: 'POST', htu: `${ISSUER}/token`, iat: Math.floor(clock / 1000) }));
@@ -75,7 +83,7 @@ describe.each(['jwt', 'opaque'] as const)('the guard answers the same in the sam
       issuer: ISSUER,
       clients: CLIENTS,
       subscribers: SUBSCRIBERS,
-      consentPolicy: POLICY,
+      consentPolicy: RULES,
       now: () => clock,
       accessTokenFormat: format,
       signingKeys: [KEY_A],
@@ -119,8 +127,12 @@ describe.each(['jwt', 'opaque'] as const)('the guard answers the same in the sam
   }
 
   const requests = fc.record({
-    // Mostly live tokens (Alice's, Bob's, Alice's DPoP-bound one), then expired, revoked, forged and malformed.
-    token: fc.oneof({ weight: 3, arbitrary: fc.nat(2) }, { weight: 1, arbitrary: fc.integer({ min: 3, max: 7 }) }),
+    // Mostly live tokens (Alice's, Bob's, Alice's DPoP-bound one, a fresh single-use one: 8), then expired,
+    // revoked, forged and malformed.
+    token: fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom(0, 1, 2, 8) },
+      { weight: 1, arbitrary: fc.integer({ min: 3, max: 7 }) },
+    ),
     scheme: fc.constantFrom('Bearer', 'DPoP', 'bearer', 'dpop'),
     proof: fc.oneof(
       { weight: 3, arbitrary: fc.constant('good') },
@@ -140,10 +152,9 @@ describe.each(['jwt', 'opaque'] as const)('the guard answers the same in the sam
   });
   type Sent = typeof requests extends fc.Arbitrary<infer T> ? T : never;
 
-  async function send(prefix: string, execution: 'same' | 'async', sent: Sent) {
+  async function send(prefix: string, execution: 'same' | 'async', sent: Sent, token: string) {
     tried += 1;
     const path = `${prefix}/${execution}/${sent.route}`;
-    const token = tokens[sent.token]!;
     const req = request(app).post(path).set('Authorization', `${sent.scheme} ${token}`);
     if (sent.proof !== 'none') {
       const proof = await handProof({
@@ -160,9 +171,14 @@ describe.each(['jwt', 'opaque'] as const)('the guard answers the same in the sam
   }
 
   async function same(prefix: string, sent: Sent): Promise<boolean> {
-    const inTurn = await send(prefix, 'same', sent);
-    const awaited = await send(prefix, 'async', sent);
-    expect(inTurn.status).toBeLessThan(500);
+    const answers = async (execution: 'same' | 'async') => {
+      if (sent.token !== 8) return [await send(prefix, execution, sent, tokens[sent.token]!)];
+      const token = await issue('tel:+34600000001', false, SINGLE_USE);
+      return [await send(prefix, execution, sent, token), await send(prefix, execution, sent, token)];
+    };
+    const inTurn = await answers('same');
+    const awaited = await answers('async');
+    for (const answer of inTurn) expect(answer.status).toBeLessThan(500);
     return JSON.stringify(inTurn) === JSON.stringify(awaited);
   }
 
