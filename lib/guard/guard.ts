@@ -14,36 +14,46 @@ import { DPOP_ALGORITHMS } from '../gateway/tokens/dpop.js';
 import { DPOP_HASH_CLAIMS, dpopClaimsOption, type DpopHashClaim } from '../gateway/tokens/dpop-binding.js';
 import { bodyHashReader } from './body-hash.js';
 import { toOAuthError } from '../gateway/http/render-error.js';
-import { GuardResponses, camaraError, type AuthScheme, type GuardErrorFormat } from './responses.js';
+import {
+  GuardResponses,
+  camaraError,
+  type AuthScheme,
+  type CamaraErrorInfo,
+  type GuardErrorFormat,
+} from './responses.js';
+import { admitAfter, admitEachAwaited, admitInTurn, Waiting, type Check } from './admission.js';
 import { echoCorrelator } from './correlator.js';
 import { checkSenderConstraint } from './dpop.js';
 import { deviceIdentification, type DeviceOptions, type NetAuthDevice } from './device.js';
 import { GUARD_DEFAULTS } from '../defaults.js';
 import { VerifiedAccessTokens } from './verified-access-tokens.js';
 
-/** What the guard hands a service-API route, at `req.netauth`: a token issued for a subscriber (three-legged). */
+/**
+ * What the guard hands a service-API route, at `req.netauth`: a token issued for a subscriber (three-legged).
+ * Read-only: it says what the token grants, which a route has no business changing.
+ */
 export interface NetAuthGrant {
-  subscriber: Subscriber;
-  clientId: string;
-  purpose: string;
+  readonly subscriber: Subscriber;
+  readonly clientId: string;
+  readonly purpose: string;
   /** API scopes of the token: frozen, whatever the token's format or the store (a route copies it to sort it). */
-  scopes: readonly string[];
+  readonly scopes: readonly string[];
   /** The granted scope string. */
-  scope: string;
+  readonly scope: string;
   /** Epoch ms. */
-  expiresAt: number;
+  readonly expiresAt: number;
   /**
    * How the subscriber was identified: `network` (the device's connection), `operatortoken`, or a hint the client
    * supplied (`tel`, `ipport`). Absent for a two-legged token, and for tokens of versions before it was recorded.
    */
-  identifiedBy?: SubscriberIdentification | undefined;
+  readonly identifiedBy?: SubscriberIdentification | undefined;
   /** With the guard's `device` option: the device the request is about (CAMARA device identification). */
-  device?: NetAuthDevice;
+  readonly device?: NetAuthDevice;
 }
 
 /** The grant of a two-legged token (client credentials): no subscriber. Only routes with `subscriber: 'optional'` see one. */
 export interface NetAuthTwoLeggedGrant extends Omit<NetAuthGrant, 'subscriber'> {
-  subscriber: undefined;
+  readonly subscriber: undefined;
 }
 
 /** What a route guarded with `subscriber: 'optional'` may get: a token with a subscriber, or one without. */
@@ -172,29 +182,6 @@ function offlineToken(
   return { found: { grant: grant as NetAuthAnyGrant, jkt: verified.jkt, singleUse: verified.singleUse, verified } };
 }
 
-/**
- * The token's grant, or undefined when it is invalid, expired, revoked or used up: a JWT access token from
- * `offline` (with `revocation: 'store'`, the shared store's revocation list read too), an opaque one from the store.
- */
-async function authorize(
-  ctx: GatewayContext,
-  offline: { found: FoundToken | undefined } | undefined,
-  token: string,
-  revocation: 'local' | 'store',
-): Promise<FoundToken | undefined> {
-  const markers = revocation === 'store' ? 'store' : 'recent';
-  if (offline === undefined) return foundOpaque(await findAccessToken(ctx, token, markers));
-  const { found } = offline;
-  if (found?.verified === undefined) return found;
-  const { jti, grantIds } = found.verified;
-  if (revocation === 'local') return (await ctx.notBefore.refusesRecently(found.verified)) ? undefined : found;
-  const refused = await Promise.all([
-    ctx.revocations.isRevokedInStore(jti, grantIds),
-    ctx.notBefore.refuses(found.verified),
-  ]);
-  return refused.includes(true) ? undefined : found;
-}
-
 /** An opaque token's live record, as the guard's grant. */
 function foundOpaque(record: AccessTokenRecord | undefined): FoundToken | undefined {
   if (!record) return undefined;
@@ -292,6 +279,44 @@ function originOf(value: string): string {
   return url.origin;
 }
 
+/** What stops a request: an OAuth error (in the challenge of the scheme used), or a CAMARA device error. */
+type Refusal = OAuthError | CamaraErrorInfo;
+
+/** One request's admission, as the checks fill it in. */
+interface Admission {
+  readonly req: Request;
+  readonly res: Response;
+  readonly scheme: AuthScheme;
+  readonly token: string;
+  /** A JWT access token's offline verdict (`offlineToken`); undefined for an opaque token, which the store has. */
+  offline: { found: FoundToken | undefined } | undefined;
+  /** The live token, once found. */
+  found: FoundToken | undefined;
+  /** A JWT's subscriber and client markers as read in the last seconds; undefined when not read recently. */
+  marked: boolean | undefined;
+  /** With the `device` option: the device the request is about. */
+  device: NetAuthDevice | undefined;
+}
+
+/** A check of the guard's admission pipeline. */
+export type GuardCheck = Check<Admission, Refusal>;
+
+/**
+ * How a guard runs its checks. `same-turn` (what the gateway uses): the loop answers in the request's turn unless
+ * a check needs I/O. `async`: the reference execution (every check awaited, none skipped), and `amend`, a change to
+ * the list: for the equivalence property test, which compares the two and shows an unequal check fails it.
+ */
+export interface GuardExecution {
+  execution: 'same-turn' | 'async';
+  amend?: (checks: readonly GuardCheck[]) => readonly GuardCheck[];
+}
+
+const SAME_TURN: GuardExecution = { execution: 'same-turn' };
+
+function unknownToken(): OAuthError {
+  return new OAuthError('invalid_token', 'the access token is invalid, expired or revoked');
+}
+
 /**
  * Protection for a service API: an access token issued by this gateway (RFC 6750 Bearer, or RFC 9449 DPoP with
  * its proof when the token is bound), with the needed scope; optionally the CAMARA conventions (error bodies,
@@ -306,12 +331,14 @@ export function createGuard(
   ctx: GatewayContext,
   options?: GuardOptions,
   verifiedTokens?: VerifiedAccessTokens,
+  execution?: GuardExecution,
 ): RequestHandler;
 /** `verifiedTokens`: shared by every guard of one gateway (createNetAuth makes one), else this guard's own. */
 export function createGuard(
   ctx: GatewayContext,
   options: GuardOptions = {},
   verifiedTokens = new VerifiedAccessTokens(ctx.now),
+  execution: GuardExecution = SAME_TURN,
 ): RequestHandler {
   const scopes = list(options.scope);
   const purposes = list(options.purpose);
@@ -344,73 +371,118 @@ export function createGuard(
     scope: scopes.join(' ') || undefined,
     algs: DPOP_ALGORITHMS,
   });
-
-  /** The checks of a known token that need no I/O: scope and purpose, then subscriber and how it was identified. */
-  function coverage(found: FoundToken): OAuthError | undefined {
-    const { grant } = found;
-    if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose)))
-      return new OAuthError('insufficient_scope', 'the access token does not cover this API');
-    return missingSubscriber(found, subscriber) ?? unauthenticatedSubscriber(ctx, grant);
-  }
-
-  /** Whether admitting a known token takes I/O: a proof of possession to check, a single use to spend, a device. */
-  function needsIo(found: FoundToken, scheme: AuthScheme): boolean {
-    return found.jkt !== undefined || scheme === 'DPoP' || found.singleUse || identify !== undefined;
-  }
+  const markers = revocation === 'store' ? 'store' : 'recent';
 
   /**
-   * True when the request may go on to the route; false once it was answered. The checks in their order: the
-   * token, its sender constraint, scope and purpose, subscriber, its single use, device.
+   * The checks in their order: the token (a JWT here, an opaque one in the store), its revocation, its sender
+   * constraint, scope and purpose, subscriber, its single use, the device.
    */
-  async function admit(
-    req: Request,
-    res: Response,
-    { scheme, token }: { scheme: AuthScheme; token: string },
-    found: FoundToken | undefined,
-  ): Promise<boolean> {
-    if (!found) {
-      responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), scheme);
-      return false;
-    }
-    // A Bearer token bound to no key has no proof to check.
-    if (found.jkt !== undefined || scheme === 'DPoP') {
-      try {
-        const bound = { jkt: found.jkt, clientId: found.grant.clientId };
-        await checkSenderConstraint(ctx, req, { scheme, token }, bound, origin, { required, bodyHash, res });
-      } catch (error) {
-        if (!(error instanceof OAuthError)) throw error;
-        responses.refuse(res, error, scheme);
-        return false;
-      }
-    }
-    const uncovered = coverage(found);
-    if (uncovered) {
-      responses.refuse(res, uncovered, scheme);
-      return false;
-    }
-    const { grant } = found;
-    // Spent before the device is compared: a mismatch (403) must not leave the token for another number.
-    const spent = found.singleUse ? await spend(ctx, token) : undefined;
-    if (spent) {
-      responses.refuse(res, spent, scheme);
-      return false;
-    }
-    if (identify) {
-      // Typed to take no subscriber too: a token issued with none (two-legged) must name the device in the body.
-      const device = await identify(req, res, grant.subscriber as Subscriber | undefined);
-      if ('code' in device) {
-        responses.fail(res, device);
-        return false;
-      }
-      grant.device = device;
-    }
-    grantTo(req, res, grant);
-    return true;
-  }
+  const pipeline: readonly GuardCheck[] = [
+    {
+      name: 'jwt',
+      io: false,
+      run(a) {
+        // A JWT access token verified here, its markers read in the last seconds answer too.
+        a.offline = offlineToken(ctx, verifiedTokens, a.token);
+        if (a.offline === undefined) return undefined;
+        const { found } = a.offline;
+        if (found === undefined) return unknownToken();
+        a.found = found;
+        if (found.verified !== undefined) a.marked = ctx.notBefore.refusesFromMemory(found.verified);
+        return a.marked === true ? unknownToken() : undefined;
+      },
+    },
+    {
+      name: 'opaque',
+      io: true,
+      skips: (a) => a.offline !== undefined,
+      async run(a) {
+        if (a.offline !== undefined) return undefined;
+        a.found = foundOpaque(await findAccessToken(ctx, a.token, markers));
+        return a.found === undefined ? unknownToken() : undefined;
+      },
+    },
+    {
+      // A JWT's revocation beyond this process's list: its markers (when not read recently), and with
+      // `revocation: 'store'` the shared store's list. An opaque token's were read with its record.
+      name: 'revocation',
+      io: true,
+      skips: (a) => a.found?.verified === undefined || (revocation === 'local' && a.marked === false),
+      async run(a) {
+        const verified = a.found?.verified;
+        if (verified === undefined) return undefined;
+        if (revocation === 'local') return (await ctx.notBefore.refusesRecently(verified)) ? unknownToken() : undefined;
+        const refused = await Promise.all([
+          ctx.revocations.isRevokedInStore(verified.jti, verified.grantIds),
+          ctx.notBefore.refuses(verified),
+        ]);
+        return refused.includes(true) ? unknownToken() : undefined;
+      },
+    },
+    {
+      // A Bearer token bound to no key has no proof to check.
+      name: 'sender constraint',
+      io: true,
+      skips: (a) => a.found!.jkt === undefined && a.scheme === 'Bearer',
+      async run(a) {
+        const { found, req, res, scheme, token } = a;
+        const bound = { jkt: found!.jkt, clientId: found!.grant.clientId };
+        try {
+          await checkSenderConstraint(ctx, req, { scheme, token }, bound, origin, { required, bodyHash, res });
+          return undefined;
+        } catch (error) {
+          if (!(error instanceof OAuthError)) throw error;
+          return error;
+        }
+      },
+    },
+    {
+      name: 'coverage',
+      io: false,
+      run({ found }) {
+        const { grant } = found!;
+        if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose)))
+          return new OAuthError('insufficient_scope', 'the access token does not cover this API');
+        return missingSubscriber(found!, subscriber) ?? unauthenticatedSubscriber(ctx, grant);
+      },
+    },
+    {
+      // Spent before the device is compared: a mismatch (403) must not leave the token for another number.
+      name: 'single use',
+      io: true,
+      skips: (a) => !a.found!.singleUse,
+      run: (a) => (a.found!.singleUse ? spend(ctx, a.token) : Promise.resolve(undefined)),
+    },
+    {
+      name: 'device',
+      io: true,
+      skips: () => identify === undefined,
+      async run(a) {
+        if (identify === undefined) return undefined;
+        // Typed to take no subscriber too: a token issued with none (two-legged) must name the device in the body.
+        const device = await identify(a.req, a.res, a.found!.grant.subscriber as Subscriber | undefined);
+        if ('code' in device) return device;
+        a.device = device;
+        return undefined;
+      },
+    },
+  ];
+  const checks = execution.amend ? execution.amend(pipeline) : pipeline;
 
   /** A store that failed (503) or a bug (500, reported): the answer, never a thrown error. */
   function failed(res: Response, error: unknown): void {
     responses.refuse(res, toOAuthError(error, ctx.onError, ctx.storeUnavailable), undefined);
+  }
+
+  /** The admission's answer: the refusal, or the grant handed to the route. */
+  function conclude(a: Admission, refusal: Refusal | undefined, next: NextFunction): void {
+    if (refusal instanceof OAuthError) responses.refuse(a.res, refusal, a.scheme);
+    else if (refusal !== undefined) responses.fail(a.res, refusal);
+    else {
+      const { grant } = a.found!;
+      grantTo(a.req, a.res, a.device === undefined ? grant : { ...grant, device: a.device });
+      next();
+    }
   }
 
   function grantTo(req: Request, res: Response, grant: NetAuthAnyGrant): void {
@@ -436,38 +508,38 @@ export function createGuard(
       responses.refuse(res, malformed, scheme);
       return;
     }
-    let offline: ReturnType<typeof offlineToken>;
+    const admission: Admission = {
+      req,
+      res,
+      scheme,
+      token,
+      offline: undefined,
+      found: undefined,
+      marked: undefined,
+      device: undefined,
+    };
+    if (execution.execution === 'async') {
+      admitEachAwaited(checks, admission).then(
+        (refusal) => conclude(admission, refusal, next),
+        (error: unknown) => failed(res, error),
+      );
+      return;
+    }
+    let verdict: Refusal | undefined | Waiting<Refusal>;
     try {
-      offline = offlineToken(ctx, verifiedTokens, token);
+      verdict = admitInTurn(checks, admission);
     } catch (error) {
       failed(res, error);
       return;
     }
-    const found = offline?.found;
     // A JWT access token this process checks alone, needing no I/O on this route either: the route runs in this turn.
-    // Its subscriber's and client's markers read in the last seconds answer too; when not, `authorize` reads them.
-    const marked = found?.verified === undefined ? undefined : ctx.notBefore.refusesFromMemory(found.verified);
-    if (marked === true) {
-      responses.refuse(res, new OAuthError('invalid_token', 'the access token is invalid, expired or revoked'), scheme);
+    if (!(verdict instanceof Waiting)) {
+      conclude(admission, verdict, next);
       return;
     }
-    if (found !== undefined && marked === false && revocation === 'local' && !needsIo(found, scheme)) {
-      const uncovered = coverage(found);
-      if (uncovered) {
-        responses.refuse(res, uncovered, scheme);
-        return;
-      }
-      grantTo(req, res, found.grant);
-      next();
-      return;
-    }
-    authorize(ctx, offline, token, revocation)
-      .then((authorized) => admit(req, res, { scheme, token }, authorized))
-      .then(
-        (ok) => {
-          if (ok) next();
-        },
-        (error: unknown) => failed(res, error),
-      );
+    admitAfter(checks, admission, verdict).then(
+      (refusal) => conclude(admission, refusal, next),
+      (error: unknown) => failed(res, error),
+    );
   };
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import type { Request, Response } from 'express';
-import { MemoryStore, RedisStore, type NetAuthAnyGrant, type Store } from '../../lib/index.js';
+import { MemoryStore, RedisStore, type NetAuthAnyGrant, type NetAuthGrant, type Store } from '../../lib/index.js';
 import { POPULATION, SERVICE_AUTH, createGrantsGateway, tokenRequest } from '../helpers/grants.js';
 import { SIM_SWAP } from '../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../helpers/requests.js';
@@ -92,3 +92,20 @@ describe.skipIf(skip)(
     });
   },
 );
+
+describe('the grant is read-only in its type (issue 45)', () => {
+  it('a route cannot assign a member of req.netauth or res.locals.netauth: the type checker refuses it', () => {
+    // Compiled by `tsc` (test/ is in tsconfig.json): each line is an error the checker must report.
+    const change = (grant: NetAuthGrant, either: NetAuthAnyGrant): void => {
+      // @ts-expect-error readonly
+      grant.scope = 'another';
+      // @ts-expect-error readonly
+      grant.subscriber = { id: 'sub-bob' };
+      // @ts-expect-error readonly
+      grant.device = undefined;
+      // @ts-expect-error readonly
+      either.clientId = 'app-2';
+    };
+    expect(typeof change).toBe('function');
+  });
+});

@@ -3,6 +3,7 @@ import request from 'supertest';
 import express from 'express';
 import { createTestGateway, SIM_SWAP } from '../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../helpers/requests.js';
+import { KEY_A } from '../helpers/keys.js';
 
 async function tokenFor(app: Parameters<typeof pollToken>[0], scope = SIM_SWAP): Promise<string> {
   return (await pollToken(app, await startBackchannel(app, 'tel:+34600000001', scope))).body.access_token as string;
@@ -165,5 +166,46 @@ describe('service-API guard', () => {
       delete (base as { netauth?: unknown }).netauth;
       if (saved) Object.defineProperty(base, 'netauth', saved);
     }
+  });
+});
+
+describe('the admission pipeline stays in the request turn where it can', () => {
+  /** The guard at `/turn`, and whether it called `next` before it returned (the route then runs in that turn). */
+  function turnRoute(gw: ReturnType<typeof createTestGateway>): void {
+    const guard = gw.netauth.guard({ scope: 'sim-swap' });
+    gw.app.get(
+      '/turn',
+      (req, res, next) => {
+        let inTurn = true;
+        guard(req, res, () => {
+          res.locals.inTurn = inTurn;
+          next();
+        });
+        inTurn = false;
+      },
+      (_req, res) => void res.json({ inTurn: res.locals.inTurn }),
+    );
+  }
+
+  it('a JWT access token verified here, its markers read in the last seconds: admitted in the same turn', async () => {
+    const gw = createTestGateway({ accessTokenFormat: 'jwt', signingKeys: [KEY_A] });
+    turnRoute(gw);
+    const token = await tokenFor(gw.app);
+    const call = () => request(gw.app).get('/turn').set('Authorization', `Bearer ${token}`);
+    // The token's issue read the subscriber's and client's markers; once their 5 seconds are past, one call reads
+    // them again from the store, and the next ones are answered from memory.
+    expect((await call()).body).toEqual({ inTurn: true });
+    gw.clock.advance(5);
+    expect((await call()).body).toEqual({ inTurn: false });
+    expect((await call()).body).toEqual({ inTurn: true });
+  });
+
+  it('an opaque token waits for the store', async () => {
+    const gw = createTestGateway();
+    turnRoute(gw);
+    const token = await tokenFor(gw.app);
+    const call = () => request(gw.app).get('/turn').set('Authorization', `Bearer ${token}`);
+    expect((await call()).body).toEqual({ inTurn: false });
+    expect((await call()).body).toEqual({ inTurn: false });
   });
 });
