@@ -57,8 +57,6 @@ export interface ConsentPolicy {
   rules(): readonly ConsentRule[];
 }
 
-export const DEFAULT_CONSENT_LIFETIME = 365 * 24 * 3600;
-
 const RULE_FIELDS = optionNames<ConsentRule>({
   purpose: true,
   scope: true,

@@ -29,8 +29,6 @@ export interface MetricsOptions {
   buckets?: number[];
 }
 
-const DEFAULT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
-
 /**
  * Prometheus metrics fed by the gateway's events: one counter per kind of state change and a latency histogram
  * per endpoint, on a router of their own (mount it where only the scraper reaches, e.g. an admin port).
@@ -115,7 +113,7 @@ export function createMetricsRouter(
     name: `${p}request_duration_seconds`,
     help: 'Latency of router responses, by endpoint.',
     labelNames: ['endpoint'],
-    buckets: options.buckets ?? DEFAULT_BUCKETS,
+    buckets: options.buckets ?? [...METRICS_DEFAULTS.buckets],
     registers: [registry],
   });
 

@@ -8,6 +8,7 @@ import { API_SCOPE, PURPOSE } from '../identity/scope.js';
 import { scryptLimiter } from './scrypt.js';
 import { secretHistory } from './secret-history.js';
 import { JwksDestinations } from './jwks-destination.js';
+import { CLIENT_AUTH_METHOD_DEFAULT } from '../defaults.js';
 
 export { CLIENT_SIGNING_ALGORITHMS, type ClientSigningAlgorithm } from './client-jwks.js';
 
@@ -326,7 +327,7 @@ function checkFields(client: RegisteredClient): void {
 
 /** How the client authenticates: a secret (exactly one form of it), or keys and no secret. */
 function checkCredentials(client: RegisteredClient): void {
-  const method = client.tokenEndpointAuthMethod ?? 'client_secret_basic';
+  const method = client.tokenEndpointAuthMethod ?? CLIENT_AUTH_METHOD_DEFAULT;
   if (!CLIENT_AUTH_METHODS.includes(method)) {
     throw new TypeError(
       `client ${client.clientId}: tokenEndpointAuthMethod "${String(method)}" is not one of ${CLIENT_AUTH_METHODS.join(', ')}`,
@@ -422,7 +423,7 @@ export class StaticClientRegistry implements ClientRegistry {
       if (this.clients.has(client.clientId)) throw new TypeError(`client ${client.clientId} is registered twice`);
       this.clients.set(client.clientId, frozenCopy(client));
     }
-    const used = new Set(clients.map((c) => c.tokenEndpointAuthMethod ?? 'client_secret_basic'));
+    const used = new Set(clients.map((c) => c.tokenEndpointAuthMethod ?? CLIENT_AUTH_METHOD_DEFAULT));
     this.authMethods = CLIENT_AUTH_METHODS.filter((m) => used.has(m));
     const granted = new Set(clients.flatMap((c) => c.grantTypes));
     this.grantTypes = SUPPORTED_GRANT_TYPES.filter((g) => granted.has(g));
