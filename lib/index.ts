@@ -76,6 +76,7 @@ export type {
   CodeIssuedEvent,
   CodeConsumedEvent,
   CodeReplayedEvent,
+  RedemptionEvent,
   IdentifiedSubject,
   CibaRequestedEvent,
   CibaSlowDownEvent,

@@ -9,7 +9,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
+  ACCESS_TOKEN_FORMAT_DEFAULT,
   BODY_LIMIT_DEFAULT,
+  CONSENT_PAGE_DEFAULTS,
   CLIENT_JWKS_DEFAULTS,
   CLOCK_TOLERANCE_DEFAULT,
   ID_TOKENS_DEFAULT,
@@ -115,16 +117,34 @@ describe('the docs', () => {
       );
     });
 
-    it('the TSDoc gives the defaults of lib/defaults.ts', () => {
-      const doc = (owner: string, path: string): string =>
-        properties.find((p: PublicProperty) => p.owner === owner && p.path === path)?.doc ?? `(no ${owner}.${path})`;
+    it('the TSDoc gives the defaults of lib/defaults.ts, as `@defaultValue`', () => {
+      const tag = (owner: string, path: string, name = 'defaultValue'): string =>
+        properties.find((p: PublicProperty) => p.owner === owner && p.path === path)?.tags[name] ??
+        `(no @${name} on ${owner}.${path})`;
       for (const [name, value] of Object.entries(LIFETIME_DEFAULTS))
-        expect(doc('Lifetimes', name)).toContain(`Default ${value}`);
-      expect(doc('NetAuthOptions', 'bodyLimit')).toContain(`Default \`${BODY_LIMIT_DEFAULT}\``);
-      expect(doc('NetAuthOptions', 'clockTolerance')).toContain(`Default ${CLOCK_TOLERANCE_DEFAULT}`);
-      expect(doc('NetAuthOptions', 'idTokens')).toContain(`Default ${ID_TOKENS_DEFAULT}`);
+        expect(tag('Lifetimes', name)).toMatch(new RegExp(`^${value}\\b`));
+      for (const [name, value] of Object.entries(CONSENT_PAGE_DEFAULTS))
+        expect(tag('ConsentPageOptions', name).replace(/^[`"']+|[`"']+$/g, '')).toBe(value);
+      expect(tag('NetAuthOptions', 'bodyLimit')).toBe(`\`${BODY_LIMIT_DEFAULT}\``);
+      expect(tag('NetAuthOptions', 'clockTolerance')).toBe(`${CLOCK_TOLERANCE_DEFAULT}`);
+      expect(tag('NetAuthOptions', 'idTokens')).toBe(`${ID_TOKENS_DEFAULT}`);
+      expect(tag('NetAuthOptions', 'accessTokenFormat')).toBe(`\`'${ACCESS_TOKEN_FORMAT_DEFAULT}'\``);
       for (const [name, value] of Object.entries(CLIENT_JWKS_DEFAULTS))
-        expect(doc('ClientJwksOptions', name)).toContain(`Default ${value}`);
+        expect(properties.find((p) => p.owner === 'ClientJwksOptions' && p.path === name)?.doc).toContain(
+          `Default ${value}`,
+        );
+    });
+
+    it('a default stated in an option’s TSDoc is its `@defaultValue`, and the spec it follows its `@see`', () => {
+      const own = (owner: string) => properties.filter((p) => p.owner === owner && !p.path.includes('.'));
+      const typed = ['Lifetimes', 'NetAuthOptions', 'ConsentPageOptions'].flatMap(own);
+      // A default said in prose (`Default 60.`) is one the API reference does not show as such.
+      expect(typed.filter((p) => /(^|\. )Default\b/.test(p.doc)).map((p) => `${p.owner}.${p.path}`)).toEqual([]);
+      expect(typed.filter((p) => p.tags.defaultValue !== undefined).length).toBeGreaterThan(30);
+      // Every option that follows a spec's section says which: the RFC sections cited are links.
+      const seen = typed.filter((p) => p.tags.see !== undefined);
+      expect(seen.length).toBeGreaterThan(20);
+      for (const p of seen) expect(p.tags.see, `${p.owner}.${p.path}`).toMatch(/^\{@link https:\/\/\S+ [^}]+\}/m);
     });
   });
 
