@@ -16,13 +16,20 @@ export interface MetricsRegistry {
 }
 
 export interface MetricsOptions {
-  /** Where the metrics are registered (a prom-client `Registry`). Default: a Registry of their own (never prom-client's global one). */
+  /**
+   * Where the metrics are registered (a prom-client `Registry`).
+   * @defaultValue a Registry of their own (never prom-client's global one)
+   */
   registry?: MetricsRegistry;
-  /** Prefix of every metric name. Default `netauth_`. */
+  /**
+   * Prefix of every metric name.
+   * @defaultValue `netauth_`
+   */
   prefix?: string;
   /**
    * Label counters with the client id. Only registered (or authenticated) clients' ids are used, so the label's
-   * values are bounded by the registry; turn it off with very many clients. Default true.
+   * values are bounded by the registry; turn it off with very many clients.
+   * @defaultValue true
    */
   clientIdLabel?: boolean;
   /** Buckets of the latency histogram, in seconds. */

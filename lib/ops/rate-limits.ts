@@ -50,22 +50,28 @@ export interface RateLimitOptions {
    * Where the counters live. `redis`: shared by every instance, on `redis` or, by default, on the RedisStore's
    * own connection; if Redis fails or is slower than `timeout`, each instance counts for itself meanwhile (the
    * lock-out refuses instead) and says so (the `rate.fallback` event). `memory`: per process, no I/O.
-   * Default: `redis` when the
-   * store shares its counters (`Store.counters`, as RedisStore does) or `redis` is given, else `memory`.
+   * @defaultValue `redis` when the store shares its counters (`Store.counters`, as RedisStore does) or `redis` is given, else `memory`
    */
   backend?: 'memory' | 'redis';
-  /** A node-redis v5 client for the counters: single node, cluster or sentinel. Default: the store's counters. */
+  /**
+   * A node-redis v5 client for the counters: single node, cluster or sentinel.
+   * @defaultValue the store's counters
+   */
   redis?: RateLimitRedisClient;
   /**
-   * Prefix of the counters' Redis keys (no `{` or `}`: keys carry their own hash tags). Default: the store's prefix +
-   * `rl:` when it shares its counters (else `netauth:rl:`).
+   * Prefix of the counters' Redis keys (no `{` or `}`: keys carry their own hash tags).
+   * @defaultValue the store's prefix + `rl:` when it shares its counters (else `netauth:rl:`)
    */
   keyPrefix?: string;
-  /** Milliseconds a Redis counter may take before the per-process counter answers instead. Default 500. */
+  /**
+   * Milliseconds a Redis counter may take before the per-process counter answers instead.
+   * @defaultValue 500
+   */
   timeout?: number;
   /**
    * GET /authorize and the subscriber's consents page, per device address (an IPv6 address counts by its /64;
-   * behind CGNAT, with `network.portHeader`, per address and port). Default 300 per 60 s.
+   * behind CGNAT, with `network.portHeader`, per address and port).
+   * @defaultValue 300 per 60 s
    */
   authorize?: {
     /** Requests per device address; `false` turns it off. */
@@ -80,8 +86,9 @@ export interface RateLimitOptions {
   token?: SubscriberLimitRules;
   /**
    * Client-credentials tokens issued per client, so one low-privilege client cannot grow the store without bound:
-   * with a window at least the tokens' lifetime, at most twice `points` of its tokens live at once. Default 100
-   * per 3600 s; past it 429 (the client should reuse the token it holds until it expires).
+   * with a window at least the tokens' lifetime, at most twice `points` of its tokens live at once.
+   * Past it 429 (the client should reuse the token it holds until it expires).
+   * @defaultValue 100 per 3600 s
    */
   clientCredentials?: {
     /** Tokens issued to one client; `false` turns it off. */
@@ -96,11 +103,15 @@ export interface RateLimitOptions {
    * (`dpop_key` or `dpop_client`).
    */
   dpopProofs?: {
-    /** Fresh proofs of one key; `false` turns it off. Default 60000 per 900 s (at most 120000 entries of one key live). */
+    /**
+     * Fresh proofs of one key; `false` turns it off.
+     * @defaultValue 60000 per 900 s (at most 120000 entries of one key live)
+     */
     perKey?: RateLimitRule | false;
     /**
      * Fresh proofs of every key of one client together (the client the token endpoint authenticated, or the
-     * token's at a guard); `false` turns it off. Default 300000 per 900 s (at most 600000 entries of one client live).
+     * token's at a guard); `false` turns it off.
+     * @defaultValue 300000 per 900 s (at most 600000 entries of one client live)
      */
     perClient?: RateLimitRule | false;
   };

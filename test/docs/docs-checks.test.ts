@@ -11,7 +11,14 @@ import { describe, expect, it } from 'vitest';
 import {
   ACCESS_TOKEN_FORMAT_DEFAULT,
   BODY_LIMIT_DEFAULT,
+  CLIENT_DEFAULTS,
+  CONSENT_CONFIRMATION_DEFAULTS,
   CONSENT_PAGE_DEFAULTS,
+  GUARD_DEFAULTS,
+  MEMORY_STORE_DEFAULTS,
+  METRICS_DEFAULTS,
+  RATE_LIMIT_COUNTER_DEFAULTS,
+  REDIS_STORE_DEFAULTS,
   CLIENT_JWKS_DEFAULTS,
   CLOCK_TOLERANCE_DEFAULT,
   ID_TOKENS_DEFAULT,
@@ -130,14 +137,27 @@ describe('the docs', () => {
       expect(tag('NetAuthOptions', 'idTokens')).toBe(`${ID_TOKENS_DEFAULT}`);
       expect(tag('NetAuthOptions', 'accessTokenFormat')).toBe(`\`'${ACCESS_TOKEN_FORMAT_DEFAULT}'\``);
       for (const [name, value] of Object.entries(CLIENT_JWKS_DEFAULTS))
-        expect(properties.find((p) => p.owner === 'ClientJwksOptions' && p.path === name)?.doc).toContain(
-          `Default ${value}`,
-        );
+        expect(tag('ClientJwksOptions', name)).toBe(`${value}`);
+      for (const [name, value] of Object.entries(GUARD_DEFAULTS))
+        expect(tag('GuardOptions', name)).toMatch(`\`'${value}'\``);
+      for (const name of ['url', 'prefix', 'timeout', 'replicaWait'] as const)
+        expect(tag('RedisStoreOptions', name).replaceAll('`', '')).toBe(`${REDIS_STORE_DEFAULTS[name]}`);
+      expect(tag('MemoryStoreOptions', 'sweepInterval')).toMatch(
+        new RegExp(`^${MEMORY_STORE_DEFAULTS.sweepInterval}\\b`),
+      );
+      expect(tag('MetricsOptions', 'prefix')).toBe(`\`${METRICS_DEFAULTS.prefix}\``);
+      expect(tag('MetricsOptions', 'clientIdLabel')).toBe(`${METRICS_DEFAULTS.clientIdLabel}`);
+      expect(tag('RateLimitOptions', 'timeout')).toBe(`${RATE_LIMIT_COUNTER_DEFAULTS.timeout}`);
+      for (const name of ['codeLifetime', 'maxAttempts', 'sendTimeout'] as const)
+        expect(tag('ConsentConfirmationOptions', name)).toBe(`${CONSENT_CONFIRMATION_DEFAULTS[name]}`);
+      expect(tag('NetAuthClientOptions', 'refreshBeforeExpiry')).toBe(`${CLIENT_DEFAULTS.refreshBeforeExpiry}`);
+      expect(tag('NetAuthClientOptions', 'assertionAudience')).toBe(`\`'${CLIENT_DEFAULTS.assertionAudience}'\``);
     });
 
     it('a default stated in an option’s TSDoc is its `@defaultValue`, and the spec it follows its `@see`', () => {
       const own = (owner: string) => properties.filter((p) => p.owner === owner && !p.path.includes('.'));
-      const typed = ['Lifetimes', 'NetAuthOptions', 'ConsentPageOptions'].flatMap(own);
+      const owners = new Set(properties.map((p) => p.owner).filter((o) => /Options$|^Lifetimes$/.test(o)));
+      const typed = [...owners].flatMap(own);
       // A default said in prose (`Default 60.`) is one the API reference does not show as such.
       expect(typed.filter((p) => /(^|\. )Default\b/.test(p.doc)).map((p) => `${p.owner}.${p.path}`)).toEqual([]);
       expect(typed.filter((p) => p.tags.defaultValue !== undefined).length).toBeGreaterThan(30);
