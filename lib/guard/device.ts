@@ -20,8 +20,9 @@ export interface DeviceOptions {
   /**
    * The API's scope lets it confirm whether an identifier matches the token's (Number Verification, KYC Match):
    * an identifier beside a three-legged token is then compared, a mismatch being 403 `INVALID_TOKEN_CONTEXT`.
-   * Default false: any identifier beside a three-legged token is 422 `UNNECESSARY_IDENTIFIER`, matching or not,
+   * Without it, any identifier beside a three-legged token is 422 `UNNECESSARY_IDENTIFIER`, matching or not,
    * so the answer never tells whose token it is.
+   * @defaultValue false
    */
   confirm?: boolean;
 }

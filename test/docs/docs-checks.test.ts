@@ -11,9 +11,12 @@ import { describe, expect, it } from 'vitest';
 import {
   ACCESS_TOKEN_FORMAT_DEFAULT,
   BODY_LIMIT_DEFAULT,
+  CLIENT_AUTH_METHOD_DEFAULT,
   CLIENT_DEFAULTS,
   CONSENT_CONFIRMATION_DEFAULTS,
+  CONSENT_LIFETIME_DEFAULT,
   CONSENT_PAGE_DEFAULTS,
+  DISCOVERY_DEFAULTS,
   GUARD_DEFAULTS,
   MEMORY_STORE_DEFAULTS,
   METRICS_DEFAULTS,
@@ -150,13 +153,21 @@ describe('the docs', () => {
       expect(tag('RateLimitOptions', 'timeout')).toBe(`${RATE_LIMIT_COUNTER_DEFAULTS.timeout}`);
       for (const name of ['codeLifetime', 'maxAttempts', 'sendTimeout'] as const)
         expect(tag('ConsentConfirmationOptions', name)).toBe(`${CONSENT_CONFIRMATION_DEFAULTS[name]}`);
+      expect(tag('RegisteredClient', 'tokenEndpointAuthMethod')).toBe(`\`${CLIENT_AUTH_METHOD_DEFAULT}\``);
+      expect(tag('ClientRegistry', 'authMethods')).toBe(`\`['${CLIENT_AUTH_METHOD_DEFAULT}']\``);
+      expect(tag('ClientRegistry', 'grantTypes')).toBe(`\`['${DISCOVERY_DEFAULTS.grantTypes.join("', '")}']\``);
+      expect(tag('ConsentRule', 'consentLifetime')).toMatch(new RegExp(`^${CONSENT_LIFETIME_DEFAULT}\\b`));
       expect(tag('NetAuthClientOptions', 'refreshBeforeExpiry')).toBe(`${CLIENT_DEFAULTS.refreshBeforeExpiry}`);
       expect(tag('NetAuthClientOptions', 'assertionAudience')).toBe(`\`'${CLIENT_DEFAULTS.assertionAudience}'\``);
     });
 
     it('a default stated in an option’s TSDoc is its `@defaultValue`, and the spec it follows its `@see`', () => {
       const own = (owner: string) => properties.filter((p) => p.owner === owner && !p.path.includes('.'));
-      const owners = new Set(properties.map((p) => p.owner).filter((o) => /Options$|^Lifetimes$/.test(o)));
+      const owners = new Set(
+        properties
+          .map((p) => p.owner)
+          .filter((o) => /Options$|^(Lifetimes|ConsentRule|RegisteredClient|ClientRegistry)$/.test(o)),
+      );
       const typed = [...owners].flatMap(own);
       // A default said in prose (`Default 60.`) is one the API reference does not show as such.
       expect(typed.filter((p) => /(^|\. )Default\b/.test(p.doc)).map((p) => `${p.owner}.${p.path}`)).toEqual([]);
