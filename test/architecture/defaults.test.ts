@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ACCESS_TOKEN_FORMAT_DEFAULT,
   CLIENT_AUTH_METHOD_DEFAULT,
+  CLIENT_DEFAULTS,
   CONSENT_PAGE_DEFAULTS,
   GUARD_DEFAULTS,
   ID_TOKENS_DEFAULT,
@@ -20,6 +21,7 @@ const REDIS_STORE = page('redis-store.md');
 const GATEWAY = page('gateway.md');
 const FRONTEND_FLOW = page('frontend-flow.md');
 const STANDARDS = page('standards.md');
+const CLIENT = page('client.md');
 
 /** Column `column` (0: the name) of a guide's table row for `name`. */
 function documented(page: string, name: string, column = 2): string | undefined {
@@ -96,6 +98,11 @@ describe('lib/defaults.ts is what the guides say', () => {
     );
   });
 
+  it('the client’s defaults (docs/client.md)', () => {
+    expect(documented(CLIENT, 'refreshBeforeExpiry', 1)).toBe(`${CLIENT_DEFAULTS.refreshBeforeExpiry} (s)`);
+    expect(documented(CLIENT, 'assertionAudience', 1)).toBe(`\`'${CLIENT_DEFAULTS.assertionAudience}'\``);
+  });
+
   it('a client’s default authentication method (docs/gateway.md)', () => {
     expect(documented(GATEWAY, 'tokenEndpointAuthMethod', 1)).toContain(`\`'${CLIENT_AUTH_METHOD_DEFAULT}'\` (default`);
     expect(CIBA_GRANT).toBe('urn:openid:params:grant-type:ciba'); // DISCOVERY_DEFAULTS spells it out
@@ -109,6 +116,7 @@ describe('the guides’ options tables are the types’ options', () => {
     ['docs/frontend-flow.md', '### Theming and cookie options', 'ConsentPageOptions', []],
     ['docs/redis-store.md', '| Option | Default | |', 'RedisStoreOptions', []],
     ['docs/gateway.md', '`GuardOptions` in the', 'GuardOptions', []],
+    ['docs/client.md', 'Every option, its type and default', 'NetAuthClientOptions', []],
     [
       'docs/operations.md',
       '| Option | Counts | Default |',
