@@ -32,7 +32,10 @@ export interface MetricsOptions {
    * @defaultValue true
    */
   clientIdLabel?: boolean;
-  /** Buckets of the latency histogram, in seconds. */
+  /**
+   * Buckets of the latency histogram, in seconds.
+   * @defaultValue `[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]`
+   */
   buckets?: number[];
 }
 

@@ -8,6 +8,7 @@ import {
   GUARD_DEFAULTS,
   ID_TOKENS_DEFAULT,
   LIFETIME_DEFAULTS,
+  METRICS_DEFAULTS,
   RATE_LIMIT_COUNTER_DEFAULTS,
   RATE_LIMIT_DEFAULTS,
   REDIS_STORE_DEFAULTS,
@@ -96,6 +97,12 @@ describe('lib/defaults.ts is what the guides say', () => {
     expect(STANDARDS).toMatch(
       new RegExp(`\`subscriber:\\s+'required' \\| 'optional'\` \\(default \`'${GUARD_DEFAULTS.subscriber}'\`\\)`),
     );
+  });
+
+  it('the metrics’ prefix, client id label and buckets (docs/operations.md)', () => {
+    expect(OPERATIONS).toContain(`\`prefix\` (default \`${METRICS_DEFAULTS.prefix}\`)`);
+    expect(OPERATIONS).toContain(`\`clientIdLabel\` (default \`${METRICS_DEFAULTS.clientIdLabel}\`)`);
+    expect(OPERATIONS).toContain(`\`buckets\` (seconds, default \`[${METRICS_DEFAULTS.buckets.join(', ')}]\`)`);
   });
 
   it('the client’s defaults (docs/client.md)', () => {

@@ -150,6 +150,7 @@ describe('the docs', () => {
       );
       expect(tag('MetricsOptions', 'prefix')).toBe(`\`${METRICS_DEFAULTS.prefix}\``);
       expect(tag('MetricsOptions', 'clientIdLabel')).toBe(`${METRICS_DEFAULTS.clientIdLabel}`);
+      expect(tag('MetricsOptions', 'buckets')).toBe(`\`[${METRICS_DEFAULTS.buckets.join(', ')}]\``);
       expect(tag('RateLimitOptions', 'timeout')).toBe(`${RATE_LIMIT_COUNTER_DEFAULTS.timeout}`);
       for (const name of ['codeLifetime', 'maxAttempts', 'sendTimeout'] as const)
         expect(tag('ConsentConfirmationOptions', name)).toBe(`${CONSENT_CONFIRMATION_DEFAULTS[name]}`);
