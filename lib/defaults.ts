@@ -84,12 +84,17 @@ export const RATE_LIMIT_COUNTER_DEFAULTS = {
   keyPrefixSuffix: 'rl:',
 } as const;
 
-/** `new RedisStore(options)`: `timeout` in ms. */
+/**
+ * `new RedisStore(options)`: `timeout` and `replicaWait` in ms; `waitForReplicas` at most the replicas a master has
+ * online (0 on a master without replicas).
+ */
 export const REDIS_STORE_DEFAULTS = {
   url: 'redis://localhost:6379',
   prefix: 'netauth:',
   timeout: 2000,
   replicaWait: 100,
+  waitForReplicas: 1,
+  allowEviction: false,
 } as const;
 
 /** `new MemoryStore(options)`: `sweepInterval` in ms (0: no timer, expired records go as they are read). */
@@ -97,6 +102,9 @@ export const MEMORY_STORE_DEFAULTS = { sweepInterval: 30_000 } as const;
 
 /** `netauth.guard(options)`. */
 export const GUARD_DEFAULTS = { revocation: 'local', errorFormat: 'oauth', subscriber: 'required' } as const;
+
+/** `netauth.guard({ device })`: where the body names the device, and whether the API may confirm a match. */
+export const GUARD_DEVICE_DEFAULTS = { identifier: 'device', confirm: false } as const;
 
 /** `netauth.metricsRouter(options)`: `buckets` of the latency histogram in seconds (1 ms to 2.5 s). */
 export const METRICS_DEFAULTS = {

@@ -3,6 +3,7 @@ import { E164, normaliseIp, type NetworkAddress } from '../identity/login-hint.j
 import type { Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
 import { camaraError, type CamaraErrorInfo } from './responses.js';
 import { isPlainObject } from '../option-checks.js';
+import { GUARD_DEVICE_DEFAULTS } from '../defaults.js';
 
 /**
  * CAMARA device identification for three-legged and two-legged tokens (API Design Guide §3.2.2 and Appendix A):
@@ -185,10 +186,10 @@ export function deviceIdentification(
   options: DeviceOptions,
   bodyLimit: string | number,
 ): DeviceIdentification {
-  const field = options.identifier ?? 'device';
+  const field = options.identifier ?? GUARD_DEVICE_DEFAULTS.identifier;
   if (field !== 'device' && field !== 'phoneNumber' && field !== 'none')
     throw new TypeError("guard device.identifier must be 'device', 'phoneNumber' or 'none'");
-  const confirm = options.confirm ?? false;
+  const confirm = options.confirm ?? GUARD_DEVICE_DEFAULTS.confirm;
   if (typeof confirm !== 'boolean') throw new TypeError('guard device.confirm must be true or false');
   const json: RequestHandler = express.json({ limit: bodyLimit });
   const readBody = (req: Request, res: Response): Promise<{ body: unknown } | CamaraErrorInfo> =>

@@ -130,7 +130,7 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions = {}) {
     this.prefix = options.prefix ?? REDIS_STORE_DEFAULTS.prefix;
-    this.allowEviction = options.allowEviction ?? false;
+    this.allowEviction = options.allowEviction ?? REDIS_STORE_DEFAULTS.allowEviction;
     if (/[{}]/.test(this.prefix)) {
       throw new TypeError(
         `RedisStore prefix "${this.prefix}" contains a brace: keys carry their own hash tags now, so remove the { } (docs/redis-store.md#migrating-from-01)`,

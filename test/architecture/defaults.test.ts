@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   ACCESS_TOKEN_FORMAT_DEFAULT,
@@ -152,5 +152,49 @@ describe('the guides’ options tables are the types’ options', () => {
     const options = optionsOf('GuardOptions');
     expect(options.filter((o) => !names(rows).includes(o))).toContain('purpose');
     expect(names(rows).filter((n) => !options.includes(n))).toEqual(['purposes']);
+  });
+});
+
+/**
+ * An option read with a literal fall-back (`options.timeout ?? 2000`) outside lib/defaults.ts is a default with a
+ * second home. Found by the shape of the read: an options-like object's field, `??`, a literal.
+ */
+describe('every default once, in lib/defaults.ts', () => {
+  const OPTION_READ =
+    /\b(?:options|opts|o|l|input|rule)\??\.\w+\s*\?\?\s*(?:-?\d|'|"|true\b|false\b|\[\s*(?!\.\.\.)[^\]\s])/;
+  /** Literal fall-backs that are not an option's default, and why. */
+  const NOT_OPTION_DEFAULTS: Record<string, string> = {
+    'lib/netauth.ts': "`withdrawnBy` of one consent.withdraw() call (the operator's API), not a gateway option",
+    'lib/consent/number-verification.ts':
+      "CAMARA Number Verification's rules require network authentication unless the rule says otherwise (the spec's, per rule)",
+  };
+  const sources = (dir: string): string[] =>
+    readdirSync(new URL(`../../${dir}`, import.meta.url), { withFileTypes: true }).flatMap((entry) =>
+      entry.isDirectory()
+        ? sources(`${dir}/${entry.name}`)
+        : entry.name.endsWith('.ts')
+          ? [`${dir}/${entry.name}`]
+          : [],
+    );
+  const reads = (file: string, text: string) =>
+    text
+      .split('\n')
+      .map((line, i) => ({ line, at: `${file}:${i + 1}` }))
+      .filter(({ line }) => OPTION_READ.test(line) && !line.trim().startsWith('*'))
+      .map(({ at }) => at);
+
+  it('no option is read with a literal fall-back outside lib/defaults.ts', () => {
+    const found = sources('lib')
+      .filter((file) => file !== 'lib/defaults.ts' && !(file in NOT_OPTION_DEFAULTS))
+      .flatMap((file) => reads(file, readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')));
+    expect(found).toEqual([]);
+    for (const file of Object.keys(NOT_OPTION_DEFAULTS))
+      expect(reads(file, readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')).length, file).toBe(1);
+  });
+
+  it('the check can fail: a default restated where it is read', () => {
+    const code =
+      "const timeout = options.timeout ?? 2000;\nconst d = options.prefix ?? REDIS_STORE_DEFAULTS.prefix;\nconst c = o.cookieName ?? 'netauth.sid';";
+    expect(reads('lib/x.ts', code)).toEqual(['lib/x.ts:1', 'lib/x.ts:3']);
   });
 });
