@@ -78,11 +78,15 @@ export interface RateLimitOptions {
     perAddress?: RateLimitRule | false;
   };
   /**
-   * POST /bc-authorize. Defaults: per client 3000 per 60 s; per client and subscriber 60 per 600 s; per subscriber,
-   * all clients together, 600 per 600 s (a ceiling no one client can reach: its traffic stops at its own allowance).
+   * POST /bc-authorize. Per subscriber counts all clients together: a ceiling no one client can reach (its traffic
+   * stops at its own allowance).
+   * @defaultValue per client 3000 per 60 s; per client and subscriber 60 per 600 s; per subscriber 600 per 600 s
    */
   bcAuthorize?: SubscriberLimitRules;
-  /** POST /token. Defaults: per client 6000 per 60 s; per client and subscriber 300 per 60 s; per subscriber 3000 per 60 s. */
+  /**
+   * POST /token.
+   * @defaultValue per client 6000 per 60 s; per client and subscriber 300 per 60 s; per subscriber 3000 per 60 s
+   */
   token?: SubscriberLimitRules;
   /**
    * Client-credentials tokens issued per client, so one low-privilege client cannot grow the store without bound:
@@ -118,8 +122,9 @@ export interface RateLimitOptions {
   /**
    * Refused client credentials (wrong secret, wrong method, unknown client) on every client-authenticated
    * endpoint, counted where they come from, so no one can lock a client out from an address that has not
-   * failed. Defaults: per registered client id (as the registry resolves it) and address, 30 per 900 s; per
-   * address, for ids that name no client, 30 per 900 s. Successes do not count.
+   * failed: per registered client id (as the registry resolves it) and address, and per address for ids that name
+   * no client. Successes do not count.
+   * @defaultValue per client and address 30 per 900 s; per address 30 per 900 s
    */
   clientAuthentication?: {
     /** Failures for one registered client id from one address. */

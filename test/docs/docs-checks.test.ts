@@ -21,6 +21,7 @@ import {
   MEMORY_STORE_DEFAULTS,
   METRICS_DEFAULTS,
   RATE_LIMIT_COUNTER_DEFAULTS,
+  RATE_LIMIT_DEFAULTS,
   REDIS_STORE_DEFAULTS,
   CLIENT_JWKS_DEFAULTS,
   CLOCK_TOLERANCE_DEFAULT,
@@ -152,6 +153,16 @@ describe('the docs', () => {
       expect(tag('MetricsOptions', 'clientIdLabel')).toBe(`${METRICS_DEFAULTS.clientIdLabel}`);
       expect(tag('MetricsOptions', 'buckets')).toBe(`\`[${METRICS_DEFAULTS.buckets.join(', ')}]\``);
       expect(tag('RateLimitOptions', 'timeout')).toBe(`${RATE_LIMIT_COUNTER_DEFAULTS.timeout}`);
+      for (const [endpoint, rules] of Object.entries(RATE_LIMIT_DEFAULTS))
+        for (const [name, rule] of Object.entries(
+          rules as Record<string, { duration: number } & Record<string, number>>,
+        )) {
+          const own = properties.find((p) => p.owner === 'RateLimitOptions' && p.path === `${endpoint}.${name}`);
+          const said = own?.tags.defaultValue ?? tag('RateLimitOptions', endpoint);
+          expect(said, `${endpoint}.${name}`).toMatch(
+            new RegExp(`(^|\\D)${rule.points ?? rule.failures} per ${rule.duration} s`),
+          );
+        }
       for (const name of ['codeLifetime', 'maxAttempts', 'sendTimeout'] as const)
         expect(tag('ConsentConfirmationOptions', name)).toBe(`${CONSENT_CONFIRMATION_DEFAULTS[name]}`);
       expect(tag('RegisteredClient', 'tokenEndpointAuthMethod')).toBe(`\`${CLIENT_AUTH_METHOD_DEFAULT}\``);
