@@ -310,15 +310,20 @@ function camaraGateway(dir: string): void {
   log("esm: docs/camara.md's gateway under the preset compiles and runs with NODE_ENV=production");
 }
 
-/** Every TypeScript block of README.md and docs/*.md against the tarball's types. */
+/**
+ * Every TypeScript block of README.md and docs/*.md against the tarball's types, but for the contributors' examples
+ * (`<!-- inside: lib/… -->`): modules of the sources, which the tarball does not ship (docs-examples.test.ts compiles them).
+ */
 function docsAgainstTarball(dir: string): void {
   mkdirSync(join(dir, 'docs'));
   const files: string[] = [];
-  allExamples(ROOT).forEach((example) => {
-    const file = `docs/${example.doc.replace(/\W/g, '_')}_${example.line}.ts`;
-    writeFileSync(join(dir, file), moduleText(example));
-    files.push(file);
-  });
+  allExamples(ROOT)
+    .filter((example) => example.inside === undefined)
+    .forEach((example) => {
+      const file = `docs/${example.doc.replace(/\W/g, '_')}_${example.line}.ts`;
+      writeFileSync(join(dir, file), moduleText(example));
+      files.push(file);
+    });
   writeFileSync(
     join(dir, 'docs/placeholders.d.ts'),
     readFileSync(join(ROOT, 'test/package/doc-placeholders.d.ts'), 'utf8'),

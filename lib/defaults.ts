@@ -84,12 +84,17 @@ export const RATE_LIMIT_COUNTER_DEFAULTS = {
   keyPrefixSuffix: 'rl:',
 } as const;
 
-/** `new RedisStore(options)`: `timeout` in ms. */
+/**
+ * `new RedisStore(options)`: `timeout` and `replicaWait` in ms; `waitForReplicas` at most the replicas a master has
+ * online (0 on a master without replicas).
+ */
 export const REDIS_STORE_DEFAULTS = {
   url: 'redis://localhost:6379',
   prefix: 'netauth:',
   timeout: 2000,
   replicaWait: 100,
+  waitForReplicas: 1,
+  allowEviction: false,
 } as const;
 
 /** `new MemoryStore(options)`: `sweepInterval` in ms (0: no timer, expired records go as they are read). */
@@ -98,8 +103,52 @@ export const MEMORY_STORE_DEFAULTS = { sweepInterval: 30_000 } as const;
 /** `netauth.guard(options)`. */
 export const GUARD_DEFAULTS = { revocation: 'local', errorFormat: 'oauth', subscriber: 'required' } as const;
 
-/** `netauth.metricsRouter(options)`. */
-export const METRICS_DEFAULTS = { prefix: 'netauth_', clientIdLabel: true } as const;
+/** `netauth.guard({ device })`: where the body names the device, and whether the API may confirm a match. */
+export const GUARD_DEVICE_DEFAULTS = { identifier: 'device', confirm: false } as const;
+
+/** `netauth.metricsRouter(options)`: `buckets` of the latency histogram in seconds (1 ms to 2.5 s). */
+export const METRICS_DEFAULTS = {
+  prefix: 'netauth_',
+  clientIdLabel: true,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+} as const;
+
+/**
+ * A client's `tokenEndpointAuthMethod` when its registration names none (RFC 7591 §2), and what discovery announces
+ * when the registry declares no `authMethods`.
+ */
+export const CLIENT_AUTH_METHOD_DEFAULT = 'client_secret_basic';
+
+/**
+ * What discovery announces when nothing more specific is known: the grant types when the registry declares none
+ * (the static registry's clients may use these two), the ID token algorithm when no keys are published (OIDC
+ * Discovery §3: RS256 must be listed).
+ */
+export const DISCOVERY_DEFAULTS = {
+  grantTypes: ['authorization_code', 'urn:openid:params:grant-type:ciba'],
+  idTokenSigningAlgorithms: ['RS256'],
+} as const;
+
+/** A consent policy rule's `consentLifetime` (seconds): a year. Withdrawn consents are kept as long. */
+export const CONSENT_LIFETIME_DEFAULT = 365 * 24 * 3600;
+
+/** `consentPage`: the page's cookie, notice version, language, and look when the operator gives none. */
+export const CONSENT_PAGE_DEFAULTS = {
+  cookieName: 'netauth.sid',
+  noticeVersion: '1',
+  language: 'en',
+  operatorName: 'Your mobile operator',
+  primaryColor: '#0b57d0',
+  primaryTextColor: '#ffffff',
+  backgroundColor: '#ffffff',
+  textColor: '#1f1f1f',
+} as const;
+
+/**
+ * `createNetAuthClient(options)`: `refreshBeforeExpiry` (seconds), `assertionAudience`, and the CIBA poll
+ * `interval` (seconds) when the gateway's answer gives none (CIBA Core §7.3).
+ */
+export const CLIENT_DEFAULTS = { refreshBeforeExpiry: 30, assertionAudience: 'issuer', pollInterval: 5 } as const;
 
 /**
  * `consentConfirmation`: the one-time code a consent rule with `confirmation: 'required'`, and the consents page,

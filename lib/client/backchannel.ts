@@ -5,6 +5,7 @@ import { audienceFor, dpopOption, type ClientContext, type ClientSigner } from '
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
 import { checkRequestedScope } from './requested-scope.js';
 import { expiryOf } from './session.js';
+import { CLIENT_DEFAULTS } from '../defaults.js';
 
 const CIBA_GRANT = 'urn:openid:params:grant-type:ciba';
 
@@ -120,7 +121,7 @@ export async function startBackchannel(ctx: ClientContext, params: BackchannelPa
       ? { request: await signedRequest(config, signer, params) }
       : { login_hint: params.login_hint, scope: params.scope };
     const started = await oidc.initiateBackchannelAuthentication(config, body);
-    const interval = started.interval ?? 5;
+    const interval = started.interval ?? CLIENT_DEFAULTS.pollInterval;
     return {
       auth_req_id: started.auth_req_id,
       scope: params.scope,

@@ -6,6 +6,7 @@ import { SignJWT, importJWK, type JWK } from 'jose';
 import * as oidc from 'openid-client';
 import type { ClientPrivateKey, NetAuthClientOptions } from './options.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
+import { CLIENT_DEFAULTS } from '../defaults.js';
 
 /** The application's signing key, imported, with the JWS algorithm it signs assertions and requests with. */
 export interface ClientSigner {
@@ -226,7 +227,7 @@ export function checkOptions(options: NetAuthClientOptions): void {
 
 async function importSigner(key: ClientPrivateKey, options: NetAuthClientOptions): Promise<ClientSigner> {
   const signRequests = options.signedRequests === true;
-  const audience = options.assertionAudience ?? 'issuer';
+  const audience = options.assertionAudience ?? CLIENT_DEFAULTS.assertionAudience;
   if (!isJwk(key)) return { key: key.key, kid: key.kid, alg: cryptoKeyAlgorithm(key.key), signRequests, audience };
   const alg = jwkAlgorithm(key);
   return { key: (await importJWK(key, alg)) as oidc.CryptoKey, kid: key.kid, alg, signRequests, audience };

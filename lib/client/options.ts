@@ -34,6 +34,7 @@ export interface NetAuthClientOptions {
    * Where the gateway's metadata document is, when not at `{issuer}/.well-known/openid-configuration`: the
    * RFC 8414 form (`https://host/.well-known/oauth-authorization-server/apigateway`) or an API manager's URL.
    * The document must still name `gateway` as its `issuer` (RFC 8414 §3.3), or nothing is sent.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc8414#section-3 | RFC 8414 §3}
    */
   discoveryUrl?: string;
   /** The `client_id` the gateway's developer portal registered for the application. */
@@ -43,11 +44,14 @@ export interface NetAuthClientOptions {
   /**
    * `private_key_jwt` (RFC 7523, the CAMARA profile's MUST): the application's private key. Give this or
    * `clientSecret`. The algorithm is the JWK's `alg`, else RS256 (RSA), ES256 / ES384 (EC) or EdDSA (Ed25519).
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7523#section-2.2 | RFC 7523 §2.2}
    */
   privateKey?: ClientPrivateKey;
   /**
    * Sign the authorization requests with `privateKey`: JAR (RFC 9101) at /authorize and a signed `request`
-   * at bc-authorize (CIBA Core §7.1.1), as the CAMARA profile recommends. Default false.
+   * at bc-authorize (CIBA Core §7.1.1), as the CAMARA profile recommends.
+   * @defaultValue false
+   * @see {@link https://www.rfc-editor.org/rfc/rfc9101 | RFC 9101}
    */
   signedRequests?: boolean;
   /**
@@ -55,11 +59,14 @@ export interface NetAuthClientOptions {
    * assertions. `'issuer'` (the default): the issuer, which every CAMARA gateway must accept (and the OpenID
    * Foundation's 2025 advisory on `private_key_jwt` recommends); `'endpoint'`: the URL of the endpoint each is
    * sent to, as the CAMARA profile's SHOULD reads.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7523#section-3 | RFC 7523 §3} (`aud`)
+   * @defaultValue `'issuer'`
    */
   assertionAudience?: 'issuer' | 'endpoint';
   /**
    * The redirect URI registered for this application, absolute. The callback uses it as given, never the
    * request's Host or protocol, so it works behind TLS-terminating proxies.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6749#section-3.1.2 | RFC 6749 §3.1.2}
    */
   redirectUri?: string;
   /**
@@ -67,7 +74,9 @@ export interface NetAuthClientOptions {
    * tokens to it: `token_type` DPoP) and on every service-API call through `fetch`. `true`: a fresh ES256 key per
    * process (tokens kept in a shared session store then work only on the instance that obtained them, and not
    * after a restart); `{ privateKey }`: a private JWK of your own (EC P-256 / P-384, RSA, Ed25519), the same on
-   * every instance. Default false.
+   * every instance.
+   * @defaultValue false
+   * @see {@link https://www.rfc-editor.org/rfc/rfc9449 | RFC 9449}
    */
   dpop?:
     | boolean
@@ -77,18 +86,27 @@ export interface NetAuthClientOptions {
       };
   /** Allow `http:` gateways (development only). */
   allowInsecureRequests?: boolean;
-  /** Where the callback sends the browser after storing the token, unless `start` named a `returnTo`. Default: `next()`. */
+  /**
+   * Where the callback sends the browser after storing the token, unless `start` named a `returnTo`.
+   * @defaultValue `next()`
+   */
   successRedirect?: string;
   /**
    * Seconds before its expiry at which the session's token is refreshed, when the session holds a refresh token
-   * (`offline_access`): by `requireToken()` and `fetch()`. Default 30.
+   * (`offline_access`): by `requireToken()` and `fetch()`.
+   * @defaultValue 30
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6749#section-6 | RFC 6749 §6}
    */
   refreshBeforeExpiry?: number;
-  /** The clock, epoch ms (tests). Default `Date.now`. */
+  /**
+   * The clock, epoch ms (tests).
+   * @defaultValue `Date.now`
+   */
   now?: () => number;
   /**
    * The wait between backend-flow polls (`backchannel()`, `resumeBackchannel()`): resolves after `ms`, rejects
-   * when `signal` fires. For tests, with `now`: advance the clock instead of waiting. Default: a timer.
+   * when `signal` fires. For tests, with `now`: advance the clock instead of waiting.
+   * @defaultValue a timer
    */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
@@ -126,6 +144,9 @@ export interface CallbackOptions {
 }
 
 export interface LogoutOptions {
-  /** Where to send the browser once the session is cleared. Default: `next()`. */
+  /**
+   * Where to send the browser once the session is cleared.
+   * @defaultValue `next()`
+   */
   successRedirect?: string;
 }

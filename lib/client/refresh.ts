@@ -4,6 +4,7 @@ import { dpopOption, withSignal, type ClientContext } from './configuration.js';
 import { NetAuthClientError, fromOpenIdClientError } from './errors.js';
 import { getToken, liveToken, promisify, sessionOf, sessionTokenOf, type TokenState } from './session.js';
 import { backchannelToken, type BackchannelToken } from './backchannel.js';
+import { CLIENT_DEFAULTS } from '../defaults.js';
 
 /**
  * Tokens at the time of use: `fetch()` to a service API, with the session's token refreshed first when it is
@@ -104,7 +105,7 @@ function refreshTokens(ctx: ClientContext, refreshToken: string): Promise<Refres
 }
 
 function refreshBefore(ctx: ClientContext): number {
-  return (ctx.options.refreshBeforeExpiry ?? 30) * 1000;
+  return (ctx.options.refreshBeforeExpiry ?? CLIENT_DEFAULTS.refreshBeforeExpiry) * 1000;
 }
 
 /**

@@ -84,18 +84,28 @@ export type SendConsentConfirmation = (
 ) => Promise<void>;
 
 export interface ConsentConfirmationOptions {
-  /** Seconds a code is good for. Default 300. */
+  /**
+   * Seconds a code is good for.
+   * @defaultValue 300
+   */
   codeLifetime?: number;
-  /** Codes that may be typed for one consent request; the last wrong one ends it (access_denied). Default 3. */
+  /**
+   * Codes that may be typed for one consent request; the last wrong one ends it (access_denied).
+   * @defaultValue 3
+   */
   maxAttempts?: number;
-  /** Milliseconds `sendConsentConfirmation` may take. Default 10000. */
+  /**
+   * Milliseconds `sendConsentConfirmation` may take.
+   * @defaultValue 10000
+   */
   sendTimeout?: number;
   /**
    * Codes sent to one subscriber, so no application can make the operator flood a line with messages; past it
    * the page asks to wait (429, `Retry-After`). The consent page's codes and the consents page's each have a
    * budget of this size: visits to the consents page never spend the codes that confirm a consent. Counted
    * with the rate limits' counters (shared on Redis); it protects the subscriber's line, not the gateway, so it
-   * holds with `rateLimits: false` too. `false` turns it off. Default 5 per 900 s.
+   * holds with `rateLimits: false` too. `false` turns it off.
+   * @defaultValue 5 per 900 s
    */
   codesPerSubscriber?: RateLimitRule | false;
   /**
@@ -103,12 +113,14 @@ export interface ConsentConfirmationOptions {
    * interaction after interaction cannot guess on for long: past it the interaction ends as after `maxAttempts`
    * (`rate.limited` with `limit: 'wrong_codes'`) until the window passes. Only codes typed into an interaction of
    * that subscriber count, which needs the subscriber's own line. Counted and shared like `codesPerSubscriber`,
-   * and it holds with `rateLimits: false` too. `false` turns it off. Default 10 per 86400 s.
+   * and it holds with `rateLimits: false` too. `false` turns it off.
+   * @defaultValue 10 per 86400 s
    */
   wrongCodesPerSubscriber?: RateLimitRule | false;
   /**
    * The channel `sendConsentConfirmation` sends through, as consent records say it (`evidence.confirmation`) and
-   * the consents page shows it: `'sms'`, `'push'`, `'ussd'`, or `'operator'` (unspecified). Default `'operator'`.
+   * the consents page shows it: `'sms'`, `'push'`, `'ussd'`, or `'operator'` (unspecified).
+   * @defaultValue `'operator'`
    */
   channel?: ConsentConfirmationChannel;
 }

@@ -22,13 +22,17 @@ export interface ConsentRule {
    * `legitimate-interest`: no question; `forbidden`: refused with `access_denied`.
    */
   basis: LegalBasis;
-  /** Seconds a consent given for this pair lasts. Default: the policy's default (one year). */
+  /**
+   * Seconds a consent given for this pair lasts.
+   * @defaultValue 31536000 (one year)
+   */
   consentLifetime?: number;
   /** Plain words for the consent page, e.g. "check whether your SIM card was recently swapped". */
   description?: string;
   /**
    * `false` for an API that processes no personal data: only then may a client use the client credentials
-   * grant for it (a two-legged token, no subscriber; CAMARA). Default `true`.
+   * grant for it (a two-legged token, no subscriber; CAMARA).
+   * @defaultValue `true`
    */
   personalData?: boolean;
   /** Seconds an access token carrying this scope lives, shorter than `lifetimes.accessToken` (Number Verification: 300). */
@@ -37,15 +41,17 @@ export interface ConsentRule {
   singleUseAccessToken?: boolean;
   /**
    * `'required'`: consent on the consent page also needs the one-time code the operator sends through
-   * `sendConsentConfirmation` (docs/consent.md). Default `'off'`; under `profile: 'camara'`, `'required'` for a
-   * consent rule (an explicit `'off'` then starts with a warning). Basis `consent` only.
+   * `sendConsentConfirmation` (docs/consent.md). Basis `consent` only.
+   * Under `profile: 'camara'`, `'required'` for a consent rule (an explicit `'off'` then starts with a warning).
+   * @defaultValue `'off'`
    */
   confirmation?: ConfirmationSetting;
   /**
    * `true`: only a subscriber identified by the network (the device's connection) or by an operator token may be
    * granted this scope; a request that names the subscriber by a hint the client supplied (`tel:`, `ipport:`, a
-   * JWT-bearer assertion's `sub`) is refused (`access_denied`, or `invalid_grant` for JWT bearer). Default `false`;
+   * JWT-bearer assertion's `sub`) is refused (`access_denied`, or `invalid_grant` for JWT bearer).
    * `true` for the CAMARA Number Verification scopes, and always so under `profile: 'camara'` (docs/consent.md).
+   * @defaultValue `false`
    */
   requireNetworkAuthentication?: boolean;
 }
@@ -56,8 +62,6 @@ export interface ConsentPolicy {
   /** Every known pair, for discovery's scopes_supported. */
   rules(): readonly ConsentRule[];
 }
-
-export const DEFAULT_CONSENT_LIFETIME = 365 * 24 * 3600;
 
 const RULE_FIELDS = optionNames<ConsentRule>({
   purpose: true,

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomTag, sha256, taggedId } from '../crypto.js';
 import { placementTag, StoreUnavailableError, type Store } from '../stores/store.js';
-import { DEFAULT_CONSENT_LIFETIME, type ConsentPolicy } from './policy.js';
+import type { ConsentPolicy } from './policy.js';
+import { CONSENT_LIFETIME_DEFAULT } from '../defaults.js';
 import type { ConsentEvidence, ConsentRecord, ConsentRegistry, ConsentSubject, ConsentWithdrawal } from './registry.js';
 
 // A refusal is remembered long enough to answer every request pending at that time.
@@ -12,7 +13,7 @@ const LOCK_TTL = 5;
 const LOCK_WAIT_MS = 6000;
 
 /** Seconds a withdrawn consent is kept as evidence, by default (as long as a consent lives by default). */
-const WITHDRAWN_RETENTION = DEFAULT_CONSENT_LIFETIME;
+const WITHDRAWN_RETENTION = CONSENT_LIFETIME_DEFAULT;
 
 /** The subscriber's index: which (client, purpose, scope) records exist, for `list`. */
 type SubscriberIndex = {
@@ -105,7 +106,7 @@ export class StoreConsentRegistry implements ConsentRegistry {
     const decidedAt = this.now();
     const records = await Promise.all(
       subject.scopes.map(async (scope) => {
-        const lifetime = this.policy.rule(subject.purpose, scope)?.consentLifetime ?? DEFAULT_CONSENT_LIFETIME;
+        const lifetime = this.policy.rule(subject.purpose, scope)?.consentLifetime ?? CONSENT_LIFETIME_DEFAULT;
         return this.decide(subject, scope, 'granted', decidedAt, lifetime, evidence);
       }),
     );

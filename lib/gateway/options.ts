@@ -14,31 +14,62 @@ import type { DpopHashClaim } from './tokens/dpop-binding.js';
 
 /** Lifetimes in seconds. Defaults are docs/protocol.md's. */
 export interface Lifetimes {
-  /** Authorization code. Default 60. */
+  /**
+   * Authorization code.
+   * @defaultValue 60
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2 | RFC 6749 §4.1.2} (a short lifetime, at most 10 minutes)
+   */
   code?: number;
-  /** auth_req_id. Default 120. */
+  /**
+   * auth_req_id.
+   * @defaultValue 120
+   * @see {@link https://openid.net/specs/openid-client-initiated-backchannel-authentication-core-1_0.html | OpenID CIBA Core} §7.3 (`expires_in`)
+   */
   authReqId?: number;
-  /** Minimum seconds between CIBA polls. Default 2. */
+  /**
+   * Minimum seconds between CIBA polls.
+   * @defaultValue 2
+   * @see {@link https://openid.net/specs/openid-client-initiated-backchannel-authentication-core-1_0.html | OpenID CIBA Core} §7.3 (`interval`), §11 (`slow_down`)
+   */
   pollInterval?: number;
-  /** Access token. Default 3600. A consent policy rule may shorten it for its scope (`accessTokenLifetime`). */
+  /**
+   * Access token. A consent policy rule may shorten it for its scope (`accessTokenLifetime`).
+   * @defaultValue 3600
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6749#section-5.1 | RFC 6749 §5.1} (`expires_in`)
+   */
   accessToken?: number;
   /**
    * Access token of the backend grants, client credentials and JWT bearer (no subscriber interaction), at most
-   * `accessToken`. Default: `accessToken`; with `profile: 'camara'`, 300 (the profile's "short-lived").
+   * `accessToken`.
+   * @defaultValue `accessToken`; with `profile: 'camara'`, 300 (the profile's "short-lived")
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6749#section-4.4 | RFC 6749 §4.4}
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7523#section-2.1 | RFC 7523 §2.1}
    */
   backendAccessToken?: number;
   /**
-   * Refresh token (`offline_access`, code and CIBA grants): each one lives this long from its issue, and is
-   * replaced by a new one at every use (rotation). Default 1209600 (14 days).
+   * Refresh token (`offline_access`, code and CIBA grants): each one lives this long from its issue, and is replaced by
+   * a new one at every use (rotation).
+   * @defaultValue 1209600 (14 days)
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6749#section-6 | RFC 6749 §6}
+   * @see {@link https://www.rfc-editor.org/rfc/rfc9700#section-4.14.2 | RFC 9700 §4.14.2} (rotation)
    */
   refreshToken?: number;
-  /** How long an expired auth_req_id is remembered, to answer expired_token rather than invalid_grant. Default 600. */
+  /**
+   * How long an expired auth_req_id is remembered, to answer expired_token rather than invalid_grant.
+   * @defaultValue 600
+   * @see {@link https://openid.net/specs/openid-client-initiated-backchannel-authentication-core-1_0.html | OpenID CIBA Core} §11 (`expired_token`)
+   */
   expiredRetention?: number;
-  /** How long the consent page waits for the subscriber's answer (frontend flow). Default 600. */
+  /**
+   * How long the consent page waits for the subscriber's answer (frontend flow).
+   * @defaultValue 600
+   */
   interaction?: number;
   /**
-   * How long a redeemed code or approved auth_req_id answers the same client's retry with the same tokens: a
-   * retry after a reply lost to a slow store (503) gets its answer instead of invalid_grant. Default 30.
+   * How long a redeemed code or approved auth_req_id answers the same client's retry with the same tokens: a retry
+   * after a reply lost to a slow store (503) gets its answer instead of invalid_grant.
+   * @defaultValue 30
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2 | RFC 6749 §4.1.2} (a code is used once)
    */
   redemptionRetry?: number;
 }
@@ -169,9 +200,15 @@ export type LabelWording = string | { request: string; list?: string; message?: 
 
 /** Purposes and scopes in the operator's words, in one language. Unlabelled ones keep the built-in words. */
 export interface PageLabels {
-  /** DPV purpose (`FraudPreventionAndDetection`) → wording. Default: the DPV name in English words. */
+  /**
+   * DPV purpose (`FraudPreventionAndDetection`) → wording.
+   * @defaultValue the DPV name in English words
+   */
   purposes?: Record<string, LabelWording>;
-  /** API scope (`sim-swap`) → wording. Default: the consent rule's `description`, else the scope. */
+  /**
+   * API scope (`sim-swap`) → wording.
+   * @defaultValue the consent rule's `description`, else the scope
+   */
   scopes?: Record<string, LabelWording>;
 }
 
@@ -185,22 +222,41 @@ export interface PageLanguageOptions {
 
 /** Branding of the consent page (and of the error pages of the frontend flow). */
 export interface ConsentPageOptions {
-  /** Shown in the header and the texts. Default `"Your mobile operator"`. */
+  /**
+   * Shown in the header and the texts.
+   * @defaultValue `"Your mobile operator"`
+   */
   operatorName?: string;
-  /** CSS colour of the header bar and the Allow button: `#rgb`, `#rrggbb`, `rgb(...)`, `hsl(...)` or a colour name. Default `#0b57d0`. */
+  /**
+   * CSS colour of the header bar and the Allow button: `#rgb`, `#rrggbb`, `rgb(...)`, `hsl(...)` or a colour name.
+   * @defaultValue `#0b57d0`
+   */
   primaryColor?: string;
-  /** Text colour on the primary colour. Default `#ffffff`. */
+  /**
+   * Text colour on the primary colour.
+   * @defaultValue `#ffffff`
+   */
   primaryTextColor?: string;
-  /** Page background. Default `#ffffff`. */
+  /**
+   * Page background.
+   * @defaultValue `#ffffff`
+   */
   backgroundColor?: string;
-  /** Body text. Default `#1f1f1f`. */
+  /**
+   * Body text.
+   * @defaultValue `#1f1f1f`
+   */
   textColor?: string;
   /**
    * Logo: an `https:` URL, a path on this host (`/assets/logo.svg`) or a `data:image/...` URI. The page has
    * no other external source; an absolute URL is allowed by exact match in the page's CSP `img-src`.
    */
   logoUrl?: string;
-  /** `lang` of the page. Default `en`. */
+  /**
+   * `lang` of the page.
+   * @defaultValue `en`
+   * @see {@link https://www.rfc-editor.org/rfc/rfc5646 | RFC 5646} (BCP 47 language tags)
+   */
   language?: string;
   /** Link to the operator's privacy notice, shown under the buttons. */
   privacyPolicyUrl?: string;
@@ -209,24 +265,34 @@ export interface ConsentPageOptions {
   /** Purposes and scopes in the operator's words, in `language`. */
   labels?: PageLabels;
   /**
-   * More languages the subscriber pages speak, by BCP 47 tag (`{ es: { texts, labels } }`): each request gets the
-   * one its `Accept-Language` prefers (exact tag, then the primary subtag), else `language`. The text message's
-   * wording follows the language of the request that sends it. Default: none (always `language`).
+   * More languages the subscriber pages speak, by BCP 47 tag (`{ es: { texts, labels } }`): each request gets the one
+   * its `Accept-Language` prefers (exact tag, then the primary subtag), else `language`. The text message's wording
+   * follows the language of the request that sends it.
+   * @defaultValue none (always `language`)
    */
   languages?: Record<string, PageLanguageOptions>;
   /**
    * Your version of the consent page's wording, kept in each consent record beside the SHA-256 of the text the
-   * subscriber saw (`evidence.notice`): change it when you change the wording. Default `'1'`.
+   * subscriber saw (`evidence.notice`): change it when you change the wording.
+   * @defaultValue `'1'`
    */
   noticeVersion?: string;
-  /** Name of the session cookie that binds the page to the browser. Default `netauth.sid`. */
+  /**
+   * Name of the session cookie that binds the page to the browser.
+   * @defaultValue `netauth.sid`
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6265#section-4.1 | RFC 6265 §4.1}
+   */
   cookieName?: string;
-  /** Path of the session cookie. Default: the issuer's path. Must cover where the router is mounted. */
+  /**
+   * Path of the session cookie. Must cover where the router is mounted.
+   * @defaultValue the issuer's path
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6265#section-5.2.4 | RFC 6265 §5.2.4}
+   */
   cookiePath?: string;
   /**
-   * Secret(s) signing the session cookie (the first signs, all verify, for rotation). Give the same secret to
-   * every instance behind a load balancer. Default: random per process (one instance only; with a shared `store`,
-   * a warning, in production mode an error).
+   * Secret(s) signing the session cookie (the first signs, all verify, for rotation). Give the same secret to every
+   * instance behind a load balancer.
+   * @defaultValue random per process (one instance only; with a shared `store`, a warning, in production mode an error)
    */
   cookieSecret?: string | string[];
 }
@@ -247,22 +313,23 @@ export type NetAuthMode = 'production' | 'development';
 
 export interface NetAuthOptions {
   /**
-   * The issuer identifier: the absolute URL where the router is mounted, e.g.
-   * `https://gw.example.com/apigateway`. Endpoints and discovery are published under it. `http:` only on this
-   * machine (localhost, 127.0.0.0/8, ::1) for development: elsewhere a start-up warning, under
-   * `profile: 'camara'` or in production mode (`mode`) an error.
+   * The issuer identifier: the absolute URL where the router is mounted, e.g. `https://gw.example.com/apigateway`.
+   * Endpoints and discovery are published under it. `http:` only on this machine (localhost, 127.0.0.0/8, ::1) for
+   * development: elsewhere a start-up warning, under `profile: 'camara'` or in production mode (`mode`) an error.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc8414#section-2 | RFC 8414 §2} (`issuer`)
    */
   issuer: string;
   /**
-   * A profile whose requirements are set at once (`'camara'`); what it requires is a start-up error to turn
-   * off, what it recommends stays overridable. Default: none.
+   * A profile whose requirements are set at once (`'camara'`); what it requires is a start-up error to turn off, what
+   * it recommends stays overridable.
+   * @defaultValue none
    */
   profile?: NetAuthProfile;
   /**
-   * `'production'`: a generated signing key, a random `pairwiseSalt`, a per-process `consentPage.cookieSecret`
-   * with a shared store and an `http:` issuer off this machine are start-up errors naming the option, not warnings.
-   * `'development'` keeps them warnings, whatever `NODE_ENV` says. Default: `'production'` when `NODE_ENV` is
-   * `production` (Express's convention), else `'development'`.
+   * `'production'`: a generated signing key, a random `pairwiseSalt`, a per-process `consentPage.cookieSecret` with a
+   * shared store and an `http:` issuer off this machine are start-up errors naming the option, not warnings.
+   * `'development'` keeps them warnings, whatever `NODE_ENV` says.
+   * @defaultValue `'production'` when `NODE_ENV` is `production` (Express's convention), else `'development'`
    */
   mode?: NetAuthMode;
   /** The developer portal's registrations: an implementation, or a static list. */
@@ -271,18 +338,27 @@ export interface NetAuthOptions {
   subscribers: SubscriberDirectory | readonly StaticSubscriber[];
   /** purpose × scope → legal basis: an implementation, or a list of rules. */
   consentPolicy: ConsentPolicy | readonly ConsentRule[];
-  /** Where state lives. Default: a new MemoryStore (one process, nothing survives a restart). */
+  /**
+   * Where state lives.
+   * @defaultValue a new MemoryStore (one process, nothing survives a restart)
+   */
   store?: Store;
   /**
-   * Where consent records live: the operator's Consent Master behind the `ConsentRegistry` contract
-   * (docs/consent.md). Default: the store.
+   * Where consent records live: the operator's Consent Master behind the `ConsentRegistry` contract (docs/consent.md).
+   * @defaultValue the store
    */
   consentRegistry?: ConsentRegistry;
   /** Lifetimes of codes, auth_req_ids and tokens, in seconds. */
   lifetimes?: Lifetimes;
-  /** Hooks of the backend flow (CIBA): deciding a request, telling the subscriber that consent is needed. */
+  /**
+   * Hooks of the backend flow (CIBA): deciding a request, telling the subscriber that consent is needed.
+   * @see {@link https://openid.net/specs/openid-client-initiated-backchannel-authentication-core-1_0.html | OpenID CIBA Core}
+   */
   backchannel?: BackchannelOptions;
-  /** Sandbox mode: no network identification; the login_hint names an allow-listed line. */
+  /**
+   * Sandbox mode: no network identification; the login_hint names an allow-listed line.
+   * @see {@link https://openid.net/specs/openid-client-initiated-backchannel-authentication-core-1_0.html | OpenID CIBA Core} §7.1 (`login_hint`)
+   */
   sandbox?: SandboxOptions;
   /** How the frontend flow recognises the subscriber's device. Without it (and outside sandbox mode) no one is identified. */
   network?: NetworkOptions;
@@ -301,62 +377,97 @@ export interface NetAuthOptions {
    */
   consentConfirmation?: ConsentConfirmationOptions;
   /**
-   * Private JWKs (RSA ≥ 2048 bits, EC P-256/P-384/P-521 or Ed25519) that sign ID tokens and JWT access
-   * tokens. The first signs; all are published at `{issuer}/jwks` and verify, so a key can be rotated in
-   * ahead of use and an old one kept until its tokens expire. `kid`: the JWK's, else its RFC 7638
-   * thumbprint. Without keys, when something needs signing, an RS256 key is generated for development
-   * (with a warning: tokens stop verifying on restart and across instances; in production mode, an error).
+   * Private JWKs (RSA ≥ 2048 bits, EC P-256/P-384/P-521 or Ed25519) that sign ID tokens and JWT access tokens. The
+   * first signs; all are published at `{issuer}/jwks` and verify, so a key can be rotated in ahead of use and an old
+   * one kept until its tokens expire. `kid`: the JWK's, else its RFC 7638 thumbprint. Without keys, when something
+   * needs signing, an RS256 key is generated for development (with a warning: tokens stop verifying on restart and
+   * across instances; in production mode, an error).
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7517 | RFC 7517} (JWK)
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7638 | RFC 7638} (thumbprint)
    */
   signingKeys?: JWK[];
   /**
-   * Issue an ID token when `openid` is in the granted scope. Default true. `false` never grants `openid` (it is left
-   * out of the granted scope), since OpenID Connect never grants it without an ID token.
+   * Issue an ID token when `openid` is in the granted scope. `false` never grants `openid` (it is left out of the
+   * granted scope), since OpenID Connect never grants it without an ID token.
+   * @defaultValue true
+   * @see {@link https://openid.net/specs/openid-connect-core-1_0.html#IDToken | OpenID Connect Core §2}
    */
   idTokens?: boolean;
-  /** `opaque` (default): random, stored hashed. `jwt`: RFC 9068 `at+jwt`, verifiable offline with the JWKS. */
+  /**
+   * `opaque` (default): random, stored hashed. `jwt`: RFC 9068 `at+jwt`, verifiable offline with the JWKS.
+   * @defaultValue `'opaque'`
+   * @see {@link https://www.rfc-editor.org/rfc/rfc9068 | RFC 9068}
+   */
   accessTokenFormat?: 'opaque' | 'jwt';
-  /** `aud` of JWT access tokens (the service APIs). Default: the issuer. */
+  /**
+   * `aud` of JWT access tokens (the service APIs).
+   * @defaultValue the issuer
+   * @see {@link https://www.rfc-editor.org/rfc/rfc9068#section-2.2 | RFC 9068 §2.2} (`aud`)
+   */
   accessTokenAudience?: string;
   /**
-   * Salt of the pairwise `sub` (ID tokens, introspection). Keep it secret and stable: changing it changes
-   * every `sub`. Default: random per process, with a warning (in production mode, an error).
+   * Salt of the pairwise `sub` (ID tokens, introspection). Keep it secret and stable: changing it changes every `sub`.
+   * @defaultValue random per process, with a warning (in production mode, an error)
+   * @see {@link https://openid.net/specs/openid-connect-core-1_0.html#PairwiseAlg | OpenID Connect Core §8.1}
    */
   pairwiseSalt?: string;
   /**
    * Seconds a client's clock may run ahead on client assertions, request objects and JWT-bearer assertions (`iat`,
-   * `nbf` in the future). Default 5. Under `profile: 'camara'` it applies to `nbf` only: the profile SHALL reject
-   * an `iat` in the future, so `iat` gets none.
+   * `nbf` in the future). Under `profile: 'camara'` it applies to `nbf` only: the profile SHALL reject an `iat` in the
+   * future, so `iat` gets none.
+   * @defaultValue 5
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7523#section-3 | RFC 7523 §3}
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7519#section-4.1.5 | RFC 7519 §4.1.5}
    */
   clockTolerance?: number;
   /**
-   * CAMARA's DPoP request binding: claims every DPoP proof must carry, at the token endpoint and every guarded
-   * route (`'camara:qh'`, the query's hash; `'camara:bh'`, the body's), announced in discovery as
-   * `camara_dpop_claims_required`. Present ones are verified whatever this says. Default none.
+   * CAMARA's DPoP request binding: claims every DPoP proof must carry, at the token endpoint and every guarded route
+   * (`'camara:qh'`, the query's hash; `'camara:bh'`, the body's), announced in discovery as
+   * `camara_dpop_claims_required`. Present ones are verified whatever this says.
+   * @defaultValue none
+   * @see {@link https://www.rfc-editor.org/rfc/rfc9449#section-4.3 | RFC 9449 §4.3}
    */
   dpopClaimsRequired?: readonly DpopHashClaim[];
-  /** Realm in `WWW-Authenticate` challenges. Default: the issuer. */
+  /**
+   * Realm in `WWW-Authenticate` challenges.
+   * @defaultValue the issuer
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6750#section-3 | RFC 6750 §3}
+   */
   realm?: string;
-  /** Largest accepted form body. Default `16kb`. */
+  /**
+   * Largest accepted form body.
+   * @defaultValue `16kb`
+   */
   bodyLimit?: string | number;
   /**
    * How clients' `jwksUri`s are fetched (private_key_jwt, signed requests): `fetchTimeout` ms (default 5000),
-   * `maxBytes` (default 64 KiB), `cacheMaxAge` seconds (default 600). An unknown `kid` is fetched again at once,
-   * at most once per 10 s per client; a failed fetch, at most once a minute.
+   * `maxBytes` (default 64 KiB), `cacheMaxAge` seconds (default 600). An unknown `kid` is fetched again at once, at
+   * most once per 10 s per client; a failed fetch, at most once a minute.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks_uri`)
    */
   clientJwks?: ClientJwksOptions;
   /**
    * Rate limits and brute-force protection on client authentication (429 with `Retry-After`; `slow_down` on CIBA
-   * polls). On by default, with limits far above normal use; `false` turns them all off (benchmarks, fuzzing).
-   * See docs/operations.md.
+   * polls). On by default, with limits far above normal use; `false` turns them all off (benchmarks, fuzzing). See
+   * docs/operations.md.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6749#section-10.10 | RFC 6749 §10.10}
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6585#section-4 | RFC 6585 §4} (429)
    */
   rateLimits?: false | RateLimitOptions;
   /**
    * A pino logger: every event (`netauth.events`) is logged, and internal errors. Never secrets, tokens, codes,
-   * auth_req_ids or phone numbers (a child logger with `redact` is the second line of defence). Default: none.
+   * auth_req_ids or phone numbers (a child logger with `redact` is the second line of defence).
+   * @defaultValue none
    */
   logger?: NetAuthLogger;
-  /** Reports unexpected internal errors (never request data). Default: the logger's `error`, else one line on stderr. */
+  /**
+   * Reports unexpected internal errors (never request data).
+   * @defaultValue the logger's `error`, else one line on stderr
+   */
   onError?: (error: unknown) => void;
-  /** Milliseconds clock, for tests. Default `Date.now`. */
+  /**
+   * Milliseconds clock, for tests.
+   * @defaultValue `Date.now`
+   */
   now?: () => number;
 }

@@ -6,6 +6,7 @@ import { E164, normaliseIp, type NetworkAddress } from '../identity/login-hint.j
 import type { Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
 import { camaraError, type CamaraErrorInfo } from './responses.js';
 import { isPlainObject } from '../option-checks.js';
+import { GUARD_DEVICE_DEFAULTS } from '../defaults.js';
 
 /**
  * CAMARA device identification for three-legged and two-legged tokens (API Design Guide §3.2.2 and Appendix A):
@@ -23,8 +24,9 @@ export interface DeviceOptions {
   /**
    * The API's scope lets it confirm whether an identifier matches the token's (Number Verification, KYC Match):
    * an identifier beside a three-legged token is then compared, a mismatch being 403 `INVALID_TOKEN_CONTEXT`.
-   * Default false: any identifier beside a three-legged token is 422 `UNNECESSARY_IDENTIFIER`, matching or not,
+   * Without it, any identifier beside a three-legged token is 422 `UNNECESSARY_IDENTIFIER`, matching or not,
    * so the answer never tells whose token it is.
+   * @defaultValue false
    */
   confirm?: boolean;
 }
@@ -186,10 +188,10 @@ export function deviceIdentification(
   options: DeviceOptions,
   bodyLimit: string | number,
 ): DeviceIdentification {
-  const field = options.identifier ?? 'device';
+  const field = options.identifier ?? GUARD_DEVICE_DEFAULTS.identifier;
   if (field !== 'device' && field !== 'phoneNumber' && field !== 'none')
     throw new TypeError("guard device.identifier must be 'device', 'phoneNumber' or 'none'");
-  const confirm = options.confirm ?? false;
+  const confirm = options.confirm ?? GUARD_DEVICE_DEFAULTS.confirm;
   if (typeof confirm !== 'boolean') throw new TypeError('guard device.confirm must be true or false');
   const maxBytes = sizeLimit(bodyLimit);
   /** The body as a parser before the guard (or the DPoP body hash) left it, else read here. */

@@ -87,11 +87,18 @@ declare global {
 }
 
 export interface GuardOptions {
-  /** API scope(s) the route needs; the token must carry every one. */
+  /**
+   * API scope(s) the route needs; the token must carry every one.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6750#section-3.1 | RFC 6750 §3.1} (`insufficient_scope`)
+   */
   scope?: string | readonly string[];
   /** DPV purpose(s) the route accepts; default any. */
   purpose?: string | readonly string[];
-  /** Realm in the challenge. Default: the router's realm. */
+  /**
+   * Realm in the challenge.
+   * @defaultValue the router's realm
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6750#section-3 | RFC 6750 §3}
+   */
   realm?: string;
   /**
    * How a JWT access token's revocation is checked (opaque tokens are always looked up in the store).
@@ -101,12 +108,17 @@ export interface GuardOptions {
    * The operator's levers (`netauth.subscribers.revoke`, `netauth.clients.revoke`) reach every token format on every
    * instance: with `local`, within 5 seconds (the subscriber's and client's markers are read again at most that
    * often per instance); with `store`, at once (read on every request).
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7009 | RFC 7009}
+   * @see {@link https://www.rfc-editor.org/rfc/rfc9068#section-4 | RFC 9068 §4}
+   * @defaultValue `'local'`
    */
   revocation?: 'local' | 'store';
   /**
    * Error bodies: `oauth` (default), RFC 6750's `{error, error_description}`; `camara`, the Commonalities'
    * `{status, code, message}` (401 `UNAUTHENTICATED`, 403 `PERMISSION_DENIED`, 429 `TOO_MANY_REQUESTS`, 503 `UNAVAILABLE`, and 400
    * `INVALID_ARGUMENT` for an `x-correlator` that fails its pattern). The `WWW-Authenticate` challenges are the same.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6750#section-3.1 | RFC 6750 §3.1}
+   * @defaultValue `'oauth'` (`'camara'` under `profile: 'camara'`)
    */
   errorFormat?: GuardErrorFormat;
   /**
@@ -117,14 +129,17 @@ export interface GuardOptions {
   device?: true | DeviceOptions;
   /**
    * The service API's public origin (`https://api.operator.example`), for the `htu` of DPoP proofs: the URL a
-   * proof must name is this origin and the request's path. Default: the issuer's origin. Never read from the
+   * proof must name is this origin and the request's path. Never read from the
    * request's Host or X-Forwarded-* headers.
+   * @defaultValue the issuer's origin
+   * @see {@link https://www.rfc-editor.org/rfc/rfc9449#section-4.3 | RFC 9449 §4.3} (`htu`)
    */
   publicOrigin?: string;
   /**
    * CAMARA's DPoP request binding on this route, beside the gateway's `dpopClaimsRequired`: every DPoP proof
    * must carry `'camara:qh'` (the query's hash) and/or `'camara:bh'` (the body's; the guard then reads the body,
    * parsing JSON into `req.body`, so mount it before the route's body parser). Present ones are always verified.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc9449#section-4.3 | RFC 9449 §4.3}
    */
   dpopClaimsRequired?: readonly DpopHashClaim[];
   /**
@@ -132,6 +147,7 @@ export interface GuardOptions {
    * answered 403 `insufficient_scope`. `optional`: two-legged tokens pass too, for APIs that process no personal
    * data; the grant is then at `res.locals.netauth` (`NetAuthAnyGrant`), and `req.netauth` is set only when it
    * has a subscriber.
+   * @defaultValue `'required'`
    */
   subscriber?: 'required' | 'optional';
 }

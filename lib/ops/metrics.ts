@@ -16,20 +16,28 @@ export interface MetricsRegistry {
 }
 
 export interface MetricsOptions {
-  /** Where the metrics are registered (a prom-client `Registry`). Default: a Registry of their own (never prom-client's global one). */
+  /**
+   * Where the metrics are registered (a prom-client `Registry`).
+   * @defaultValue a Registry of their own (never prom-client's global one)
+   */
   registry?: MetricsRegistry;
-  /** Prefix of every metric name. Default `netauth_`. */
+  /**
+   * Prefix of every metric name.
+   * @defaultValue `netauth_`
+   */
   prefix?: string;
   /**
    * Label counters with the client id. Only registered (or authenticated) clients' ids are used, so the label's
-   * values are bounded by the registry; turn it off with very many clients. Default true.
+   * values are bounded by the registry; turn it off with very many clients.
+   * @defaultValue true
    */
   clientIdLabel?: boolean;
-  /** Buckets of the latency histogram, in seconds. */
+  /**
+   * Buckets of the latency histogram, in seconds.
+   * @defaultValue `[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]`
+   */
   buckets?: number[];
 }
-
-const DEFAULT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 /**
  * Prometheus metrics fed by the gateway's events: one counter per kind of state change and a latency histogram
@@ -115,7 +123,7 @@ export function createMetricsRouter(
     name: `${p}request_duration_seconds`,
     help: 'Latency of router responses, by endpoint.',
     labelNames: ['endpoint'],
-    buckets: options.buckets ?? DEFAULT_BUCKETS,
+    buckets: options.buckets ?? [...METRICS_DEFAULTS.buckets],
     registers: [registry],
   });
 

@@ -50,38 +50,49 @@ export interface RateLimitOptions {
    * Where the counters live. `redis`: shared by every instance, on `redis` or, by default, on the RedisStore's
    * own connection; if Redis fails or is slower than `timeout`, each instance counts for itself meanwhile (the
    * lock-out refuses instead) and says so (the `rate.fallback` event). `memory`: per process, no I/O.
-   * Default: `redis` when the
-   * store shares its counters (`Store.counters`, as RedisStore does) or `redis` is given, else `memory`.
+   * @defaultValue `redis` when the store shares its counters (`Store.counters`, as RedisStore does) or `redis` is given, else `memory`
    */
   backend?: 'memory' | 'redis';
-  /** A node-redis v5 client for the counters: single node, cluster or sentinel. Default: the store's counters. */
+  /**
+   * A node-redis v5 client for the counters: single node, cluster or sentinel.
+   * @defaultValue the store's counters
+   */
   redis?: RateLimitRedisClient;
   /**
-   * Prefix of the counters' Redis keys (no `{` or `}`: keys carry their own hash tags). Default: the store's prefix +
-   * `rl:` when it shares its counters (else `netauth:rl:`).
+   * Prefix of the counters' Redis keys (no `{` or `}`: keys carry their own hash tags).
+   * @defaultValue the store's prefix + `rl:` when it shares its counters (else `netauth:rl:`)
    */
   keyPrefix?: string;
-  /** Milliseconds a Redis counter may take before the per-process counter answers instead. Default 500. */
+  /**
+   * Milliseconds a Redis counter may take before the per-process counter answers instead.
+   * @defaultValue 500
+   */
   timeout?: number;
   /**
    * GET /authorize and the subscriber's consents page, per device address (an IPv6 address counts by its /64;
-   * behind CGNAT, with `network.portHeader`, per address and port). Default 300 per 60 s.
+   * behind CGNAT, with `network.portHeader`, per address and port).
+   * @defaultValue 300 per 60 s
    */
   authorize?: {
     /** Requests per device address; `false` turns it off. */
     perAddress?: RateLimitRule | false;
   };
   /**
-   * POST /bc-authorize. Defaults: per client 3000 per 60 s; per client and subscriber 60 per 600 s; per subscriber,
-   * all clients together, 600 per 600 s (a ceiling no one client can reach: its traffic stops at its own allowance).
+   * POST /bc-authorize. Per subscriber counts all clients together: a ceiling no one client can reach (its traffic
+   * stops at its own allowance).
+   * @defaultValue per client 3000 per 60 s; per client and subscriber 60 per 600 s; per subscriber 600 per 600 s
    */
   bcAuthorize?: SubscriberLimitRules;
-  /** POST /token. Defaults: per client 6000 per 60 s; per client and subscriber 300 per 60 s; per subscriber 3000 per 60 s. */
+  /**
+   * POST /token.
+   * @defaultValue per client 6000 per 60 s; per client and subscriber 300 per 60 s; per subscriber 3000 per 60 s
+   */
   token?: SubscriberLimitRules;
   /**
    * Client-credentials tokens issued per client, so one low-privilege client cannot grow the store without bound:
-   * with a window at least the tokens' lifetime, at most twice `points` of its tokens live at once. Default 100
-   * per 3600 s; past it 429 (the client should reuse the token it holds until it expires).
+   * with a window at least the tokens' lifetime, at most twice `points` of its tokens live at once.
+   * Past it 429 (the client should reuse the token it holds until it expires).
+   * @defaultValue 100 per 3600 s
    */
   clientCredentials?: {
     /** Tokens issued to one client; `false` turns it off. */
@@ -96,19 +107,24 @@ export interface RateLimitOptions {
    * (`dpop_key` or `dpop_client`).
    */
   dpopProofs?: {
-    /** Fresh proofs of one key; `false` turns it off. Default 60000 per 900 s (at most 120000 entries of one key live). */
+    /**
+     * Fresh proofs of one key; `false` turns it off.
+     * @defaultValue 60000 per 900 s (at most 120000 entries of one key live)
+     */
     perKey?: RateLimitRule | false;
     /**
      * Fresh proofs of every key of one client together (the client the token endpoint authenticated, or the
-     * token's at a guard); `false` turns it off. Default 300000 per 900 s (at most 600000 entries of one client live).
+     * token's at a guard); `false` turns it off.
+     * @defaultValue 300000 per 900 s (at most 600000 entries of one client live)
      */
     perClient?: RateLimitRule | false;
   };
   /**
    * Refused client credentials (wrong secret, wrong method, unknown client) on every client-authenticated
    * endpoint, counted where they come from, so no one can lock a client out from an address that has not
-   * failed. Defaults: per registered client id (as the registry resolves it) and address, 30 per 900 s; per
-   * address, for ids that name no client, 30 per 900 s. Successes do not count.
+   * failed: per registered client id (as the registry resolves it) and address, and per address for ids that name
+   * no client. Successes do not count.
+   * @defaultValue per client and address 30 per 900 s; per address 30 per 900 s
    */
   clientAuthentication?: {
     /** Failures for one registered client id from one address. */

@@ -1,5 +1,6 @@
 import { checkRegistration, StaticClientRegistry, type ClientRegistry, type RegisteredClient } from './clients.js';
 import type { JwksDestinations } from './jwks-destination.js';
+import { CLIENT_AUTH_METHOD_DEFAULT } from '../defaults.js';
 
 /** Why a registration was refused: its client id, the field at fault, and the check's words (never a secret). */
 export interface RegistrationRefusal {
@@ -49,7 +50,7 @@ function fieldOf(clientId: string, message: string): string {
  */
 export function checkProfile(client: RegisteredClient, profile: 'camara' | undefined): void {
   if (profile !== 'camara') return;
-  const method = client.tokenEndpointAuthMethod ?? 'client_secret_basic';
+  const method = client.tokenEndpointAuthMethod ?? CLIENT_AUTH_METHOD_DEFAULT;
   if (method !== 'private_key_jwt') {
     throw new TypeError(
       `client ${client.clientId}: profile 'camara' requires private_key_jwt, and this client uses ${method}; ` +

@@ -8,6 +8,7 @@ import { API_SCOPE, PURPOSE } from '../identity/scope.js';
 import { scryptLimiter } from './scrypt.js';
 import { secretHistory } from './secret-history.js';
 import { JwksDestinations } from './jwks-destination.js';
+import { CLIENT_AUTH_METHOD_DEFAULT } from '../defaults.js';
 
 export { CLIENT_SIGNING_ALGORITHMS, type ClientSigningAlgorithm } from './client-jwks.js';
 
@@ -57,24 +58,32 @@ export interface RegisteredClient {
   readonly clientSecret?: string;
   /** The secret's hash from `hashClientSecret()`, instead of `clientSecret`: what production registers. */
   readonly clientSecretHash?: string;
-  /** Exact strings; the request's redirect_uri must equal one of them character for character. */
+  /**
+   * Exact strings; the request's redirect_uri must equal one of them character for character.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6749#section-3.1.2 | RFC 6749 §3.1.2}
+   */
   readonly redirectUris?: readonly string[];
   /**
    * The grants the client may use. `refresh_token`: refresh tokens for the code and CIBA grants when the
    * subscriber grants `offline_access`; `client_credentials`: two-legged tokens for scopes whose policy rule says
    * `personalData: false`; the JWT bearer grant needs the client's keys (`jwks` or `jwksUri`).
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`grant_types`)
    */
   readonly grantTypes: readonly GrantType[];
   /** Scopes the client may request, as `dpv:<Purpose>#<scope>`. */
   readonly scopes: readonly string[];
   /**
-   * Default `client_secret_basic`. `client_secret_post` must be chosen per client. `private_key_jwt` (RFC 7523,
-   * the CAMARA profile's method) needs `jwks` or `jwksUri`. A client authenticates only with its method.
+   * How the client authenticates at the token endpoint. `client_secret_post` must be chosen per client.
+   * `private_key_jwt` (RFC 7523, the CAMARA profile's method) needs `jwks` or `jwksUri`. A client authenticates only with its method.
+   * @defaultValue `client_secret_basic`
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`token_endpoint_auth_method`)
+   * @see {@link https://www.rfc-editor.org/rfc/rfc6749#section-2.3 | RFC 6749 §2.3}
    */
   readonly tokenEndpointAuthMethod?: ClientAuthMethod;
   /**
    * The client's PUBLIC keys, as a JWK Set: they verify its client assertions and signed request objects.
    * RSA (at least 2048 bits), EC P-256 / P-384 or Ed25519. Give this or `jwksUri`, not both.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks`)
    */
   readonly jwks?: {
     /** Public JWKs, each with a `kid` when there are several. */
@@ -84,20 +93,29 @@ export interface RegisteredClient {
    * Where the client publishes its JWK Set: `https:` to a public address, unless its origin is listed in
    * `clientJwks.internalOrigins`. Fetched at the address checked when its host was resolved, with a timeout and a
    * size limit, cached, and fetched again for an unknown `kid` at once (at most once per 10 s).
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks_uri`)
    */
   readonly jwksUri?: string;
-  /** Algorithms the client may sign with. Default: all of `CLIENT_SIGNING_ALGORITHMS`. */
+  /**
+   * Algorithms the client may sign with.
+   * @defaultValue all of `CLIENT_SIGNING_ALGORITHMS`
+   */
   readonly signingAlgorithms?: readonly ClientSigningAlgorithm[];
   /**
    * RFC 9101 `require_signed_request_object`: /authorize and /bc-authorize accept this client's requests only
    * as a signed `request` object; an unsigned request is `invalid_request`. Needs `jwks` or `jwksUri`.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc9101#section-10.5 | RFC 9101 §10.5}
    */
   readonly requireSignedRequestObject?: boolean;
-  /** Require PKCE (S256) on the frontend flow. */
+  /**
+   * Require PKCE (S256) on the frontend flow.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7636 | RFC 7636}
+   */
   readonly requirePkce?: boolean;
   /**
    * RFC 9449 §5.2 `dpop_bound_access_tokens`: every token request of this client must carry a DPoP proof (else 400
    * `invalid_dpop_proof`), so its access tokens are always sender-constrained. Any client's valid proof binds its token.
+   * @see {@link https://www.rfc-editor.org/rfc/rfc9449#section-5.2 | RFC 9449 §5.2}
    */
   readonly dpopBoundAccessTokens?: boolean;
 }
@@ -107,12 +125,15 @@ export interface ClientRegistry {
   find(clientId: string): Promise<RegisteredClient | undefined>;
   /**
    * The `tokenEndpointAuthMethod`s your clients use, as discovery advertises them
-   * (`token_endpoint_auth_methods_supported`). Default `['client_secret_basic']`.
+   * (`token_endpoint_auth_methods_supported`).
+   * @defaultValue `['client_secret_basic']`
+   * @see {@link https://www.rfc-editor.org/rfc/rfc8414#section-2 | RFC 8414 §2} (`token_endpoint_auth_methods_supported`)
    */
   readonly authMethods?: readonly ClientAuthMethod[];
   /**
-   * The `grantTypes` your clients use, as discovery advertises them (`grant_types_supported`). Default
-   * `['authorization_code', 'urn:openid:params:grant-type:ciba']`.
+   * The `grantTypes` your clients use, as discovery advertises them (`grant_types_supported`).
+   * @defaultValue `['authorization_code', 'urn:openid:params:grant-type:ciba']`
+   * @see {@link https://www.rfc-editor.org/rfc/rfc8414#section-2 | RFC 8414 §2} (`grant_types_supported`)
    */
   readonly grantTypes?: readonly GrantType[];
 }
@@ -326,7 +347,7 @@ function checkFields(client: RegisteredClient): void {
 
 /** How the client authenticates: a secret (exactly one form of it), or keys and no secret. */
 function checkCredentials(client: RegisteredClient): void {
-  const method = client.tokenEndpointAuthMethod ?? 'client_secret_basic';
+  const method = client.tokenEndpointAuthMethod ?? CLIENT_AUTH_METHOD_DEFAULT;
   if (!CLIENT_AUTH_METHODS.includes(method)) {
     throw new TypeError(
       `client ${client.clientId}: tokenEndpointAuthMethod "${String(method)}" is not one of ${CLIENT_AUTH_METHODS.join(', ')}`,
@@ -422,7 +443,7 @@ export class StaticClientRegistry implements ClientRegistry {
       if (this.clients.has(client.clientId)) throw new TypeError(`client ${client.clientId} is registered twice`);
       this.clients.set(client.clientId, frozenCopy(client));
     }
-    const used = new Set(clients.map((c) => c.tokenEndpointAuthMethod ?? 'client_secret_basic'));
+    const used = new Set(clients.map((c) => c.tokenEndpointAuthMethod ?? CLIENT_AUTH_METHOD_DEFAULT));
     this.authMethods = CLIENT_AUTH_METHODS.filter((m) => used.has(m));
     const granted = new Set(clients.flatMap((c) => c.grantTypes));
     this.grantTypes = SUPPORTED_GRANT_TYPES.filter((g) => granted.has(g));

@@ -5,7 +5,10 @@ import { MEMORY_STORE_DEFAULTS } from '../defaults.js';
 export interface MemoryStoreOptions {
   /** Milliseconds clock; tests inject one to expire records without waiting. */
   now?: () => number;
-  /** How often idle expired entries are swept, in ms (they are also swept on every operation). Default 30000. */
+  /**
+   * How often idle expired entries are swept, in ms (they are also swept on every operation).
+   * @defaultValue 30000
+   */
   sweepInterval?: number;
 }
 

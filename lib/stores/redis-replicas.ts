@@ -8,6 +8,7 @@
  * up again, and the master's count drops to what WAIT reached, so the next writes do not wait for a replica
  * that is gone (a WAIT holds the connection it is sent on, and every command queued behind it, until it answers).
  */
+import { REDIS_STORE_DEFAULTS } from '../defaults.js';
 
 /** A write that reached fewer replicas than the store waits for. */
 export interface ReplicaShortfall {
@@ -73,7 +74,7 @@ export class ReplicaWaits {
       const seen = await this.topology.replicasPerMaster();
       this.expected.clear();
       for (const [node, online] of seen) {
-        this.expected.set(node, Math.min(online, this.configured ?? 1));
+        this.expected.set(node, Math.min(online, this.configured ?? REDIS_STORE_DEFAULTS.waitForReplicas));
         // Asked for more replicas than the master has: every write falls short of the option.
         if (this.configured !== undefined && online < this.configured) this.fallShort(node, this.configured, online);
       }

@@ -32,47 +32,55 @@ export interface RedisStoreOptions {
    */
   client?: RedisStoreClient;
   /**
-   * Used when no client is given (default `redis://localhost:6379`), e.g. `rediss://…`: the store creates, owns and
-   * closes its client (the `redis` package must be installed). A Redis Cluster node's URL gets a cluster client,
-   * which discovers the other nodes.
+   * Used when no client is given, e.g. `rediss://…`: the store creates, owns and closes its client (the `redis`
+   * package must be installed). A Redis Cluster node's URL gets a cluster client, which discovers the other nodes.
+   * @defaultValue `redis://localhost:6379`
    */
   url?: string;
-  /** Prefix of every key the store writes. Default `netauth:`. No `{` or `}`: keys carry their own hash tags. */
+  /**
+   * Prefix of every key the store writes. No `{` or `}`: keys carry their own hash tags.
+   * @defaultValue `netauth:`
+   */
   prefix?: string;
   /**
    * Milliseconds an operation may take before it rejects with StoreUnavailableError; also the connect
-   * timeout of a client the store creates. Default 2000.
+   * timeout of a client the store creates.
+   * @defaultValue 2000
    */
   timeout?: number;
   /** Called with connection errors of a client the store creates (they surface as rejections anyway). */
   onError?: (err: unknown) => void;
   /**
    * Called when a Redis shard comes back without the store's data (docs/redis-store.md#persistence-what-consent-records-need).
-   * Default: a process warning (`process.emitWarning`), printed on stderr.
+   * @defaultValue a process warning (`process.emitWarning`), printed on stderr
    */
   onDataLoss?: (error: StoreDataLossError) => void;
   /**
    * After each write, wait (`WAIT`, at most `replicaWait` ms, no extra round trip) until this many replicas have
    * it, so a write the gateway has answered survives a failover. At most the replicas a master has online (read
-   * again on every topology change). Default 1 (0 on a master without replicas); 0 never waits.
+   * again on every topology change).
+   * 0 never waits.
+   * @defaultValue 1 (0 on a master without replicas)
    */
   waitForReplicas?: number;
   /**
    * Milliseconds a write waits for its replicas at most (`WAIT`'s timeout). A replica that does not confirm in
-   * time is a shortfall: the store stops waiting for it until it catches up. Default 100; raise it for replicas
-   * farther away than that (another region) or on a loaded host.
+   * time is a shortfall: the store stops waiting for it until it catches up.
+   * Raise it for replicas farther away than that (another region) or on a loaded host.
+   * @defaultValue 100
    */
   replicaWait?: number;
   /**
    * Called when writes to a master reach fewer replicas than they wait for (a replica lagging or gone), once
    * until its replicas catch up again; the write itself succeeds. `replicaShortfalls` counts such writes.
-   * Default: a process warning (`process.emitWarning`).
+   * @defaultValue a process warning (`process.emitWarning`)
    */
   onReplicaShortfall?: (shortfall: ReplicaShortfall) => void;
   /**
    * `open()` refuses a Redis whose `maxmemory-policy` is not `noeviction` (eviction silently drops tokens,
    * consumed codes and revocations; docs/redis-store.md#eviction-noeviction), and warns where `CONFIG GET` is not
-   * allowed (managed Redis). `true` skips the check. Default false.
+   * allowed (managed Redis). `true` skips the check.
+   * @defaultValue false
    */
   allowEviction?: boolean;
 }
@@ -122,7 +130,7 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions = {}) {
     this.prefix = options.prefix ?? REDIS_STORE_DEFAULTS.prefix;
-    this.allowEviction = options.allowEviction ?? false;
+    this.allowEviction = options.allowEviction ?? REDIS_STORE_DEFAULTS.allowEviction;
     if (/[{}]/.test(this.prefix)) {
       throw new TypeError(
         `RedisStore prefix "${this.prefix}" contains a brace: keys carry their own hash tags now, so remove the { } (docs/redis-store.md#migrating-from-01)`,

@@ -9,7 +9,20 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
+  ACCESS_TOKEN_FORMAT_DEFAULT,
   BODY_LIMIT_DEFAULT,
+  CLIENT_AUTH_METHOD_DEFAULT,
+  CLIENT_DEFAULTS,
+  CONSENT_CONFIRMATION_DEFAULTS,
+  CONSENT_LIFETIME_DEFAULT,
+  CONSENT_PAGE_DEFAULTS,
+  DISCOVERY_DEFAULTS,
+  GUARD_DEFAULTS,
+  MEMORY_STORE_DEFAULTS,
+  METRICS_DEFAULTS,
+  RATE_LIMIT_COUNTER_DEFAULTS,
+  RATE_LIMIT_DEFAULTS,
+  REDIS_STORE_DEFAULTS,
   CLIENT_JWKS_DEFAULTS,
   CLOCK_TOLERANCE_DEFAULT,
   ID_TOKENS_DEFAULT,
@@ -115,16 +128,66 @@ describe('the docs', () => {
       );
     });
 
-    it('the TSDoc gives the defaults of lib/defaults.ts', () => {
-      const doc = (owner: string, path: string): string =>
-        properties.find((p: PublicProperty) => p.owner === owner && p.path === path)?.doc ?? `(no ${owner}.${path})`;
+    it('the TSDoc gives the defaults of lib/defaults.ts, as `@defaultValue`', () => {
+      const tag = (owner: string, path: string, name = 'defaultValue'): string =>
+        properties.find((p: PublicProperty) => p.owner === owner && p.path === path)?.tags[name] ??
+        `(no @${name} on ${owner}.${path})`;
       for (const [name, value] of Object.entries(LIFETIME_DEFAULTS))
-        expect(doc('Lifetimes', name)).toContain(`Default ${value}`);
-      expect(doc('NetAuthOptions', 'bodyLimit')).toContain(`Default \`${BODY_LIMIT_DEFAULT}\``);
-      expect(doc('NetAuthOptions', 'clockTolerance')).toContain(`Default ${CLOCK_TOLERANCE_DEFAULT}`);
-      expect(doc('NetAuthOptions', 'idTokens')).toContain(`Default ${ID_TOKENS_DEFAULT}`);
+        expect(tag('Lifetimes', name)).toMatch(new RegExp(`^${value}\\b`));
+      for (const [name, value] of Object.entries(CONSENT_PAGE_DEFAULTS))
+        expect(tag('ConsentPageOptions', name).replace(/^[`"']+|[`"']+$/g, '')).toBe(value);
+      expect(tag('NetAuthOptions', 'bodyLimit')).toBe(`\`${BODY_LIMIT_DEFAULT}\``);
+      expect(tag('NetAuthOptions', 'clockTolerance')).toBe(`${CLOCK_TOLERANCE_DEFAULT}`);
+      expect(tag('NetAuthOptions', 'idTokens')).toBe(`${ID_TOKENS_DEFAULT}`);
+      expect(tag('NetAuthOptions', 'accessTokenFormat')).toBe(`\`'${ACCESS_TOKEN_FORMAT_DEFAULT}'\``);
       for (const [name, value] of Object.entries(CLIENT_JWKS_DEFAULTS))
-        expect(doc('ClientJwksOptions', name)).toContain(`Default ${value}`);
+        expect(tag('ClientJwksOptions', name)).toBe(`${value}`);
+      for (const [name, value] of Object.entries(GUARD_DEFAULTS))
+        expect(tag('GuardOptions', name)).toMatch(`\`'${value}'\``);
+      for (const name of ['url', 'prefix', 'timeout', 'replicaWait'] as const)
+        expect(tag('RedisStoreOptions', name).replaceAll('`', '')).toBe(`${REDIS_STORE_DEFAULTS[name]}`);
+      expect(tag('MemoryStoreOptions', 'sweepInterval')).toMatch(
+        new RegExp(`^${MEMORY_STORE_DEFAULTS.sweepInterval}\\b`),
+      );
+      expect(tag('MetricsOptions', 'prefix')).toBe(`\`${METRICS_DEFAULTS.prefix}\``);
+      expect(tag('MetricsOptions', 'clientIdLabel')).toBe(`${METRICS_DEFAULTS.clientIdLabel}`);
+      expect(tag('MetricsOptions', 'buckets')).toBe(`\`[${METRICS_DEFAULTS.buckets.join(', ')}]\``);
+      expect(tag('RateLimitOptions', 'timeout')).toBe(`${RATE_LIMIT_COUNTER_DEFAULTS.timeout}`);
+      for (const [endpoint, rules] of Object.entries(RATE_LIMIT_DEFAULTS))
+        for (const [name, rule] of Object.entries(
+          rules as Record<string, { duration: number } & Record<string, number>>,
+        )) {
+          const own = properties.find((p) => p.owner === 'RateLimitOptions' && p.path === `${endpoint}.${name}`);
+          const said = own?.tags.defaultValue ?? tag('RateLimitOptions', endpoint);
+          expect(said, `${endpoint}.${name}`).toMatch(
+            new RegExp(`(^|\\D)${rule.points ?? rule.failures} per ${rule.duration} s`),
+          );
+        }
+      for (const name of ['codeLifetime', 'maxAttempts', 'sendTimeout'] as const)
+        expect(tag('ConsentConfirmationOptions', name)).toBe(`${CONSENT_CONFIRMATION_DEFAULTS[name]}`);
+      expect(tag('RegisteredClient', 'tokenEndpointAuthMethod')).toBe(`\`${CLIENT_AUTH_METHOD_DEFAULT}\``);
+      expect(tag('ClientRegistry', 'authMethods')).toBe(`\`['${CLIENT_AUTH_METHOD_DEFAULT}']\``);
+      expect(tag('ClientRegistry', 'grantTypes')).toBe(`\`['${DISCOVERY_DEFAULTS.grantTypes.join("', '")}']\``);
+      expect(tag('ConsentRule', 'consentLifetime')).toMatch(new RegExp(`^${CONSENT_LIFETIME_DEFAULT}\\b`));
+      expect(tag('NetAuthClientOptions', 'refreshBeforeExpiry')).toBe(`${CLIENT_DEFAULTS.refreshBeforeExpiry}`);
+      expect(tag('NetAuthClientOptions', 'assertionAudience')).toBe(`\`'${CLIENT_DEFAULTS.assertionAudience}'\``);
+    });
+
+    it('a default stated in an option’s TSDoc is its `@defaultValue`, and the spec it follows its `@see`', () => {
+      const own = (owner: string) => properties.filter((p) => p.owner === owner && !p.path.includes('.'));
+      const owners = new Set(
+        properties
+          .map((p) => p.owner)
+          .filter((o) => /Options$|^(Lifetimes|ConsentRule|RegisteredClient|ClientRegistry)$/.test(o)),
+      );
+      const typed = [...owners].flatMap(own);
+      // A default said in prose (`Default 60.`) is one the API reference does not show as such.
+      expect(typed.filter((p) => /(^|\. )Default\b/.test(p.doc)).map((p) => `${p.owner}.${p.path}`)).toEqual([]);
+      expect(typed.filter((p) => p.tags.defaultValue !== undefined).length).toBeGreaterThan(30);
+      // Every option that follows a spec's section says which: the RFC sections cited are links.
+      const seen = typed.filter((p) => p.tags.see !== undefined);
+      expect(seen.length).toBeGreaterThan(20);
+      for (const p of seen) expect(p.tags.see, `${p.owner}.${p.path}`).toMatch(/^\{@link https:\/\/\S+ [^}]+\}/m);
     });
   });
 

@@ -15,8 +15,10 @@ export interface PublicProperty {
   owner: string;
   /** Its path from that type, e.g. `lifetimes.code`. */
   path: string;
-  /** Its TSDoc text ('' when it has none). */
+  /** Its TSDoc text ('' when it has none), block tags left out. */
   doc: string;
+  /** Its TSDoc block tags' texts by name (`defaultValue`, `see`: several joined by a new line). */
+  tags: Record<string, string>;
   /** Whether it is declared in an inline object type (an option's nested fields) rather than a named type. */
   inline: boolean;
 }
@@ -62,7 +64,12 @@ export function publicProperties(): PublicProperty[] {
         const declaration = property.declarations?.[0];
         const inline = declaration !== undefined && ts.isTypeLiteralNode(declaration.parent);
         const doc = ts.displayPartsToString(property.getDocumentationComment(checker));
-        out.push({ owner, path, doc, inline });
+        const tags: Record<string, string> = {};
+        for (const tag of property.getJsDocTags(checker)) {
+          const text = ts.displayPartsToString(tag.text);
+          tags[tag.name] = tag.name in tags ? `${tags[tag.name]}\n${text}` : text;
+        }
+        out.push({ owner, path, doc, tags, inline });
         if (declaration)
           walk(owner, checker.getTypeOfSymbolAtLocation(property, declaration), path, new Set([...seen, type]));
       }

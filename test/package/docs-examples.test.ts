@@ -28,6 +28,16 @@ const MUST_FAIL: DocExample[] = [
     example: undefined,
     code: "createNetAuth({ ...options, issuerr: 'x' });\nimport { createNetAuth } from 'express-netauth';",
   },
+  {
+    // docs/architecture.md once described methods by `claim` and `verify`, long gone: a contributor's example
+    // compiles against the sources as they are.
+    doc: 'must-fail:stale-plug-in',
+    line: 1,
+    prelude: '',
+    example: undefined,
+    inside: 'lib/gateway/client-auth',
+    code: "import type { ClientAuthMethodModule } from './method.js';\ndeclare const m: ClientAuthMethodModule;\nm.claim();",
+  },
 ];
 
 function compile(examples: DocExample[]): Map<DocExample, string[]> {
@@ -47,7 +57,8 @@ function compile(examples: DocExample[]): Map<DocExample, string[]> {
     },
   };
   // Virtual files beside package.json ("type": "module"): ES modules, so top-level await is allowed.
-  const files = new Map(examples.map((e, i) => [join(ROOT, `docs-example-${i}.ts`), e]));
+  // A contributor's example (`<!-- inside: lib/… -->`) is a module of that folder: its relative imports resolve there.
+  const files = new Map(examples.map((e, i) => [join(ROOT, e.inside ?? '', `docs-example-${i}.ts`), e]));
   const host = ts.createCompilerHost(options);
   const getSourceFile = host.getSourceFile.bind(host);
   host.getSourceFile = (name, version, onError, create) => {
@@ -100,9 +111,13 @@ describe('the TypeScript examples of README.md and docs/*.md', () => {
     expect(problems).toEqual([]);
   });
 
-  it('the check fails on what strict refuses: an untyped error handler, an unknown option', () => {
-    const [handler, option] = MUST_FAIL.map((e) => results.get(e)!.join('\n'));
+  it('the check fails on what strict refuses: an untyped error handler, an unknown option, a stale plug-in', () => {
+    const [handler, option, stale] = MUST_FAIL.map((e) => results.get(e)!.join('\n'));
     expect(handler).toMatch(/TS7006 Parameter 'err' implicitly has an 'any' type/);
     expect(option).toMatch(/TS(2353|2561) .*'issuerr' does not exist/);
+    expect(stale).toMatch(/TS2339 Property 'claim' does not exist on type 'ClientAuthMethodModule'/);
+    // docs/architecture.md's plug-in points: a grant and a client-authentication method, as modules of lib/.
+    const inside = examples.filter((e) => e.inside !== undefined).map((e) => `${e.doc} ${e.inside}`);
+    expect(inside).toEqual(['docs/architecture.md lib/gateway/grants', 'docs/architecture.md lib/gateway/client-auth']);
   });
 });

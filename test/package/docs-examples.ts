@@ -7,6 +7,9 @@
  * - `<!-- example: gateway.ts -->`: the block is a complete program; CI runs it under that name.
  * - `<!-- prelude: declare const netauth: NetAuthClient; -->`: code the block relies on from the text
  *   around it, prepended when compiling it (use sparingly; shared names go in doc-placeholders.d.ts).
+ * - `<!-- inside: lib/gateway/grants -->`: the block is a module of the package's own sources, in that folder
+ *   (a contributor's plug-in, docs/architecture.md): its relative imports resolve there. It compiles against
+ *   lib/ only; the tarball ships no sources, so .ci/package-check.ts leaves it out.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,11 +23,13 @@ export interface DocExample {
   prelude: string;
   /** File name when the block is a runnable program (`<!-- example: … -->`). */
   example: string | undefined;
+  /** The folder of lib/ the block is a module of (`<!-- inside: … -->`), when it is one. */
+  inside?: string | undefined;
 }
 
 const FENCE_TS = /^```(?:ts|typescript)\s*$/;
 const FENCE_END = /^```\s*$/;
-const DIRECTIVE = /^<!--\s*(example|prelude):\s*(.*?)\s*-->$/;
+const DIRECTIVE = /^<!--\s*(example|prelude|inside):\s*(.*?)\s*-->$/;
 
 export function docFiles(root: string): string[] {
   const docs = readdirSync(join(root, 'docs'))
@@ -42,6 +47,7 @@ export function extractExamples(doc: string, text: string): DocExample[] {
     const end = lines.findIndex((l, j) => j > i && FENCE_END.test(l));
     if (end < 0) throw new Error(`${doc}:${i + 1}: a TypeScript block that never closes`);
     let example: string | undefined;
+    let inside: string | undefined;
     const prelude: string[] = [];
     for (let j = i - 1; j >= 0; j--) {
       const above = lines[j]!.trim();
@@ -49,9 +55,11 @@ export function extractExamples(doc: string, text: string): DocExample[] {
       const directive = DIRECTIVE.exec(above);
       if (!directive) break;
       if (directive[1] === 'example') example = directive[2];
+      else if (directive[1] === 'inside') inside = directive[2];
       else prelude.unshift(directive[2]!);
     }
-    out.push({ doc, line: i + 1, code: lines.slice(i + 1, end).join('\n'), prelude: prelude.join('\n'), example });
+    const code = lines.slice(i + 1, end).join('\n');
+    out.push({ doc, line: i + 1, code, prelude: prelude.join('\n'), example, ...(inside ? { inside } : {}) });
     i = end;
   }
   return out;

@@ -14,6 +14,7 @@ import { jwtBearerAssertion } from './jwt-bearer-assertion.js';
 import type { ClientJwts } from './client-jwt.js';
 import type { SourceLabel } from '../../ops/event-source.js';
 import { StoreUnavailableError } from '../../stores/store.js';
+import { CLIENT_AUTH_METHOD_DEFAULT } from '../../defaults.js';
 
 /** Failures get more detail in events than on the wire (a bare 401 invalid_client, or the method's own answer). */
 type FailureReason = ClientAuthenticationFailedEvent['reason'];
@@ -157,7 +158,7 @@ export class ClientAuthenticator {
       throw error;
     }
     // A client may authenticate only with the method it is registered for.
-    const registeredFor = verified.client?.tokenEndpointAuthMethod ?? 'client_secret_basic';
+    const registeredFor = verified.client?.tokenEndpointAuthMethod ?? CLIENT_AUTH_METHOD_DEFAULT;
     if (verified.client && registeredFor === method) {
       slot?.release();
       return verified;

@@ -8,16 +8,28 @@ import { JwksDestinationRefusedError, JwksDestinations, type PinnedAddress } fro
 
 /** How a client's `jwksUri` is fetched. */
 export interface ClientJwksOptions {
-  /** Milliseconds one fetch may take, connection to last byte. Default 5000. */
+  /**
+   * Milliseconds one fetch may take, connection to last byte.
+   * @defaultValue 5000
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks_uri`)
+   */
   fetchTimeout?: number;
-  /** Largest JWK Set accepted, in bytes. Default 65536. */
+  /**
+   * Largest JWK Set accepted, in bytes.
+   * @defaultValue 65536
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks_uri`)
+   */
   maxBytes?: number;
-  /** Seconds a fetched JWK Set is used before it is fetched again. Default 600. */
+  /**
+   * Seconds a fetched JWK Set is used before it is fetched again.
+   * @defaultValue 600
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks_uri`)
+   */
   cacheMaxAge?: number;
   /**
    * Origins (`scheme://host[:port]`) whose `jwksUri`s may use `http:` or lead to private, loopback, link-local or
-   * unique-local addresses: a key server inside the operator's network, a development server. Default none: only
-   * `https:` to public addresses is fetched, at the address checked when the host was resolved.
+   * unique-local addresses: a key server inside the operator's network, a development server.
+   * @defaultValue none: only `https:` to public addresses is fetched, at the address checked when the host was resolved
    */
   internalOrigins?: string[];
 }

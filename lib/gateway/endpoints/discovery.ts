@@ -1,8 +1,9 @@
 import type { RequestHandler } from 'express';
 import type { GatewayContext } from '../context.js';
-import { CIBA_GRANT, CLIENT_SIGNING_ALGORITHMS } from '../../registry/clients.js';
+import { CLIENT_SIGNING_ALGORITHMS } from '../../registry/clients.js';
 import { DPOP_ALGORITHMS } from '../tokens/dpop.js';
 import { DPOP_HASH_CLAIMS } from '../tokens/dpop-binding.js';
+import { CLIENT_AUTH_METHOD_DEFAULT, DISCOVERY_DEFAULTS } from '../../defaults.js';
 
 /** OpenID Connect Discovery / RFC 8414 metadata for this gateway. */
 export interface AuthorizationServerMetadata {
@@ -51,10 +52,10 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
   const url = (path: string): string => `${ctx.issuer}${path}`;
   // The methods the registered clients use (a custom registry declares them; by default client_secret_basic).
   const declared = ctx.clients.authMethods ?? [];
-  const authMethods: string[] = declared.length > 0 ? [...declared] : ['client_secret_basic'];
+  const authMethods: string[] = declared.length > 0 ? [...declared] : [CLIENT_AUTH_METHOD_DEFAULT];
   const algorithms = [...CLIENT_SIGNING_ALGORITHMS];
   // The grant types the registered clients use (a custom registry declares them; by default the seed's two).
-  const grantTypes = [...(ctx.clients.grantTypes ?? ['authorization_code', CIBA_GRANT])];
+  const grantTypes = [...(ctx.clients.grantTypes ?? DISCOVERY_DEFAULTS.grantTypes)];
   const protocolScopes = [
     ...(ctx.idTokens && ctx.keys ? ['openid'] : []),
     ...(grantTypes.includes('refresh_token') ? ['offline_access'] : []),
@@ -94,7 +95,7 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
     dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
     jwks_uri: url('/jwks'),
     // Every published key's algorithm, the signing one first: a key rotated in is announced before use.
-    id_token_signing_alg_values_supported: ctx.keys?.algorithms ?? ['RS256'],
+    id_token_signing_alg_values_supported: ctx.keys?.algorithms ?? [...DISCOVERY_DEFAULTS.idTokenSigningAlgorithms],
   };
   const dpopClaims = DPOP_HASH_CLAIMS.filter((claim) => ctx.announcedDpopClaims.has(claim));
   if (dpopClaims.length > 0) document.camara_dpop_claims_required = dpopClaims;

@@ -3,6 +3,7 @@ import type { ConsentRule } from '../../consent/policy.js';
 import type { ConsentPageOptions, ConsentPageTexts } from '../options.js';
 import { resolveLanguages, type PageLanguages } from '../page-language.js';
 import { CONFIRMATION_TEXTS } from './confirmation-texts.js';
+import { CONSENT_PAGE_DEFAULTS } from '../../defaults.js';
 
 /**
  * The HTML of the frontend flow: the consent page and the error page. Plain, accessible, self-contained
@@ -119,24 +120,24 @@ export function resolveConsentPage(
   if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s.length < 16)) {
     throw new TypeError('consentPage.cookieSecret must be one or more strings of at least 16 characters');
   }
-  const cookieName = o.cookieName ?? 'netauth.sid';
+  const cookieName = o.cookieName ?? CONSENT_PAGE_DEFAULTS.cookieName;
   if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(cookieName))
     throw new TypeError('consentPage.cookieName is not a valid cookie name');
   const cookiePath = o.cookiePath ?? (issuer.pathname.replace(/\/+$/, '') || '/');
   if (!cookiePath.startsWith('/') || /[\s;,]/.test(cookiePath))
     throw new TypeError('consentPage.cookiePath must be a path');
-  const noticeVersion = o.noticeVersion ?? '1';
+  const noticeVersion = o.noticeVersion ?? CONSENT_PAGE_DEFAULTS.noticeVersion;
   if (typeof noticeVersion !== 'string' || !/^[\x21-\x7e]{1,64}$/.test(noticeVersion))
     throw new TypeError('consentPage.noticeVersion must be 1 to 64 printable ASCII characters without spaces');
-  const language = o.language ?? 'en';
+  const language = o.language ?? CONSENT_PAGE_DEFAULTS.language;
   if (!/^[A-Za-z]{2,8}(?:-[A-Za-z0-9]{1,8})*$/.test(language))
     throw new TypeError('consentPage.language must be a BCP 47 language tag');
   return {
-    operatorName: o.operatorName ?? 'Your mobile operator',
-    primaryColor: colour('primaryColor', o.primaryColor, '#0b57d0'),
-    primaryTextColor: colour('primaryTextColor', o.primaryTextColor, '#ffffff'),
-    backgroundColor: colour('backgroundColor', o.backgroundColor, '#ffffff'),
-    textColor: colour('textColor', o.textColor, '#1f1f1f'),
+    operatorName: o.operatorName ?? CONSENT_PAGE_DEFAULTS.operatorName,
+    primaryColor: colour('primaryColor', o.primaryColor, CONSENT_PAGE_DEFAULTS.primaryColor),
+    primaryTextColor: colour('primaryTextColor', o.primaryTextColor, CONSENT_PAGE_DEFAULTS.primaryTextColor),
+    backgroundColor: colour('backgroundColor', o.backgroundColor, CONSENT_PAGE_DEFAULTS.backgroundColor),
+    textColor: colour('textColor', o.textColor, CONSENT_PAGE_DEFAULTS.textColor),
     ...logo(o.logoUrl),
     privacyPolicyUrl: link('privacyPolicyUrl', o.privacyPolicyUrl),
     ...resolveLanguages(
