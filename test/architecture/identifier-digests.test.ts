@@ -31,7 +31,6 @@ const REVIEWED: Record<string, string> = {
     'store id of a (client, subscriber, purpose, scope) tuple: in the store only',
   'lib/gateway/requests/authorization-codes.ts': 'store id of a random code',
   'lib/gateway/tokens/dpop.ts': "a proof's ath and camara:qh, of what the client sent",
-  'lib/gateway/tokens/dpop-binding.ts': 'SHA-256 of request bytes (camara:bh)',
   'lib/gateway/tokens/id-tokens.ts': 'at_hash / c_hash of a random token or code',
   'lib/gateway/tokens/access-tokens.ts': 'store id of a random token',
   'lib/gateway/tokens/sealed-subscriber.ts': "the seal's key, HKDF from the signing key (the id is encrypted, padded)",
