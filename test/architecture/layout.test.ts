@@ -55,10 +55,6 @@ const GATEWAY_ARROWS_LEFT: readonly string[] = [
   'lib/gateway/options.ts -> lib/gateway/tokens/dpop-binding.ts',
   'lib/gateway/tokens/access-tokens.ts -> lib/gateway/context.ts',
   'lib/gateway/tokens/access-tokens.ts -> lib/gateway/grants/redemptions.ts',
-  'lib/gateway/tokens/dpop.ts -> lib/gateway/context.ts',
-  'lib/gateway/tokens/id-tokens.ts -> lib/gateway/context.ts',
-  'lib/gateway/tokens/jwt-access-tokens.ts -> lib/gateway/context.ts',
-  'lib/gateway/tokens/refresh-tokens.ts -> lib/gateway/context.ts',
 ];
 
 function sources(dir: string): string[] {
