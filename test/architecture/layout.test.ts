@@ -47,13 +47,11 @@ const GATEWAY_ARROWS_LEFT: readonly string[] = [
   'lib/gateway/grants/ciba.ts -> lib/gateway/context.ts',
   'lib/gateway/grants/grant.ts -> lib/gateway/context.ts',
   'lib/gateway/grants/jwt-bearer.ts -> lib/gateway/context.ts',
-  'lib/gateway/grants/redemptions.ts -> lib/gateway/context.ts',
   'lib/gateway/grants/refresh-token.ts -> lib/gateway/context.ts',
   'lib/gateway/levers/revoke.ts -> lib/gateway/context.ts',
   'lib/gateway/options.ts -> lib/gateway/client-auth/client-keys.ts',
   'lib/gateway/options.ts -> lib/gateway/http/confirmation-texts.ts',
   'lib/gateway/options.ts -> lib/gateway/tokens/dpop-binding.ts',
-  'lib/gateway/tokens/access-tokens.ts -> lib/gateway/context.ts',
   'lib/gateway/tokens/access-tokens.ts -> lib/gateway/grants/redemptions.ts',
 ];
 
