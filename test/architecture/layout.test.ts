@@ -35,8 +35,6 @@ const GATEWAY_FLOORS = [
  * code that reads them, and tokens/ sealing its redelivered answers with grants/redemptions.ts.
  */
 const GATEWAY_ARROWS_LEFT: readonly string[] = [
-  'lib/gateway/endpoints/consent-page.ts -> lib/gateway/context.ts',
-  'lib/gateway/endpoints/consents-page.ts -> lib/gateway/context.ts',
   'lib/gateway/options.ts -> lib/gateway/client-auth/client-keys.ts',
   'lib/gateway/options.ts -> lib/gateway/http/confirmation-texts.ts',
   'lib/gateway/options.ts -> lib/gateway/tokens/dpop-binding.ts',
