@@ -14,7 +14,7 @@ import { resolveKeySet, type KeySet } from './tokens/keys.js';
 import { NotBeforeMarkers } from './levers/not-before.js';
 import { Revocations } from './tokens/revocations.js';
 import { Consents } from './consents.js';
-import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
+import { createPairwiseSubject, type PairwiseSubject } from '../identity/pairwise-subject.js';
 import { EventHub } from '../ops/events.js';
 import { NO_REQUEST_LIMITS, RateLimits } from '../ops/rate-limits.js';
 import { createSourceLabel, type SourceLabel } from '../ops/event-source.js';

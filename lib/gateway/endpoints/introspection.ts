@@ -3,7 +3,7 @@ import type { ClientAuthenticator } from '../client-auth/authenticator.js';
 import type { RequestContext } from '../http/request-context.js';
 import { findAccessToken, type AccessTokenFinding } from '../tokens/access-tokens.js';
 import { findRefreshToken, type RefreshTokenKeeping } from '../tokens/refresh-tokens.js';
-import type { PairwiseSubject } from '../tokens/subjects.js';
+import type { PairwiseSubject } from '../../identity/pairwise-subject.js';
 import { amrOf, readIdentification, type SubscriberIdentification } from '../../identity/identification.js';
 import { authorizedAtOf } from '../levers/not-before.js';
 

@@ -18,7 +18,7 @@ import {
   type Redeemed,
   type RedemptionKeeping,
   type SealedAnswer,
-} from '../grants/redemptions.js';
+} from './redemptions.js';
 import type { ConsentPolicy } from '../../consent/policy.js';
 import type { EventHub } from '../../ops/events.js';
 import type { Lifetimes } from '../options.js';
@@ -118,7 +118,7 @@ export function tokenKey(token: string): string {
 /**
  * What a token is exchanged for (a code, an auth_req_id, a refresh token), with the value presented: consumed in the
  * same atomic step as the token is stored, which also keeps a redemption record for the same client's retry
- * (lib/gateway/grants/redemptions.ts).
+ * (lib/gateway/tokens/redemptions.ts).
  */
 export type ExchangedRecord = Redeemed;
 
@@ -298,7 +298,7 @@ async function unused(ctx: AccessTokenFinding, answer: SealedAnswer): Promise<Ac
 
 /**
  * The tokens an earlier redemption of `exchanged` issued, for a retry by the same client with the same DPoP key
- * (`dpopJkt`) within `lifetimes.redemptionRetry` while they are unused (lib/gateway/grants/redemptions.ts), reported
+ * (`dpopJkt`) within `lifetimes.redemptionRetry` while they are unused (lib/gateway/tokens/redemptions.ts), reported
  * as `redemption.redelivered`; undefined otherwise (the caller answers a replay). Never a new token.
  */
 export async function redeemedBefore(

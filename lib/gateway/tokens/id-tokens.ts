@@ -5,7 +5,7 @@ import { amrOf, type SubscriberIdentification } from '../../identity/identificat
 import type { Lifetimes } from '../options.js';
 import { signJws } from './jws.js';
 import { hashAlgorithmOf, type KeySet } from './keys.js';
-import type { PairwiseSubject } from './subjects.js';
+import type { PairwiseSubject } from '../../identity/pairwise-subject.js';
 
 /** What issuing an ID token uses: whether they are on, the signing keys, the issuer, the clock, the lifetimes, `sub`. */
 export interface IdTokenIssuing {

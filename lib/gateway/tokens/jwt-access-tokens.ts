@@ -4,7 +4,7 @@ import { signJws, verifyJws, type JsonObject } from './jws.js';
 import { openSubscriber, sealSubscriber } from './sealed-subscriber.js';
 import { amrOf, readIdentification, type SubscriberIdentification } from '../../identity/identification.js';
 import type { KeySet } from './keys.js';
-import type { PairwiseSubject } from './subjects.js';
+import type { PairwiseSubject } from '../../identity/pairwise-subject.js';
 
 /** What signing and verifying JWT access tokens uses: the keys, the issuer, the audience, the clock, `sub`. */
 export interface AccessTokenSigning {
