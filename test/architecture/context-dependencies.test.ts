@@ -10,9 +10,16 @@ const LIB = join(ROOT, 'lib');
 const COMPOSITION_ROOT = ['lib/gateway/context.ts', 'lib/gateway/router.ts', 'lib/netauth.ts'];
 /**
  * Functions outside the composition root that still take the whole `GatewayContext` (issue 45 counted 62): a
- * ratchet, lowered as each is narrowed to the collaborators it uses, down to none.
+ * ratchet, the list only shrinks as each is narrowed to the collaborators it uses, down to none.
  */
-const WHOLE_CONTEXT_LEFT = 6;
+const WHOLE_CONTEXT_LEFT: readonly string[] = [
+  'lib/guard/dpop.ts: checkSenderConstraint',
+  'lib/guard/guard.ts: offlineToken',
+  'lib/guard/guard.ts: authorize',
+  'lib/guard/guard.ts: unauthenticatedSubscriber',
+  'lib/guard/guard.ts: spend',
+  'lib/guard/guard.ts: createGuard',
+];
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -47,13 +54,13 @@ function nameOf(node: ts.SignatureDeclaration, file: ts.SourceFile): string {
 }
 
 describe('what the gateway hands its parts', () => {
-  it(`${WHOLE_CONTEXT_LEFT} functions, no more, outside the composition root take the whole GatewayContext`, () => {
+  it(`${WHOLE_CONTEXT_LEFT.length} functions, no more, outside the composition root take the whole GatewayContext`, () => {
     const found = sources(LIB)
       .filter((file) => !COMPOSITION_ROOT.includes(relative(ROOT, file)))
       .flatMap((file) =>
         takingWholeContext(readFileSync(file, 'utf8')).map((name) => `${relative(ROOT, file)}: ${name}`),
       );
-    expect(found.length).toBe(WHOLE_CONTEXT_LEFT);
+    expect(found).toEqual(WHOLE_CONTEXT_LEFT);
   });
 
   it('counts a function, a method, an arrow and a call signature, and not a narrowed parameter (the rule itself)', () => {
