@@ -91,7 +91,7 @@ export async function createBackchannelRequest(
  * Only a pending, unexpired request changes; true when it did.
  */
 export async function decideBackchannelRequest(
-  ctx: BackchannelKeeping,
+  ctx: Pick<BackchannelKeeping, 'store' | 'now' | 'lifetimes'>,
   authReqId: string,
   decision: 'approved' | 'denied',
 ): Promise<boolean> {

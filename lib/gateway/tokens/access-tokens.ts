@@ -340,7 +340,7 @@ export function reportIssued(
  * Uses up a single-use token: of any number of concurrent calls, on every store, exactly one gets true (the
  * store's atomic `consume`). False when the token was used, revoked (its record deleted) or never stored.
  */
-export function consumeSingleUseToken(ctx: { store: Store }, token: string): Promise<boolean> {
+export function consumeSingleUseToken(ctx: Pick<AccessTokenFinding, 'store'>, token: string): Promise<boolean> {
   return ctx.store.consume('access_token', tokenKey(token));
 }
 

@@ -38,7 +38,7 @@ export interface RefreshTokenKeeping {
 }
 
 export function mintRefreshToken(
-  ctx: RefreshTokenKeeping,
+  ctx: Pick<RefreshTokenKeeping, 'now' | 'lifetimes'>,
   authorization: StoredAuthorization,
   grantId: string,
   consentGrants: readonly string[],
@@ -85,7 +85,7 @@ export function offeredRefreshToken(
 
 /** The stored record of a presented refresh token, used or not (expired ones included), or undefined. */
 export function findRefreshToken(
-  ctx: RefreshTokenKeeping,
+  ctx: Pick<RefreshTokenKeeping, 'store'>,
   token: string,
 ): Promise<StoredRecord<RefreshTokenRecord> | undefined> {
   return ctx.store.get<RefreshTokenRecord>('refresh_token', tokenKey(token));
