@@ -40,6 +40,11 @@ export function taggedId(tag: string, bytes: number): string {
 type OneShotHash = (algorithm: string, data: string, outputEncoding: 'base64url') => string;
 const oneShot = (crypto as unknown as { hash?: OneShotHash }).hash;
 
+/** Base64url SHA-256 of bytes, the encoding of `ath`, `camara:qh` and `camara:bh`. */
+export function sha256Of(bytes: Uint8Array): string {
+  return crypto.createHash('sha256').update(bytes).digest('base64url');
+}
+
 /** SHA-256 of a UTF-8 string, base64url. */
 export function sha256(text: string): string {
   return oneShot

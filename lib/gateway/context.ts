@@ -14,7 +14,7 @@ import { resolveKeySet, type KeySet } from './tokens/keys.js';
 import { NotBeforeMarkers } from './levers/not-before.js';
 import { Revocations } from './tokens/revocations.js';
 import { Consents } from './consents.js';
-import { createPairwiseSubject, type PairwiseSubject } from './tokens/subjects.js';
+import { createPairwiseSubject, type PairwiseSubject } from '../identity/pairwise-subject.js';
 import { EventHub } from '../ops/events.js';
 import { NO_REQUEST_LIMITS, RateLimits } from '../ops/rate-limits.js';
 import { createSourceLabel, type SourceLabel } from '../ops/event-source.js';
@@ -32,8 +32,31 @@ import {
   LIFETIME_DEFAULTS,
 } from '../defaults.js';
 
-/** The options, resolved once: what every endpoint module reads. */
-export interface GatewayContext {
+import type { AuthorizeCollaborators } from './endpoints/authorize.js';
+import type { BackchannelAuthorizeCollaborators } from './endpoints/bc-authorize.js';
+import type { ConsentPageCollaborators } from './endpoints/consent-page.js';
+import type { ConsentsPageCollaborators } from './endpoints/consents-page.js';
+import type { DiscoverySources } from './endpoints/discovery.js';
+import type { IntrospectionCollaborators } from './endpoints/introspection.js';
+import type { RevocationCollaborators } from './endpoints/revocation.js';
+import type { TokenEndpointCollaborators } from './endpoints/token.js';
+import type { Levers } from './levers/revoke.js';
+
+/**
+ * The options, resolved once, and the collaborators built from them: the composition root. No part takes it
+ * whole; each names the few members it uses (the interfaces this one extends, themselves built from the interfaces
+ * of the parts they call), and the router and the facade hand each part this context as that.
+ */
+export interface GatewayContext
+  extends TokenEndpointCollaborators,
+    AuthorizeCollaborators,
+    BackchannelAuthorizeCollaborators,
+    ConsentPageCollaborators,
+    ConsentsPageCollaborators,
+    IntrospectionCollaborators,
+    RevocationCollaborators,
+    DiscoverySources,
+    Levers {
   issuer: string;
   /** `profile`: what the guard's defaults follow. */
   profile: NetAuthOptions['profile'];

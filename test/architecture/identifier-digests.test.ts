@@ -17,7 +17,7 @@ const REVIEWED: Record<string, string> = {
   'lib/stores/session-store.ts': "store id of the consent page's random session id",
   'lib/stores/redis-scripts.ts': "SHA-1 of a Lua script's source (EVALSHA)",
   'lib/ops/rate-limits.ts': 'counter key of an id longer than 128 characters: in Redis only, never in a response',
-  'lib/gateway/grants/redemptions.ts':
+  'lib/gateway/tokens/redemptions.ts':
     'HKDF of the code, auth_req_id or refresh token the client presented: the key that seals its tokens, never stored',
   'lib/registry/secret-history.ts':
     'HMAC under a random per-process key of (client id, registered hash, secret): in memory only, never in a response',
@@ -31,12 +31,11 @@ const REVIEWED: Record<string, string> = {
     'store id of a (client, subscriber, purpose, scope) tuple: in the store only',
   'lib/gateway/requests/authorization-codes.ts': 'store id of a random code',
   'lib/gateway/tokens/dpop.ts': "a proof's ath and camara:qh, of what the client sent",
-  'lib/gateway/tokens/dpop-binding.ts': 'SHA-256 of request bytes (camara:bh)',
   'lib/gateway/tokens/id-tokens.ts': 'at_hash / c_hash of a random token or code',
   'lib/gateway/tokens/access-tokens.ts': 'store id of a random token',
   'lib/gateway/tokens/sealed-subscriber.ts': "the seal's key, HKDF from the signing key (the id is encrypted, padded)",
   'lib/gateway/tokens/keys.ts': "kid: the RFC 7638 thumbprint of the gateway's own public key",
-  'lib/gateway/tokens/subjects.ts':
+  'lib/identity/pairwise-subject.ts':
     'pairwise sub: SHA-256 over client id, subscriber id and the secret pairwiseSalt (keyed)',
   'lib/gateway/endpoints/consent-page.ts': 'constant-time comparison of two values',
   'lib/gateway/endpoints/consents-page.ts': 'constant-time comparison of two values',

@@ -10,6 +10,35 @@ const MAX_FILES_PER_FOLDER = 12;
 /** The rooms below the gateway: they never import `gateway/` or `guard/` (issue 30). */
 const LOWER_ROOMS = ['ops', 'stores', 'consent', 'identity', 'registry'];
 const UPPER_ROOMS = ['gateway', 'guard'];
+/**
+ * The floors of lib/gateway/, top first (issue 45): the composition root builds everything; endpoints stand on
+ * grants, grants on tokens, tokens on requests, client authentication and HTTP. A room imports only rooms below it.
+ */
+const GATEWAY_FLOORS = [
+  'router.ts',
+  'context.ts',
+  'options-check.ts',
+  'endpoints',
+  'grants',
+  'consents.ts',
+  'tokens',
+  'levers',
+  'requests',
+  'client-auth',
+  'http',
+  'page-language.ts',
+  'options.ts',
+];
+/**
+ * Arrows that still run back up, each to be taken down (a ratchet: the list only shrinks): the whole `GatewayContext`
+ * taken from the composition root (see context-dependencies.test.ts), options.ts naming types that live with the
+ * code that reads them.
+ */
+const GATEWAY_ARROWS_LEFT: readonly string[] = [
+  'lib/gateway/options.ts -> lib/gateway/client-auth/client-keys.ts',
+  'lib/gateway/options.ts -> lib/gateway/http/confirmation-texts.ts',
+  'lib/gateway/options.ts -> lib/gateway/tokens/dpop-binding.ts',
+];
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -35,6 +64,24 @@ function upwardImports(graph: Map<string, string[]>): string[] {
   return [...graph].flatMap(([file, deps]) => {
     if (!LOWER_ROOMS.includes(room(file) ?? '')) return [];
     const upward = deps.filter((dep) => UPPER_ROOMS.includes(room(dep) ?? ''));
+    return upward.map((dep) => `${relative(ROOT, file)} -> ${relative(ROOT, dep)}`);
+  });
+}
+
+/** Imports inside lib/gateway/ from a room to one on a higher floor, as `importer -> imported`. */
+function gatewayArrowsUp(graph: Map<string, string[]>): string[] {
+  const gateway = join(LIB, 'gateway');
+  const floor = (file: string): number => {
+    const path = relative(gateway, file);
+    return path.startsWith('..') ? -1 : GATEWAY_FLOORS.indexOf(path.split('/')[0]!);
+  };
+  return [...graph].flatMap(([file, deps]) => {
+    const from = floor(file);
+    if (from < 0) return [];
+    const upward = deps.filter((dep) => {
+      const to = floor(dep);
+      return to >= 0 && to < from;
+    });
     return upward.map((dep) => `${relative(ROOT, file)} -> ${relative(ROOT, dep)}`);
   });
 }
@@ -156,6 +203,22 @@ describe('the layout of lib/', () => {
       [headers, [metrics]],
     ]);
     expect(upwardImports(both)).toEqual(['lib/ops/metrics.ts -> lib/gateway/http/headers.ts']);
+  });
+
+  it('inside lib/gateway/, every room has a floor and imports only rooms below it', () => {
+    const gateway = join(LIB, 'gateway');
+    const rooms = new Set(files.filter((f) => f.startsWith(gateway)).map((f) => relative(gateway, f).split('/')[0]!));
+    expect([...rooms].filter((room) => !GATEWAY_FLOORS.includes(room))).toEqual([]);
+    const graph = new Map(files.map((file) => [file, importsOf(file)]));
+    expect(gatewayArrowsUp(graph)).toEqual(GATEWAY_ARROWS_LEFT);
+    // The rule itself: tokens/ reaching up into grants/ is found, grants/ reaching down into tokens/ is not.
+    const grant = join(gateway, 'grants/ciba.ts');
+    const tokens = join(gateway, 'tokens/access-tokens.ts');
+    const sample = new Map([
+      [grant, [tokens]],
+      [tokens, [grant]],
+    ]);
+    expect(gatewayArrowsUp(sample)).toEqual(['lib/gateway/tokens/access-tokens.ts -> lib/gateway/grants/ciba.ts']);
   });
 
   it('reaches Node and Express through public APIs only: no listener table, nothing defined on a prototype', () => {

@@ -1,31 +1,45 @@
 import type { Request, Response } from 'express';
 import { OAuthError } from '../../errors.js';
 import { parseLoginHint, type LoginHint } from '../../identity/login-hint.js';
-import { findByLoginHint, type Subscriber } from '../../identity/subscribers.js';
-import type { RegisteredClient } from '../../registry/clients.js';
-import type { GatewayContext } from '../context.js';
+import { findByLoginHint, type Subscriber, type SubscriberDirectory } from '../../identity/subscribers.js';
+import type { NetworkIdentifier } from '../../identity/network.js';
+import type { ClientRegistry, RegisteredClient } from '../../registry/clients.js';
+import type { Consents } from '../consents.js';
 import {
   checkIdentification,
   checkOpenidForClaims,
   decideScope,
   storedAuthorization,
+  type ScopeDeciding,
 } from '../requests/authorization.js';
 import { identificationOfHint, type SubscriberIdentification } from '../../identity/identification.js';
 import type { FormParams } from '../http/form.js';
 import type { RequestContext } from '../http/request-context.js';
 import { sendAuthorizationResponse, type RedirectTarget } from '../http/respond.js';
-import { createAuthorizationCode, S256_CHALLENGE } from '../requests/authorization-codes.js';
-import { requestParameters } from '../requests/request-objects.js';
-import { sandboxRefusal } from '../requests/sandbox.js';
+import { createAuthorizationCode, S256_CHALLENGE, type CodeIssuing } from '../requests/authorization-codes.js';
+import { requestParameters, type RequestObjectReading } from '../requests/request-objects.js';
+import { sandboxRefusal, type Sandbox } from '../requests/sandbox.js';
 import type { ConsentPage } from './consent-page.js';
-import { overLimit } from '../../ops/rate-limits.js';
+import { overLimit, type RateLimits } from '../../ops/rate-limits.js';
+
+/**
+ * What /authorize uses: the registry, the directory and the network that identify the subscriber, the address
+ * limit, the consents it reads, and what reading a request, deciding its scope and issuing a code use.
+ */
+export interface AuthorizeCollaborators extends RequestObjectReading, ScopeDeciding, CodeIssuing, Sandbox {
+  clients: ClientRegistry;
+  subscribers: SubscriberDirectory;
+  network: NetworkIdentifier | undefined;
+  limits: RateLimits | undefined;
+  consent: Consents;
+}
 
 const NOT_IDENTIFIED = 'subscriber not identified by the mobile network';
 const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
 
 /** Protocol step 1: client and redirect_uri. Failures here are an error page, never a redirect (no open redirector). */
 async function registeredTarget(
-  ctx: GatewayContext,
+  ctx: Pick<AuthorizeCollaborators, 'clients'>,
   params: FormParams,
 ): Promise<{ client: RegisteredClient; redirectUri: string }> {
   const clientId = params.get('client_id');
@@ -71,7 +85,7 @@ function prompts(params: FormParams): Set<string> {
  * such as `msisdn:`, or malformed) is ignored, as the CAMARA profile recommends: the network identifies the
  * subscriber anyway. In sandbox mode the hint is the identification: there it stays an error.
  */
-function hint(ctx: GatewayContext, params: FormParams): LoginHint | undefined {
+function hint(ctx: Sandbox, params: FormParams): LoginHint | undefined {
   const value = params.get('login_hint');
   if (value === undefined) return undefined;
   try {
@@ -89,7 +103,7 @@ function hint(ctx: GatewayContext, params: FormParams): LoginHint | undefined {
 
 /** Does the hint name this subscriber? The device's own address always does; otherwise ask the directory. */
 async function hintNames(
-  ctx: GatewayContext,
+  ctx: Pick<AuthorizeCollaborators, 'subscribers'>,
   loginHint: LoginHint,
   subscriber: Subscriber,
   device: { ip: string; port?: number },
@@ -107,7 +121,7 @@ async function hintNames(
 
 /** Protocol steps 3 and 4: the subscriber behind the device (or, in sandbox mode, behind the allow-listed hint). */
 async function identify(
-  ctx: GatewayContext,
+  ctx: Pick<AuthorizeCollaborators, 'sandboxLines' | 'subscribers' | 'network'>,
   req: Request,
   loginHint: LoginHint | undefined,
   silent: boolean,
@@ -134,7 +148,7 @@ async function identify(
  * GET /authorize: the OIDC authorization code flow for a subscriber identified by the mobile network,
  * in docs/protocol.md's order. Once client and redirect_uri are known good, every error is a redirect.
  */
-export function authorizeEndpoint(ctx: GatewayContext, consentPage: ConsentPage) {
+export function authorizeEndpoint(ctx: AuthorizeCollaborators, consentPage: ConsentPage) {
   return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const plain = request.params;
     // Counted while the client is looked up; answered once it is known where errors go.

@@ -1,26 +1,51 @@
 import type { Request, Response } from 'express';
 import { OAuthError } from '../../errors.js';
 import { parseLoginHint } from '../../identity/login-hint.js';
-import { findByLoginHint } from '../../identity/subscribers.js';
+import { findByLoginHint, type SubscriberDirectory } from '../../identity/subscribers.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
-import type { GatewayContext } from '../context.js';
-import { checkIdentification, checkOpenidForClaims, decideScope } from '../requests/authorization.js';
+import type { Consents } from '../consents.js';
+import {
+  checkIdentification,
+  checkOpenidForClaims,
+  decideScope,
+  type ScopeDeciding,
+} from '../requests/authorization.js';
 import { identificationOfHint } from '../../identity/identification.js';
-import { requestParameters } from '../requests/request-objects.js';
+import { requestParameters, type RequestObjectReading } from '../requests/request-objects.js';
 import type { RequestContext } from '../http/request-context.js';
-import { sandboxRefusal } from '../requests/sandbox.js';
-import { limitSubscriber } from '../requests/subscriber-limit.js';
-import { createBackchannelRequest, decideBackchannelRequest, toHookRequest } from '../requests/backchannel-requests.js';
+import { sandboxRefusal, type Sandbox } from '../requests/sandbox.js';
+import { limitSubscriber, type SubscriberLimits } from '../requests/subscriber-limit.js';
+import {
+  createBackchannelRequest,
+  decideBackchannelRequest,
+  toHookRequest,
+  type BackchannelKeeping,
+} from '../requests/backchannel-requests.js';
 import { overLimit } from '../../ops/rate-limits.js';
 import { sendJson } from '../http/respond.js';
 import { claimConsentNotification } from '../requests/consent-notifications.js';
 
 /**
+ * What /bc-authorize uses: the directory, the consents it asks about, where a failed hook goes, and what reading a
+ * request, deciding its scope, the limits, the sandbox and keeping CIBA requests use.
+ */
+export interface BackchannelAuthorizeCollaborators
+  extends RequestObjectReading,
+    ScopeDeciding,
+    Sandbox,
+    SubscriberLimits,
+    BackchannelKeeping {
+  subscribers: SubscriberDirectory;
+  consent: Consents;
+  onError: (error: unknown) => void;
+}
+
+/**
  * POST /bc-authorize: CIBA poll mode. Answers 200 with an auth_req_id whether or not consent is on record,
  * so the answer never reveals a subscriber's consent (CAMARA privacy model); the token endpoint waits.
  */
-export function bcAuthorize(ctx: GatewayContext, auth: ClientAuthenticator) {
+export function bcAuthorize(ctx: BackchannelAuthorizeCollaborators, auth: ClientAuthenticator) {
   return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const body = request.params;
     const { client } = await auth.authenticate(req, res, body, 'bc-authorize');

@@ -2,7 +2,6 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import session from 'express-session';
 import type { Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../../errors.js';
-import type { GatewayContext } from '../context.js';
 import {
   contentSecurityPolicy,
   fill,
@@ -21,14 +20,35 @@ import { purposeLabel, scopeLabel, speaking } from '../page-language.js';
 import type { RequestContext } from '../http/request-context.js';
 import { sendAuthorizationResponse, type RedirectTarget } from '../http/respond.js';
 import { ContractSessionStore } from '../../stores/session-store.js';
-import { createAuthorizationCode } from '../requests/authorization-codes.js';
+import { createAuthorizationCode, type CodeIssuing } from '../requests/authorization-codes.js';
 import { authorizationOf, subscriberOf, type StoredAuthorization } from '../requests/authorization.js';
-import { requiresConfirmation } from '../../consent/confirmation.js';
+import { requiresConfirmation, type ConsentConfirmation } from '../../consent/confirmation.js';
+import type { ConsentPolicy } from '../../consent/policy.js';
+import type { NetworkIdentifier } from '../../identity/network.js';
+import type { SubscriberDirectory } from '../../identity/subscribers.js';
+import type { Consents } from '../consents.js';
+import type { NetAuthOptions } from '../options.js';
 import type { ConfirmationFailure } from '../../ops/events.js';
 import { noticeOf } from '../../consent/evidence.js';
 import type { ConsentEvidence } from '../../consent/registry.js';
 import { checkPagePost } from './page-origin.js';
-import { authorizedAtOf } from '../levers/not-before.js';
+import { authorizedAtOf, type NotBeforeMarkers } from '../levers/not-before.js';
+
+/**
+ * What the consent page uses: its own configuration and the confirmation codes, the consents it records and the
+ * policy it shows, the subscriber's identification, the levers' markers, and what issuing a code uses.
+ */
+export interface ConsentPageCollaborators extends CodeIssuing {
+  issuer: string;
+  profile: NetAuthOptions['profile'];
+  consentPage: ConsentPageConfig;
+  confirmation: ConsentConfirmation;
+  consent: Consents;
+  policy: ConsentPolicy;
+  subscribers: SubscriberDirectory;
+  network: NetworkIdentifier | undefined;
+  notBefore: NotBeforeMarkers;
+}
 
 /** A validated authorization request waiting for the subscriber's answer, kept in the session. */
 export interface PendingConsent extends StoredAuthorization {
@@ -164,7 +184,7 @@ export class ConsentPage {
   private readonly ttl: number;
   private readonly origin: string;
 
-  constructor(private readonly ctx: GatewayContext) {
+  constructor(private readonly ctx: ConsentPageCollaborators) {
     const page = ctx.consentPage;
     this.ttl = ctx.lifetimes.interaction + RETENTION;
     this.origin = new URL(ctx.issuer).origin;

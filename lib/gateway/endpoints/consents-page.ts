@@ -1,8 +1,13 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../../errors.js';
-import type { Subscriber } from '../../identity/subscribers.js';
-import type { GatewayContext } from '../context.js';
+import type { Subscriber, SubscriberDirectory } from '../../identity/subscribers.js';
+import type { NetworkIdentifier } from '../../identity/network.js';
+import type { ConsentConfirmation } from '../../consent/confirmation.js';
+import type { ConsentPolicy } from '../../consent/policy.js';
+import type { ClientRegistry } from '../../registry/clients.js';
+import type { Consents } from '../consents.js';
+import type { Lifetimes } from '../options.js';
 import { contentSecurityPolicy, fill, type ConsentPageConfig } from '../http/consent-template.js';
 import { type ConsentItem, renderConsentsPage, renderNotIdentifiedPage } from '../http/consents-template.js';
 import {
@@ -13,10 +18,30 @@ import {
   type CodeProblem,
 } from '../http/confirmation-template.js';
 import type { RequestContext } from '../http/request-context.js';
-import { overLimit } from '../../ops/rate-limits.js';
-import type { ConfirmationFailure } from '../../ops/events.js';
+import { overLimit, type RateLimits } from '../../ops/rate-limits.js';
+import type { ConfirmationFailure, EventHub } from '../../ops/events.js';
 import { purposeLabel, scopeLabel, speaking } from '../page-language.js';
 import { checkPagePost } from './page-origin.js';
+
+/**
+ * What the subscriber's consents page uses: the page's configuration and confirmation codes, the subscriber's
+ * identification (network or sandbox line) and its limit, the consents and the policy and registry that name them.
+ */
+export interface ConsentsPageCollaborators {
+  issuer: string;
+  lifetimes: Required<Lifetimes>;
+  now: () => number;
+  events: EventHub;
+  consentPage: ConsentPageConfig;
+  confirmation: ConsentConfirmation;
+  consent: Consents;
+  policy: ConsentPolicy;
+  clients: ClientRegistry;
+  subscribers: SubscriberDirectory;
+  network: NetworkIdentifier | undefined;
+  sandboxLines: ReadonlySet<string> | undefined;
+  limits: RateLimits | undefined;
+}
 
 /** What the consents page keeps in the consent page's session: whose list it served, and its form's token. */
 interface ConsentsSession {
@@ -102,7 +127,7 @@ export class SubscriberConsentsPage {
   private readonly origin: string;
 
   constructor(
-    private readonly ctx: GatewayContext,
+    private readonly ctx: ConsentsPageCollaborators,
     /** The consent page's express-session (its cookie and store). */
     readonly session: RequestHandler,
   ) {

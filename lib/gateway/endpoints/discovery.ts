@@ -1,9 +1,20 @@
 import type { RequestHandler } from 'express';
-import type { GatewayContext } from '../context.js';
-import { CLIENT_SIGNING_ALGORITHMS } from '../../registry/clients.js';
+import type { ConsentPolicy } from '../../consent/policy.js';
+import { CLIENT_SIGNING_ALGORITHMS, type ClientRegistry } from '../../registry/clients.js';
+import type { KeySet } from '../tokens/keys.js';
 import { DPOP_ALGORITHMS } from '../tokens/dpop.js';
-import { DPOP_HASH_CLAIMS } from '../tokens/dpop-binding.js';
+import { DPOP_HASH_CLAIMS, type DpopHashClaim } from '../tokens/dpop-binding.js';
 import { CLIENT_AUTH_METHOD_DEFAULT, DISCOVERY_DEFAULTS } from '../../defaults.js';
+
+/** What discovery announces from: the issuer, the registry's methods and grants, keys, policy, DPoP claims. */
+export interface DiscoverySources {
+  issuer: string;
+  clients: ClientRegistry;
+  idTokens: boolean;
+  keys: KeySet | undefined;
+  policy: ConsentPolicy;
+  announcedDpopClaims: ReadonlySet<DpopHashClaim>;
+}
 
 /** OpenID Connect Discovery / RFC 8414 metadata for this gateway. */
 export interface AuthorizationServerMetadata {
@@ -48,7 +59,7 @@ export interface AuthorizationServerMetadata {
   [key: string]: unknown;
 }
 
-export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
+export function metadata(ctx: DiscoverySources): AuthorizationServerMetadata {
   const url = (path: string): string => `${ctx.issuer}${path}`;
   // The methods the registered clients use (a custom registry declares them; by default client_secret_basic).
   const declared = ctx.clients.authMethods ?? [];
@@ -111,7 +122,7 @@ export function metadata(ctx: GatewayContext): AuthorizationServerMetadata {
  * GET /.well-known/openid-configuration (and RFC 8414 `oauth-authorization-server`): cacheable, built once, and
  * again if a guard created since requires a DPoP claim not yet announced (the set only grows).
  */
-export function discoveryEndpoint(ctx: GatewayContext): RequestHandler {
+export function discoveryEndpoint(ctx: DiscoverySources): RequestHandler {
   let document = metadata(ctx);
   let announced = ctx.announcedDpopClaims.size;
   return (_req, res) => {

@@ -1,11 +1,17 @@
 import type { Request, Response } from 'express';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
-import type { GatewayContext } from '../context.js';
 import type { RequestContext } from '../http/request-context.js';
-import { findAccessToken } from '../tokens/access-tokens.js';
-import { findRefreshToken } from '../tokens/refresh-tokens.js';
+import { findAccessToken, type AccessTokenFinding } from '../tokens/access-tokens.js';
+import { findRefreshToken, type RefreshTokenKeeping } from '../tokens/refresh-tokens.js';
+import type { PairwiseSubject } from '../../identity/pairwise-subject.js';
 import { amrOf, readIdentification, type SubscriberIdentification } from '../../identity/identification.js';
 import { authorizedAtOf } from '../levers/not-before.js';
+
+/** What introspection uses: finding access and refresh tokens, and the issuer and `sub` it answers with. */
+export interface IntrospectionCollaborators extends AccessTokenFinding, RefreshTokenKeeping {
+  issuer: string;
+  pairwiseSubject: PairwiseSubject;
+}
 
 /** RFC 7662 §2.2 response for an active token. */
 export interface IntrospectionResponse {
@@ -49,7 +55,7 @@ interface Introspected {
 
 /** The live access token (the guard's own lookup) or refresh token, in the order the hint suggests (§2.1). */
 async function find(
-  ctx: GatewayContext,
+  ctx: IntrospectionCollaborators,
   token: string,
   hint: string | undefined,
 ): Promise<{ record: Introspected; refresh: boolean } | undefined> {
@@ -73,7 +79,7 @@ async function find(
  * (§2.2, §4). `token_type_hint` only orders the lookup (§2.1). A single-use access token is reported, never used
  * up: only the client it was issued to may introspect it, and only the guard spends it.
  */
-export function introspectionEndpoint(ctx: GatewayContext, auth: ClientAuthenticator) {
+export function introspectionEndpoint(ctx: IntrospectionCollaborators, auth: ClientAuthenticator) {
   return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const { params } = request;
     const { client } = await auth.authenticate(req, res, params, 'introspect');

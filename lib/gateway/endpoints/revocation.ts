@@ -1,11 +1,18 @@
 import type { Request, Response } from 'express';
 import { OAuthError } from '../../errors.js';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
-import type { GatewayContext } from '../context.js';
 import type { RequestContext } from '../http/request-context.js';
 import { tokenKey, type AccessTokenRecord } from '../tokens/access-tokens.js';
-import { findRefreshToken } from '../tokens/refresh-tokens.js';
+import { findRefreshToken, type RefreshTokenKeeping } from '../tokens/refresh-tokens.js';
+import type { Revocations } from '../tokens/revocations.js';
+import type { EventHub } from '../../ops/events.js';
 import type { RegisteredClient } from '../../registry/clients.js';
+
+/** What revocation uses: the tokens' records, the clock, the revocation list and the events. */
+export interface RevocationCollaborators extends RefreshTokenKeeping {
+  revocations: Revocations;
+  events: EventHub;
+}
 
 /** Another client's token is not revoked: RFC 7009 §2.1 has the server refuse the request (see below). */
 function notYours(): OAuthError {
@@ -16,7 +23,11 @@ function notYours(): OAuthError {
  * An access token: a JWT one is put on the revocation list first (the guard verifies it offline), then its record
  * is deleted; an opaque one is revoked by deleting its record. False when no live access token has this value.
  */
-async function revokeAccessToken(ctx: GatewayContext, client: RegisteredClient, token: string): Promise<boolean> {
+async function revokeAccessToken(
+  ctx: RevocationCollaborators,
+  client: RegisteredClient,
+  token: string,
+): Promise<boolean> {
   const key = tokenKey(token);
   const record = (await ctx.store.get<AccessTokenRecord>('access_token', key))?.value;
   if (!record || record.expiresAt <= ctx.now()) return false;
@@ -37,7 +48,11 @@ async function revokeAccessToken(ctx: GatewayContext, client: RegisteredClient, 
  * (every access and refresh token issued from that code or auth_req_id). False when no live refresh token has
  * this value (a rotated-out one included: it is worthless already).
  */
-async function revokeRefreshToken(ctx: GatewayContext, client: RegisteredClient, token: string): Promise<boolean> {
+async function revokeRefreshToken(
+  ctx: RevocationCollaborators,
+  client: RegisteredClient,
+  token: string,
+): Promise<boolean> {
   const stored = await findRefreshToken(ctx, token);
   if (!stored || stored.consumed || stored.value.expiresAt <= ctx.now()) return false;
   const record = stored.value;
@@ -63,7 +78,7 @@ async function revokeRefreshToken(ctx: GatewayContext, client: RegisteredClient,
  * client its request succeeded when it had no effect. It reveals nothing the bearer of the token could not learn
  * by presenting it to a service API.
  */
-export function revocationEndpoint(ctx: GatewayContext, auth: ClientAuthenticator) {
+export function revocationEndpoint(ctx: RevocationCollaborators, auth: ClientAuthenticator) {
   return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const { params } = request;
     const { client } = await auth.authenticate(req, res, params, 'revoke');

@@ -1,20 +1,22 @@
 import type { Request, Response } from 'express';
 import { OAuthError } from '../../errors.js';
 import type { ClientAuthenticator } from '../client-auth/authenticator.js';
-import type { GatewayContext } from '../context.js';
 import type { RequestContext } from '../http/request-context.js';
-import type { Grant } from '../grants/grant.js';
+import type { Grant, GrantCollaborators } from '../grants/grant.js';
 import { overLimit } from '../../ops/rate-limits.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
 import { sendJson } from '../http/respond.js';
-import { dpopBindingAsked, tokenRequestBinding } from '../tokens/dpop.js';
+import { dpopBindingAsked, tokenRequestBinding, type TokenRequestProofs } from '../tokens/dpop.js';
+
+/** What the token endpoint uses: what its grants use, and what checking a DPoP proof uses. */
+export interface TokenEndpointCollaborators extends GrantCollaborators, TokenRequestProofs {}
 
 /**
  * POST /token: authenticates the client, checks a DPoP proof if one was sent (every grant alike: a valid one binds
  * whatever token the grant issues), then dispatches on grant_type to one grant module. A request with no client
  * credentials for the JWT bearer grant is authenticated by its assertion, whose verified claims go to the grant.
  */
-export function tokenEndpoint(ctx: GatewayContext, auth: ClientAuthenticator, grants: readonly Grant[]) {
+export function tokenEndpoint(ctx: TokenEndpointCollaborators, auth: ClientAuthenticator, grants: readonly Grant[]) {
   const byType = new Map(grants.map((g) => [g.type as string, g]));
   return async (request: RequestContext, req: Request, res: Response): Promise<void> => {
     const { params } = request;

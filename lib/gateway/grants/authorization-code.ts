@@ -2,8 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { hashedRecordId } from '../../crypto.js';
 import { OAuthError } from '../../errors.js';
 import type { CodeRecord } from '../requests/authorization-codes.js';
-import type { GatewayContext } from '../context.js';
-import type { Grant } from './grant.js';
+import type { Grant, GrantCollaborators } from './grant.js';
 import { issueAccessToken, redeemedBefore, reportIssued, type TokenResponse } from '../tokens/access-tokens.js';
 import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
@@ -29,7 +28,7 @@ function verifyPkce(record: CodeRecord, verifier: string | undefined): void {
   }
 }
 
-async function replayed(ctx: GatewayContext, record: CodeRecord): Promise<OAuthError> {
+async function replayed(ctx: GrantCollaborators, record: CodeRecord): Promise<OAuthError> {
   // RFC 6749 §4.1.2 / RFC 9700 §4.5: the code was used before; every token issued from it is revoked
   // (records deleted, and JWT access tokens listed as revoked).
   await ctx.revocations.revokeGrants([record.grantId]);
@@ -106,7 +105,7 @@ export const authorizationCodeGrant: Grant = {
 };
 
 /** Adds the ID token when `openid` was granted (and ID tokens are on). */
-function withIdToken(ctx: GatewayContext, record: CodeRecord, tokens: TokenResponse): TokenResponse {
+function withIdToken(ctx: GrantCollaborators, record: CodeRecord, tokens: TokenResponse): TokenResponse {
   if (idTokenRequested(ctx, record.scope)) {
     tokens.id_token = issueIdToken(ctx, {
       clientId: record.clientId,

@@ -1,8 +1,7 @@
 import { hashedRecordId } from '../../crypto.js';
 import { OAuthError } from '../../errors.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
-import type { GatewayContext } from '../context.js';
-import type { Grant } from './grant.js';
+import type { Grant, GrantCollaborators } from './grant.js';
 import { issueAccessToken, redeemedBefore, reportIssued, type TokenResponse } from '../tokens/access-tokens.js';
 import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
@@ -19,7 +18,7 @@ type Outcome =
  * A CIBA poll over the client's token limit: `slow_down`, the answer CIBA Core §11 has for polling too fast,
  * with `Retry-After`. Pollers (openid-client) add 5 s to their interval and keep polling; a 429 would end it.
  */
-function cibaSlowDown(ctx: GatewayContext, event: RateLimitedEvent): OAuthError {
+function cibaSlowDown(ctx: GrantCollaborators, event: RateLimitedEvent): OAuthError {
   ctx.events.emit('rate.limited', event);
   ctx.events.emit('ciba.slow_down', { clientId: event.clientId ?? '', reason: 'rate_limit' });
   return new OAuthError('slow_down', 'too many requests; poll more slowly', {
@@ -28,7 +27,7 @@ function cibaSlowDown(ctx: GatewayContext, event: RateLimitedEvent): OAuthError 
 }
 
 /** Where the request stands: the hook's decision first, then the subscriber's consent where the policy needs it. */
-async function outcome(ctx: GatewayContext, record: BackchannelRecord): Promise<Outcome> {
+async function outcome(ctx: GrantCollaborators, record: BackchannelRecord): Promise<Outcome> {
   if (record.status === 'denied') return { kind: 'denied', by: 'decision' };
   if (record.status === 'pending') return { kind: 'pending' };
   if (record.consentScopes.length === 0) return { kind: 'approved', consentGrants: [] };
@@ -45,7 +44,7 @@ async function outcome(ctx: GatewayContext, record: BackchannelRecord): Promise<
 }
 
 /** CIBA §11 slow_down: measured from the previous poll; each early poll adds 5 s for this request. */
-async function pendingAnswer(ctx: GatewayContext, key: string, record: BackchannelRecord): Promise<OAuthError> {
+async function pendingAnswer(ctx: GrantCollaborators, key: string, record: BackchannelRecord): Promise<OAuthError> {
   const now = ctx.now();
   const previous = (await ctx.store.get<PollRecord>('poll', key))?.value;
   const interval = previous?.interval ?? ctx.lifetimes.pollInterval;
@@ -131,7 +130,7 @@ export const cibaGrant: Grant = {
 
 /** Adds the ID token when `openid` was granted (and ID tokens are on). */
 function withIdToken(
-  ctx: GatewayContext,
+  ctx: GrantCollaborators,
   record: BackchannelRecord,
   authReqId: string,
   tokens: TokenResponse,

@@ -6,8 +6,7 @@ import { withoutProtocolScopes } from '../../identity/scope.js';
 import { findByLoginHint } from '../../identity/subscribers.js';
 import { JWT_BEARER_GRANT } from '../../registry/clients.js';
 import { grantAssertion, verifyAssertion } from '../client-auth/jwt-bearer-assertion.js';
-import type { GatewayContext } from '../context.js';
-import type { Grant } from './grant.js';
+import type { Grant, GrantCollaborators } from './grant.js';
 import { checkIdentification, decideScope, storedAuthorization } from '../requests/authorization.js';
 import { identificationOfHint } from '../../identity/identification.js';
 import { sandboxRefusal } from '../requests/sandbox.js';
@@ -33,7 +32,7 @@ function subjectOf(claims: JWTPayload): LoginHint {
 }
 
 /** The subscriber the assertion names, where the gateway may serve them (the sandbox's allow-list). */
-async function assertedSubscriber(ctx: GatewayContext, hint: LoginHint) {
+async function assertedSubscriber(ctx: GrantCollaborators, hint: LoginHint) {
   const refused = sandboxRefusal(ctx, hint);
   if (refused !== undefined) throw invalidGrant(refused);
   const subscriber = await findByLoginHint(ctx.subscribers, hint);

@@ -2,8 +2,7 @@ import { OAuthError, isOAuthError } from '../../errors.js';
 import { parseScope } from '../../identity/scope.js';
 import type { RegisteredClient } from '../../registry/clients.js';
 import { limitSubscriber } from '../requests/subscriber-limit.js';
-import type { GatewayContext } from '../context.js';
-import type { Grant } from './grant.js';
+import type { Grant, GrantCollaborators } from './grant.js';
 import {
   authorizationOf,
   checkIdentification,
@@ -19,7 +18,7 @@ import { refuseRevoked } from '../levers/not-before.js';
  * RFC 9700 §4.14.2: a rotated-out refresh token presented again means two parties hold it. Every token of its
  * grant is revoked (access tokens, and the refresh token that replaced it), so whoever holds the new one learns it too.
  */
-async function reused(ctx: GatewayContext, record: RefreshTokenRecord): Promise<OAuthError> {
+async function reused(ctx: GrantCollaborators, record: RefreshTokenRecord): Promise<OAuthError> {
   await ctx.revocations.revokeGrants([record.grantId]);
   ctx.events.emit('token.revoked', {
     clientId: record.clientId,
@@ -57,7 +56,7 @@ function narrowed(record: RefreshTokenRecord, scope: string | undefined): Stored
  * Anything else: invalid_grant.
  */
 async function consentGrantsNow(
-  ctx: GatewayContext,
+  ctx: GrantCollaborators,
   client: RegisteredClient,
   record: RefreshTokenRecord,
 ): Promise<string[]> {

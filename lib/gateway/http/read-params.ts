@@ -5,7 +5,7 @@ import { OAuthError } from '../../errors.js';
 import { FormParams, parseForm, queryParams, tooManyParameters } from './form.js';
 import { bodyTooLarge, bodyUnreadable, readBody } from './read-body.js';
 import { step } from './request-context.js';
-import { sha256Of } from '../tokens/dpop-binding.js';
+import { sha256Of } from '../../crypto.js';
 
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 

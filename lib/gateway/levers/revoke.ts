@@ -1,6 +1,19 @@
-import type { ConsentRecord } from '../../consent/registry.js';
-import type { ClientRevocationReason, SubscriberRevocationReason } from '../../ops/events.js';
-import type { GatewayContext } from '../context.js';
+import type { ConsentRecord, ConsentSubject, ConsentWithdrawal } from '../../consent/registry.js';
+import type { ClientRevocationReason, EventHub, SubscriberRevocationReason } from '../../ops/events.js';
+import type { NotBeforeMarkers } from './not-before.js';
+
+/**
+ * What the operator's levers use: the not-before markers, the consents (listed, and withdrawn through the gateway,
+ * which revokes their tokens: lib/gateway/consents.ts) and the events.
+ */
+export interface Levers {
+  notBefore: NotBeforeMarkers;
+  consent: {
+    list(subscriberId: string): Promise<ConsentRecord[]>;
+    revoke(subject: ConsentSubject, withdrawal: Omit<ConsentWithdrawal, 'at'>): Promise<ConsentRecord[]>;
+  };
+  events: EventHub;
+}
 
 /** What happens to the subscriber's consent records: `withdraw` removes them all (granted and refused), `keep` leaves them. */
 export type ConsentDisposition = 'keep' | 'withdraw';
@@ -62,7 +75,7 @@ function reasonOf<R extends string>(given: unknown, allowed: readonly R[], api: 
  * each (client, purpose) through the one withdrawal path, which also revokes the tokens issued under them.
  */
 export async function revokeSubscriber(
-  ctx: GatewayContext,
+  ctx: Levers,
   subscriberId: string,
   options: SubscriberRevocation,
 ): Promise<SubscriberRevocationResult> {
@@ -90,7 +103,7 @@ export async function revokeSubscriber(
  * is refused on every instance; a registration the registry returns afterwards, under the same id, starts clean.
  */
 export async function revokeClient(
-  ctx: GatewayContext,
+  ctx: Levers,
   clientId: string,
   options: ClientRevocation,
 ): Promise<ClientRevocationResult> {

@@ -1,5 +1,7 @@
 import { hashedRecordId, randomTag, taggedId } from '../../crypto.js';
-import type { GatewayContext } from '../context.js';
+import type { EventHub } from '../../ops/events.js';
+import type { Store } from '../../stores/store.js';
+import type { Lifetimes } from '../options.js';
 import { authorizationOf, type StoredAuthorization } from './authorization.js';
 
 /** An authorization code as stored under its hash (kind `code`, `hashedRecordId`). */
@@ -34,7 +36,15 @@ export const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
  * Issues a single-use code: 256 random bits, base64url, after a placement tag it shares with its grant (so a
  * sharded store keeps the code and the tokens issued from it together).
  */
-export async function createAuthorizationCode(ctx: GatewayContext, request: CodeRequest): Promise<string> {
+/** What issuing a code uses: the store it is kept in, the clock, its lifetime, and the events it reports to. */
+export interface CodeIssuing {
+  store: Store;
+  now: () => number;
+  lifetimes: Required<Lifetimes>;
+  events: EventHub;
+}
+
+export async function createAuthorizationCode(ctx: CodeIssuing, request: CodeRequest): Promise<string> {
   const tag = randomTag();
   const code = taggedId(tag, 32);
   const issuedAt = ctx.now();

@@ -4,7 +4,7 @@ import { rulesFor, strictestBasis, type LegalBasis } from '../../consent/policy.
 import type { RegisteredClient } from '../../registry/clients.js';
 import type { Subscriber } from '../../identity/subscribers.js';
 import { isNetworkAuthentication, type SubscriberIdentification } from '../../identity/identification.js';
-import type { GatewayContext } from '../context.js';
+import type { ConsentPolicy } from '../../consent/policy.js';
 
 /** What a request asks for, checked against the client's registration and the consent policy. */
 export interface ScopeDecision {
@@ -43,7 +43,13 @@ export function checkOpenidForClaims(scope: string, claims: string | undefined):
  * its token again: Number Verification forbids refresh tokens), and `openid` only where ID tokens are on (OIDC
  * Core §3.1.3.3: no `openid` without an ID token); else they are left out of the granted scope, in every grant.
  */
-export function decideScope(ctx: GatewayContext, client: RegisteredClient, scope: string): ScopeDecision {
+/** What deciding a scope uses: the consent policy, and whether ID tokens are on (`openid` is granted only then). */
+export interface ScopeDeciding {
+  policy: ConsentPolicy;
+  idTokens: boolean;
+}
+
+export function decideScope(ctx: ScopeDeciding, client: RegisteredClient, scope: string): ScopeDecision {
   const parsed = parseScope(scope);
   // Read from the record on every request, never cached per object: a registry may edit a record it returned.
   const registered = new Set(client.scopes);

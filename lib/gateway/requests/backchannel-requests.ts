@@ -1,6 +1,6 @@
 import { hashedRecordId, randomTag, taggedId } from '../../crypto.js';
-import type { GatewayContext } from '../context.js';
-import type { BackchannelRequest } from '../options.js';
+import type { Store } from '../../stores/store.js';
+import type { BackchannelOptions, BackchannelRequest, Lifetimes } from '../options.js';
 import { storedAuthorization, subscriberOf, type ScopeDecision, type StoredAuthorization } from './authorization.js';
 import type { RegisteredClient } from '../../registry/clients.js';
 import type { Subscriber } from '../../identity/subscribers.js';
@@ -27,7 +27,15 @@ export interface PollRecord {
   [key: string]: number;
 }
 
-function ttlFor(ctx: GatewayContext, record: BackchannelRecord): number {
+/** What keeping CIBA requests uses: the store, the clock, the lifetimes and the backchannel options. */
+export interface BackchannelKeeping {
+  store: Store;
+  now: () => number;
+  lifetimes: Required<Lifetimes>;
+  backchannel: BackchannelOptions;
+}
+
+function ttlFor(ctx: Pick<BackchannelKeeping, 'now' | 'lifetimes'>, record: BackchannelRecord): number {
   // Kept past expiry so a late poll learns expired_token rather than invalid_grant.
   return Math.max(1, Math.ceil((record.expiresAt - ctx.now()) / 1000) + ctx.lifetimes.expiredRetention);
 }
@@ -52,7 +60,7 @@ export function toHookRequest(
 }
 
 export async function createBackchannelRequest(
-  ctx: GatewayContext,
+  ctx: BackchannelKeeping,
   client: RegisteredClient,
   subscriber: Subscriber,
   decision: ScopeDecision,
@@ -83,7 +91,7 @@ export async function createBackchannelRequest(
  * Only a pending, unexpired request changes; true when it did.
  */
 export async function decideBackchannelRequest(
-  ctx: GatewayContext,
+  ctx: Pick<BackchannelKeeping, 'store' | 'now' | 'lifetimes'>,
   authReqId: string,
   decision: 'approved' | 'denied',
 ): Promise<boolean> {

@@ -1,7 +1,6 @@
 import { OAuthError } from '../../errors.js';
 import type { RegisteredClient } from '../../registry/clients.js';
-import { ClientJwtRejectedError } from '../client-auth/client-jwt.js';
-import type { GatewayContext } from '../context.js';
+import { ClientJwtRejectedError, type ClientJwts } from '../client-auth/client-jwt.js';
 import { FormParams } from '../http/form.js';
 
 /** The endpoints that take a signed request object, by their path under the issuer. */
@@ -63,8 +62,14 @@ function parametersOf(claims: Record<string, unknown>, client: RegisteredClient)
  * parameters, unless the client is registered with `requireSignedRequestObject` (`invalid_request`).
  * `request_uri` (at /authorize) is `request_uri_not_supported`.
  */
+/** What reading a request object uses: the issuer (its audience) and the verifier of client-signed JWTs. */
+export interface RequestObjectReading {
+  issuer: string;
+  clientJwts: ClientJwts;
+}
+
 export async function requestParameters(
-  ctx: GatewayContext,
+  ctx: RequestObjectReading,
   client: RegisteredClient,
   params: FormParams,
   endpoint: SignedRequestEndpoint,

@@ -1,12 +1,18 @@
-import { overLimit, type LimitedEndpoint } from '../../ops/rate-limits.js';
-import type { GatewayContext } from '../context.js';
+import type { EventHub } from '../../ops/events.js';
+import { overLimit, type LimitedEndpoint, type RateLimits } from '../../ops/rate-limits.js';
+
+/** What limiting by subscriber uses: the limits (undefined with `rateLimits: false`) and the events. */
+export interface SubscriberLimits {
+  limits: RateLimits | undefined;
+  events: EventHub;
+}
 
 /**
  * The per-subscriber limits of one client's request concerning a subscriber (rateLimits.perClientAndSubscriber and
  * perSubscriber): over either, 429 with Retry-After, reported as `rate.limited`. Nothing with rate limits off.
  */
 export async function limitSubscriber(
-  ctx: GatewayContext,
+  ctx: SubscriberLimits,
   endpoint: LimitedEndpoint,
   clientId: string,
   subscriberId: string,

@@ -1,13 +1,54 @@
 import { OAuthError } from '../../errors.js';
 import { randomTag, sha256, taggedId } from '../../crypto.js';
-import { placementTag, StoreUnavailableError, type RecordWrite, type StoredRecord } from '../../stores/store.js';
-import type { GatewayContext } from '../context.js';
+import {
+  placementTag,
+  StoreUnavailableError,
+  type RecordWrite,
+  type Store,
+  type StoredRecord,
+} from '../../stores/store.js';
 import type { StoredAuthorization } from '../requests/authorization.js';
 import { CIBA_GRANT, type GrantType } from '../../registry/clients.js';
 import type { SubscriberIdentification } from '../../identity/identification.js';
 import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
-import { authorizedAtOf } from '../levers/not-before.js';
-import { redeemAgain, redemptionWrite, type Redeemed, type SealedAnswer } from '../grants/redemptions.js';
+import { authorizedAtOf, type NotBeforeMarkers } from '../levers/not-before.js';
+import {
+  redeemAgain,
+  redemptionWrite,
+  type Redeemed,
+  type RedemptionKeeping,
+  type SealedAnswer,
+} from './redemptions.js';
+import type { ConsentPolicy } from '../../consent/policy.js';
+import type { EventHub } from '../../ops/events.js';
+import type { Lifetimes } from '../options.js';
+import type { Revocations } from './revocations.js';
+import type { AccessTokenSigning } from './jwt-access-tokens.js';
+
+/** What the token policy of some scopes reads: the consent rules and the default lifetimes. */
+export interface TokenPolicyReading {
+  policy: ConsentPolicy;
+  lifetimes: Required<Lifetimes>;
+}
+
+/** What finding a live access token uses: its record in the store, the clock, revocations and not-before markers. */
+export interface AccessTokenFinding {
+  store: Store;
+  now: () => number;
+  revocations: Revocations;
+  notBefore: NotBeforeMarkers;
+}
+
+/** What issuing access tokens uses: all of the above, the format, the events, and where a late failure goes. */
+export interface AccessTokenIssuing
+  extends AccessTokenSigning,
+    AccessTokenFinding,
+    TokenPolicyReading,
+    RedemptionKeeping {
+  accessTokenFormat: 'opaque' | 'jwt';
+  events: EventHub;
+  onError: (error: unknown) => void;
+}
 
 /**
  * What an access token grants: an authorization of a subscriber, or none (`subscriberId` and `identifiedBy` null:
@@ -77,7 +118,7 @@ export function tokenKey(token: string): string {
 /**
  * What a token is exchanged for (a code, an auth_req_id, a refresh token), with the value presented: consumed in the
  * same atomic step as the token is stored, which also keeps a redemption record for the same client's retry
- * (lib/gateway/grants/redemptions.ts).
+ * (lib/gateway/tokens/redemptions.ts).
  */
 export type ExchangedRecord = Redeemed;
 
@@ -92,7 +133,7 @@ const GRANT_OF: Record<Redeemed['kind'], GrantType> = {
  * and `singleUseAccessToken`): the shortest lifetime of their rules, and single use if any rule asks for it.
  */
 export function accessTokenPolicy(
-  ctx: GatewayContext,
+  ctx: TokenPolicyReading,
   purpose: string,
   scopes: readonly string[],
 ): { lifetime: number; singleUse: boolean } {
@@ -128,7 +169,7 @@ export function accessTokenPolicy(
  * the request (its token deleted, never handed out).
  */
 export async function issueAccessToken(
-  ctx: GatewayContext,
+  ctx: AccessTokenIssuing,
   authorization: TokenAuthorization,
   grantId: string,
   consentGrants: readonly string[],
@@ -136,7 +177,7 @@ export async function issueAccessToken(
   options?: IssueOptions,
 ): Promise<TokenResponse>;
 export async function issueAccessToken(
-  ctx: GatewayContext,
+  ctx: AccessTokenIssuing,
   authorization: TokenAuthorization,
   grantId: string,
   consentGrants: readonly string[],
@@ -144,7 +185,7 @@ export async function issueAccessToken(
   options?: IssueOptions,
 ): Promise<TokenResponse | undefined>;
 export async function issueAccessToken(
-  ctx: GatewayContext,
+  ctx: AccessTokenIssuing,
   authorization: TokenAuthorization,
   grantId: string,
   consentGrants: readonly string[],
@@ -247,7 +288,7 @@ export async function issueAccessToken(
 }
 
 /** The access token's record when neither it (a single-use token) nor the refresh token issued with it was used. */
-async function unused(ctx: GatewayContext, answer: SealedAnswer): Promise<AccessTokenRecord | undefined> {
+async function unused(ctx: AccessTokenFinding, answer: SealedAnswer): Promise<AccessTokenRecord | undefined> {
   if (answer.refresh_token !== undefined) {
     const refresh = await ctx.store.get('refresh_token', tokenKey(answer.refresh_token));
     if (!refresh || refresh.consumed) return undefined;
@@ -257,11 +298,11 @@ async function unused(ctx: GatewayContext, answer: SealedAnswer): Promise<Access
 
 /**
  * The tokens an earlier redemption of `exchanged` issued, for a retry by the same client with the same DPoP key
- * (`dpopJkt`) within `lifetimes.redemptionRetry` while they are unused (lib/gateway/grants/redemptions.ts), reported
+ * (`dpopJkt`) within `lifetimes.redemptionRetry` while they are unused (lib/gateway/tokens/redemptions.ts), reported
  * as `redemption.redelivered`; undefined otherwise (the caller answers a replay). Never a new token.
  */
 export async function redeemedBefore(
-  ctx: GatewayContext,
+  ctx: AccessTokenFinding & RedemptionKeeping & { events: EventHub },
   exchanged: Redeemed,
   clientId: string,
   dpopJkt: string | undefined,
@@ -273,7 +314,7 @@ export async function redeemedBefore(
 
 /** Reports an issue as `token.issued`: who, for what, by which grant, and how; never a token. */
 export function reportIssued(
-  ctx: GatewayContext,
+  ctx: TokenPolicyReading & Pick<AccessTokenIssuing, 'accessTokenFormat' | 'events'>,
   authorization: TokenAuthorization,
   grantType: GrantType,
   tokens: TokenResponse,
@@ -299,7 +340,7 @@ export function reportIssued(
  * Uses up a single-use token: of any number of concurrent calls, on every store, exactly one gets true (the
  * store's atomic `consume`). False when the token was used, revoked (its record deleted) or never stored.
  */
-export function consumeSingleUseToken(ctx: GatewayContext, token: string): Promise<boolean> {
+export function consumeSingleUseToken(ctx: Pick<AccessTokenFinding, 'store'>, token: string): Promise<boolean> {
   return ctx.store.consume('access_token', tokenKey(token));
 }
 
@@ -311,7 +352,7 @@ export function consumeSingleUseToken(ctx: GatewayContext, token: string): Promi
  * (`recent`, the guard's `revocation: 'local'`).
  */
 export async function findAccessToken(
-  ctx: GatewayContext,
+  ctx: AccessTokenFinding,
   token: string,
   markers: 'store' | 'recent' = 'store',
 ): Promise<AccessTokenRecord | undefined> {
@@ -324,7 +365,7 @@ export async function findAccessToken(
 }
 
 function liveRecord(
-  ctx: GatewayContext,
+  ctx: Pick<AccessTokenFinding, 'now' | 'revocations'>,
   stored: StoredRecord<AccessTokenRecord> | undefined,
 ): AccessTokenRecord | undefined {
   // A consumed record is a single-use token that has had its one call.

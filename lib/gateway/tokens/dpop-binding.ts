@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-
 /**
  * The CAMARA profile's DPoP extension claims (Security and Interoperability Profile, "Request Binding to DPoP
  * Proofs"): base64url SHA-256, without padding, of the raw query string as received and of the body's bytes.
@@ -32,10 +30,7 @@ export function rawQuery(target: string): string {
   return target.slice(start + 1, end < 0 ? undefined : end);
 }
 
-/** Base64url SHA-256 of bytes, the encoding of `ath`, `camara:qh` and `camara:bh`. */
-export function sha256Of(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('base64url');
-}
+export { sha256Of } from '../../crypto.js';
 
 /** Thrown when the body's bytes are gone (a parser read them first), so `camara:bh` cannot be checked. */
 export class BodyAlreadyReadError extends Error {

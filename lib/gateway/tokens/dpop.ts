@@ -9,9 +9,14 @@ import type { Store } from '../../stores/store.js';
 import type { DpopProofLimitHit, RateLimits } from '../../ops/rate-limits.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
 import { jtiRecordId, useJtiOnce } from '../client-auth/client-jwt.js';
-import type { GatewayContext } from '../context.js';
 import { proofKeyRefusal } from './dpop-proof-key.js';
-import { BodyAlreadyReadError, DPOP_HASH_CLAIMS, rawQuery, type RequestBinding } from './dpop-binding.js';
+import {
+  BodyAlreadyReadError,
+  DPOP_HASH_CLAIMS,
+  rawQuery,
+  type DpopHashClaim,
+  type RequestBinding,
+} from './dpop-binding.js';
 
 /**
  * DPoP proofs (RFC 9449 §4): checked at the token endpoint (the token is then bound to the proof's key) and by
@@ -222,6 +227,15 @@ export function dpopBindingAsked(req: Request, client: RegisteredClient): boolea
   return req.headers.dpop !== undefined || client.dpopBoundAccessTokens === true;
 }
 
+/** What the token endpoint's DPoP check uses: the issuer (`htu`), the claims required, the clock, store and limits. */
+export interface TokenRequestProofs {
+  issuer: string;
+  dpopClaimsRequired: readonly DpopHashClaim[];
+  now: () => number;
+  store: Store;
+  limits: RateLimits | undefined;
+}
+
 /**
  * The token endpoint's side (RFC 9449 §5, the CAMARA profile's table), the same for every grant: a valid proof
  * binds the token whoever the client is (the `jkt` to bind to is returned); a request without one is served
@@ -232,7 +246,7 @@ export function dpopBindingAsked(req: Request, client: RegisteredClient): boolea
  * grant answers the client's limit.
  */
 export async function tokenRequestBinding(
-  ctx: GatewayContext,
+  ctx: TokenRequestProofs,
   req: Request,
   client: RegisteredClient,
   bodyHash: string | undefined,

@@ -2,9 +2,20 @@ import { createHash } from 'node:crypto';
 import type { JWTPayload } from 'jose';
 import type { Subscriber } from '../../identity/subscribers.js';
 import { amrOf, type SubscriberIdentification } from '../../identity/identification.js';
-import type { GatewayContext } from '../context.js';
+import type { Lifetimes } from '../options.js';
 import { signJws } from './jws.js';
-import { hashAlgorithmOf } from './keys.js';
+import { hashAlgorithmOf, type KeySet } from './keys.js';
+import type { PairwiseSubject } from '../../identity/pairwise-subject.js';
+
+/** What issuing an ID token uses: whether they are on, the signing keys, the issuer, the clock, the lifetimes, `sub`. */
+export interface IdTokenIssuing {
+  idTokens: boolean;
+  keys: KeySet | undefined;
+  issuer: string;
+  now: () => number;
+  lifetimes: Required<Lifetimes>;
+  pairwiseSubject: PairwiseSubject;
+}
 
 export interface IdTokenInput {
   clientId: string;
@@ -26,7 +37,7 @@ export interface IdTokenInput {
 }
 
 /** Whether a token response for this granted scope carries an ID token: `openid` requested and ID tokens on. */
-export function idTokenRequested(ctx: GatewayContext, scope: string): boolean {
+export function idTokenRequested(ctx: Pick<IdTokenIssuing, 'idTokens' | 'keys'>, scope: string): boolean {
   return ctx.idTokens && ctx.keys !== undefined && scope.split(' ').includes('openid');
 }
 
@@ -41,7 +52,7 @@ export function tokenHash(value: string, alg: string): string {
  * subscriber was identified), nonce when sent, at_hash when the access token is given. Lifetime: the access token's.
  * Both grants call this: CIBA without a nonce, the authorization code grant with the request's nonce.
  */
-export function issueIdToken(ctx: GatewayContext, input: IdTokenInput): string {
+export function issueIdToken(ctx: IdTokenIssuing, input: IdTokenInput): string {
   const key = ctx.keys?.active;
   if (!key) throw new Error('ID tokens need a signing key');
   const iat = Math.floor(ctx.now() / 1000);

@@ -1,9 +1,19 @@
 import { decodeJwt, type JWTPayload } from 'jose';
 import { parseScope } from '../../identity/scope.js';
-import type { GatewayContext } from '../context.js';
 import { signJws, verifyJws, type JsonObject } from './jws.js';
 import { openSubscriber, sealSubscriber } from './sealed-subscriber.js';
 import { amrOf, readIdentification, type SubscriberIdentification } from '../../identity/identification.js';
+import type { KeySet } from './keys.js';
+import type { PairwiseSubject } from '../../identity/pairwise-subject.js';
+
+/** What signing and verifying JWT access tokens uses: the keys, the issuer, the audience, the clock, `sub`. */
+export interface AccessTokenSigning {
+  keys: KeySet | undefined;
+  issuer: string;
+  accessTokenAudience: string;
+  now: () => number;
+  pairwiseSubject: PairwiseSubject;
+}
 
 /**
  * JWT access tokens, RFC 9068: header `typ: at+jwt`; claims iss, exp, iat, aud, sub, client_id, scope, jti,
@@ -63,7 +73,7 @@ export interface JwtAccessTokenInput {
   authorizedAt: number;
 }
 
-export function signAccessToken(ctx: GatewayContext, input: JwtAccessTokenInput): string {
+export function signAccessToken(ctx: AccessTokenSigning, input: JwtAccessTokenInput): string {
   const key = ctx.keys?.active;
   if (!key) throw new Error('JWT access tokens need a signing key');
   const claims: AccessTokenClaims = {
@@ -152,7 +162,7 @@ const REQUIRED_CLAIMS = ['iss', 'aud', 'sub', 'iat', 'exp', 'jti'];
  * the service APIs' audience, `nbf` (when present) reached and `exp` not, on the gateway's clock in whole seconds
  * with no tolerance (the clock that issued the token is the one that checks it).
  */
-function registeredClaimsHold(ctx: GatewayContext, claims: JsonObject): boolean {
+function registeredClaimsHold(ctx: AccessTokenSigning, claims: JsonObject): boolean {
   for (const name of REQUIRED_CLAIMS) if (!Object.hasOwn(claims, name)) return false;
   if (claims.iss !== ctx.issuer) return false;
   const { aud, iat, nbf, exp } = claims;
@@ -167,7 +177,7 @@ function registeredClaimsHold(ctx: GatewayContext, claims: JsonObject): boolean 
  * rotation works), `typ: at+jwt` (an ID token is not an access token), issuer, audience, and expiry on the
  * gateway's clock. Undefined for anything that does not verify. Revocation is the caller's to check.
  */
-export function verifyAccessToken(ctx: GatewayContext, token: string): VerifiedAccessToken | undefined {
+export function verifyAccessToken(ctx: AccessTokenSigning, token: string): VerifiedAccessToken | undefined {
   const keys = ctx.keys;
   if (!keys) return undefined;
   const verified = verifyJws(keys.keys, token);

@@ -1,7 +1,7 @@
 import { randomTag, taggedId } from '../../crypto.js';
 import type { RegisteredClient } from '../../registry/clients.js';
-import { placementTag, type StoredRecord } from '../../stores/store.js';
-import type { GatewayContext } from '../context.js';
+import { placementTag, type Store, type StoredRecord } from '../../stores/store.js';
+import type { Lifetimes } from '../options.js';
 import { authorizationOf, type StoredAuthorization } from '../requests/authorization.js';
 import { tokenKey, type MintedRefreshToken } from './access-tokens.js';
 
@@ -30,8 +30,15 @@ export interface RefreshTokenRecord extends StoredAuthorization {
  * keeps it with the grant's other records), stored hashed, written with the grant and its consents (revoking
  * either deletes it). The caller writes it with the access token, in the same atomic step.
  */
+/** What refresh tokens use: the store that keeps them, the clock and their lifetime. */
+export interface RefreshTokenKeeping {
+  store: Store;
+  now: () => number;
+  lifetimes: Required<Lifetimes>;
+}
+
 export function mintRefreshToken(
-  ctx: GatewayContext,
+  ctx: Pick<RefreshTokenKeeping, 'now' | 'lifetimes'>,
   authorization: StoredAuthorization,
   grantId: string,
   consentGrants: readonly string[],
@@ -64,7 +71,7 @@ export function mintRefreshToken(
  * (the CAMARA profile): `offline_access` granted, and the client registered for `refresh_token`.
  */
 export function offeredRefreshToken(
-  ctx: GatewayContext,
+  ctx: RefreshTokenKeeping,
   client: RegisteredClient,
   authorization: StoredAuthorization,
   grantId: string,
@@ -78,7 +85,7 @@ export function offeredRefreshToken(
 
 /** The stored record of a presented refresh token, used or not (expired ones included), or undefined. */
 export function findRefreshToken(
-  ctx: GatewayContext,
+  ctx: Pick<RefreshTokenKeeping, 'store'>,
   token: string,
 ): Promise<StoredRecord<RefreshTokenRecord> | undefined> {
   return ctx.store.get<RefreshTokenRecord>('refresh_token', tokenKey(token));

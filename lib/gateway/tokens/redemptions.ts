@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import type { RecordWrite } from '../../stores/store.js';
-import type { GatewayContext } from '../context.js';
+import type { RecordWrite, Store } from '../../stores/store.js';
+import type { Lifetimes } from '../options.js';
 
 /**
  * Idempotent redemption. A code, an approved auth_req_id or a refresh token is consumed in one atomic store step with its tokens
@@ -74,9 +74,16 @@ export interface Redeemed {
   secret: string;
 }
 
+/** What redemption records use: the store, the clock and the retry window (`lifetimes.redemptionRetry`). */
+export interface RedemptionKeeping {
+  store: Store;
+  now: () => number;
+  lifetimes: Required<Lifetimes>;
+}
+
 /** The redemption record to write in the consume step, under the redeemed record's id (so on its shard). */
 export function redemptionWrite(
-  ctx: GatewayContext,
+  ctx: Pick<RedemptionKeeping, 'now' | 'lifetimes'>,
   redeemed: Redeemed,
   clientId: string,
   jkt: string | null,
@@ -98,7 +105,7 @@ export function redemptionWrite(
  * `expires_in` counts from now. The caller adds the ID token, which binds nothing to the store.
  */
 export async function redeemAgain(
-  ctx: GatewayContext,
+  ctx: Pick<RedemptionKeeping, 'store' | 'now'>,
   redeemed: Redeemed,
   clientId: string,
   jkt: string | null,
