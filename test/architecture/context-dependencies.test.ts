@@ -15,7 +15,6 @@ const COMPOSITION_ROOT = ['lib/gateway/context.ts', 'lib/gateway/router.ts', 'li
 const WHOLE_CONTEXT_LEFT: readonly string[] = [
   'lib/guard/dpop.ts: checkSenderConstraint',
   'lib/guard/guard.ts: offlineToken',
-  'lib/guard/guard.ts: authorize',
   'lib/guard/guard.ts: unauthenticatedSubscriber',
   'lib/guard/guard.ts: spend',
   'lib/guard/guard.ts: createGuard',
