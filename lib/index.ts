@@ -59,7 +59,7 @@ export type {
   NetAuthOptionalSubscriberGuard,
 } from './guard/guard.js';
 export type { GuardErrorFormat, CamaraErrorInfo } from './guard/responses.js';
-export type { DpopHashClaim } from './gateway/tokens/dpop-binding.js';
+export type { DpopHashClaim } from './gateway/options.js';
 export type { DeviceOptions, DeviceIdentifier, NetAuthDevice } from './guard/device.js';
 export { EVENT_NAMES } from './ops/events.js';
 export type {
@@ -128,7 +128,7 @@ export type {
   ClientAuthMethod,
   ClientSigningAlgorithm,
 } from './registry/clients.js';
-export type { ClientJwksOptions } from './gateway/client-auth/client-keys.js';
+export type { ClientJwksOptions } from './gateway/options.js';
 export { StaticSubscriberDirectory } from './identity/subscribers.js';
 export type { Subscriber, SubscriberDirectory, StaticSubscriber } from './identity/subscribers.js';
 export type { NetworkAddress, LoginHint } from './identity/login-hint.js';

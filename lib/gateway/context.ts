@@ -8,7 +8,7 @@ import { StaticSubscriberDirectory, type SubscriberDirectory } from '../identity
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
 import { NetworkIdentifier } from '../identity/network.js';
-import type { BackchannelOptions, NetAuthOptions } from './options.js';
+import type { BackchannelOptions, DpopHashClaim, NetAuthOptions } from './options.js';
 import { resolveConsentPage, type ConsentPageConfig } from './http/consent-template.js';
 import { resolveKeySet, type KeySet } from './tokens/keys.js';
 import { NotBeforeMarkers } from './levers/not-before.js';
@@ -22,7 +22,7 @@ import { attachLogger, logInternalError, reportWarning, type StartupWarning } fr
 import { checkConsistency, checkOptions, resolveMode } from './options-check.js';
 import { ClientKeys } from './client-auth/client-keys.js';
 import { ClientJwts } from './client-auth/client-jwt.js';
-import { dpopClaimsOption, type DpopHashClaim } from './tokens/dpop-binding.js';
+import { dpopClaimsOption } from './tokens/dpop-binding.js';
 import {
   ACCESS_TOKEN_FORMAT_DEFAULT,
   BODY_LIMIT_DEFAULT,

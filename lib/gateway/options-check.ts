@@ -10,7 +10,6 @@ import {
   type ClientRegistry,
   type RegisteredClient,
 } from '../registry/clients.js';
-import type { ClientJwksOptions } from './client-auth/client-keys.js';
 import { CONFIRMATION_TEXTS } from './http/confirmation-texts.js';
 import type { FailureLimitRule, RateLimitOptions, RateLimitRule, SubscriberLimitRules } from '../ops/rate-limits.js';
 import type { StartupWarning } from '../ops/logging.js';
@@ -30,6 +29,7 @@ import {
 } from '../option-checks.js';
 import type {
   BackchannelOptions,
+  ClientJwksOptions,
   ConsentPageOptions,
   ConsentPageTexts,
   Lifetimes,

@@ -6,11 +6,98 @@ import type { StaticSubscriber, Subscriber, SubscriberDirectory } from '../ident
 import type { Store } from '../stores/store.js';
 import type { JWK } from 'jose';
 import type { RateLimitOptions } from '../ops/rate-limits.js';
-import type { ClientJwksOptions } from './client-auth/client-keys.js';
-import type { ConfirmationTexts } from './http/confirmation-texts.js';
 import type { NetAuthLogger } from '../ops/logging.js';
 import type { ConsentConfirmationOptions, SendConsentConfirmation } from '../consent/confirmation.js';
-import type { DpopHashClaim } from './tokens/dpop-binding.js';
+
+/**
+ * The CAMARA profile's DPoP extension claims (Security and Interoperability Profile, "Request Binding to DPoP
+ * Proofs"): base64url SHA-256, without padding, of the raw query string as received and of the body's bytes.
+ */
+export type DpopHashClaim = 'camara:qh' | 'camara:bh';
+
+/** How a client's `jwksUri` is fetched. */
+export interface ClientJwksOptions {
+  /**
+   * Milliseconds one fetch may take, connection to last byte.
+   * @defaultValue 5000
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks_uri`)
+   */
+  fetchTimeout?: number;
+  /**
+   * Largest JWK Set accepted, in bytes.
+   * @defaultValue 65536
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks_uri`)
+   */
+  maxBytes?: number;
+  /**
+   * Seconds a fetched JWK Set is used before it is fetched again.
+   * @defaultValue 600
+   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks_uri`)
+   */
+  cacheMaxAge?: number;
+  /**
+   * Origins (`scheme://host[:port]`) whose `jwksUri`s may use `http:` or lead to private, loopback, link-local or
+   * unique-local addresses: a key server inside the operator's network, a development server.
+   * @defaultValue none: only `https:` to public addresses is fetched, at the address checked when the host was resolved
+   */
+  internalOrigins?: string[];
+}
+
+/**
+ * The wording of the confirmation step (a consent rule with `confirmation: 'required'`, and the consents page
+ * when `sendConsentConfirmation` is configured): part of `consentPage.texts`, so it is translated and replaced
+ * like the rest of the page.
+ */
+export interface ConfirmationTexts {
+  /** Heading of the page that asks for the code. `{client}` and `{operator}` are replaced. */
+  codeTitle: string;
+  /** Under it. `{client}` and `{operator}` are replaced. */
+  codeIntro: string;
+  /** Label of the code field. */
+  codeLabel: string;
+  /** Hint under the label. */
+  codeHint: string;
+  /** The button that submits the code (and allows). */
+  confirm: string;
+  /** A wrong code, attempts left. `{attempts}` is replaced by their number. */
+  wrongCode: string;
+  /** Something other than the code's digits. */
+  malformedCode: string;
+  /** Heading of the page shown when the code could not be sent. */
+  sendFailedTitle: string;
+  /** Its text. `{client}` and `{operator}` are replaced. */
+  sendFailed: string;
+  /** Its button that sends a new code. */
+  resend: string;
+  /** Under the code page's heading on the consents page. `{operator}` is replaced. */
+  consentsCodeIntro: string;
+  /** Heading of the consents page before a code is sent. `{operator}` is replaced. */
+  consentsSendTitle: string;
+  /** The consents page's text before a code is sent: what it is for. `{operator}` is replaced. */
+  consentsSendIntro: string;
+  /** The consents page's button that sends the first code. */
+  sendCode: string;
+  /** The consents page's text when the code could not be sent. `{operator}` is replaced. */
+  consentsSendFailed: string;
+  /** The consents page's button that sends a new code. */
+  newCode: string;
+  /** Heading of the consents page's page when its code cannot be used any more (wrong too often, expired). */
+  codeEndedTitle: string;
+  /** Its text. `{operator}` is replaced. */
+  codeEnded: string;
+  /** Heading of the page shown when the subscriber was sent as many codes as `codesPerSubscriber` allows. */
+  codesLimitTitle: string;
+  /** Its text. `{operator}` and `{minutes}` (until a code may be sent again) are replaced. */
+  codesLimit: string;
+  /**
+   * The text message that carries a consent's code (`context.message` of `sendConsentConfirmation`):
+   * `{operator}`, `{client}`, `{scopes}` (the scopes' `message` labels), `{purpose}` (the purpose's) and `{minutes}`
+   * are replaced; `{code}` is left for the hook, which puts the code there.
+   */
+  consentMessage: string;
+  /** The same for the consents page's code: `{operator}` and `{minutes}` are replaced, `{code}` is left. */
+  consentsMessage: string;
+}
 
 /** Lifetimes in seconds. Defaults are docs/protocol.md's. */
 export interface Lifetimes {

@@ -3,7 +3,8 @@ import { OAuthError } from '../errors.js';
 import type { GatewayContext } from '../gateway/context.js';
 import { DPOP_LIMITED, DpopProofRejectedError, dpopProofOf, verifyDpopProof } from '../gateway/tokens/dpop.js';
 import { overLimit } from '../ops/rate-limits.js';
-import { rawQuery, type DpopHashClaim } from '../gateway/tokens/dpop-binding.js';
+import { rawQuery } from '../gateway/tokens/dpop-binding.js';
+import type { DpopHashClaim } from '../gateway/options.js';
 import type { BodyHashReader } from './body-hash.js';
 import type { AuthScheme } from './responses.js';
 

@@ -11,7 +11,8 @@ import { consumeSingleUseToken, findAccessToken, type AccessTokenRecord } from '
 import { subscriberOf } from '../gateway/requests/authorization.js';
 import { looksLikeJwt, verifyAccessToken, type VerifiedAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
 import { DPOP_ALGORITHMS } from '../gateway/tokens/dpop.js';
-import { DPOP_HASH_CLAIMS, dpopClaimsOption, type DpopHashClaim } from '../gateway/tokens/dpop-binding.js';
+import { DPOP_HASH_CLAIMS, dpopClaimsOption } from '../gateway/tokens/dpop-binding.js';
+import type { DpopHashClaim } from '../gateway/options.js';
 import { bodyHashReader } from './body-hash.js';
 import { toOAuthError } from '../gateway/http/render-error.js';
 import {

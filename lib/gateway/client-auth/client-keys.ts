@@ -4,35 +4,8 @@ import type { LookupFunction } from 'node:net';
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import type { RegisteredClient } from '../../registry/clients.js';
 import { CLIENT_JWKS_DEFAULTS } from '../../defaults.js';
+import type { ClientJwksOptions } from '../options.js';
 import { JwksDestinationRefusedError, JwksDestinations, type PinnedAddress } from '../../registry/jwks-destination.js';
-
-/** How a client's `jwksUri` is fetched. */
-export interface ClientJwksOptions {
-  /**
-   * Milliseconds one fetch may take, connection to last byte.
-   * @defaultValue 5000
-   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks_uri`)
-   */
-  fetchTimeout?: number;
-  /**
-   * Largest JWK Set accepted, in bytes.
-   * @defaultValue 65536
-   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks_uri`)
-   */
-  maxBytes?: number;
-  /**
-   * Seconds a fetched JWK Set is used before it is fetched again.
-   * @defaultValue 600
-   * @see {@link https://www.rfc-editor.org/rfc/rfc7591#section-2 | RFC 7591 §2} (`jwks_uri`)
-   */
-  cacheMaxAge?: number;
-  /**
-   * Origins (`scheme://host[:port]`) whose `jwksUri`s may use `http:` or lead to private, loopback, link-local or
-   * unique-local addresses: a key server inside the operator's network, a development server.
-   * @defaultValue none: only `https:` to public addresses is fetched, at the address checked when the host was resolved
-   */
-  internalOrigins?: string[];
-}
 
 /**
  * After a failed fetch, the next waits this long (milliseconds): a broken `jwksUri` is not asked on every request.

@@ -3,7 +3,8 @@ import type { ConsentPolicy } from '../../consent/policy.js';
 import { CLIENT_SIGNING_ALGORITHMS, type ClientRegistry } from '../../registry/clients.js';
 import type { KeySet } from '../tokens/keys.js';
 import { DPOP_ALGORITHMS } from '../tokens/dpop.js';
-import { DPOP_HASH_CLAIMS, type DpopHashClaim } from '../tokens/dpop-binding.js';
+import { DPOP_HASH_CLAIMS } from '../tokens/dpop-binding.js';
+import type { DpopHashClaim } from '../options.js';
 import { CLIENT_AUTH_METHOD_DEFAULT, DISCOVERY_DEFAULTS } from '../../defaults.js';
 
 /** What discovery announces from: the issuer, the registry's methods and grants, keys, policy, DPoP claims. */

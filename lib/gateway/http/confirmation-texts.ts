@@ -1,59 +1,6 @@
-/**
- * The wording of the confirmation step (a consent rule with `confirmation: 'required'`, and the consents page
- * when `sendConsentConfirmation` is configured): part of `consentPage.texts`, so it is translated and replaced
- * like the rest of the page.
- */
-export interface ConfirmationTexts {
-  /** Heading of the page that asks for the code. `{client}` and `{operator}` are replaced. */
-  codeTitle: string;
-  /** Under it. `{client}` and `{operator}` are replaced. */
-  codeIntro: string;
-  /** Label of the code field. */
-  codeLabel: string;
-  /** Hint under the label. */
-  codeHint: string;
-  /** The button that submits the code (and allows). */
-  confirm: string;
-  /** A wrong code, attempts left. `{attempts}` is replaced by their number. */
-  wrongCode: string;
-  /** Something other than the code's digits. */
-  malformedCode: string;
-  /** Heading of the page shown when the code could not be sent. */
-  sendFailedTitle: string;
-  /** Its text. `{client}` and `{operator}` are replaced. */
-  sendFailed: string;
-  /** Its button that sends a new code. */
-  resend: string;
-  /** Under the code page's heading on the consents page. `{operator}` is replaced. */
-  consentsCodeIntro: string;
-  /** Heading of the consents page before a code is sent. `{operator}` is replaced. */
-  consentsSendTitle: string;
-  /** The consents page's text before a code is sent: what it is for. `{operator}` is replaced. */
-  consentsSendIntro: string;
-  /** The consents page's button that sends the first code. */
-  sendCode: string;
-  /** The consents page's text when the code could not be sent. `{operator}` is replaced. */
-  consentsSendFailed: string;
-  /** The consents page's button that sends a new code. */
-  newCode: string;
-  /** Heading of the consents page's page when its code cannot be used any more (wrong too often, expired). */
-  codeEndedTitle: string;
-  /** Its text. `{operator}` is replaced. */
-  codeEnded: string;
-  /** Heading of the page shown when the subscriber was sent as many codes as `codesPerSubscriber` allows. */
-  codesLimitTitle: string;
-  /** Its text. `{operator}` and `{minutes}` (until a code may be sent again) are replaced. */
-  codesLimit: string;
-  /**
-   * The text message that carries a consent's code (`context.message` of `sendConsentConfirmation`):
-   * `{operator}`, `{client}`, `{scopes}` (the scopes' `message` labels), `{purpose}` (the purpose's) and `{minutes}`
-   * are replaced; `{code}` is left for the hook, which puts the code there.
-   */
-  consentMessage: string;
-  /** The same for the consents page's code: `{operator}` and `{minutes}` are replaced, `{code}` is left. */
-  consentsMessage: string;
-}
+import type { ConfirmationTexts } from '../options.js';
 
+/** The confirmation step's default (English) wording: `ConfirmationTexts`, in options.ts, says what each is. */
 export const CONFIRMATION_TEXTS: ConfirmationTexts = {
   codeTitle: 'Enter the code {operator} sent to your phone',
   codeIntro:

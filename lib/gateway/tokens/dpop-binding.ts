@@ -1,8 +1,6 @@
-/**
- * The CAMARA profile's DPoP extension claims (Security and Interoperability Profile, "Request Binding to DPoP
- * Proofs"): base64url SHA-256, without padding, of the raw query string as received and of the body's bytes.
- */
-export type DpopHashClaim = 'camara:qh' | 'camara:bh';
+import type { DpopHashClaim } from '../options.js';
+
+/** The CAMARA profile's DPoP hash claims (`DpopHashClaim`), in the order they are checked and announced. */
 export const DPOP_HASH_CLAIMS: readonly DpopHashClaim[] = ['camara:qh', 'camara:bh'];
 
 /** An option naming required hash claims, checked at start-up: the list, without repeats. */

@@ -10,13 +10,8 @@ import type { DpopProofLimitHit, RateLimits } from '../../ops/rate-limits.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
 import { jtiRecordId, useJtiOnce } from '../client-auth/client-jwt.js';
 import { proofKeyRefusal } from './dpop-proof-key.js';
-import {
-  BodyAlreadyReadError,
-  DPOP_HASH_CLAIMS,
-  rawQuery,
-  type DpopHashClaim,
-  type RequestBinding,
-} from './dpop-binding.js';
+import { BodyAlreadyReadError, DPOP_HASH_CLAIMS, rawQuery, type RequestBinding } from './dpop-binding.js';
+import type { DpopHashClaim } from '../options.js';
 
 /**
  * DPoP proofs (RFC 9449 §4): checked at the token endpoint (the token is then bound to the proof's key) and by
