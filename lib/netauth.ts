@@ -8,7 +8,12 @@ import { exportOf, outOfBandEvidence, type ConsentExport, type OutOfBandEvidence
 import { createContext, type GatewayContext } from './gateway/context.js';
 import type { NetAuthOptions } from './gateway/options.js';
 import { createRouter, createWellKnownRouter } from './gateway/router.js';
-import { createGuard, type GuardOptions, type NetAuthOptionalSubscriberGuard } from './guard/guard.js';
+import {
+  createGuard,
+  type GuardCollaborators,
+  type GuardOptions,
+  type NetAuthOptionalSubscriberGuard,
+} from './guard/guard.js';
 import { checkGuardOptions } from './guard/guard-options.js';
 import { VerifiedAccessTokens } from './guard/verified-access-tokens.js';
 import { metadata, type AuthorizationServerMetadata } from './gateway/endpoints/discovery.js';
@@ -169,12 +174,14 @@ export function createNetAuth(options: NetAuthOptions): NetAuth {
   const router = createRouter(ctx);
   // One for every guard of this gateway: a token verified at one route is known at the next.
   const verifiedAccessTokens = new VerifiedAccessTokens(ctx.now);
+  // Every guard gets the context as the few collaborators it names.
+  const guarding: GuardCollaborators = ctx;
   return {
     router,
     wellKnown: createWellKnownRouter(ctx),
     guard: (guardOptions) => {
       checkGuardOptions(guardOptions, ctx.policy);
-      return createGuard(ctx, guardOptions, verifiedAccessTokens);
+      return createGuard(guarding, guardOptions, verifiedAccessTokens);
     },
     consent: {
       grant: async (input) => {

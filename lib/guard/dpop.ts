@@ -1,8 +1,9 @@
 import type { Request, Response } from 'express';
 import { OAuthError } from '../errors.js';
-import type { GatewayContext } from '../gateway/context.js';
 import { DPOP_LIMITED, DpopProofRejectedError, dpopProofOf, verifyDpopProof } from '../gateway/tokens/dpop.js';
-import { overLimit } from '../ops/rate-limits.js';
+import { overLimit, type RateLimits } from '../ops/rate-limits.js';
+import type { EventHub } from '../ops/events.js';
+import type { Store } from '../stores/store.js';
 import { rawQuery } from '../gateway/tokens/dpop-binding.js';
 import type { DpopHashClaim } from '../gateway/options.js';
 import type { BodyHashReader } from './body-hash.js';
@@ -20,6 +21,15 @@ export function resourceUrl(origin: string, req: Request): string {
   return `${origin}${query < 0 ? url : url.slice(0, query)}`;
 }
 
+/** What checking a bound token's proof uses: the store (the proof's `jti`, once), the clock, the limits, the events. */
+export interface SenderConstraintCollaborators {
+  store: Store;
+  now: () => number;
+  /** `rateLimits.dpopProofs`: undefined with `rateLimits: false`. */
+  limits: RateLimits | undefined;
+  events: EventHub;
+}
+
 function refused(description: string): OAuthError {
   return new OAuthError('invalid_dpop_proof', description, { status: 401 });
 }
@@ -33,7 +43,7 @@ function refused(description: string): OAuthError {
  * A proof whose key or client is over `rateLimits.dpopProofs` is 429 with `Retry-After`, reported as `rate.limited`.
  */
 export async function checkSenderConstraint(
-  ctx: GatewayContext,
+  ctx: SenderConstraintCollaborators,
   req: Request,
   presented: { scheme: AuthScheme; token: string },
   { jkt, clientId }: { jkt: string | undefined; clientId: string },

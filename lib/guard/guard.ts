@@ -1,20 +1,30 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.js';
-import type { Subscriber } from '../identity/subscribers.js';
+import type { Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
+import type { ConsentPolicy } from '../consent/policy.js';
 import {
   isNetworkAuthentication,
   readIdentification,
   type SubscriberIdentification,
 } from '../identity/identification.js';
-import type { GatewayContext } from '../gateway/context.js';
-import { consumeSingleUseToken, findAccessToken, type AccessTokenRecord } from '../gateway/tokens/access-tokens.js';
+import {
+  consumeSingleUseToken,
+  findAccessToken,
+  type AccessTokenFinding,
+  type AccessTokenRecord,
+} from '../gateway/tokens/access-tokens.js';
 import { subscriberOf } from '../gateway/requests/authorization.js';
-import { looksLikeJwt, verifyAccessToken, type VerifiedAccessToken } from '../gateway/tokens/jwt-access-tokens.js';
+import {
+  looksLikeJwt,
+  verifyAccessToken,
+  type AccessTokenSigning,
+  type VerifiedAccessToken,
+} from '../gateway/tokens/jwt-access-tokens.js';
 import { DPOP_ALGORITHMS } from '../gateway/tokens/dpop.js';
 import { DPOP_HASH_CLAIMS, dpopClaimsOption } from '../gateway/tokens/dpop-binding.js';
-import type { DpopHashClaim } from '../gateway/options.js';
+import type { DpopHashClaim, NetAuthOptions } from '../gateway/options.js';
 import { bodyHashReader } from './body-hash.js';
-import { toOAuthError } from '../gateway/http/render-error.js';
+import { toOAuthError, type StoreReport } from '../gateway/http/render-error.js';
 import {
   GuardResponses,
   camaraError,
@@ -24,7 +34,7 @@ import {
 } from './responses.js';
 import { admitAfter, admitEachAwaited, admitInTurn, Waiting, type Check } from './admission.js';
 import { echoCorrelator } from './correlator.js';
-import { checkSenderConstraint } from './dpop.js';
+import { checkSenderConstraint, type SenderConstraintCollaborators } from './dpop.js';
 import { deviceIdentification, type DeviceOptions, type NetAuthDevice } from './device.js';
 import { GUARD_DEFAULTS } from '../defaults.js';
 import { VerifiedAccessTokens } from './verified-access-tokens.js';
@@ -154,6 +164,28 @@ export interface GuardOptions {
 }
 
 /**
+ * What the guard works with: the package's access tokens (a JWT verified here, an opaque one found in the store,
+ * their revocation), a bound token's proof checks, the policy (a scope's network-authentication rule), the
+ * subscriber directory (device identification), the gateway's DPoP hash claims, and where failures go. The
+ * composition root (lib/netauth.ts) hands every guard of a gateway the same one; the guard names nothing else.
+ */
+export interface GuardCollaborators extends AccessTokenSigning, AccessTokenFinding, SenderConstraintCollaborators {
+  /** What the guard's defaults follow (`errorFormat` under `profile: 'camara'`). */
+  profile: NetAuthOptions['profile'];
+  /** The router's realm, the challenge's unless the route names its own. */
+  realm: string;
+  policy: ConsentPolicy;
+  subscribers: SubscriberDirectory;
+  bodyLimit: string | number;
+  /** Hash claims every DPoP proof must carry, gateway-wide; a route may require more. */
+  dpopClaimsRequired: readonly DpopHashClaim[];
+  /** What discovery announces: a route's required hash claims are added here. */
+  announcedDpopClaims: Set<DpopHashClaim>;
+  onError: (error: unknown) => void;
+  storeUnavailable: StoreReport;
+}
+
+/**
  * A live access token: the grant it carries, the DPoP key it is bound to (RFC 9449 `cnf.jkt`), and whether it
  * is good for one call only (the guard then spends it).
  */
@@ -172,7 +204,7 @@ interface FoundToken {
  * (but for a single-use token, which the guard spends).
  */
 function offlineToken(
-  ctx: GatewayContext,
+  ctx: AccessTokenSigning & Pick<AccessTokenFinding, 'revocations'>,
   verifiedTokens: VerifiedAccessTokens,
   token: string,
 ): { found: FoundToken | undefined } | undefined {
@@ -235,11 +267,11 @@ function missingSubscriber(found: FoundToken, option: 'required' | 'optional'): 
  * holds for those issued before (an earlier version, or a rule changed since), so Number Verification never
  * answers what the network did not prove. A network-identified token costs one comparison.
  */
-function unauthenticatedSubscriber(ctx: GatewayContext, grant: NetAuthAnyGrant): OAuthError | undefined {
+function unauthenticatedSubscriber(policy: ConsentPolicy, grant: NetAuthAnyGrant): OAuthError | undefined {
   const { identifiedBy } = grant;
   if (grant.subscriber === undefined || (identifiedBy !== undefined && isNetworkAuthentication(identifiedBy)))
     return undefined;
-  const scope = grant.scopes.find((s) => ctx.policy.rule(grant.purpose, s)?.requireNetworkAuthentication === true);
+  const scope = grant.scopes.find((s) => policy.rule(grant.purpose, s)?.requireNetworkAuthentication === true);
   if (scope === undefined) return undefined;
   return new OAuthError(
     'insufficient_scope',
@@ -253,7 +285,7 @@ function unauthenticatedSubscriber(ctx: GatewayContext, grant: NetAuthAnyGrant):
  * of concurrent calls with it exactly one gets through (the store's atomic `consume`), on every store, for both
  * token formats; the others, and every later call, are 401 invalid_token.
  */
-async function spend(ctx: GatewayContext, token: string): Promise<OAuthError | undefined> {
+async function spend(ctx: Pick<AccessTokenFinding, 'store'>, token: string): Promise<OAuthError | undefined> {
   if (await consumeSingleUseToken(ctx, token)) return undefined;
   return new OAuthError('invalid_token', 'the single-use access token was already used');
 }
@@ -340,19 +372,19 @@ function unknownToken(): OAuthError {
  * device identification). A valid `x-correlator` is echoed on every answer.
  */
 export function createGuard(
-  ctx: GatewayContext,
+  ctx: GuardCollaborators,
   options: GuardOptions & { subscriber: 'optional' },
   verifiedTokens?: VerifiedAccessTokens,
 ): NetAuthOptionalSubscriberGuard;
 export function createGuard(
-  ctx: GatewayContext,
+  ctx: GuardCollaborators,
   options?: GuardOptions,
   verifiedTokens?: VerifiedAccessTokens,
   execution?: GuardExecution,
 ): RequestHandler;
 /** `verifiedTokens`: shared by every guard of one gateway (createNetAuth makes one), else this guard's own. */
 export function createGuard(
-  ctx: GatewayContext,
+  ctx: GuardCollaborators,
   options: GuardOptions = {},
   verifiedTokens = new VerifiedAccessTokens(ctx.now),
   execution: GuardExecution = SAME_TURN,
@@ -460,7 +492,7 @@ export function createGuard(
         const { grant } = found!;
         if (!coversScopes(scopes, grant.scopes) || (purposes.length > 0 && !purposes.includes(grant.purpose)))
           return new OAuthError('insufficient_scope', 'the access token does not cover this API');
-        return missingSubscriber(found!, subscriber) ?? unauthenticatedSubscriber(ctx, grant);
+        return missingSubscriber(found!, subscriber) ?? unauthenticatedSubscriber(ctx.policy, grant);
       },
     },
     {
