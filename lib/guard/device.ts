@@ -1,7 +1,4 @@
-import type { Request, Response } from 'express';
-import { OAuthError } from '../errors.js';
-import { sizeLimit } from '../gateway/http/read-params.js';
-import { readJsonBody } from './json-body.js';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { E164, normaliseIp, type NetworkAddress } from '../identity/login-hint.js';
 import type { Subscriber, SubscriberDirectory } from '../identity/subscribers.js';
 import { camaraError, type CamaraErrorInfo } from './responses.js';
@@ -166,11 +163,12 @@ async function withPhoneNumber(directory: SubscriberDirectory, subscriber: Subsc
     : { id: subscriber.id, phoneNumber: found.phoneNumber };
 }
 
-/** A failure to read the body (json-body.ts, the router's reader) as the Commonalities name it. */
-function bodyFailure(error: OAuthError): CamaraErrorInfo {
-  if (error.status === 415)
+/** A body-parser failure as the Commonalities name it. */
+function bodyFailure(error: unknown): CamaraErrorInfo {
+  const status = (error as { status?: unknown }).status;
+  if (status === 415)
     return camaraError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body is in an unsupported format.');
-  return invalid(error.status === 413 ? 'The request body is too large.' : 'The request body is not valid JSON.');
+  return invalid(status === 413 ? 'The request body is too large.' : 'The request body is not valid JSON.');
 }
 
 export type DeviceIdentification = (
@@ -193,23 +191,21 @@ export function deviceIdentification(
     throw new TypeError("guard device.identifier must be 'device', 'phoneNumber' or 'none'");
   const confirm = options.confirm ?? GUARD_DEVICE_DEFAULTS.confirm;
   if (typeof confirm !== 'boolean') throw new TypeError('guard device.confirm must be true or false');
-  const maxBytes = sizeLimit(bodyLimit);
-  /** The body as a parser before the guard (or the DPoP body hash) left it, else read here. */
-  const readBody = (req: Request): Promise<{ body: unknown } | CamaraErrorInfo> =>
+  const json: RequestHandler = express.json({ limit: bodyLimit });
+  const readBody = (req: Request, res: Response): Promise<{ body: unknown } | CamaraErrorInfo> =>
     req.body !== undefined
       ? Promise.resolve({ body: req.body as unknown })
-      : readJsonBody(req, maxBytes).then(
-          (body) => ({ body }),
-          (error: unknown) => {
-            if (error instanceof OAuthError) return bodyFailure(error);
-            throw error;
-          },
+      : new Promise(
+          (resolve) =>
+            void json(req, res, (error?: unknown) =>
+              resolve(error ? bodyFailure(error) : { body: req.body as unknown }),
+            ),
         );
 
-  return async (req, _res, tokenSubscriber) => {
+  return async (req, res, tokenSubscriber) => {
     let requested: DeviceIdentifier | undefined;
     if (field !== 'none') {
-      const read = await readBody(req);
+      const read = await readBody(req, res);
       if (!('body' in read)) return read;
       const parsed = requestedIdentifier(read.body, field);
       if (parsed !== undefined && 'code' in parsed) return parsed;

@@ -1,4 +1,3 @@
-import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import express, { type Request } from 'express';
@@ -440,28 +439,5 @@ describe('device identification (Commonalities Appendix A)', () => {
       .send({ maxAge: 3 });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ body: { maxAge: 3 } });
-  });
-
-  it("the body is read by the router's reader: content codings, another media type left unread, another charset 415", async () => {
-    const gw = camaraGateway();
-    const token = await tokenFor(gw);
-    const post = () => request(gw.app).post('/camara/confirm').set('Authorization', `Bearer ${token}`);
-    const gzipped = await post()
-      .set('Content-Type', 'application/json')
-      .set('Content-Encoding', 'gzip')
-      // Sent as bytes: superagent would serialise a Buffer as JSON.
-      .serialize((body: string) => body)
-      .send(gzipSync(JSON.stringify({ device: { phoneNumber: '+34600000001' } })) as unknown as string);
-    expect(gzipped.status, gzipped.text).toBe(200);
-    expect(gzipped.body.device).toMatchObject({ identifiedBy: 'token', identifier: { phoneNumber: '+34600000001' } });
-    // As express.json(): a body of another media type is not this route's, and the token identifies the device.
-    const text = await post().set('Content-Type', 'text/plain').send('{"device": {"phoneNumber": "+34600000002"}}');
-    expect(text.status, text.text).toBe(200);
-    expect(text.body.device).toEqual({ identifiedBy: 'token', subscriber: ALICE });
-    const latin1 = await post()
-      .set('Content-Type', 'application/json; charset=iso-8859-1')
-      .send('{"device": {"phoneNumber": "+34600000001"}}');
-    expect(latin1.status).toBe(415);
-    expect(latin1.body.code).toBe('UNSUPPORTED_MEDIA_TYPE');
   });
 });
