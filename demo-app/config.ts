@@ -5,7 +5,6 @@
 import { readFileSync } from 'node:fs';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
-import { DEMO_LANGUAGES } from './wording.js';
 
 const E164 = /^\+[1-9][0-9]{4,14}$/;
 const CIBA = 'urn:openid:params:grant-type:ciba';
@@ -86,6 +85,9 @@ const ruleSchema = z.strictObject({
   consentLifetime: seconds.optional(),
   confirmation: z.enum(['off', 'required'], { error: 'must be "off" or "required"' }).optional(),
 });
+
+/** The languages beyond `operator.language` the demo can serve (`operator.languages`). */
+export const DEMO_LANGUAGES = ['es'] as const;
 
 const schema = z
   .strictObject({

@@ -6,10 +6,6 @@
 import type { ConsentPageTexts, LabelWording, PageLabels, PageLanguageOptions } from '../lib/index.js';
 import type { DemoConfig } from './config.js';
 
-/** The languages beyond `operator.language` the demo can serve (`operator.languages`). */
-export const DEMO_LANGUAGES = ['es'] as const;
-export type DemoLanguage = (typeof DEMO_LANGUAGES)[number];
-
 interface Wording {
   purposes: Record<string, LabelWording>;
   scopes: Record<string, LabelWording>;

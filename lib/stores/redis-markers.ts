@@ -9,7 +9,7 @@
  * none) means the shard lost its data since (another instance may have written a new marker first). That is
  * reported, once per loss and per store, and the new value remembered, so the next loss is noticed too.
  */
-import { randomId } from '../crypto.js';
+import { randomBytes } from 'node:crypto';
 import { describeFailures, type RedisConnection } from './redis-connection.js';
 import { StoreUnavailableError } from './store.js';
 import { markerKey } from './redis-keys.js';
@@ -87,7 +87,7 @@ export class DataLossWatch {
     const settled = await Promise.allSettled(
       shards.map(async ({ tag, address }) => {
         const key = markerKey(this.prefix, tag);
-        const value = String(await this.connection.script(MARK, [key], [randomId(12)]));
+        const value = String(await this.connection.script(MARK, [key], [randomBytes(12).toString('base64url')]));
         const before = this.seen.get(key);
         this.seen.set(key, value);
         if (before !== undefined && before !== value && !this.stopped) this.report(new StoreDataLossError(address));
