@@ -56,7 +56,12 @@ async function freePort(): Promise<number> {
 }
 
 /** True once the server answers PING with PONG (not LOADING, not refused). */
-function pings(port: number): Promise<boolean> {
+/**
+ * Whether the server on `port` answers and is the process `pid`: two test files started in parallel may pick the
+ * same free port (or one may take a port another stopped for a moment), and then the loser's own redis-server
+ * fails to bind while the winner's answers its PING: the test would run against another file's server.
+ */
+function answersAs(port: number, pid: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection({ host: '127.0.0.1', port });
     let reply = '';
@@ -66,10 +71,12 @@ function pings(port: number): Promise<boolean> {
     };
     socket.setTimeout(1000, () => done(false));
     socket.once('error', () => done(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('connect', () => socket.write('INFO server\r\n'));
     socket.on('data', (chunk) => {
       reply += chunk.toString('latin1');
-      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+      if (reply.startsWith('-')) done(false);
+      const found = /\r\nprocess_id:(\d+)\r\n/.exec(reply);
+      if (found) done(Number(found[1]) === pid);
     });
   });
 }
@@ -180,7 +187,7 @@ export class RedisServer {
     });
     for (let i = 0; i < 200; i++) {
       if (exited) break;
-      if (await pings(this.port)) return;
+      if (await answersAs(this.port, child.pid!)) return;
       await sleep(25);
     }
     await this.stop();
