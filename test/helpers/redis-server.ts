@@ -56,27 +56,41 @@ async function freePort(): Promise<number> {
 }
 
 /** True once the server answers PING with PONG (not LOADING, not refused). */
+/** Whether the server on `port` answers PING. */
+function pings(port: number): Promise<boolean> {
+  return ask(port, 'PING', (reply) => (reply.includes('\r\n') ? reply.startsWith('+PONG') : undefined));
+}
+
 /**
- * Whether the server on `port` answers and is the process `pid`: two test files started in parallel may pick the
- * same free port (or one may take a port another stopped for a moment), and then the loser's own redis-server
- * fails to bind while the winner's answers its PING: the test would run against another file's server.
+ * The process id of the server on `port` (INFO server), or undefined if it does not say within a second. Two test
+ * files started in parallel may pick the same free port (or one may take a port another stopped for a moment):
+ * the loser's own redis-server then fails to bind while the winner's answers its PING, and the test would run
+ * against another file's server.
  */
-function answersAs(port: number, pid: number): Promise<boolean> {
+function processIdAt(port: number): Promise<number | undefined> {
+  return ask(port, 'INFO server', (reply) => {
+    if (reply.startsWith('-')) return Number.NaN;
+    const found = /\r\nprocess_id:(\d+)\r\n/.exec(reply);
+    return found ? Number(found[1]) : undefined;
+  }).then((pid) => (pid === false || Number.isNaN(pid) ? undefined : pid));
+}
+
+/** Sends one inline command and reads until `answer` decides (undefined: read on), for a second at most. */
+function ask<T>(port: number, command: string, answer: (reply: string) => T | undefined): Promise<T | false> {
   return new Promise((resolve) => {
     const socket = createConnection({ host: '127.0.0.1', port });
     let reply = '';
-    const done = (ok: boolean) => {
+    const done = (value: T | false) => {
       socket.destroy();
-      resolve(ok);
+      resolve(value);
     };
     socket.setTimeout(1000, () => done(false));
     socket.once('error', () => done(false));
-    socket.once('connect', () => socket.write('INFO server\r\n'));
+    socket.once('connect', () => socket.write(`${command}\r\n`));
     socket.on('data', (chunk) => {
       reply += chunk.toString('latin1');
-      if (reply.startsWith('-')) done(false);
-      const found = /\r\nprocess_id:(\d+)\r\n/.exec(reply);
-      if (found) done(Number(found[1]) === pid);
+      const decided = answer(reply);
+      if (decided !== undefined) done(decided);
     });
   });
 }
@@ -187,7 +201,12 @@ export class RedisServer {
     });
     for (let i = 0; i < 200; i++) {
       if (exited) break;
-      if (await answersAs(this.port, child.pid!)) return;
+      if (await pings(this.port)) {
+        // Ours, not another test file's server on the same port (then this one failed to bind: start() moves on).
+        const pid = await processIdAt(this.port);
+        if (pid === undefined || pid === child.pid) return;
+        break;
+      }
       await sleep(25);
     }
     await this.stop();
