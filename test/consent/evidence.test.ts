@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
-import { RedisStore, type ConsentExport, type NetAuthOptions } from '../../lib/index.js';
+import type { ConsentExport, NetAuthOptions } from '../../lib/index.js';
 import { POLICY, createTestGateway, type TestGateway } from '../helpers/gateway.js';
 import {
   ALICE_IP,
@@ -24,7 +24,7 @@ import {
   redeem,
 } from '../helpers/frontend.js';
 import { operatorChannel } from '../helpers/operator-channel.js';
-import { RedisServer, freshPrefix, requireRedisServer, skipRedisTests } from '../helpers/redis-server.js';
+import { skipRedisTests, useRedisStore } from '../helpers/redis-server.js';
 import { startConsentMaster, type ConsentMasterFake } from './consent-master-fake.js';
 import { HttpConsentMaster } from './http-consent-master.js';
 
@@ -314,21 +314,10 @@ describe('withdrawn on the consents page', () => {
 
   const skip = skipRedisTests('consent evidence on Redis');
   describe.skipIf(skip)('on a real Redis', () => {
-    let server: RedisServer;
-    let store: RedisStore;
-    beforeAll(async () => {
-      requireRedisServer();
-      server = await RedisServer.start();
-      store = new RedisStore({ url: server.url, prefix: freshPrefix() });
-      await store.open();
-    }, 30_000);
-    afterAll(async () => {
-      await store?.close();
-      await server?.destroy();
-    });
+    const redis = useRedisStore();
 
     it('the same: evidence and withdrawal kept in Redis', async () => {
-      const gw = createTestGateway({ store, consentPage: { cookieSecret: 'a-shared-secret-123' } });
+      const gw = createTestGateway({ store: redis(), consentPage: { cookieSecret: 'a-shared-secret-123' } });
       const { given, after } = await giveAndWithdrawOnThePages(gw);
       expect(given.evidence).toMatchObject({ method: 'page', identifiedBy: 'network' });
       expect(after.records).toEqual([

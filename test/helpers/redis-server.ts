@@ -1,3 +1,5 @@
+import { afterAll, beforeAll } from 'vitest';
+import { RedisStore } from '../../lib/index.js';
 /**
  * A real redis-server for the tests (and for the bench's Redis rows): started on a free loopback port with no persistence and its own
  * temp dir, and able to stop and start again on the same port (to test "Redis went away").
@@ -230,4 +232,27 @@ export class RedisServer {
     await this.stop();
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * In a describe block: a Redis server and a RedisStore opened on it (a fresh prefix) for the block's tests, both
+ * closed after them. The store is read when a test runs: `createTestGateway({ store: redis() })`.
+ */
+export function useRedisStore(): () => RedisStore {
+  let server: RedisServer | undefined;
+  let store: RedisStore | undefined;
+  beforeAll(async () => {
+    requireRedisServer();
+    server = await RedisServer.start();
+    store = new RedisStore({ url: server.url, prefix: freshPrefix() });
+    await store.open();
+  }, 30_000);
+  afterAll(async () => {
+    await store?.close();
+    await server?.destroy();
+  });
+  return () => {
+    if (store === undefined) throw new Error("useRedisStore: the store is opened before the block's tests");
+    return store;
+  };
 }

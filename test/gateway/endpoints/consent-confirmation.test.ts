@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { operatorChannel } from '../../helpers/operator-channel.js';
-import { MemoryStore, RedisStore, createNetAuth, type NetAuthOptions, type Store } from '../../../lib/index.js';
+import { MemoryStore, createNetAuth, type NetAuthOptions, type Store } from '../../../lib/index.js';
 import { CLIENTS, ISSUER, POLICY, SUBSCRIBERS, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import {
   fromDevice,
@@ -16,7 +16,7 @@ import {
   redeem,
 } from '../../helpers/frontend.js';
 import { recordEvents } from '../../helpers/events.js';
-import { RedisServer, freshPrefix, requireRedisServer, skipRedisTests } from '../../helpers/redis-server.js';
+import { skipRedisTests, useRedisStore } from '../../helpers/redis-server.js';
 
 /**
  * Issue 34, confirmation through the operator's channel: a consent rule with `confirmation: 'required'` records
@@ -362,21 +362,14 @@ describe('single use under concurrency', () => {
 
   const skip = skipRedisTests('the Redis confirmation test');
   describe.skipIf(skip)('Redis', () => {
-    let server: RedisServer;
-    let store: RedisStore;
-    beforeAll(async () => {
-      requireRedisServer();
-      server = await RedisServer.start();
-      store = new RedisStore({ url: server.url, prefix: freshPrefix() });
-      await store.open();
-    }, 30_000);
-    afterAll(async () => {
-      await store?.close();
-      await server?.destroy();
-    });
+    const redis = useRedisStore();
 
     it('Redis store: 50 parallel submissions of the right code issue at most one authorization code', async () => {
-      const { gw, sms } = gateway({ store, rateLimits: false, consentPage: { cookieSecret: 'a-shared-secret-123' } });
+      const { gw, sms } = gateway({
+        store: redis(),
+        rateLimits: false,
+        consentPage: { cookieSecret: 'a-shared-secret-123' },
+      });
       const opened = await open(gw);
       // Two Allows at once still send one message (the store's add lets one through).
       await Promise.all([allow(gw, opened), allow(gw, opened)]);

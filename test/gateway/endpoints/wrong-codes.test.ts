@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { operatorChannel } from '../../helpers/operator-channel.js';
-import { RedisStore, createNetAuth, type NetAuthOptions } from '../../../lib/index.js';
+import { createNetAuth, type NetAuthOptions } from '../../../lib/index.js';
 import { CLIENTS, ISSUER, POLICY, SUBSCRIBERS, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import {
   ALICE_IP,
@@ -17,7 +17,7 @@ import {
   type Device,
 } from '../../helpers/frontend.js';
 import { recordEvents } from '../../helpers/events.js';
-import { RedisServer, freshPrefix, requireRedisServer, skipRedisTests } from '../../helpers/redis-server.js';
+import { skipRedisTests, useRedisStore } from '../../helpers/redis-server.js';
 
 /**
  * Issue 42, finding 5: a long-term cap on the wrong confirmation codes typed for one subscriber
@@ -171,21 +171,13 @@ describe('wrong codes per subscriber are capped (consentConfirmation.wrongCodesP
 
   const skip = skipRedisTests('the Redis wrong-codes test');
   describe.skipIf(skip)('Redis', () => {
-    let server: RedisServer;
-    let store: RedisStore;
-    beforeAll(async () => {
-      requireRedisServer();
-      server = await RedisServer.start();
-      store = new RedisStore({ url: server.url, prefix: freshPrefix() });
-      await store.open();
-    }, 30_000);
-    afterAll(async () => {
-      await store?.close();
-      await server?.stop();
-    });
+    const redis = useRedisStore();
 
     it('shared by every instance on the store: wrong codes on one gateway spend the budget on another', async () => {
-      const options = { store, consentConfirmation: { wrongCodesPerSubscriber: { points: 2, duration: 600 } } };
+      const options = {
+        store: redis(),
+        consentConfirmation: { wrongCodesPerSubscriber: { points: 2, duration: 600 } },
+      };
       const one = gateway(options);
       const two = gateway(options);
       const first = await allowed(one.gw, one.sms);
