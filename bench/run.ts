@@ -65,17 +65,19 @@ const quick = args.quick === true;
 const settings = {
   quick,
   // Each round is a fresh server process per row, so a row's median is one over as many draws of the speed a
-  // process settles in as rounds (bench/README.md, "One server process, two speeds"). 17 rows per round (flow 10,
-  // frontend 3, guard 3, hostile 1) of 2 s + 2 s and a start-up, the prefill (<= 45 s), the redis suite and the soak
-  // (60 s): about 13 minutes on 2 cores.
+  // process settles in as rounds (bench/README.md, "One server process, two speeds"). 18 rows per round (flow 10,
+  // frontend 3, guard 4, hostile 1) of 4 s + 3 s and a start-up, the prefill (<= 45 s), the redis suite and the soak
+  // (60 s): about 20 minutes on 2 cores.
   rounds: Number(args.rounds ?? (quick ? 1 : MIN_PROCESSES)),
-  warmupMs: Number(args.warmup ?? (quick ? 0.3 : 2)) * 1000,
-  durationMs: Number(args.duration ?? (quick ? 0.6 : 2)) * 1000,
+  // 4 s of warm-up, as the independent harness (../shared/peer-bench): at 2 s every row was still tiering up (the
+  // peer ~8 % slower, express-netauth ~7 %), and on a slower host still more (bench/README.md, "Reconciliation").
+  warmupMs: Number(args.warmup ?? (quick ? 0.3 : 4)) * 1000,
+  durationMs: Number(args.duration ?? (quick ? 0.6 : 3)) * 1000,
   connections: Number(args.connections ?? 16),
   pending: Number(args.pending ?? (quick ? 2_000 : 100_000)),
   soakMs: Number(args.soak ?? (quick ? 1.5 : 60)) * 1000,
   /** The run stops adding rounds (for disturbed ones) when it would end later than this. */
-  budgetMs: Number(args.budget ?? (quick ? 20 : 960)) * 1000,
+  budgetMs: Number(args.budget ?? (quick ? 20 : 1500)) * 1000,
   /** The prefill of workload 4 stops here, holding however many it made. */
   prefillLimitMs: quick ? 3_000 : 45_000,
   /** The redis suite: flows counted with MONITOR per configuration, and pending auth_req_ids for its memory. */
@@ -233,6 +235,15 @@ class ServerProcess {
       (id) => ({ type: 'loop', id, from, to }),
       'an event-loop probe',
     );
+  }
+
+  /** CPU microseconds of one ID-token signature made as this server makes them (NaN when it signs none). */
+  async signature(): Promise<number> {
+    const reply = await this.ask<Extract<ServerMessage, { type: 'signature' }>>(
+      (id) => ({ type: 'signature', id }),
+      'a signature probe',
+    );
+    return reply.us;
   }
 
   private ask<T extends Exclude<ServerMessage, { type: 'ready' }>>(
@@ -398,6 +409,8 @@ interface Measured {
   slowdown?: number;
   noisy: boolean;
   clientBound: boolean;
+  /** ID-token rows: CPU microseconds of one signature in this process, timed after the window (issue 46). */
+  signatureUs?: number;
 }
 
 const measured: Measured[] = [];
@@ -480,6 +493,7 @@ async function measure(suite: Suite, id: string, round: number): Promise<Measure
   );
   const server = await serverFor(id, suite.eventLoop ? { BENCH_LOOP_PROBE: '1' } : {});
   let result: RunResult & ServerSide;
+  let signatureUs: number | undefined;
   try {
     result = await loadgen.run(
       {
@@ -495,6 +509,8 @@ async function measure(suite: Suite, id: string, round: number): Promise<Measure
       server,
       { loop: suite.eventLoop === true },
     );
+    // After the window, the server idle: what one signature costs in this process, made its own way.
+    if (server.entry.signs) signatureUs = await server.signature().catch(() => undefined);
   } finally {
     if (fresh) {
       servers.delete(id);
@@ -516,6 +532,7 @@ async function measure(suite: Suite, id: string, round: number): Promise<Measure
     ...(probeMs ? { probeMs, slowdown } : {}),
     noisy,
     clientBound,
+    ...(signatureUs !== undefined && Number.isFinite(signatureUs) ? { signatureUs } : {}),
   };
   measured.push(m);
   checkRow(`${suiteId}/${server.entry.id} round ${round + 1}`, result);
@@ -572,7 +589,18 @@ interface PairedRatio {
   processes: number;
 }
 
-function pairedRatioOf(suite: string, row: string, versus: string, by: 'throughput' | 'cpu'): PairedRatio | undefined {
+/**
+ * Server CPU per operation without the signature: the ID-token rows' own work, whatever the host's RSA or ECDSA
+ * speed (each window's CPU per flow less one signature timed in the same process).
+ */
+const ownCpuPerOp = (m: Measured): number => cpuPerOp(m.result) - (m.signatureUs ?? Number.NaN);
+
+function pairedRatioOf(
+  suite: string,
+  row: string,
+  versus: string,
+  by: 'throughput' | 'cpu' | 'own-cpu',
+): PairedRatio | undefined {
   const a = allRowsOf(suite, row);
   const b = allRowsOf(suite, versus);
   if (a.length === 0 || b.length === 0) return undefined;
@@ -583,9 +611,16 @@ function pairedRatioOf(suite: string, row: string, versus: string, by: 'throughp
   }
   const clean = pairs.filter(([x, y]) => !x.noisy && !y.noisy);
   const used = clean.length > 0 ? clean : pairs;
-  const ratios = used.map(([x, y]) =>
-    by === 'throughput' ? x.result.opsPerSec / y.result.opsPerSec : cpuPerOp(y.result) / cpuPerOp(x.result),
-  );
+  const ratios = used
+    .map(([x, y]) =>
+      by === 'throughput'
+        ? x.result.opsPerSec / y.result.opsPerSec
+        : by === 'cpu'
+          ? cpuPerOp(y.result) / cpuPerOp(x.result)
+          : ownCpuPerOp(y) / ownCpuPerOp(x),
+    )
+    .filter((r) => Number.isFinite(r));
+  if (ratios.length === 0) return undefined;
   const processes = Math.min(processesOf(used.map(([x]) => x)), processesOf(used.map(([, y]) => y)));
   return { value: median(ratios), range: range(ratios), clean: clean.length, processes };
 }
@@ -628,6 +663,8 @@ function suiteTable(suiteId: string): string | undefined {
           2,
         )} core`,
       );
+    const signatures = ms.flatMap((m) => (m.signatureUs === undefined ? [] : [m.signatureUs]));
+    if (signatures.length) notes.push(`1 signature ${fmt(median(signatures))} us`);
     const failures = ms.reduce((n, m) => n + m.result.failures, 0);
     if (failures) notes.push(`${failures} failed ops`);
     const spread = range(ms.map((m) => m.result.opsPerSec));
@@ -714,6 +751,8 @@ function targetLines(): string[] {
         lines.push(`  n/a   ${target.text}  (${why})`);
       } else {
         const byCpu = pairedRatio(target.suite, target.row, target.versus, 'cpu');
+        const own = pairedRatioOf(target.suite, target.row, target.versus, 'own-cpu')?.value;
+        const ownText = own === undefined ? '' : `; by server CPU without the signature: ${ratio(own)}`;
         const { clean, processes } = paired!;
         const basis =
           clean > 0 ? `${clean} undisturbed round${clean > 1 ? 's' : ''}` : 'DISTURBED rounds only: not reliable';
@@ -722,7 +761,7 @@ function targetLines(): string[] {
         const few = processes < MIN_PROCESSES ? `; fewer than the ${MIN_PROCESSES} fresh processes per row asked` : '';
         lines.push(
           `  ${value >= target.min ? 'PASS' : 'MISS'}  ${target.text}: ${ratio(value)}, median of ${pairs} ` +
-            `(spread ${spread}; by server CPU per operation: ${ratio(byCpu)}; ${basis}${few})`,
+            `(spread ${spread}; by server CPU per operation: ${ratio(byCpu)}${ownText}; ${basis}${few})`,
         );
       }
     } else if (target.kind === 'loop') {

@@ -24,6 +24,19 @@ export function randomId(bytes: number): string {
   return id;
 }
 
+/** `bytes` random bytes (CSPRNG) from the same pool, as a Buffer of their own (a nonce). */
+export function randomBytesOf(bytes: number): Buffer {
+  if (bytes > POOL_SIZE) return crypto.randomBytes(bytes);
+  if (offset + bytes > POOL_SIZE) {
+    crypto.randomFillSync(pool);
+    offset = 0;
+  }
+  const copy = Buffer.from(pool.subarray(offset, offset + bytes));
+  pool.fill(0, offset, offset + bytes);
+  offset += bytes;
+  return copy;
+}
+
 /**
  * A fresh placement tag (lib/stores/store.ts): 48 random bits, 8 characters. Only where records land depends on
  * it; the secret part of an id is the random text after it.

@@ -21,11 +21,14 @@ export type ServerMessage =
       majorGcMs: number;
     }
   /** The event loop's delay during a window (wall-clock ms): 99th percentile and worst. */
-  | { type: 'loop'; id: number; p99Ms: number; maxMs: number; samples: number };
+  | { type: 'loop'; id: number; p99Ms: number; maxMs: number; samples: number }
+  /** CPU microseconds of one ID-token signature, made as this server makes them (NaN: it signs none). */
+  | { type: 'signature'; id: number; us: number };
 
 export type OrchestratorMessage =
   | { type: 'memory'; id: number; gc: boolean }
   | { type: 'loop'; id: number; from: number; to: number }
+  | { type: 'signature'; id: number }
   | { type: 'stop' };
 
 /** Fixed credentials shared by the servers and the load generator (loopback only, never a real secret). */
@@ -90,7 +93,11 @@ function loopDelay(from: number, to: number): { p99Ms: number; maxMs: number; sa
   return { p99Ms: p99, maxMs: late.length ? late[late.length - 1]! : 0, samples: late.length };
 }
 
-export function serve(server: Server): void {
+/**
+ * `signature`: the ID-token rows' probe of one signature's CPU (bench/servers/signature-cost.ts), asked for after a
+ * window, while the server is idle.
+ */
+export function serve(server: Server, signature?: () => Promise<number>): void {
   // Longer than any pause between rounds, so the load generator's keep-alive connections survive them.
   server.keepAliveTimeout = 120_000;
   server.headersTimeout = 125_000;
@@ -116,6 +123,10 @@ export function serve(server: Server): void {
       });
     } else if (message.type === 'loop') {
       send({ type: 'loop', id: message.id, ...loopDelay(message.from, message.to) });
+    } else if (message.type === 'signature') {
+      const reply = (us: number) => send({ type: 'signature', id: message.id, us });
+      if (signature) signature().then(reply, () => reply(Number.NaN));
+      else reply(Number.NaN);
     } else if (message.type === 'stop') {
       server.closeAllConnections();
       server.close(() => process.exit(0));

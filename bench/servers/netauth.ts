@@ -19,6 +19,7 @@
  * lies in `network.mobileRanges` and maps to the bench subscriber.
  */
 import http from 'node:http';
+import type { JsonWebKey } from 'node:crypto';
 import express from 'express';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import type * as Package from '../../lib/index.js';
@@ -34,6 +35,7 @@ import {
   quietOnError,
   serve,
 } from './common.js';
+import { nodeCryptoSignature } from './signature-cost.js';
 
 // The compiled package (bench/run.ts builds dist/ first), as users run it; the types are the sources'.
 const { createNetAuth, RedisStore } = (await import(
@@ -131,4 +133,7 @@ app.post('/sim-swap/check', netauth.guard({ scope: 'sim-swap' }), (_req, res) =>
   res.json({ swapped: false });
 });
 
-serve(http.createServer(app));
+serve(
+  http.createServer(app),
+  idTokenAlg && signingKeys ? nodeCryptoSignature(signingKeys[0] as JsonWebKey, idTokenAlg) : undefined,
+);

@@ -17,6 +17,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import Provider, { type Configuration } from 'oidc-provider';
 import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_PHONE, ISSUER_PATH, serve } from './common.js';
 import { SIM_SWAP_SCOPE } from './canned.js';
+import { webCryptoSignature } from './signature-cost.js';
 
 // BENCH_ID_TOKEN_ALG=ES256: a P-256 key and the client's id_token_signed_response_alg, so every ID token is ES256
 // (the like-for-like pair of express-netauth's ES256 row); otherwise RSA-2048 and RS256, its default.
@@ -74,4 +75,4 @@ const configuration: Configuration = {
 
 const provider = new Provider(`http://127.0.0.1${ISSUER_PATH}`, configuration);
 
-serve(http.createServer(provider.callback()));
+serve(http.createServer(provider.callback()), webCryptoSignature(jwk, alg));

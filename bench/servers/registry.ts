@@ -15,6 +15,8 @@ export interface ServerEntry {
   env?: Record<string, string>;
   /** Needs the loopback redis-server bench/run.ts starts (its URL comes in as BENCH_REDIS_URL). */
   needsRedis?: boolean;
+  /** Signs an ID token per flow: after each window the server times one signature, made its own way. */
+  signs?: boolean;
   params: ServerParams;
 }
 
@@ -71,6 +73,7 @@ export const SERVERS: Record<string, ServerEntry> = {
     id: 'netauth-idtoken',
     label: 'express-netauth + ID token RS256',
     file: 'netauth.ts',
+    signs: true,
     env: { BENCH_ID_TOKENS: 'RS256' },
     params: { ...NETAUTH_PARAMS, flowScope: `openid ${SIM_SWAP_SCOPE}` },
   },
@@ -78,6 +81,7 @@ export const SERVERS: Record<string, ServerEntry> = {
     id: 'netauth-idtoken-es256',
     label: 'express-netauth + ID token ES256',
     file: 'netauth.ts',
+    signs: true,
     env: { BENCH_ID_TOKENS: 'ES256' },
     params: { ...NETAUTH_PARAMS, flowScope: `openid ${SIM_SWAP_SCOPE}` },
   },
@@ -85,6 +89,7 @@ export const SERVERS: Record<string, ServerEntry> = {
     id: 'oidc-provider',
     label: 'node-oidc-provider 9, RS256',
     file: 'oidc-provider.ts',
+    signs: true,
     // node-oidc-provider refuses a CIBA request without `openid`, and then signs an ID token per flow.
     params: { flowScope: `openid ${SIM_SWAP_SCOPE}` },
   },
@@ -92,6 +97,7 @@ export const SERVERS: Record<string, ServerEntry> = {
     id: 'oidc-provider-es256',
     label: 'node-oidc-provider 9, ES256',
     file: 'oidc-provider.ts',
+    signs: true,
     env: { BENCH_ID_TOKEN_ALG: 'ES256' },
     params: { flowScope: `openid ${SIM_SWAP_SCOPE}` },
   },

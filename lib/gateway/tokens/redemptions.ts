@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto';
+import { randomBytesOf } from '../../crypto.js';
 import type { RecordWrite, Store } from '../../stores/store.js';
 import type { Lifetimes } from '../options.js';
 
@@ -9,13 +10,15 @@ import type { Lifetimes } from '../options.js';
  * tokens it issued, sealed, which answers a retry of the same client (and the same DPoP key) with the same tokens
  * for `lifetimes.redemptionRetry` seconds. Never a second token for one answer, never to another client.
  *
- * The tokens are sealed (AES-256-GCM) under a key derived (HKDF-SHA256) from the presented value itself, which
- * the store never holds (only its hash): a leaked store reveals no usable token. The client id is the additional
+ * The tokens are sealed (AES-256-GCM) under a key derived from the presented value itself, which the store never
+ * holds (only its hash): a leaked store reveals no usable token. The derivation is one HMAC-SHA256 keyed by that
+ * value: it is 256 random bits already, so HKDF's extract step would add nothing, and it cost 4x the HMAC (issue 46). The client id is the additional
  * data, so a record cannot be opened for another client. The record is written under the grant, so revoking it
  * (a replay outside the window) deletes it; a token revoked otherwise (consent withdrawn) is not handed out again.
  */
 
-const INFO = 'express-netauth redemption v1';
+// v2: the key is HMAC(value, INFO); a v1 record (HKDF) just fails to open and is not redelivered.
+const INFO = 'express-netauth redemption v2';
 
 /** What a redemption record keeps: who may have the answer, and the answer sealed. */
 interface RedemptionRecord {
@@ -41,11 +44,11 @@ interface TokenAnswer {
 export type SealedAnswer = Omit<TokenAnswer, 'expires_in'>;
 
 function keyOf(secret: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.alloc(0), INFO, 32));
+  return createHmac('sha256', secret).update(INFO).digest();
 }
 
 function seal(secret: string, clientId: string, answer: SealedAnswer): string {
-  const nonce = randomBytes(12);
+  const nonce = randomBytesOf(12);
   const cipher = createCipheriv('aes-256-gcm', keyOf(secret), nonce).setAAD(Buffer.from(clientId, 'utf8'));
   const body = Buffer.concat([cipher.update(JSON.stringify(answer), 'utf8'), cipher.final()]);
   return Buffer.concat([nonce, body, cipher.getAuthTag()]).toString('base64url');
