@@ -14,8 +14,8 @@ import { formDecode } from '../http/form.js';
  */
 interface BasicCredentials {
   headers: Request['headers'];
-  /** The request's address (`req.ip`), for the secret check's place in the scrypt queue. */
-  ip: string | undefined;
+  /** The request's address (`req.ip`), for the secret check's place in the scrypt queue: read only then. */
+  readonly ip: string | undefined;
   attempt: Attempt;
   /** What the verify callback found; a header passport-http refused before calling it stays `malformed`. */
   outcome: Verified | Unreadable;
@@ -69,7 +69,10 @@ export function clientSecretBasic(clients: ClientRegistry): ClientAuthMethodModu
       new Promise<Verified | Unreadable>((resolve, reject) => {
         const credentials: BasicCredentials = {
           headers: req.headers,
-          ip: req.ip,
+          // A getter: Express computes req.ip (X-Forwarded-For through `trust proxy`) on each read.
+          get ip() {
+            return req.ip;
+          },
           attempt,
           outcome: { failure: 'malformed' },
         };

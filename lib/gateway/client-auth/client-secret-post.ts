@@ -11,7 +11,19 @@ export function clientSecretPost(clients: ClientRegistry): ClientAuthMethodModul
       const clientId = params.get('client_id');
       if (clientId === undefined) return { failure: 'missing' };
       const secret = params.require('client_secret');
-      return attempt(clientId, (registered) => verifySecret(clients, { clientId, ip: req.ip }, registered, secret));
+      return attempt(clientId, (registered) =>
+        verifySecret(
+          clients,
+          {
+            clientId,
+            get ip() {
+              return req.ip;
+            },
+          },
+          registered,
+          secret,
+        ),
+      );
     },
   };
 }

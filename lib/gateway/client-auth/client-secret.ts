@@ -56,12 +56,18 @@ function decoyOf(clients: ClientRegistry): Decoy {
  */
 export async function verifySecret(
   clients: ClientRegistry,
-  claimed: { clientId: string; ip: string | undefined },
+  /** `ip` may be a getter: it is read only when the address counts. */
+  claimed: { readonly clientId: string; readonly ip: string | undefined },
   client: RegisteredClient | undefined,
   secret: string,
 ): Promise<Verified> {
   const decoy = decoyOf(clients);
-  const requester = { address: addressKey(claimed.ip) };
+  // Read only for a scrypt check's rank or a failure: `req.ip` parses X-Forwarded-For, on every request otherwise.
+  const requester = {
+    get address() {
+      return addressKey(claimed.ip);
+    },
+  };
   if (!client || (client.clientSecret === undefined && client.clientSecretHash === undefined)) {
     // As long as a real comparison, so unknown ids (and clients that have no secret: private_key_jwt ones) are not
     // told apart by timing, nor by their place in the scrypt queue.
