@@ -46,6 +46,7 @@ const ROOT = path.resolve(HERE, '..');
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: process.env.BENCH_QUICK === '1' },
+    targets: { type: 'boolean', default: false },
     rounds: { type: 'string' },
     warmup: { type: 'string' },
     duration: { type: 'string' },
@@ -62,13 +63,28 @@ const { values: args } = parseArgs({
 });
 
 const quick = args.quick === true;
+/**
+ * `--targets` (`npm run bench:targets`): the rows issue 46's targets compare and the redis suite's round trips, ten
+ * rounds (ten fresh processes per row), nothing else: about 15 minutes on 2 cores.
+ */
+const targetsOnly = args.targets === true;
+const TARGET_ROWS = [
+  'netauth',
+  'express-bare',
+  'netauth-redis',
+  'netauth-idtoken',
+  'oidc-provider',
+  'netauth-idtoken-es256',
+  'oidc-provider-es256',
+  'netauth-jwt',
+];
 const settings = {
   quick,
   // Each round is a fresh server process per row, so a row's median is one over as many draws of the speed a
   // process settles in as rounds (bench/README.md, "One server process, two speeds"). 18 rows per round (flow 10,
   // frontend 3, guard 4, hostile 1) of 4 s + 3 s and a start-up, the prefill (<= 45 s), the redis suite and the soak
   // (60 s): about 20 minutes on 2 cores.
-  rounds: Number(args.rounds ?? (quick ? 1 : MIN_PROCESSES)),
+  rounds: Number(args.rounds ?? (quick ? 1 : targetsOnly ? 10 : MIN_PROCESSES)),
   // 4 s of warm-up, as the independent harness (../shared/peer-bench): at 2 s every row was still tiering up (the
   // peer ~8 % slower, express-netauth ~7 %), and on a slower host still more (bench/README.md, "Reconciliation").
   warmupMs: Number(args.warmup ?? (quick ? 0.3 : 4)) * 1000,
@@ -84,9 +100,11 @@ const settings = {
   redisFlows: quick ? 20 : 100,
   redisPending: quick ? 300 : 5_000,
 };
-const only = new Set((args.only ?? 'flow,frontend,guard,hostile,pending,redis,soak').split(','));
+const only = new Set(
+  (args.only ?? (targetsOnly ? 'flow,guard,redis' : 'flow,frontend,guard,hostile,pending,redis,soak')).split(','),
+);
 /** Restricts every suite to these server ids (for profiling one server, say). */
-const serverFilter = args.servers ? new Set(args.servers.split(',')) : undefined;
+const serverFilter = args.servers ? new Set(args.servers.split(',')) : targetsOnly ? new Set(TARGET_ROWS) : undefined;
 /** Server ids to start with `node --cpu-prof` (profiles land in bench/profiles/). */
 const profiled = new Set((args.profile ?? '').split(',').filter(Boolean));
 
@@ -997,7 +1015,7 @@ async function main(): Promise<void> {
     }
   }
 
-  if (only.has('redis') && !serverFilter) await redisSuite();
+  if (only.has('redis') && (!serverFilter || targetsOnly)) await redisSuite();
 
   const soak = wanted.has(SOAK_SERVER) ? await serverFor(SOAK_SERVER, {}) : undefined;
   if (soak) {
