@@ -393,10 +393,21 @@ export class RedisConnection {
    * writes sent before it. Once Redis has answered the write, nothing turns it into an error: a WAIT that fails
    * or falls short is reported to `waits` (which stops waiting for a replica that does not answer).
    */
-  async write(key: string | undefined, args: string[], waits?: ReplicaWaits): Promise<unknown> {
+  write(key: string | undefined, args: string[], waits?: ReplicaWaits): Promise<unknown> {
     const node = waits && this.nodeOf(key);
     const replicas = node === undefined ? 0 : waits!.target(node);
+    // Nothing to wait for: no async function around the command, whose promise would cost it more ticks.
     if (replicas === 0) return this.run(key, args);
+    return this.waitedWrite(key, args, waits!, node!, replicas);
+  }
+
+  private async waitedWrite(
+    key: string | undefined,
+    args: string[],
+    waits: ReplicaWaits,
+    node: string,
+    replicas: number,
+  ): Promise<unknown> {
     const written = this.run(key, args);
     const acked = this.run(key, ['WAIT', String(replicas), String(this.replicaWait)]).then(Number, () => -1);
     const value = await written;
@@ -406,7 +417,7 @@ export class RedisConnection {
     const late = new Promise<number>((resolve) => (timer = setTimeout(resolve, this.replicaWait * 5, -1)));
     const answer = await Promise.race([acked, late]);
     clearTimeout(timer);
-    waits!.acknowledged(node!, replicas, answer);
+    waits.acknowledged(node, replicas, answer);
     return value;
   }
 

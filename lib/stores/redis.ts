@@ -253,7 +253,7 @@ export class RedisStore implements Store {
     const args = [String(prepared.length)];
     for (const w of prepared) {
       // Grant indexes on other shards first: an index naming a record that was never written is harmless.
-      await this.writeForeignIndexes(w, record.tag);
+      if (this.connection.cluster) await this.writeForeignIndexes(w, record.tag);
       const local = this.localIndexes(w, record.tag);
       keys.push(w.record.key, ...local);
       args.push(String(local.length), String(w.ttl), w.encoded, w.member);
@@ -354,7 +354,7 @@ export class RedisStore implements Store {
 
   private async write(write: PreparedWrite, onlyIfAbsent: boolean): Promise<unknown> {
     if (!this.isPrepared) await this.prepared();
-    await this.writeForeignIndexes(write, write.record.tag);
+    if (this.connection.cluster) await this.writeForeignIndexes(write, write.record.tag);
     const keys = [write.record.key, ...this.localIndexes(write, write.record.tag)];
     const args = [String(write.ttl), write.encoded, write.member, onlyIfAbsent ? '1' : '0'];
     return this.connection.script(PUT, keys, args, this.waits);
