@@ -277,8 +277,19 @@ export async function issueAccessToken(
         ctx.events.emit('redemption.unsettled', { clientId, grantType: GRANT_OF[exchanged.kind] });
       throw error;
     }
-    // A concurrent request that won the consume hands its tokens to nobody either, once the answer refuses.
-    if (options.revoked !== undefined && (await options.revoked)) {
+    let revoked = false;
+    if (options.revoked !== undefined) {
+      try {
+        revoked = await options.revoked;
+      } catch (error) {
+        // Unread (503): tokens this call wrote wait for the client's retry, which reads the markers again first.
+        if (consumed && error instanceof StoreUnavailableError)
+          ctx.events.emit('redemption.unsettled', { clientId, grantType: GRANT_OF[exchanged.kind] });
+        throw error;
+      }
+    }
+    // Also when this call lost the consume: then the caller would hand on the winner's tokens.
+    if (revoked) {
       // Never handed out; a deletion that fails leaves records the markers refuse wherever they are presented.
       if (consumed) await discardAll(ctx, writes).catch(ctx.onError);
       throw revokedError(PRESENTED[exchanged.kind]);
