@@ -352,11 +352,20 @@ export class RedisStore implements Store {
     }
   }
 
-  private async write(write: PreparedWrite, onlyIfAbsent: boolean): Promise<unknown> {
+  /** Writes the record (only when absent: `add`); 1 when written, else 0. */
+  private async write(write: PreparedWrite, onlyIfAbsent: boolean): Promise<number> {
     if (!this.isPrepared) await this.prepared();
     if (this.connection.cluster) await this.writeForeignIndexes(write, write.record.tag);
-    const keys = [write.record.key, ...this.localIndexes(write, write.record.tag)];
+    const { key } = write.record;
+    const local = this.localIndexes(write, write.record.tag);
+    if (local.length === 0) {
+      // No index to update with it (a CIBA request, poll state, a marker, a jti): SET alone is the same atomic step,
+      // and costs Redis less than a script.
+      const args = ['SET', key, write.encoded, 'PX', String(write.ttl)];
+      if (onlyIfAbsent) args.push('NX');
+      return (await this.connection.write(key, args, this.waits)) === null ? 0 : 1;
+    }
     const args = [String(write.ttl), write.encoded, write.member, onlyIfAbsent ? '1' : '0'];
-    return this.connection.script(PUT, keys, args, this.waits);
+    return Number(await this.connection.script(PUT, [key, ...local], args, this.waits));
   }
 }
