@@ -118,8 +118,9 @@ export interface LoopTarget {
 
 /**
  * Every ratio between rows doing the same work: issue 36's goals for the two like-for-like pairs and the guard on
- * JWT access tokens, issue 46's for the backend flow on memory and on Redis; issue 18's for the rest. The ID-token pairs both sign one ID token per flow
- * with the same algorithm; bare Express does no OAuth work at all, so its ratio is the package's own cost.
+ * JWT access tokens, issue 46's for the backend flow on memory and on Redis; issue 18's for the rest. The ID-token
+ * pairs both sign one ID token per flow with the same algorithm; bare Express does no OAuth work at all, so its
+ * ratio is the package's own cost.
  */
 export const TARGETS: Array<RatioTarget | SoakTarget | LoopTarget> = [
   {

@@ -154,6 +154,64 @@ export function describeFailures(answers: readonly ShardAnswer[]): string {
     .join(', ');
 }
 
+/** A command in flight: when it must have answered (performance.now() ms), and how to fail it then. */
+interface InFlight {
+  until: number;
+  fail: (error: StoreUnavailableError) => void;
+}
+
+/**
+ * One timer for every command in flight instead of one each (a timer, a promise and a race per command were a
+ * measurable part of a Redis round trip's CPU). Every command gets the same timeout, so deadlines come in the order
+ * commands start: the set's first entry is the next to expire, and the timer is armed for it only when it fires.
+ */
+class Deadlines {
+  private readonly inFlight = new Set<InFlight>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly timeout: number) {}
+
+  /** `work`'s outcome, or StoreUnavailableError once `timeout` ms have passed without one. */
+  bound<T>(work: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const entry: InFlight = { until: performance.now() + this.timeout, fail: reject };
+      this.inFlight.add(entry);
+      this.timer ??= this.arm(this.timeout);
+      work.then(
+        (value) => {
+          this.inFlight.delete(entry);
+          resolve(value);
+        },
+        (error: unknown) => {
+          this.inFlight.delete(entry);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /**
+   * Unreferenced: it must not hold a process open after its last command (it is left armed when none is in flight);
+   * a command in flight has an open socket or a reconnecting client, which do.
+   */
+  private arm(ms: number): NodeJS.Timeout {
+    return setTimeout(this.expire, ms).unref();
+  }
+
+  private readonly expire = (): void => {
+    this.timer = undefined;
+    const now = performance.now();
+    for (const entry of this.inFlight) {
+      if (entry.until > now) {
+        this.timer = this.arm(entry.until - now);
+        return;
+      }
+      this.inFlight.delete(entry);
+      entry.fail(new StoreUnavailableError(`Redis did not answer within ${this.timeout} ms`));
+    }
+  };
+}
+
 export interface RedisConnectionOptions {
   client?: RedisStoreClient;
   url?: string;
@@ -179,11 +237,22 @@ export class RedisConnection {
   /** A cluster's slot-map refresh, for the cluster client commands go through now. */
   private topology: { client: RedisClusterCommandClient; refresh: TopologyRefresh } | undefined;
   private readonly timeout: number;
+  private readonly deadlines: Deadlines;
+  /**
+   * node-redis' own timeout, which drops a command still waiting to be written (the offline queue of a client that is
+   * not ready; a cluster's node may be), where the deadline alone would leave it to run late. It costs a timer per
+   * command, so the commands of a ready client, written at once, go without it.
+   */
+  private readonly queued: { timeout: number };
+  /** Whether a created client's first connection attempt has settled (then commands need not wait for it). */
+  private attempted = false;
   private readonly replicaWait: number;
   private readonly onError: (error: unknown) => void;
 
   constructor(options: RedisConnectionOptions) {
     this.timeout = options.timeout;
+    this.deadlines = new Deadlines(options.timeout);
+    this.queued = { timeout: options.timeout };
     this.replicaWait = options.replicaWait ?? REDIS_STORE_DEFAULTS.replicaWait;
     this.onError = options.onError;
     this.url = options.url;
@@ -290,25 +359,17 @@ export class RedisConnection {
   /** Runs one command within the deadline, on the master of `key`'s slot (or any node without a key). */
   async run(key: string | undefined, args: string[]): Promise<unknown> {
     if (this.closed) throw new StoreUnavailableError('Redis store is closed');
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreUnavailableError(`Redis did not answer within ${this.timeout} ms`)),
-        this.timeout,
-      );
-    });
     try {
-      await Promise.race([this.started(), deadline]);
-      // node-redis' own timeout drops a command still waiting to be written (offline queue of an injected
-      // client); the race bounds one already written to a server that does not answer.
-      return await Promise.race([this.send(key, args), deadline]);
+      // The deadline counts a created client's first connection attempt too, while it lasts.
+      const starting = this.attempted ? undefined : this.started();
+      return await this.deadlines.bound(
+        starting === undefined ? this.send(key, args) : starting.then(() => this.send(key, args)),
+      );
     } catch (err) {
       if (isErrorReply(err) && !TRANSIENT_REPLIES.test(err.message)) throw err;
       this.refreshTopology();
       if (err instanceof StoreUnavailableError) throw err;
       throw new StoreUnavailableError('Redis is unavailable', { cause: err });
-    } finally {
-      clearTimeout(timer);
     }
   }
 
@@ -332,10 +393,21 @@ export class RedisConnection {
    * writes sent before it. Once Redis has answered the write, nothing turns it into an error: a WAIT that fails
    * or falls short is reported to `waits` (which stops waiting for a replica that does not answer).
    */
-  async write(key: string | undefined, args: string[], waits?: ReplicaWaits): Promise<unknown> {
+  write(key: string | undefined, args: string[], waits?: ReplicaWaits): Promise<unknown> {
     const node = waits && this.nodeOf(key);
     const replicas = node === undefined ? 0 : waits!.target(node);
+    // Nothing to wait for: no async function around the command, whose promise would cost it more ticks.
     if (replicas === 0) return this.run(key, args);
+    return this.waitedWrite(key, args, waits!, node!, replicas);
+  }
+
+  private async waitedWrite(
+    key: string | undefined,
+    args: string[],
+    waits: ReplicaWaits,
+    node: string,
+    replicas: number,
+  ): Promise<unknown> {
     const written = this.run(key, args);
     const acked = this.run(key, ['WAIT', String(replicas), String(this.replicaWait)]).then(Number, () => -1);
     const value = await written;
@@ -345,7 +417,7 @@ export class RedisConnection {
     const late = new Promise<number>((resolve) => (timer = setTimeout(resolve, this.replicaWait * 5, -1)));
     const answer = await Promise.race([acked, late]);
     clearTimeout(timer);
-    waits!.acknowledged(node!, replicas, answer);
+    waits.acknowledged(node, replicas, answer);
     return value;
   }
 
@@ -403,14 +475,13 @@ export class RedisConnection {
 
   private send(key: string | undefined, args: string[]): Promise<unknown> {
     const route = this.route!;
-    const options = { timeout: this.timeout };
     switch (route.kind) {
       case 'cluster':
-        return route.client.sendCommand(key, false, args, options);
+        return route.client.sendCommand(key, false, args, this.queued);
       case 'sentinel':
-        return route.client.sendCommand(false, args, options);
+        return route.client.sendCommand(false, args, route.client.isReady ? undefined : this.queued);
       default:
-        return route.client.sendCommand(args, options);
+        return route.client.sendCommand(args, route.client.isReady ? undefined : this.queued);
     }
   }
 
@@ -437,9 +508,13 @@ export class RedisConnection {
   /** For a created client: its first connection attempt, started once (on open() or the first command). */
   private started(): Promise<void> | undefined {
     if (this.url === undefined) return undefined;
-    this.firstAttempt ??= this.connectOwned().catch((error: unknown) => {
-      this.failure ??= error;
-    });
+    this.firstAttempt ??= this.connectOwned()
+      .catch((error: unknown) => {
+        this.failure ??= error;
+      })
+      .finally(() => {
+        this.attempted = true;
+      });
     return this.firstAttempt;
   }
 

@@ -34,12 +34,15 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function index(idx, member, ttl, now)
+local function index_all(idx, adds, now)
   redis.call('ZREMRANGEBYSCORE', idx, '-inf', now)
-  -- %.0f: a Lua number would be sent with 14 significant digits, too few for a time in ms one day.
-  redis.call('ZADD', idx, string.format('%.0f', now + ttl), member)
+  redis.call('ZADD', idx, unpack(adds))
   local last = redis.call('ZRANGE', idx, -1, -1, 'WITHSCORES')
   redis.call('PEXPIREAT', idx, last[2])
+end
+-- %.0f: a Lua number would be sent with 14 significant digits, too few for a time in ms one day.
+local function index(idx, member, ttl, now)
+  index_all(idx, {string.format('%.0f', now + ttl), member}, now)
 end
 local function fit(idx)
   local last = redis.call('ZRANGE', idx, -1, -1, 'WITHSCORES')
@@ -85,13 +88,25 @@ if not v or string.sub(v, 1, 1) ~= '0' then return 0 end
 redis.call('SETRANGE', KEYS[1], 0, '1')
 local now = now_ms()
 local k, a = 2, 2
+-- Writes under the same grant share its index: gathered, so each index is updated once.
+local order, adds = {}, {}
 for w = 1, tonumber(ARGV[1]) do
   local n, ttl, record, member = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3]
   a = a + 4
   redis.call('SET', KEYS[k], record, 'PX', ttl)
-  for i = 1, n do index(KEYS[k + i], member, ttl, now) end
+  for i = 1, n do
+    local idx = KEYS[k + i]
+    if not adds[idx] then
+      adds[idx] = {}
+      order[#order + 1] = idx
+    end
+    local list = adds[idx]
+    list[#list + 1] = string.format('%.0f', now + ttl)
+    list[#list + 1] = member
+  end
   k = k + n + 1
 end
+for _, idx in ipairs(order) do index_all(idx, adds[idx], now) end
 return 1
 `);
 

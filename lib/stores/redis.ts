@@ -127,6 +127,8 @@ export class RedisStore implements Store {
   private readonly waits: ReplicaWaits;
   private readonly allowEviction: boolean;
   private ready: Promise<void> | undefined;
+  /** Set once `ready` resolved; cleared when `open()` prepares again. */
+  private isPrepared = false;
 
   constructor(options: RedisStoreOptions = {}) {
     this.prefix = options.prefix ?? REDIS_STORE_DEFAULTS.prefix;
@@ -177,6 +179,7 @@ export class RedisStore implements Store {
     await this.connection.open();
     // Through prepared(), so the first operation finds it done instead of preparing again.
     this.ready = undefined;
+    this.isPrepared = false;
     // Side by side: a shard that is down costs each of them the deadline.
     await Promise.all([this.prepared(), this.allowEviction ? undefined : this.checkEviction()]);
   }
@@ -228,7 +231,8 @@ export class RedisStore implements Store {
   }
 
   async get<T extends JsonObject = JsonObject>(kind: RecordKind, id: string): Promise<StoredRecord<T> | undefined> {
-    await this.prepared();
+    // Once prepared, no await: the command is sent in the tick the operation was called.
+    if (!this.isPrepared) await this.prepared();
     const { key } = recordKey(this.prefix, kind, id);
     const stored = await this.connection.run(key, ['GET', key]);
     if (typeof stored !== 'string') return undefined;
@@ -237,7 +241,7 @@ export class RedisStore implements Store {
 
   async consume(kind: RecordKind, id: string, writes: readonly RecordWrite[] = []): Promise<boolean> {
     const prepared = writes.map((w) => this.prepareWrite(w));
-    await this.prepared();
+    if (!this.isPrepared) await this.prepared();
     const record = recordKey(this.prefix, kind, id);
     // On a cluster the whole step runs on one shard: the records written must be on the consumed one's.
     const elsewhere = prepared.find((w) => this.connection.cluster && w.record.tag !== record.tag);
@@ -249,7 +253,7 @@ export class RedisStore implements Store {
     const args = [String(prepared.length)];
     for (const w of prepared) {
       // Grant indexes on other shards first: an index naming a record that was never written is harmless.
-      await this.writeForeignIndexes(w, record.tag);
+      if (this.connection.cluster) await this.writeForeignIndexes(w, record.tag);
       const local = this.localIndexes(w, record.tag);
       keys.push(w.record.key, ...local);
       args.push(String(local.length), String(w.ttl), w.encoded, w.member);
@@ -258,7 +262,7 @@ export class RedisStore implements Store {
   }
 
   async delete(kind: RecordKind, id: string): Promise<void> {
-    await this.prepared();
+    if (!this.isPrepared) await this.prepared();
     // Indexes that still name the record are harmless: REVOKE deletes only records that list the grant.
     const { key } = recordKey(this.prefix, kind, id);
     await this.connection.write(key, ['DEL', key], this.waits);
@@ -269,7 +273,7 @@ export class RedisStore implements Store {
    * grant (every key declared to the script). Goes round again while records were added meanwhile.
    */
   async revokeGrant(grantId: string): Promise<void> {
-    await this.prepared();
+    if (!this.isPrepared) await this.prepared();
     const index = grantKey(this.prefix, grantId);
     for (let round = 0; round < 10; round++) {
       const members = (await this.connection.run(index.key, ['ZRANGE', index.key, '0', '-1'])) as string[];
@@ -295,11 +299,19 @@ export class RedisStore implements Store {
 
   /** Once per connection: the markers, and how many replicas to wait for. Retried after a failure. */
   private prepared(): Promise<void> {
-    this.ready ??= this.prepare().catch((error: unknown) => {
-      this.ready = undefined;
-      throw error;
-    });
-    return this.ready;
+    if (this.ready !== undefined) return this.ready;
+    const ready: Promise<void> = this.prepare().then(
+      () => {
+        // Not when open() began another meanwhile: operations wait for that one.
+        if (this.ready === ready) this.isPrepared = true;
+      },
+      (error: unknown) => {
+        if (this.ready === ready) this.ready = undefined;
+        throw error;
+      },
+    );
+    this.ready = ready;
+    return ready;
   }
 
   private async prepare(): Promise<void> {
@@ -340,11 +352,20 @@ export class RedisStore implements Store {
     }
   }
 
-  private async write(write: PreparedWrite, onlyIfAbsent: boolean): Promise<unknown> {
-    await this.prepared();
-    await this.writeForeignIndexes(write, write.record.tag);
-    const keys = [write.record.key, ...this.localIndexes(write, write.record.tag)];
+  /** Writes the record (only when absent: `add`); 1 when written, else 0. */
+  private async write(write: PreparedWrite, onlyIfAbsent: boolean): Promise<number> {
+    if (!this.isPrepared) await this.prepared();
+    if (this.connection.cluster) await this.writeForeignIndexes(write, write.record.tag);
+    const { key } = write.record;
+    const local = this.localIndexes(write, write.record.tag);
+    if (local.length === 0) {
+      // No index to update with it (a CIBA request, poll state, a marker, a jti): SET alone is the same atomic step,
+      // and costs Redis less than a script.
+      const args = ['SET', key, write.encoded, 'PX', String(write.ttl)];
+      if (onlyIfAbsent) args.push('NX');
+      return (await this.connection.write(key, args, this.waits)) === null ? 0 : 1;
+    }
     const args = [String(write.ttl), write.encoded, write.member, onlyIfAbsent ? '1' : '0'];
-    return this.connection.script(PUT, keys, args, this.waits);
+    return Number(await this.connection.script(PUT, [key, ...local], args, this.waits));
   }
 }

@@ -19,6 +19,7 @@ import { limitSubscriber, type SubscriberLimits } from '../requests/subscriber-l
 import {
   createBackchannelRequest,
   decideBackchannelRequest,
+  forgetBackchannelRequest,
   toHookRequest,
   type BackchannelKeeping,
 } from '../requests/backchannel-requests.js';
@@ -85,9 +86,19 @@ export function bcAuthorize(ctx: BackchannelAuthorizeCollaborators, auth: Client
     const subscriber = await findByLoginHint(ctx.subscribers, hint);
     if (!subscriber) throw new OAuthError('unknown_user_id', 'no subscriber is known by this login_hint');
     // Protects the subscriber from floods of requests (and of consent notifications): each client's, and all together.
-    await limitSubscriber(ctx, 'bc-authorize', client.clientId, subscriber.id);
-
-    const { authReqId, record } = await createBackchannelRequest(ctx, client, subscriber, decision, identifiedBy);
+    // Counted while the request is written, in one round trip: a refused request's record is deleted before the
+    // 429, its auth_req_id never sent and no hook run, so the subscriber sees nothing of it.
+    const [limited, created] = await Promise.allSettled([
+      limitSubscriber(ctx, 'bc-authorize', client.clientId, subscriber.id),
+      createBackchannelRequest(ctx, client, subscriber, decision, identifiedBy),
+    ]);
+    if (limited.status === 'rejected') {
+      if (created.status === 'fulfilled')
+        await forgetBackchannelRequest(ctx, created.value.authReqId).catch(ctx.onError);
+      throw limited.reason;
+    }
+    if (created.status === 'rejected') throw created.reason;
+    const { authReqId, record } = created.value;
     sendJson(res, 200, {
       auth_req_id: authReqId,
       expires_in: ctx.lifetimes.authReqId,

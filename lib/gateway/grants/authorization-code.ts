@@ -7,7 +7,7 @@ import { issueAccessToken, redeemedBefore, reportIssued, type TokenResponse } fr
 import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import { limitSubscriber } from '../requests/subscriber-limit.js';
-import { refuseRevoked } from '../levers/not-before.js';
+import { askRevoked, revokedError } from '../levers/not-before.js';
 
 /** RFC 7636 §4.1: 43..128 unreserved characters. */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -65,18 +65,24 @@ export const authorizationCodeGrant: Grant = {
     if (redirectUri !== record.redirectUri)
       throw new OAuthError('invalid_grant', 'redirect_uri differs from the authorization request');
     verifyPkce(record, verifier);
-    await refuseRevoked(ctx.notBefore, record, 'code');
+    // Asked for now: read beside the subscriber's limit, or (limits off) beside the consume that issues the tokens.
+    const revoked = askRevoked(ctx.notBefore, record);
     const exchanged = { kind: 'code', id: key, secret: code } as const;
     // A retry of a redemption whose answer was lost (a late store reply: 503), or a concurrent duplicate, by the
     // same client (and DPoP key) within lifetimes.redemptionRetry gets the same tokens; anything else is a replay.
     const again = () => redeemedBefore(ctx, exchanged, client.clientId, options.dpopJkt);
     if (stored.consumed) {
+      if (await revoked) throw revokedError('code');
       const tokens = await again();
       if (!tokens) throw await replayed(ctx, record);
       return withIdToken(ctx, record, tokens);
     }
-    // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After.
-    await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId);
+    // Before anything is issued: the code stays redeemable (until it expires) for a retry after Retry-After. A
+    // revoked code is refused as such, whatever the limit says.
+    await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId).catch(async (error: unknown) => {
+      if (await revoked) throw revokedError('code');
+      throw error;
+    });
 
     // Consuming the code and storing the token are one atomic step: a replay that finds the code consumed and
     // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent
@@ -85,6 +91,7 @@ export const authorizationCodeGrant: Grant = {
     const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, exchanged, {
       ...options,
       refresh,
+      revoked,
     });
     if (!tokens) {
       const same = await again();

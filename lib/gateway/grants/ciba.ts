@@ -7,7 +7,7 @@ import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import type { BackchannelRecord, PollRecord } from '../requests/backchannel-requests.js';
 import type { RateLimitedEvent } from '../../ops/events.js';
-import { refuseRevoked } from '../levers/not-before.js';
+import { askRevoked, refuseRevoked, revokedError } from '../levers/not-before.js';
 
 type Outcome =
   | { kind: 'approved'; consentGrants: string[] }
@@ -100,8 +100,11 @@ export const cibaGrant: Grant = {
     // No subscriber limit here: this request was counted against the subscriber when it was made (bc-authorize),
     // it yields one token at most, and its polls are paced by its interval (slow_down) and the client's limit.
     // Counting each poll again would cost a Redis round trip per poll and protect no one. A revocation of the
-    // subscriber or client ends the request at its next poll: the markers are read beside the consent.
-    const [, result] = await Promise.all([refuseRevoked(ctx.notBefore, record, 'auth_req_id'), outcome(ctx, record)]);
+    // subscriber or client ends the request at its next poll: the markers are asked for now, so they are read
+    // beside the consent, or (nothing else to read) beside the consume that issues the tokens.
+    const revoked = askRevoked(ctx.notBefore, record);
+    const result = await outcome(ctx, record);
+    if (result.kind !== 'approved' && (await revoked)) throw revokedError('auth_req_id');
     if (result.kind === 'denied') {
       ctx.events.emit('ciba.denied', { ...subject, reason: result.by });
       throw new OAuthError('access_denied', 'the subscriber denied the request', { status: 400 });
@@ -114,6 +117,7 @@ export const cibaGrant: Grant = {
     const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, exchanged, {
       ...options,
       refresh,
+      revoked,
     });
     if (!tokens) {
       // A concurrent poll won: the same client gets the same tokens, never a second set.

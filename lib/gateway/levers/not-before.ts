@@ -132,6 +132,32 @@ export class NotBeforeMarkers {
   }
 }
 
+/** What a grant presents at the token endpoint, as its refusal names it. */
+export type Presented = 'code' | 'auth_req_id' | 'refresh_token';
+
+/** The answer when a revocation of the subscriber or client covers what was presented. */
+export function revokedError(what: Presented): OAuthError {
+  return new OAuthError('invalid_grant', `the ${what} was revoked by the operator`);
+}
+
+/**
+ * Whether a revocation covers a stored code's or request's authorization: the markers asked for now, so their reads
+ * travel in the same round trip as whatever else the caller sends before it awaits the answer (the consume that
+ * issues the tokens: `IssueOptions.revoked`). A failed read is seen where the answer is awaited, never unhandled.
+ */
+export function askRevoked(
+  markers: NotBeforeMarkers,
+  record: { clientId: string; subscriberId: string; authorizedAt?: unknown },
+): Promise<boolean> {
+  const answer = markers.refuses({
+    clientId: record.clientId,
+    subscriberId: record.subscriberId,
+    authorizedAt: authorizedAtOf(record),
+  });
+  answer.catch(() => {});
+  return answer;
+}
+
 /**
  * A code, auth_req_id or refresh token presented at the token endpoint: invalid_grant when a revocation of its
  * subscriber or client covers it (the markers read from the store, before anything is consumed or issued).
@@ -139,13 +165,7 @@ export class NotBeforeMarkers {
 export async function refuseRevoked(
   markers: NotBeforeMarkers,
   record: { clientId: string; subscriberId: string; authorizedAt?: unknown },
-  what: 'code' | 'auth_req_id' | 'refresh_token',
+  what: Presented,
 ): Promise<void> {
-  const authorized = {
-    clientId: record.clientId,
-    subscriberId: record.subscriberId,
-    authorizedAt: authorizedAtOf(record),
-  };
-  if (await markers.refuses(authorized))
-    throw new OAuthError('invalid_grant', `the ${what} was revoked by the operator`);
+  if (await askRevoked(markers, record)) throw revokedError(what);
 }

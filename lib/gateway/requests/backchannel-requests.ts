@@ -86,6 +86,14 @@ export async function createBackchannelRequest(
   return { authReqId, record };
 }
 
+/** Deletes a request whose auth_req_id was never sent (bc-authorize refused it after writing it). */
+export async function forgetBackchannelRequest(
+  ctx: Pick<BackchannelKeeping, 'store'>,
+  authReqId: string,
+): Promise<void> {
+  await ctx.store.delete('backchannel', hashedRecordId(authReqId));
+}
+
 /**
  * Records the approval hook's decision (or an operator's, through `netauth.backchannel`).
  * Only a pending, unexpired request changes; true when it did.

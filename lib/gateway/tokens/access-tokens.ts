@@ -11,7 +11,7 @@ import type { StoredAuthorization } from '../requests/authorization.js';
 import { CIBA_GRANT, type GrantType } from '../../registry/clients.js';
 import type { SubscriberIdentification } from '../../identity/identification.js';
 import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
-import { authorizedAtOf, type NotBeforeMarkers } from '../levers/not-before.js';
+import { authorizedAtOf, revokedError, type NotBeforeMarkers, type Presented } from '../levers/not-before.js';
 import {
   redeemAgain,
   redemptionWrite,
@@ -103,6 +103,12 @@ export interface IssueOptions {
   refresh?: MintedRefreshToken | undefined;
   /** The longest lifetime this grant gives (the backend grants' `lifetimes.backendAccessToken`), in seconds. */
   maxLifetime?: number | undefined;
+  /**
+   * Whether the operator revoked the subscriber or client of what is exchanged (`askRevoked`), asked for just before:
+   * the markers' reads share the consume's round trip. When it refuses, nothing is handed out (the tokens just
+   * written are deleted) and the grant answers invalid_grant.
+   */
+  revoked?: Promise<boolean> | undefined;
 }
 
 /**
@@ -125,6 +131,12 @@ export type ExchangedRecord = Redeemed;
 const GRANT_OF: Record<Redeemed['kind'], GrantType> = {
   code: 'authorization_code',
   backchannel: CIBA_GRANT,
+  refresh_token: 'refresh_token',
+};
+
+const PRESENTED: Record<Redeemed['kind'], Presented> = {
+  code: 'code',
+  backchannel: 'auth_req_id',
   refresh_token: 'refresh_token',
 };
 
@@ -265,12 +277,29 @@ export async function issueAccessToken(
         ctx.events.emit('redemption.unsettled', { clientId, grantType: GRANT_OF[exchanged.kind] });
       throw error;
     }
+    let revoked = false;
+    if (options.revoked !== undefined) {
+      try {
+        revoked = await options.revoked;
+      } catch (error) {
+        // Unread (503): tokens this call wrote wait for the client's retry, which reads the markers again first.
+        if (consumed && error instanceof StoreUnavailableError)
+          ctx.events.emit('redemption.unsettled', { clientId, grantType: GRANT_OF[exchanged.kind] });
+        throw error;
+      }
+    }
+    // Also when this call lost the consume: then the caller would hand on the winner's tokens.
+    if (revoked) {
+      // Never handed out; a deletion that fails leaves records the markers refuse wherever they are presented.
+      if (consumed) await discardAll(ctx, writes).catch(ctx.onError);
+      throw revokedError(PRESENTED[exchanged.kind]);
+    }
     if (!consumed) return undefined;
   } else {
     for (const write of writes) await ctx.store.put(write.kind, write.id, write.value, write.options);
   }
   if (consentGrants.length > 0) {
-    const discard = () => Promise.all(writes.map((write) => ctx.store.delete(write.kind, write.id)));
+    const discard = () => discardAll(ctx, writes);
     let revoked: boolean;
     try {
       revoked = await ctx.revocations.isAnyGrantRevoked(consentGrants);
@@ -285,6 +314,11 @@ export async function issueAccessToken(
     }
   }
   return response;
+}
+
+/** Deletes the records an issue wrote (its tokens are not handed out), side by side: one round trip. */
+async function discardAll(ctx: Pick<AccessTokenIssuing, 'store'>, writes: readonly RecordWrite[]): Promise<void> {
+  await Promise.all(writes.map((write) => ctx.store.delete(write.kind, write.id)));
 }
 
 /** The access token's record when neither it (a single-use token) nor the refresh token issued with it was used. */

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
-import { APP2, createTestGateway, LOCATION, SIM_SWAP } from '../../helpers/gateway.js';
+import { APP2, CIBA, createTestGateway, LOCATION, SIM_SWAP } from '../../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { CALLBACK, callApi, codeFor, redeem } from '../../helpers/frontend.js';
+import { recordEvents } from '../../helpers/events.js';
 import { OFFLINE_AUTH, callService, createGrantsGateway, refresh } from '../../helpers/grants.js';
 import {
   MemoryStore,
@@ -25,11 +26,11 @@ const ALICE = 'tel:+34600000001';
 
 /**
  * A real memory store whose next write of an access-token record (by whichever operation makes it), or next
- * read of the revocation list, fails as an unreachable Redis would: the operation does nothing and rejects. Or
+ * read of the revocation list (or of a not-before marker), fails as an unreachable Redis would: the operation does nothing and rejects. Or
  * whose next consume-and-issue runs and then rejects, as a Redis whose reply came after the store's deadline.
  */
 class FlakyStore extends MemoryStore {
-  failNext: 'token write' | 'revocation read' | 'late reply' | undefined;
+  failNext: 'token write' | 'revocation read' | 'marker read' | 'late reply' | undefined;
 
   private fail(what: NonNullable<FlakyStore['failNext']>, when: boolean): void {
     if (!when || this.failNext !== what) return;
@@ -55,6 +56,7 @@ class FlakyStore extends MemoryStore {
     id: string,
   ): Promise<StoredRecord<T> | undefined> {
     this.fail('revocation read', kind === 'revoked');
+    this.fail('marker read', kind === 'not_before');
     return super.get<T>(kind, id);
   }
 }
@@ -109,6 +111,19 @@ describe('consuming a request and storing its token are one step', () => {
     expect((await pollToken(app, id, APP2)).body.error).toBe('invalid_grant');
     const again = await Promise.all(Array.from({ length: 50 }, () => pollToken(app, id)));
     expect(new Set(again.map((r) => r.body.access_token))).toEqual(new Set([retried.body.access_token]));
+  });
+
+  it('CIBA: a not-before marker unread beside the step (503): the retry reads the markers and gets the tokens the step wrote', async () => {
+    const { app, netauth, store } = gateway();
+    const events = recordEvents(netauth);
+    const id = await startBackchannel(app, ALICE, SIM_SWAP);
+    store.failNext = 'marker read';
+    expect((await pollToken(app, id)).status).toBe(503);
+    expect(events.of('redemption.unsettled')).toEqual([{ clientId: 'app-1', grantType: CIBA }]);
+    const retried = await pollToken(app, id);
+    expect(retried.status).toBe(200);
+    expect(events.of('redemption.redelivered')).toEqual([{ clientId: 'app-1', grantType: CIBA }]);
+    expect((await callApi(app, retried.body.access_token as string)).status).toBe(200);
   });
 
   it('code: a reply lost after the step ran (503): the retry gets that token, not a replay', async () => {
