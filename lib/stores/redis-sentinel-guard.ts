@@ -2,12 +2,12 @@
  * Sentinel's word on which node is master, for a store behind a node-redis createSentinel() client. The client
  * follows Sentinel's announcements; between a failover and the moment it moves (or while it stays on a hung node
  * that wakes up still believing it is master) its commands reach a node Sentinel no longer names, and a write done
- * there is gone once Sentinel demotes it. So the store asks Sentinel itself (`SENTINEL GET-MASTER-ADDR-BY-NAME`,
- * on the Sentinel the client listens to) after a command timed out or failed, after a write no replica confirmed,
- * when the client reports a new master, and every 10 s; and it refuses commands (503) while the client's node is
- * not the one Sentinel names, or says it is a replica (ROLE). The Sentinel is asked over its own short connection,
- * in RESP, without credentials: a Sentinel that requires a password cannot be asked, and then only the client's
- * own view counts (reported as a fault, once a minute).
+ * there is gone once Sentinel demotes it. So the store asks Sentinel itself (`SENTINEL MASTER`, on the Sentinel
+ * the client listens to) after a command timed out or failed, after a write no replica confirmed, when the client
+ * reports a new master, and every 10 s; and it refuses commands (503) while the client's node is not the one
+ * Sentinel names, says it is a replica (ROLE), or is down or being failed over for Sentinel. The Sentinel is asked
+ * over its own short connection, in RESP, without credentials: a Sentinel that requires a password cannot be asked,
+ * and then only the client's own view counts (reported as `sentinel-quorum`, once a minute).
  */
 import { createConnection } from 'node:net';
 import { StoreUnavailableError } from './store.js';
@@ -170,27 +170,31 @@ export class SentinelGuard {
       if (this.refusal !== undefined) setTimeout(() => void this.verify(true), 50).unref();
       return;
     }
-    let named: Reply;
+    let named: Map<string, string>;
     try {
       this.name ??= await this.nameOf(sentinel, current);
       if (this.name === undefined) return;
       const [master, quorum] = await query(
         sentinel,
         [
-          ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name],
+          ['SENTINEL', 'MASTER', this.name],
           ['SENTINEL', 'CKQUORUM', this.name],
         ],
         this.timeout,
       );
       if (quorum instanceof Error) this.fault('sentinel-quorum', address(sentinel));
-      named = master!;
+      // Field, value, field, value...
+      const fields = Array.isArray(master) ? master.map(String) : [];
+      named = new Map(fields.flatMap((field, i) => (i % 2 === 0 ? [[field, fields[i + 1] ?? '']] : [])));
     } catch {
       // No Sentinel answers: no failover can happen now; the client's node is taken at its word.
       this.fault('sentinel-quorum', address(sentinel));
       return;
     }
-    if (!Array.isArray(named) || named.length < 2) return;
-    const master = `${String(named[0])}:${String(named[1])}`;
+    if (!named.has('ip') || !named.has('port')) return;
+    const master = `${named.get('ip')}:${named.get('port')}`;
+    // Down, or being replaced: what it takes now may be gone once the failover ends.
+    const failing = /s_down|o_down|failover_in_progress/.exec(named.get('flags') ?? '')?.[0];
     const reply = await within(this.client.sendCommand(false, ['ROLE'], { timeout: this.timeout }), this.timeout);
     const role = Array.isArray(reply) ? String(reply[0]) : undefined;
     // The client may have moved meanwhile: judge the node it is on now.
@@ -201,6 +205,8 @@ export class SentinelGuard {
       if (role === 'master') this.fault('second-master', address(on));
     } else if (role !== undefined && role !== 'master') {
       this.refusal = `Redis at ${address(on)} is a ${role}, not a master`;
+    } else if (failing !== undefined) {
+      this.refusal = `Redis at ${address(on)} is ${failing} for Sentinel`;
     } else {
       this.refusal = undefined;
     }

@@ -98,6 +98,30 @@ describe.skipIf(skip)('a second master: Sentinel names another node than the one
     await set?.destroy();
   });
 
+  it('a Sentinel without its quorum (no failover can happen) is reported, and the store still serves', async () => {
+    const client = createSentinel({ name: SENTINEL_MASTER_NAME, sentinelRootNodes: set.sentinelRootNodes });
+    client.on('error', () => {});
+    await client.connect();
+    const faults: TopologyFault[] = [];
+    const store = new RedisStore({
+      client,
+      prefix: freshPrefix(),
+      onTopologyFault: (fault) => void faults.push(fault),
+    });
+    // One Sentinel cannot make a quorum of two.
+    await ask(set.sentinel, ['SENTINEL', 'SET', SENTINEL_MASTER_NAME, 'quorum', '2']);
+    try {
+      await store.open();
+      expect(faults).toEqual([{ kind: 'sentinel-quorum', node: `127.0.0.1:${set.sentinel.port}` }]);
+      expect(store.topologyFaults['sentinel-quorum']).toBe(1);
+      await store.put('code', taggedId(randomTag(), 16), { served: true }, { ttl: 60 });
+    } finally {
+      await ask(set.sentinel, ['SENTINEL', 'SET', SENTINEL_MASTER_NAME, 'quorum', '1']);
+      await store.close();
+      await client.destroy();
+    }
+  });
+
   it('the store refuses it (503) instead of answering writes there as done, and reports a second master', async () => {
     const client = createSentinel({
       name: SENTINEL_MASTER_NAME,
