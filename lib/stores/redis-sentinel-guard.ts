@@ -215,6 +215,8 @@ export class SentinelGuard {
   /** The master name under which the Sentinel monitors `current` (ROLE lists the names a Sentinel monitors). */
   private async nameOf(sentinel: Node, current: Node): Promise<string | undefined> {
     const [role] = await query(sentinel, [['ROLE']], this.timeout);
+    // NOAUTH: a Sentinel with a password, which this connection cannot give.
+    if (role instanceof Error) throw role;
     const names = Array.isArray(role) && Array.isArray(role[1]) ? role[1].map(String) : [];
     if (names.length <= 1) return names[0];
     const addresses = await query(
