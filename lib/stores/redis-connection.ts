@@ -372,11 +372,12 @@ export class RedisConnection {
     const late = new Promise<number>((resolve) => (timer = setTimeout(resolve, this.replicaWait * 5, -1)));
     const answer = await Promise.race([acked, late]);
     clearTimeout(timer);
+    // First, so the writes sent meanwhile do not each hold the connection for a WAIT that falls short too.
+    waits!.acknowledged(node!, replicas, answer);
     // No replica has it: behind Sentinel, the master may be one Sentinel has already replaced (a failover during a
     // pause or hang), and a write there is gone once it is demoted: answered as not done (503), not as done.
     if (answer < replicas && this.guard && !(await this.guard.confirms()))
       throw new StoreUnavailableError('Redis took the write on a master Sentinel no longer names');
-    waits!.acknowledged(node!, replicas, answer);
     return value;
   }
 

@@ -5,7 +5,7 @@
  * there is gone once Sentinel demotes it. So the store asks Sentinel itself (`SENTINEL MASTER`, on the Sentinel
  * the client listens to) after a command timed out or failed, after a write no replica confirmed, when the client
  * reports a new master, and every 10 s; and it refuses commands (503) while the client's node is not the one
- * Sentinel names, says it is a replica (ROLE), or is down or being failed over for Sentinel. The Sentinel is asked
+ * Sentinel names, reports itself a replica, or is down or being failed over for Sentinel. The Sentinel is asked
  * over its own short connection, in RESP, without credentials: a Sentinel that requires a password cannot be asked,
  * and then only the client's own view counts (reported as `sentinel-quorum`, once a minute).
  */
@@ -150,7 +150,7 @@ export class SentinelGuard {
     return this.refusal === undefined;
   }
 
-  /** Asks Sentinel, and the client's node its role, once at a time; at most every 250 ms unless `force`. */
+  /** Asks Sentinel which node is master, once at a time; at most every 250 ms unless `force`. */
   verify(force = false): Promise<void> {
     if (this.looking !== undefined) return this.looking;
     if (!force && Date.now() - this.last < 250) return Promise.resolve();
@@ -195,16 +195,19 @@ export class SentinelGuard {
     const master = `${named.get('ip')}:${named.get('port')}`;
     // Down, or being replaced: what it takes now may be gone once the failover ends.
     const failing = /s_down|o_down|failover_in_progress/.exec(named.get('flags') ?? '')?.[0];
-    const reply = await within(this.client.sendCommand(false, ['ROLE'], { timeout: this.timeout }), this.timeout);
-    const role = Array.isArray(reply) ? String(reply[0]) : undefined;
     // The client may have moved meanwhile: judge the node it is on now.
     const on = this.client.getMasterNode();
     if (on === undefined) return;
+    const reported = named.get('role-reported') ?? 'master';
     if (address(on) !== master) {
       this.refusal = `Redis at ${address(on)} is not the master Sentinel names (${master})`;
-      if (role === 'master') this.fault('second-master', address(on));
-    } else if (role !== undefined && role !== 'master') {
-      this.refusal = `Redis at ${address(on)} is a ${role}, not a master`;
+      // Its own word, for the report only: asked on the client's connection, behind whatever waits there (a WAIT),
+      // so never on the common path.
+      const reply = await within(this.client.sendCommand(false, ['ROLE'], { timeout: this.timeout }), this.timeout);
+      if (Array.isArray(reply) && String(reply[0]) === 'master') this.fault('second-master', address(on));
+    } else if (reported !== 'master') {
+      // What the node itself last told Sentinel (INFO): a replica refuses writes anyway.
+      this.refusal = `Redis at ${address(on)} reports itself a ${reported}`;
     } else if (failing !== undefined) {
       this.refusal = `Redis at ${address(on)} is ${failing} for Sentinel`;
     } else {
