@@ -122,6 +122,37 @@ describe.skipIf(skip)('a second master: Sentinel names another node than the one
     }
   });
 
+  it('a master Sentinel holds down is refused at once while it is, and served again once Sentinel sees it back', {
+    timeout: 20_000,
+  }, async () => {
+    const client = createSentinel({
+      name: SENTINEL_MASTER_NAME,
+      sentinelRootNodes: set.sentinelRootNodes,
+      nodeClientOptions: { disableOfflineQueue: true },
+    });
+    client.on('error', () => {});
+    await client.connect();
+    const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 500, onTopologyFault: () => {} });
+    const master = await set.currentMaster();
+    const put = () => store.put('code', taggedId(randomTag(), 16), { paused: true }, { ttl: 60 });
+    // No failover (one Sentinel cannot make a quorum of two): the master stays, down for Sentinel while it pauses.
+    await ask(set.sentinel, ['SENTINEL', 'SET', SENTINEL_MASTER_NAME, 'quorum', '2']);
+    try {
+      await store.open();
+      await ask(master, ['CLIENT', 'PAUSE', '3000', 'ALL']);
+      // What it takes now may be gone if Sentinel fails it over: refused before anything is sent.
+      await vi.waitFor(() => expect(put()).rejects.toThrow(/is s_down for Sentinel/), {
+        timeout: 5_000,
+        interval: 100,
+      });
+      await vi.waitFor(put, { timeout: 10_000, interval: 100 });
+    } finally {
+      await ask(set.sentinel, ['SENTINEL', 'SET', SENTINEL_MASTER_NAME, 'quorum', '1']);
+      await store.close();
+      await client.destroy();
+    }
+  });
+
   it('the store refuses it (503) instead of answering writes there as done, and reports a second master', async () => {
     const client = createSentinel({
       name: SENTINEL_MASTER_NAME,
