@@ -173,4 +173,6 @@ export type {
   RedisClusterCommandClient,
   RedisSentinelCommandClient,
   ReplicaShortfall,
+  TopologyFault,
+  TopologyFaultKind,
 } from './stores/redis.js';

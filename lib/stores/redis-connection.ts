@@ -11,7 +11,8 @@
  * Every command has a deadline; connection trouble, and replies that describe a passing server state, become
  * StoreUnavailableError (the gateway answers 503). A cluster client keeps its slot map until a MOVED reply, and
  * a dead master sends none: on connection errors the map is refreshed (at most every 250 ms) until the replica
- * that took over is found, so a failover heals without a restart.
+ * that took over is found, so a failover heals without a restart. Behind Sentinel, commands are refused while the
+ * client's node is not the master Sentinel names (lib/stores/redis-sentinel-guard.ts).
  */
 import { StoreUnavailableError } from './store.js';
 import type { Script } from './redis-scripts.js';
@@ -20,6 +21,7 @@ import type { RedisClientOptions, RedisClientType, RedisClusterOptions, RedisClu
 import { REDIS_STORE_DEFAULTS } from '../defaults.js';
 import { requirePeer } from '../optional-peer.js';
 import { TopologyRefresh } from './redis-topology.js';
+import { SentinelGuard, type TopologyFaultKind } from './redis-sentinel-guard.js';
 
 /** What RedisStore needs of a `createClient()` client. */
 export interface RedisCommandClient {
@@ -53,6 +55,8 @@ export interface RedisSentinelCommandClient {
   readonly isReady: boolean;
   sendCommand(isReadonly: boolean | undefined, args: string[], options?: { timeout?: number }): Promise<unknown>;
   getMasterNode(): { host: string; port: number } | undefined;
+  /** The Sentinel the client listens to (asked which node is master: lib/stores/redis-sentinel-guard.ts). */
+  getSentinelNode?(): { host: string; port: number } | undefined;
 }
 
 /** Any client RedisStore accepts. */
@@ -220,6 +224,8 @@ export interface RedisConnectionOptions {
   /** The longest a write waits for its replicas (ms). Default: RedisStore's. */
   replicaWait?: number;
   onError: (error: unknown) => void;
+  /** A fault of the topology the store noticed (a stale slot map, a second master, no Sentinel quorum). */
+  onFault?: (kind: TopologyFaultKind, node: string) => void;
 }
 
 export class RedisConnection {
@@ -248,6 +254,11 @@ export class RedisConnection {
   private attempted = false;
   private readonly replicaWait: number;
   private readonly onError: (error: unknown) => void;
+  private readonly onFault: (kind: TopologyFaultKind, node: string) => void;
+  /** Behind Sentinel: refuses commands while the client's node is not the master Sentinel names. */
+  private readonly guard: SentinelGuard | undefined;
+  /** Ends the guard's listener on the Sentinel client. */
+  private readonly unwatch: (() => void) | undefined;
 
   constructor(options: RedisConnectionOptions) {
     this.timeout = options.timeout;
@@ -255,9 +266,15 @@ export class RedisConnection {
     this.queued = { timeout: options.timeout };
     this.replicaWait = options.replicaWait ?? REDIS_STORE_DEFAULTS.replicaWait;
     this.onError = options.onError;
+    this.onFault = options.onFault ?? (() => {});
     this.url = options.url;
     if (options.url !== undefined) this.redis = requirePeer<NodeRedis>('redis', 'new RedisStore({ url })');
     if (options.client) this.route = routeOf(options.client);
+    if (this.route?.kind === 'sentinel') {
+      const guard = new SentinelGuard(this.route.client, this.timeout, this.onFault);
+      this.guard = guard;
+      this.unwatch = this.onReconnect(() => void guard.verify(true));
+    }
   }
 
   /** Whether keys are spread over shards, so one call may only touch keys of one hash tag. */
@@ -317,6 +334,11 @@ export class RedisConnection {
         `Redis at ${this.describe()} is a ${String(role[0])}, not a master: give the master's url, or a Sentinel or Cluster client`,
       );
     }
+    if (this.guard) {
+      this.guard.start(10_000);
+      if (!(await this.guard.confirms()))
+        throw new StoreUnavailableError(`Redis at ${this.describe()} is not the master Sentinel names`);
+    }
   }
 
   /**
@@ -349,6 +371,8 @@ export class RedisConnection {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.guard?.stop();
+    this.unwatch?.();
     const client = this.owned;
     if (!client?.isOpen) return;
     // Reconnecting (or a cluster): nothing to flush that matters, and close() could wait for a reply that is not coming.
@@ -360,6 +384,7 @@ export class RedisConnection {
   async run(key: string | undefined, args: string[]): Promise<unknown> {
     if (this.closed) throw new StoreUnavailableError('Redis store is closed');
     try {
+      this.guard?.admit();
       // The deadline counts a created client's first connection attempt too, while it lasts.
       const starting = this.attempted ? undefined : this.started();
       return await this.deadlines.bound(
@@ -367,6 +392,8 @@ export class RedisConnection {
       );
     } catch (err) {
       if (isErrorReply(err) && !TRANSIENT_REPLIES.test(err.message)) throw err;
+      // node-redis follows redirections itself: one that reaches the store means its map is behind the cluster's.
+      if (isErrorReply(err) && /^(MOVED|ASK)\b/.test(err.message)) this.onFault('stale-slot-map', this.describe());
       this.refreshTopology();
       if (err instanceof StoreUnavailableError) throw err;
       throw new StoreUnavailableError('Redis is unavailable', { cause: err });
@@ -417,7 +444,12 @@ export class RedisConnection {
     const late = new Promise<number>((resolve) => (timer = setTimeout(resolve, this.replicaWait * 5, -1)));
     const answer = await Promise.race([acked, late]);
     clearTimeout(timer);
+    // First, so the writes sent meanwhile do not each hold the connection for a WAIT that falls short too.
     waits.acknowledged(node, replicas, answer);
+    // No replica has it: behind Sentinel, the master may be one Sentinel has already replaced (a failover during a
+    // pause or hang), and a write there is gone once it is demoted: answered as not done (503), not as done.
+    if (answer < replicas && this.guard && !(await this.guard.confirms()))
+      throw new StoreUnavailableError('Redis took the write on a master Sentinel no longer names');
     return value;
   }
 
@@ -491,9 +523,16 @@ export class RedisConnection {
    */
   private refreshTopology(): void {
     const route = this.route;
+    // Behind Sentinel: ask it whether the client is still on the master it names (the guard refuses otherwise).
+    if (route?.kind === 'sentinel') void this.guard?.verify();
     if (route?.kind !== 'cluster' || this.closed) return;
-    if (this.topology?.client !== route.client)
-      this.topology = { client: route.client, refresh: new TopologyRefresh(route.client, this.timeout, this.onError) };
+    if (this.topology?.client !== route.client) {
+      const stale = (node: string) => this.onFault('stale-slot-map', node);
+      this.topology = {
+        client: route.client,
+        refresh: new TopologyRefresh(route.client, this.timeout, this.onError, stale),
+      };
+    }
     this.topology.refresh.refresh();
   }
 

@@ -46,6 +46,8 @@ export class TopologyRefresh {
     private readonly client: ClusterMasters,
     private readonly timeout: number,
     private readonly onError: (error: unknown) => void,
+    /** No master answered, or the one asked did not give its map in time: the slot map stays stale for now. */
+    private readonly onStale: (node: string) => void = () => {},
   ) {}
 
   /** Asks the cluster for its map again (at most every 250 ms, one at a time, bounded by the timeout). */
@@ -58,9 +60,15 @@ export class TopologyRefresh {
     this.running = true;
     this.answering()
       .then((node) => {
-        if (node === undefined) return;
+        if (node === undefined) {
+          this.onStale('the cluster (no master answers)');
+          return;
+        }
         const startWith = { options: { socket: { host: node.host, port: node.port } } };
-        return within((slots as Slots).rediscover(startWith), this.timeout);
+        return within((slots as Slots).rediscover(startWith), this.timeout).catch((error: unknown) => {
+          this.onStale(`${node.host}:${node.port}`);
+          throw error;
+        });
       })
       .catch(this.onError)
       .finally(() => {

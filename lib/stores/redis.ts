@@ -13,6 +13,7 @@ import { RedisConnection, type RedisStoreClient } from './redis-connection.js';
 import { DataLossWatch, type StoreDataLossError } from './redis-markers.js';
 import { REDIS_STORE_DEFAULTS } from '../defaults.js';
 import { ReplicaWaits, type ReplicaShortfall } from './redis-replicas.js';
+import type { TopologyFaultKind } from './redis-sentinel-guard.js';
 
 export type {
   RedisCommandClient,
@@ -22,6 +23,19 @@ export type {
 } from './redis-connection.js';
 export { StoreDataLossError } from './redis-markers.js';
 export type { ReplicaShortfall } from './redis-replicas.js';
+export type { TopologyFaultKind } from './redis-sentinel-guard.js';
+
+/** A fault of the Redis set-up the store noticed (docs/redis-store.md#faults-what-clients-see). */
+export interface TopologyFault {
+  /**
+   * `stale-slot-map`: a cluster's slot map could not be refreshed (no master answered, or the one asked did not in
+   * time) or a command met MOVED/ASK; `second-master`: a node that says it is master while Sentinel names another
+   * (the store refuses it); `sentinel-quorum`: Sentinel did not answer, or has no quorum (no failover can happen).
+   */
+  readonly kind: TopologyFaultKind;
+  /** `host:port` of the node concerned, or a description of the set-up. */
+  readonly node: string;
+}
 
 export interface RedisStoreOptions {
   /**
@@ -77,6 +91,12 @@ export interface RedisStoreOptions {
    */
   onReplicaShortfall?: (shortfall: ReplicaShortfall) => void;
   /**
+   * Called when the store notices a fault of the topology (a stale slot map, a second master, no Sentinel quorum),
+   * at most once a minute per kind; `topologyFaults` counts every time it is noticed.
+   * @defaultValue a process warning (`process.emitWarning`, code `NETAUTH_REDIS_TOPOLOGY`)
+   */
+  onTopologyFault?: (fault: TopologyFault) => void;
+  /**
    * `open()` refuses a Redis whose `maxmemory-policy` is not `noeviction` (eviction silently drops tokens,
    * consumed codes and revocations; docs/redis-store.md#eviction-noeviction), and warns where `CONFIG GET` is not
    * allowed (managed Redis). `true` skips the check.
@@ -129,6 +149,11 @@ export class RedisStore implements Store {
   private ready: Promise<void> | undefined;
   /** Set once `ready` resolved; cleared when `open()` prepares again. */
   private isPrepared = false;
+  private readonly faults: Record<TopologyFaultKind, number> = {
+    'stale-slot-map': 0,
+    'second-master': 0,
+    'sentinel-quorum': 0,
+  };
 
   constructor(options: RedisStoreOptions = {}) {
     this.prefix = options.prefix ?? REDIS_STORE_DEFAULTS.prefix;
@@ -148,7 +173,19 @@ export class RedisStore implements Store {
       throw new RangeError('replicaWait must be a whole number of milliseconds > 0');
     const target = options.client ? { client: options.client } : { url: options.url ?? REDIS_STORE_DEFAULTS.url };
     const onError = options.onError ?? (() => {});
-    this.connection = new RedisConnection({ timeout, replicaWait, onError, ...target });
+    const onTopologyFault =
+      options.onTopologyFault ??
+      ((f: TopologyFault) => process.emitWarning(`Redis at ${f.node}: ${f.kind}`, { code: 'NETAUTH_REDIS_TOPOLOGY' }));
+    const told = new Map<TopologyFaultKind, number>();
+    const onFault = (kind: TopologyFaultKind, node: string) => {
+      this.faults[kind]++;
+      // A fault is noticed on every failed command while it lasts: told once a minute, counted each time.
+      const now = Date.now();
+      if (now - (told.get(kind) ?? -Infinity) < 60_000) return;
+      told.set(kind, now);
+      onTopologyFault({ kind, node });
+    };
+    this.connection = new RedisConnection({ timeout, replicaWait, onError, onFault, ...target });
     const onDataLoss =
       options.onDataLoss ??
       ((error: StoreDataLossError) => process.emitWarning(error.message, { code: 'NETAUTH_REDIS_DATA_LOSS' }));
@@ -161,6 +198,11 @@ export class RedisStore implements Store {
           code: 'NETAUTH_REDIS_REPLICA_SHORTFALL',
         }));
     this.waits = new ReplicaWaits(this.connection, waitFor, onShortfall, 10_000);
+  }
+
+  /** Topology faults noticed, per kind, since the store was made (metrics: see `onTopologyFault`). */
+  get topologyFaults(): Readonly<Record<TopologyFaultKind, number>> {
+    return { ...this.faults };
   }
 
   /** Writes that reached fewer replicas than they waited for (a metric: see `onReplicaShortfall`). */

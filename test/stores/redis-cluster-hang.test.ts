@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RedisStore } from '../../lib/stores/redis.js';
+import { RedisStore, type TopologyFault } from '../../lib/stores/redis.js';
 import { StoreUnavailableError } from '../../lib/stores/store.js';
 import { randomTag, taggedId } from '../../lib/crypto.js';
 import { freshPrefix, requireRedisServer, skipRedisTests, type RedisServer } from '../helpers/redis-server.js';
@@ -146,6 +146,38 @@ describe.skipIf(skip)('a hung Redis Cluster master (SIGSTOP)', () => {
     } finally {
       await gw.netauth.close();
       await store.close();
+      await cluster.waitUntilHealthy();
+    }
+  });
+
+  it('a slot map no master can refresh is reported as stale', { timeout: 20_000 }, async () => {
+    const client = cluster.client();
+    await client.connect();
+    const faults: TopologyFault[] = [];
+    const store = new RedisStore({
+      client,
+      prefix: freshPrefix(),
+      timeout: TIMEOUT,
+      onTopologyFault: (fault) => void faults.push(fault),
+    });
+    const masters = await cluster.masterServers();
+    try {
+      await vi.waitFor(() => store.open(), { timeout: 10_000, interval: 100 });
+      for (const master of masters) process.kill(master.pid!, 'SIGSTOP');
+      try {
+        // Shorter than cluster-node-timeout: no replica takes over meanwhile.
+        await expect(store.get('code', taggedId(randomTag(), 16))).rejects.toBeInstanceOf(StoreUnavailableError);
+        await vi.waitFor(() => expect(faults.map((f) => f.kind)).toContain('stale-slot-map'), {
+          timeout: 4 * TIMEOUT,
+          interval: 20,
+        });
+      } finally {
+        for (const master of masters) process.kill(master.pid!, 'SIGCONT');
+      }
+      expect(store.topologyFaults['stale-slot-map']).toBeGreaterThan(0);
+    } finally {
+      await store.close();
+      client.destroy();
       await cluster.waitUntilHealthy();
     }
   });
