@@ -17,6 +17,24 @@ import { ask } from '../helpers/redis-cluster.js';
 
 const skip = skipRedisTests('the Redis Sentinel hang tests');
 
+/** node-redis' Sentinel client, its errors dropped (a hung node makes many), connected. */
+async function connectedSentinel(
+  set: RedisSentinelSet,
+  nodeClientOptions?: Parameters<typeof createSentinel>[0]['nodeClientOptions'],
+): Promise<ReturnType<typeof createSentinel>> {
+  const client = createSentinel({
+    name: SENTINEL_MASTER_NAME,
+    sentinelRootNodes: set.sentinelRootNodes,
+    ...(nodeClientOptions ? { nodeClientOptions } : {}),
+  });
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
+/** A client that gives a hung node up quickly and keeps nothing queued for it. */
+const QUICK = { disableOfflineQueue: true, socket: { connectTimeout: 1000, reconnectStrategy: () => 100 } };
+
 /** How many times `command` ran on `server` as a client command (INFO commandstats; replication is not counted). */
 async function calls(server: Parameters<typeof ask>[0], command: string): Promise<number> {
   const stats = String(await ask(server, ['INFO', 'commandstats']));
@@ -36,13 +54,7 @@ describe.skipIf(skip)('a hung master behind Sentinel (SIGSTOP, then SIGCONT)', (
   });
 
   it('while the master still hangs, writes go to the replica Sentinel promoted', { timeout: 40_000 }, async () => {
-    const client = createSentinel({
-      name: SENTINEL_MASTER_NAME,
-      sentinelRootNodes: set.sentinelRootNodes,
-      nodeClientOptions: { disableOfflineQueue: true, socket: { connectTimeout: 1000, reconnectStrategy: () => 100 } },
-    });
-    client.on('error', () => {});
-    await client.connect();
+    const client = await connectedSentinel(set, QUICK);
     const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 1000, onTopologyFault: () => {} });
     const old = await set.currentMaster();
     const id = taggedId(randomTag(), 16);
@@ -82,13 +94,7 @@ describe.skipIf(skip)('a hung master behind Sentinel (SIGSTOP, then SIGCONT)', (
   it('the returning old master is never written to: writes go to the promoted replica', {
     timeout: 40_000,
   }, async () => {
-    const client = createSentinel({
-      name: SENTINEL_MASTER_NAME,
-      sentinelRootNodes: set.sentinelRootNodes,
-      nodeClientOptions: { disableOfflineQueue: true, socket: { connectTimeout: 1000, reconnectStrategy: () => 100 } },
-    });
-    client.on('error', () => {});
-    await client.connect();
+    const client = await connectedSentinel(set, QUICK);
     const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 1000 });
     const old = await set.currentMaster();
     const tag = randomTag();
@@ -143,9 +149,7 @@ describe.skipIf(skip)('a second master: Sentinel names another node than the one
   });
 
   it('a Sentinel without its quorum (no failover can happen) is reported, and the store still serves', async () => {
-    const client = createSentinel({ name: SENTINEL_MASTER_NAME, sentinelRootNodes: set.sentinelRootNodes });
-    client.on('error', () => {});
-    await client.connect();
+    const client = await connectedSentinel(set);
     const faults: TopologyFault[] = [];
     const store = new RedisStore({
       client,
@@ -169,13 +173,7 @@ describe.skipIf(skip)('a second master: Sentinel names another node than the one
   it('a master Sentinel holds down is refused at once while it is, and served again once Sentinel sees it back', {
     timeout: 20_000,
   }, async () => {
-    const client = createSentinel({
-      name: SENTINEL_MASTER_NAME,
-      sentinelRootNodes: set.sentinelRootNodes,
-      nodeClientOptions: { disableOfflineQueue: true },
-    });
-    client.on('error', () => {});
-    await client.connect();
+    const client = await connectedSentinel(set, { disableOfflineQueue: true });
     const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 500, onTopologyFault: () => {} });
     const master = await set.currentMaster();
     const put = () => store.put('code', taggedId(randomTag(), 16), { paused: true }, { ttl: 60 });
@@ -198,13 +196,7 @@ describe.skipIf(skip)('a second master: Sentinel names another node than the one
   });
 
   it('the store refuses it (503) instead of answering writes there as done, and reports a second master', async () => {
-    const client = createSentinel({
-      name: SENTINEL_MASTER_NAME,
-      sentinelRootNodes: set.sentinelRootNodes,
-      nodeClientOptions: { disableOfflineQueue: true, socket: { connectTimeout: 1000, reconnectStrategy: () => 100 } },
-    });
-    client.on('error', () => {});
-    await client.connect();
+    const client = await connectedSentinel(set, QUICK);
     const faults: TopologyFault[] = [];
     const store = new RedisStore({
       client,
