@@ -79,6 +79,8 @@ interface Outcome {
   failed: number;
   /** The longest request after the kill (ms). */
   longest: number;
+  /** When the set-up reported healthy again (a replica promoted, or the fault over), after the kill (ms). */
+  healed: number;
   /** Completed flows per second in the 2 s before the kill, and in the 5 s ending 10 s after it. */
   before: number;
   after: number;
@@ -157,6 +159,7 @@ async function measure(
     const killedAt = performance.now();
     await kill();
     await healed();
+    const healedAt = performance.now();
     // Load goes on until 10 s after the kill (at least 3 s after the set-up reports healthy), the node still dead.
     await sleep(Math.max(3000, killedAt + 10_000 - performance.now()));
     const longest = Math.max(...running.answers.filter((x) => x.at >= killedAt).map((x) => x.took));
@@ -176,6 +179,7 @@ async function measure(
       errors: errors.length,
       okDuring,
       longest,
+      healed: healedAt - killedAt,
       ...running.counts(),
       before: running.rate(killedAt - 2000, killedAt),
       after: running.rate(killedAt + 5000, killedAt + 10_000),
@@ -276,6 +280,7 @@ process.stdout.write(
     [
       'set-up',
       'first 5xx after kill (ms)',
+      'healed (ms)',
       'last 5xx (ms)',
       '5xx window (ms)',
       '5xx answers',
@@ -290,6 +295,7 @@ process.stdout.write(
     outcomes.map((o) => [
       o.setup,
       ms(o.firstError),
+      fmt(o.healed),
       ms(o.lastError),
       o.firstError === undefined ? '-' : fmt(o.lastError! - o.firstError),
       fmt(o.errors),

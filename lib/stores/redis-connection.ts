@@ -53,7 +53,11 @@ export interface RedisClusterCommandClient {
 export interface RedisSentinelCommandClient {
   readonly isOpen: boolean;
   readonly isReady: boolean;
-  sendCommand(isReadonly: boolean | undefined, args: string[], options?: { timeout?: number }): Promise<unknown>;
+  sendCommand(
+    isReadonly: boolean | undefined,
+    args: string[],
+    options?: { timeout?: number; abortSignal?: AbortSignal },
+  ): Promise<unknown>;
   getMasterNode(): { host: string; port: number } | undefined;
   /** The Sentinel the client listens to (asked which node is master: lib/stores/redis-sentinel-guard.ts). */
   getSentinelNode?(): { host: string; port: number } | undefined;
@@ -511,7 +515,11 @@ export class RedisConnection {
       case 'cluster':
         return route.client.sendCommand(key, false, args, this.queued);
       case 'sentinel':
-        return route.client.sendCommand(false, args, route.client.isReady ? undefined : this.queued);
+        // The client stays "ready" while its master is gone, holding commands until it has found the new one. A
+        // signal started now, not when the command is handed to the new master's connection, drops those whose
+        // deadline has passed (their callers got 503): sent late, each write with its WAIT blocked the new master,
+        // which has no replica yet, 100 ms at a time (the kill drill's window went from 3 to 6-9 s).
+        return route.client.sendCommand(false, args, { abortSignal: AbortSignal.timeout(this.timeout) });
       default:
         return route.client.sendCommand(args, route.client.isReady ? undefined : this.queued);
     }
