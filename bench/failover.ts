@@ -15,8 +15,9 @@
  * coverage no, down-after-milliseconds 1000).
  *
  * `--fault` picks what happens to the master (issue 47's grey failures): `kill` (SIGKILL, the default, never
- * restarted), `hang` (SIGSTOP for 20 s, then SIGCONT) or `slow` (`CLIENT PAUSE 2000 ALL` again and again for 12 s:
- * every reply late past the store's timeout, no failover). A flow whose poll got 503 and then its token was a
+ * restarted), `hang` (SIGSTOP for 20 s, then SIGCONT), `slow` (`CLIENT PAUSE 2000 ALL` again and again for 12 s:
+ * every reply late past the store's timeout, no failover), `sleep` (`DEBUG SLEEP 2` again and again for 12 s: the
+ * master stops answering altogether, and may be failed over) or `pause` (one `CLIENT PAUSE 3000`). A flow whose poll got 503 and then its token was a
  * retry the idempotent redemption answered; "answer lost" stays a 503 followed by invalid_grant.
  */
 import { randomBytes } from 'node:crypto';
@@ -33,7 +34,8 @@ import { fmt, table } from './report.js';
 const { values: args } = parseArgs({
   options: { only: { type: 'string' }, quick: { type: 'boolean' }, fault: { type: 'string', default: 'kill' } },
 });
-if (!['kill', 'hang', 'slow'].includes(args.fault!)) throw new TypeError('--fault must be kill, hang or slow');
+if (!['kill', 'hang', 'slow', 'sleep', 'pause'].includes(args.fault!))
+  throw new TypeError('--fault must be kill, hang, slow, sleep or pause');
 const HANG_MS = 20_000;
 const SLOW_MS = 12_000;
 
@@ -45,18 +47,34 @@ async function fault(server: RedisServer): Promise<void> {
     setTimeout(() => process.kill(server.pid!, 'SIGCONT'), HANG_MS).unref();
     return;
   }
+  // pause: one CLIENT PAUSE 3000; slow: CLIENT PAUSE 2000 again and again for 12 s; sleep: DEBUG SLEEP 2 likewise.
+  if (args.fault === 'pause') {
+    await ask(server, ['CLIENT', 'PAUSE', '3000', 'ALL']);
+    return;
+  }
   const until = performance.now() + SLOW_MS;
+  const slowly = args.fault === 'sleep' ? ['DEBUG', 'SLEEP', '2'] : ['CLIENT', 'PAUSE', '2000', 'ALL'];
   void (async () => {
     while (performance.now() < until) {
-      await ask(server, ['CLIENT', 'PAUSE', '2000', 'ALL']).catch(() => {});
-      await sleep(2050);
+      // DEBUG SLEEP answers once it is over; CLIENT PAUSE at once.
+      await ask(server, slowly).catch(() => {});
+      if (args.fault === 'slow') await sleep(2050);
+      else await sleep(50);
     }
   })();
 }
 
 /** Until the fault is over: a hang or slowness lasts its time (a kill ends at once). */
 function faultOver(): Promise<void> {
-  return sleep(args.fault === 'hang' ? HANG_MS : args.fault === 'slow' ? SLOW_MS : 0);
+  return sleep(
+    args.fault === 'hang'
+      ? HANG_MS
+      : args.fault === 'slow' || args.fault === 'sleep'
+        ? SLOW_MS
+        : args.fault === 'pause'
+          ? 3000
+          : 0,
+  );
 }
 
 interface Answer {
@@ -246,7 +264,8 @@ async function sentinel(downAfter: number): Promise<Outcome> {
         await fault(old);
       },
       async () => {
-        if (args.fault !== 'slow') await set.waitForFailover(old!);
+        // A slow or paused master may be failed over, or not (a pause shorter than down-after-milliseconds).
+        if (args.fault === 'kill' || args.fault === 'hang') await set.waitForFailover(old!);
         await faultOver();
       },
     );

@@ -93,6 +93,9 @@ export class RedisCluster {
       Array.from({ length: masters * (1 + replicas) }, () =>
         RedisServer.start({
           args: () => [
+            // DEBUG SLEEP from loopback: bench/failover.ts's slow-master fault (Redis 7 refuses DEBUG by default).
+            '--enable-debug-command',
+            'local',
             '--cluster-enabled',
             'yes',
             '--cluster-config-file',

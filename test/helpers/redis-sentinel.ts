@@ -25,10 +25,12 @@ export class RedisSentinelSet {
     const downAfter = options.downAfter ?? 1000;
     const started: RedisServer[] = [];
     try {
-      const master = await RedisServer.start({ args: () => ['--repl-diskless-sync-delay', '0'] });
+      // DEBUG SLEEP from loopback: bench/failover.ts's slow-master fault (Redis 7 refuses DEBUG by default).
+      const debug = ['--enable-debug-command', 'local'];
+      const master = await RedisServer.start({ args: () => [...debug, '--repl-diskless-sync-delay', '0'] });
       started.push(master);
       const replica = await RedisServer.start({
-        args: () => ['--replicaof', '127.0.0.1', String(master.port), '--repl-diskless-sync-delay', '0'],
+        args: () => [...debug, '--replicaof', '127.0.0.1', String(master.port), '--repl-diskless-sync-delay', '0'],
       });
       started.push(replica);
       const sentinel = await RedisServer.start({
