@@ -32,6 +32,19 @@ async function connectedSentinel(
   return client;
 }
 
+/** A Sentinel set (master, replica, one Sentinel) of its own for the describe block that calls this. */
+function sentinelSetOfBlock(): () => RedisSentinelSet {
+  let set: RedisSentinelSet | undefined;
+  beforeAll(async () => {
+    requireRedisServer();
+    set = await RedisSentinelSet.start();
+  }, 30_000);
+  afterAll(async () => {
+    await set?.destroy();
+  });
+  return () => set!;
+}
+
 /** A client that gives a hung node up quickly and keeps nothing queued for it. */
 const QUICK = { disableOfflineQueue: true, socket: { connectTimeout: 1000, reconnectStrategy: () => 100 } };
 
@@ -42,18 +55,10 @@ async function calls(server: Parameters<typeof ask>[0], command: string): Promis
 }
 
 describe.skipIf(skip)('a hung master behind Sentinel (SIGSTOP, then SIGCONT)', () => {
-  let set: RedisSentinelSet;
-
-  beforeAll(async () => {
-    requireRedisServer();
-    set = await RedisSentinelSet.start();
-  }, 30_000);
-
-  afterAll(async () => {
-    await set?.destroy();
-  });
+  const sentinels = sentinelSetOfBlock();
 
   it('while the master still hangs, writes go to the replica Sentinel promoted', { timeout: 40_000 }, async () => {
+    const set = sentinels();
     const client = await connectedSentinel(set, QUICK);
     const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 1000, onTopologyFault: () => {} });
     const old = await set.currentMaster();
@@ -94,6 +99,7 @@ describe.skipIf(skip)('a hung master behind Sentinel (SIGSTOP, then SIGCONT)', (
   it('the returning old master is never written to: writes go to the promoted replica', {
     timeout: 40_000,
   }, async () => {
+    const set = sentinels();
     const client = await connectedSentinel(set, QUICK);
     const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 1000 });
     const old = await set.currentMaster();
@@ -137,18 +143,10 @@ describe.skipIf(skip)('a hung master behind Sentinel (SIGSTOP, then SIGCONT)', (
  * master, which still says it is master and has lost its replica.
  */
 describe.skipIf(skip)('a second master: Sentinel names another node than the one the client is on', () => {
-  let set: RedisSentinelSet;
-
-  beforeAll(async () => {
-    requireRedisServer();
-    set = await RedisSentinelSet.start();
-  }, 30_000);
-
-  afterAll(async () => {
-    await set?.destroy();
-  });
+  const sentinels = sentinelSetOfBlock();
 
   it('a Sentinel without its quorum (no failover can happen) is reported, and the store still serves', async () => {
+    const set = sentinels();
     const client = await connectedSentinel(set);
     const faults: TopologyFault[] = [];
     const store = new RedisStore({
@@ -173,6 +171,7 @@ describe.skipIf(skip)('a second master: Sentinel names another node than the one
   it('a master Sentinel holds down is refused at once while it is, and served again once Sentinel sees it back', {
     timeout: 20_000,
   }, async () => {
+    const set = sentinels();
     const client = await connectedSentinel(set, { disableOfflineQueue: true });
     const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 500, onTopologyFault: () => {} });
     const master = await set.currentMaster();
@@ -196,6 +195,7 @@ describe.skipIf(skip)('a second master: Sentinel names another node than the one
   });
 
   it('the store refuses it (503) instead of answering writes there as done, and reports a second master', async () => {
+    const set = sentinels();
     const client = await connectedSentinel(set, QUICK);
     const faults: TopologyFault[] = [];
     const store = new RedisStore({
@@ -249,18 +249,10 @@ describe.skipIf(skip)('a second master: Sentinel names another node than the one
  * has passed is dropped instead: what was answered 503 is never done later.
  */
 describe.skipIf(skip)('a killed master behind Sentinel: writes answered 503 meanwhile', () => {
-  let set: RedisSentinelSet;
-
-  beforeAll(async () => {
-    requireRedisServer();
-    set = await RedisSentinelSet.start();
-  }, 30_000);
-
-  afterAll(async () => {
-    await set?.destroy();
-  });
+  const sentinels = sentinelSetOfBlock();
 
   it('are never run on the new master once it is found', { timeout: 30_000 }, async () => {
+    const set = sentinels();
     const client = await connectedSentinel(set, QUICK);
     const store = new RedisStore({ client, prefix: freshPrefix(), timeout: 300 });
     try {
