@@ -10,31 +10,32 @@ const POOL_SIZE = 4096;
 const pool = Buffer.alloc(POOL_SIZE);
 let offset = POOL_SIZE;
 
-/** `bytes` random bytes (CSPRNG) as base64url: 32 bytes = 256 bits for tokens, 16 = 128 bits for ids. */
-export function randomId(bytes: number): string {
-  if (bytes > POOL_SIZE) return crypto.randomBytes(bytes).toString('base64url');
+/**
+ * `bytes` fresh bytes of the pool, as `read` takes them from it (refilled when too few are left); then they are
+ * overwritten, so a later bug can never hand the same bytes out twice.
+ */
+function fromPool<T>(bytes: number, read: (start: number, end: number) => T): T {
   if (offset + bytes > POOL_SIZE) {
     crypto.randomFillSync(pool);
     offset = 0;
   }
-  const id = pool.toString('base64url', offset, offset + bytes);
-  // Overwrite what was handed out, so a later bug can never hand the same bytes out twice.
+  const value = read(offset, offset + bytes);
   pool.fill(0, offset, offset + bytes);
   offset += bytes;
-  return id;
+  return value;
+}
+
+const asBase64url = (start: number, end: number): string => pool.toString('base64url', start, end);
+const asCopy = (start: number, end: number): Buffer => Buffer.from(pool.subarray(start, end));
+
+/** `bytes` random bytes (CSPRNG) as base64url: 32 bytes = 256 bits for tokens, 16 = 128 bits for ids. */
+export function randomId(bytes: number): string {
+  return bytes > POOL_SIZE ? crypto.randomBytes(bytes).toString('base64url') : fromPool(bytes, asBase64url);
 }
 
 /** `bytes` random bytes (CSPRNG) from the same pool, as a Buffer of their own (a nonce). */
 export function randomBytesOf(bytes: number): Buffer {
-  if (bytes > POOL_SIZE) return crypto.randomBytes(bytes);
-  if (offset + bytes > POOL_SIZE) {
-    crypto.randomFillSync(pool);
-    offset = 0;
-  }
-  const copy = Buffer.from(pool.subarray(offset, offset + bytes));
-  pool.fill(0, offset, offset + bytes);
-  offset += bytes;
-  return copy;
+  return bytes > POOL_SIZE ? crypto.randomBytes(bytes) : fromPool(bytes, asCopy);
 }
 
 /**

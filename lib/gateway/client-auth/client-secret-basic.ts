@@ -14,8 +14,8 @@ import { formDecode } from '../http/form.js';
  */
 interface BasicCredentials {
   headers: Request['headers'];
-  /** The request's address (`req.ip`), for the secret check's place in the scrypt queue: read only then. */
-  readonly ip: string | undefined;
+  /** The request, whose address (`req.ip`) ranks the secret check in the scrypt queue: read only then. */
+  req: Pick<Request, 'ip'>;
   attempt: Attempt;
   /** What the verify callback found; a header passport-http refused before calling it stays `malformed`. */
   outcome: Verified | Unreadable;
@@ -55,7 +55,9 @@ export function clientSecretBasic(clients: ClientRegistry): ClientAuthMethodModu
         return;
       }
       credentials
-        .attempt(clientId, (registered) => verifySecret(clients, { clientId, ip: credentials.ip }, registered, secret))
+        .attempt(clientId, (registered) =>
+          verifySecret(clients, { clientId, req: credentials.req }, registered, secret),
+        )
         .then((verified) => {
           credentials.outcome = verified;
           done(null, verified.client ?? false);
@@ -69,10 +71,7 @@ export function clientSecretBasic(clients: ClientRegistry): ClientAuthMethodModu
       new Promise<Verified | Unreadable>((resolve, reject) => {
         const credentials: BasicCredentials = {
           headers: req.headers,
-          // A getter: Express computes req.ip (X-Forwarded-For through `trust proxy`) on each read.
-          get ip() {
-            return req.ip;
-          },
+          req,
           attempt,
           outcome: { failure: 'malformed' },
         };

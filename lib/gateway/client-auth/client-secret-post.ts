@@ -11,19 +11,7 @@ export function clientSecretPost(clients: ClientRegistry): ClientAuthMethodModul
       const clientId = params.get('client_id');
       if (clientId === undefined) return { failure: 'missing' };
       const secret = params.require('client_secret');
-      return attempt(clientId, (registered) =>
-        verifySecret(
-          clients,
-          {
-            clientId,
-            get ip() {
-              return req.ip;
-            },
-          },
-          registered,
-          secret,
-        ),
-      );
+      return attempt(clientId, (registered) => verifySecret(clients, { clientId, req }, registered, secret));
     },
   };
 }

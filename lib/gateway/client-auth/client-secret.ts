@@ -1,3 +1,4 @@
+import type { Request } from 'express';
 import {
   StaticClientRegistry,
   verifyClientSecret,
@@ -56,8 +57,8 @@ function decoyOf(clients: ClientRegistry): Decoy {
  */
 export async function verifySecret(
   clients: ClientRegistry,
-  /** `ip` may be a getter: it is read only when the address counts. */
-  claimed: { readonly clientId: string; readonly ip: string | undefined },
+  /** The id the credentials name, and the request they came in (its address is read only when it counts). */
+  claimed: { clientId: string; req: Pick<Request, 'ip'> },
   client: RegisteredClient | undefined,
   secret: string,
 ): Promise<Verified> {
@@ -65,7 +66,7 @@ export async function verifySecret(
   // Read only for a scrypt check's rank or a failure: `req.ip` parses X-Forwarded-For, on every request otherwise.
   const requester = {
     get address() {
-      return addressKey(claimed.ip);
+      return addressKey(claimed.req.ip);
     },
   };
   if (!client || (client.clientSecret === undefined && client.clientSecretHash === undefined)) {

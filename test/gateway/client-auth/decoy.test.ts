@@ -51,7 +51,7 @@ describe('the decoy for unknown client ids', () => {
     const inner = new StaticClientRegistry([...CLIENTS, human]);
     const custom: ClientRegistry = { find: (id) => inner.find(id) };
     expect(decoyKind(custom)).toBe('sha256');
-    const from = (clientId: string) => ({ clientId, ip: '192.0.2.1' });
+    const from = (clientId: string) => ({ clientId, req: { ip: '192.0.2.1' } });
     expect(await verifySecret(custom, from('human'), await custom.find('human'), 'wrong')).toEqual({ known: human });
     expect(decoyKind(custom)).toBe('scrypt');
     expect(await verifySecret(custom, from('nobody'), await custom.find('nobody'), 'a person chose this')).toEqual({});
