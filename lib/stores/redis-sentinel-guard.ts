@@ -195,9 +195,14 @@ export class SentinelGuard {
     const master = `${named.get('ip')}:${named.get('port')}`;
     // Down, or being replaced: what it takes now may be gone once the failover ends.
     const failing = /s_down|o_down|failover_in_progress/.exec(named.get('flags') ?? '')?.[0];
-    // The client may have moved meanwhile: judge the node it is on now.
+    // The client may have moved meanwhile (a failover): then this answer may predate it, and would refuse the node it
+    // moved to. Ask again instead of judging the new node by it.
     const on = this.client.getMasterNode();
     if (on === undefined) return;
+    if (address(on) !== address(current)) {
+      setTimeout(() => void this.verify(true), 50).unref();
+      return;
+    }
     const reported = named.get('role-reported') ?? 'master';
     if (address(on) !== master) {
       this.refusal = `Redis at ${address(on)} is not the master Sentinel names (${master})`;
