@@ -247,6 +247,15 @@ function resolveRule<R extends RateLimitRule | FailureLimitRule>(
 interface Ahead {
   left: number;
   until: number;
+  /** The next points, asked for when the last of these was used. */
+  next?: Promise<TakenAhead | undefined>;
+}
+
+/** An answer to taking points ahead, and when it came (its `msBeforeNext` counts from then). */
+interface TakenAhead {
+  taken: number;
+  msBeforeNext: number;
+  at: number;
 }
 
 /**
@@ -400,7 +409,12 @@ export class RateLimits {
     return byClient === undefined ? undefined : { limit: 'dpop_client', retryAfter: byClient };
   }
 
-  /** One point of `limit` under the counter `tag`; `id` names what this instance took ahead for it. */
+  /**
+   * One point of `limit` under the counter `tag`; `id` names what this instance took ahead for it. With shared
+   * counters the next points are asked for as the last ones are used, not by the request that finds none: the
+   * command goes to Redis with that request's own (node-redis sends the commands of one turn together), so a
+   * client's count costs no round trip of its own (docs/redis-store.md, "Round trips").
+   */
   private async takeOne(limit: CounterLimit, id: string, tag: string): Promise<number | undefined> {
     if (!this.counters.shared) {
       const answer = await this.guarded(() => this.counters.take(limit, { tag }, 1));
@@ -410,21 +424,41 @@ export class RateLimits {
     if (ahead !== undefined) {
       if (ahead.left > 0 && this.now() < ahead.until) {
         ahead.left--;
+        if (ahead.left === 0) ahead.next = this.takeAhead(limit, tag);
         return undefined;
       }
       this.ahead.delete(id);
+      if (ahead.next !== undefined) {
+        const next = await ahead.next;
+        // A counter that failed lets the request through, as below. A refusal holds while its wait lasts, and
+        // points while their window does; past either, the points are asked for again.
+        if (next === undefined) return undefined;
+        const now = this.now();
+        if (next.taken === 0 && now < next.at + next.msBeforeNext) return seconds(next.at + next.msBeforeNext - now);
+        if (next.taken > 0 && now < next.at + next.msBeforeNext - WINDOW_MARGIN_MS) return this.keepAhead(id, next);
+      }
     }
-    const a = await this.guarded(() => this.counters.take(limit, { tag }, pointsAhead(limit.points)));
+    const a = await this.takeAhead(limit, tag);
     if (a === undefined) return undefined;
     if (a.taken === 0) return seconds(a.msBeforeNext);
+    return this.keepAhead(id, a);
+  }
+
+  private async takeAhead(limit: CounterLimit, tag: string): Promise<TakenAhead | undefined> {
+    const a = await this.guarded(() => this.counters.take(limit, { tag }, pointsAhead(limit.points)));
+    return a && { taken: a.taken, msBeforeNext: a.msBeforeNext, at: this.now() };
+  }
+
+  /** Uses one of the points `a` took and keeps the rest for this instance's next requests. */
+  private keepAhead(id: string, a: TakenAhead): undefined {
     if (a.taken > 1) {
       // Bounded: past MAX_AHEAD the oldest entry goes first (its points expire with their window in Redis). A Map
       // keeps insertion order, and an entry used up or expired was deleted above, so its first key is the oldest.
-      if (this.ahead.size >= MAX_AHEAD) {
+      if (this.ahead.size >= MAX_AHEAD && !this.ahead.has(id)) {
         const oldest = this.ahead.keys().next();
         if (!oldest.done) this.ahead.delete(oldest.value);
       }
-      this.ahead.set(id, { left: a.taken - 1, until: this.now() + a.msBeforeNext - WINDOW_MARGIN_MS });
+      this.ahead.set(id, { left: a.taken - 1, until: a.at + a.msBeforeNext - WINDOW_MARGIN_MS });
     }
     return undefined;
   }

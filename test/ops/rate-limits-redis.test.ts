@@ -500,17 +500,39 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
     const [gw, , prefix] = instances(only({ token: { perClient: { points: 200, duration: 60 } } }));
     const counted = async () => Number(await raw.get(`${prefix}rl:token:client:{app-1}`));
     const poll = async () => expect((await pollToken(gw.app, 'unknown-auth-req-id')).body.error).toBe('invalid_grant');
-    // Two points taken at once (1 % of 200): the second request uses the one left, with no round trip.
+    // Two points taken at once (1 % of 200). The second request uses the one left and asks for the next two as it
+    // does (sent with its own commands); the third uses one of those and sends nothing for its count.
     await poll();
     expect(await counted()).toBe(2);
     await poll();
-    expect(await counted()).toBe(2);
+    await expect.poll(counted).toBe(4);
     await poll();
     expect(await counted()).toBe(4);
     // The window's end (less the margin for Redis' clock) passed on the injected clock: the point left is not used.
     gw.clock.advance(59);
     await poll();
     expect(await counted()).toBe(6);
+  });
+
+  it('points asked for ahead and refused: the refusal is answered while its wait lasts, never after it', async () => {
+    const [gw, , prefix] = instances(only({ token: { perClient: { points: 200, duration: 60 } } }));
+    const key = `${prefix}rl:token:client:{app-1}`;
+    const poll = () => pollToken(gw.app, 'unknown-auth-req-id');
+    const usedUp = () => raw.set(key, '200', { KEEPTTL: true });
+    expect((await poll()).body.error).toBe('invalid_grant');
+    // Another instance used the rest of the window: the point left serves, and the next two are refused meanwhile.
+    await usedUp();
+    expect((await poll()).body.error).toBe('invalid_grant');
+    // The window ended (on the gateway's clock, and in Redis) before the next request: asked for again, and served.
+    gw.clock.advance(61);
+    await raw.del(key);
+    expect((await poll()).body.error).toBe('invalid_grant');
+    expect(await raw.get(key)).toBe('2');
+    await usedUp();
+    expect((await poll()).body.error).toBe('invalid_grant');
+    const refused = await poll();
+    expect(refused.body.error).toBe('slow_down');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
   });
 
   it('points taken ahead for more than MAX_AHEAD clients: the oldest entry is forgotten first, the newest kept', async () => {
@@ -533,14 +555,18 @@ describe.skipIf(skip)(`rate limits on Redis${skip ? ` (skipped: ${redisServerMis
       const ids = Array.from({ length: Math.min(1000, MAX_AHEAD + 1 - first) }, (_, i) => `c${first + i}`);
       expect(await Promise.all(ids.map((id) => limits.client('token', id)))).toEqual(ids.map(() => undefined));
     }
-    // The second oldest and the newest still have their point left here: used with no round trip.
-    await limits.client('token', 'c1');
-    await limits.client('token', `c${MAX_AHEAD}`);
-    expect(await counted('c1')).toBe(2);
-    expect(await counted(`c${MAX_AHEAD}`)).toBe(2);
-    // The oldest was forgotten: its next request takes two more points in Redis.
+    // The second oldest and the newest still have their point left here: each uses it and asks for two more as it
+    // does, then uses one of those.
+    for (const id of ['c1', `c${MAX_AHEAD}`]) {
+      await limits.client('token', id);
+      await limits.client('token', id);
+      expect(await counted(id)).toBe(4);
+    }
+    // The oldest was forgotten: its next request takes two more points, and the one after asks for two more again.
     await limits.client('token', 'c0');
     expect(await counted('c0')).toBe(4);
+    await limits.client('token', 'c0');
+    await expect.poll(() => counted('c0')).toBe(6);
     expect(reported).toEqual([]);
     await limits.close();
   });
