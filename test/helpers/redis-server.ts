@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from 'vitest';
-import { RedisStore } from '../../lib/index.js';
+import { RedisStore, type RedisStoreOptions } from '../../lib/index.js';
 /**
  * A real redis-server for the tests (and for the bench's Redis rows): started on a free loopback port with no persistence and its own
  * temp dir, and able to stop and start again on the same port (to test "Redis went away").
@@ -234,23 +234,51 @@ export class RedisServer {
   }
 }
 
+/** A describe block's Redis server (`useRedisServer`): its URL, and stores opened on it. */
+export interface BlockRedis {
+  /** The server, once the block's `beforeAll` started it. */
+  server(): RedisServer;
+  /** A RedisStore on the server (it connects at its first operation or `open()`), with a fresh prefix unless one is given; closed after the block. */
+  store(options?: Omit<RedisStoreOptions, 'url'>): RedisStore;
+}
+
+/** In a describe block: a Redis server for the block's tests, and the stores they open on it, all closed after them. */
+export function useRedisServer(): BlockRedis {
+  let server: RedisServer | undefined;
+  const stores: RedisStore[] = [];
+  beforeAll(async () => {
+    requireRedisServer();
+    server = await RedisServer.start();
+  }, 30_000);
+  afterAll(async () => {
+    for (const store of stores.splice(0)) await store.close();
+    await server?.destroy();
+  });
+  const started = (): RedisServer => {
+    if (server === undefined) throw new Error("useRedisServer: the server is started before the block's tests");
+    return server;
+  };
+  return {
+    server: started,
+    store(options = {}) {
+      const store = new RedisStore({ prefix: freshPrefix(), ...options, url: started().url });
+      stores.push(store);
+      return store;
+    },
+  };
+}
+
 /**
  * In a describe block: a Redis server and a RedisStore opened on it (a fresh prefix) for the block's tests, both
  * closed after them. The store is read when a test runs: `createTestGateway({ store: redis() })`.
  */
 export function useRedisStore(): () => RedisStore {
-  let server: RedisServer | undefined;
+  const redis = useRedisServer();
   let store: RedisStore | undefined;
   beforeAll(async () => {
-    requireRedisServer();
-    server = await RedisServer.start();
-    store = new RedisStore({ url: server.url, prefix: freshPrefix() });
+    store = redis.store();
     await store.open();
   }, 30_000);
-  afterAll(async () => {
-    await store?.close();
-    await server?.destroy();
-  });
   return () => {
     if (store === undefined) throw new Error("useRedisStore: the store is opened before the block's tests");
     return store;

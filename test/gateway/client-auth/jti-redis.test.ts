@@ -1,14 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
-import { RedisStore } from '../../../lib/index.js';
 import { CLIENTS, SIM_SWAP, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
-import {
-  RedisServer,
-  freshPrefix,
-  redisServerMissing,
-  requireRedisServer,
-  skipRedisTests,
-} from '../../helpers/redis-server.js';
+import { freshPrefix, redisServerMissing, skipRedisTests, useRedisServer } from '../../helpers/redis-server.js';
 import { CAMARA_CLIENT, assertionFields, clientAssertion, requestObject } from '../../helpers/client-jwts.js';
 
 const skip = skipRedisTests('the Redis jti tests');
@@ -19,24 +12,14 @@ const skip = skipRedisTests('the Redis jti tests');
  * one request object, and exactly one is accepted. Two gateways share the Redis, as in production.
  */
 describe.skipIf(skip)(`jti single use on Redis${skip ? ` (skipped: ${redisServerMissing()})` : ''}`, () => {
-  let server: RedisServer;
-  const stores: RedisStore[] = [];
+  const redis = useRedisServer();
   let gateways: TestGateway[];
 
-  beforeAll(async () => {
-    requireRedisServer();
-    server = await RedisServer.start();
+  beforeAll(() => {
     const prefix = freshPrefix();
-    gateways = [0, 1].map(() => {
-      const store = new RedisStore({ url: server.url, prefix });
-      stores.push(store);
-      return createTestGateway({ clients: [...CLIENTS, CAMARA_CLIENT], store, rateLimits: false });
-    });
-  });
-
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    await server?.destroy();
+    gateways = [0, 1].map(() =>
+      createTestGateway({ clients: [...CLIENTS, CAMARA_CLIENT], store: redis.store({ prefix }), rateLimits: false }),
+    );
   });
 
   const now = () => Math.floor(gateways[0]!.clock.now / 1000);

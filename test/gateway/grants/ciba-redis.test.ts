@@ -1,16 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from 'redis';
-import { RedisStore } from '../../../lib/index.js';
 import { CALLBACK, codeFor, redeem } from '../../helpers/frontend.js';
 import { SIM_SWAP, createTestGateway } from '../../helpers/gateway.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../../helpers/requests.js';
-import {
-  RedisServer,
-  freshPrefix,
-  redisServerMissing,
-  requireRedisServer,
-  skipRedisTests,
-} from '../../helpers/redis-server.js';
+import { redisServerMissing, skipRedisTests, useRedisServer } from '../../helpers/redis-server.js';
 
 const skip = skipRedisTests('the Redis round trips of the CIBA and code grants (issue 46)');
 const ALICE = { id: 'sub-alice', hint: 'tel:+34600000001' };
@@ -22,30 +15,23 @@ const ALICE = { id: 'sub-alice', hint: 'tel:+34600000001' };
  * nothing left behind, and bc-authorize's record written beside its subscriber limit is gone when the limit refuses.
  */
 describe.skipIf(skip)(`round trips on Redis${skip ? ` (skipped: ${redisServerMissing()})` : ''}`, () => {
-  let server: RedisServer;
+  const redis = useRedisServer();
   let admin: ReturnType<typeof createClient>;
-  const stores: RedisStore[] = [];
 
   beforeAll(async () => {
-    requireRedisServer();
-    server = await RedisServer.start();
-    admin = createClient({ url: server.url });
+    admin = createClient({ url: redis.server().url });
     admin.on('error', () => {});
     await admin.connect();
-  }, 30_000);
+  });
 
   afterAll(async () => {
-    for (const store of stores) await store.close();
     await admin?.close();
-    await server?.destroy();
   });
 
   async function gateway(options: Parameters<typeof createTestGateway>[0] = {}) {
-    const prefix = freshPrefix();
-    const store = new RedisStore({ url: server.url, prefix });
+    const store = redis.store();
     await store.open();
-    stores.push(store);
-    return { gw: createTestGateway({ store, ...options }), prefix };
+    return { gw: createTestGateway({ store, ...options }), prefix: store.prefix };
   }
 
   /** Batches Redis read from its clients while `step` ran (this client's own INFO is one). */

@@ -3,14 +3,8 @@ import express from 'express';
 import request from 'supertest';
 import * as client from 'openid-client';
 import { decodeJwt } from 'jose';
-import { MemoryStore, RATE_LIMIT_DEFAULTS, RedisStore, createNetAuth, type Store } from '../../../lib/index.js';
-import {
-  RedisServer,
-  freshPrefix,
-  redisServerMissing,
-  requireRedisServer,
-  skipRedisTests,
-} from '../../helpers/redis-server.js';
+import { MemoryStore, RATE_LIMIT_DEFAULTS, createNetAuth } from '../../../lib/index.js';
+import { freshPrefix, redisServerMissing, skipRedisTests, useRedisServer } from '../../helpers/redis-server.js';
 import { ask as ask_ } from '../../helpers/redis-cluster.js';
 import { CLIENTS, ISSUER, SIM_SWAP, SUBSCRIBERS, basic } from '../../helpers/gateway.js';
 import { listen } from '../../helpers/listen.js';
@@ -314,26 +308,15 @@ const skipRedis = skipRedisTests('the client-credentials cap on Redis');
 describe.skipIf(skipRedis)(
   `client-credentials cap on Redis, two gateways${skipRedis ? ` (skipped: ${redisServerMissing()})` : ''}`,
   () => {
-    let redis: RedisServer;
-    const stores: Store[] = [];
-    beforeAll(async () => {
-      requireRedisServer();
-      redis = await RedisServer.start();
-    });
-    afterAll(async () => {
-      await Promise.all(stores.map((s) => s.close?.()));
-      await redis?.destroy();
-    });
+    const redis = useRedisServer();
 
     it('400 requests of one client over two gateways leave at most its cap of token records in Redis; then 429', async () => {
       // Issue 32, finding 6: the cap is counted in Redis, so it holds for the fleet, not per instance.
       const prefix = freshPrefix();
-      const [a, b] = [0, 1].map(() => {
-        const store = new RedisStore({ url: redis.url, prefix });
-        stores.push(store);
-        // A long Redis timeout: on a loaded machine a timeout would fail the lock-out closed (503) meanwhile.
-        return createGrantsGateway({ store, rateLimits: { timeout: 10_000 } });
-      });
+      // A long Redis timeout: on a loaded machine a timeout would fail the lock-out closed (503) meanwhile.
+      const [a, b] = [0, 1].map(() =>
+        createGrantsGateway({ store: redis.store({ prefix }), rateLimits: { timeout: 10_000 } }),
+      );
       const statuses: number[] = [];
       // 25 at once: the lock-out's shared slots admit 30 credential checks of one client and address in flight.
       for (let batch = 0; batch < 16; batch++) {
@@ -344,7 +327,7 @@ describe.skipIf(skipRedis)(
       expect(statuses.filter((s) => s === 200)).toHaveLength(cap);
       expect(statuses.filter((s) => s === 429)).toHaveLength(400 - cap);
       // RedisStore keeps an access token under `<prefix>t`: one key per token issued, the cap's worth.
-      expect(((await ask_(redis, ['KEYS', `${prefix}t*`])) as string[]).length).toBe(cap);
+      expect(((await ask_(redis.server(), ['KEYS', `${prefix}t*`])) as string[]).length).toBe(cap);
     }, 60_000);
   },
 );

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   MemoryStore,
-  RedisStore,
   type JsonObject,
   type PutOptions,
   type RecordKind,
@@ -11,13 +10,7 @@ import {
 import { SIM_SWAP, createTestGateway } from '../../helpers/gateway.js';
 import { CALLBACK, codeFor, redeem } from '../../helpers/frontend.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
-import {
-  RedisServer,
-  freshPrefix,
-  redisServerMissing,
-  requireRedisServer,
-  skipRedisTests,
-} from '../../helpers/redis-server.js';
+import { redisServerMissing, skipRedisTests, useRedisServer } from '../../helpers/redis-server.js';
 import { ask } from '../../helpers/redis-cluster.js';
 
 /**
@@ -101,25 +94,17 @@ const skipRedis = skipRedisTests('the hashed ids on Redis');
 describe.skipIf(skipRedis)(
   `codes and auth_req_ids stored hashed on Redis${skipRedis ? ` (skipped: ${redisServerMissing()})` : ''}`,
   () => {
-    let redis: RedisServer;
-    let store: Store | undefined;
-    beforeAll(async () => {
-      requireRedisServer();
-      redis = await RedisServer.start();
-    });
-    afterAll(async () => {
-      await store?.close?.();
-      await redis?.destroy();
-    });
+    const redis = useRedisServer();
 
     it('[redis] no key (KEYS) and no value holds a code or an auth_req_id', async () => {
-      const prefix = freshPrefix();
-      store = new RedisStore({ url: redis.url, prefix });
+      const store = redis.store();
+      const { prefix } = store;
+      const server = redis.server();
       await flows(store, async () => {
-        const keys = (await ask(redis, ['KEYS', `${prefix}*`])) as string[];
+        const keys = (await ask(server, ['KEYS', `${prefix}*`])) as string[];
         const values = await Promise.all(
           keys.map(async (key) =>
-            (await ask(redis, ['TYPE', key])) === 'string' ? String(await ask(redis, ['GET', key])) : '',
+            (await ask(server, ['TYPE', key])) === 'string' ? String(await ask(server, ['GET', key])) : '',
           ),
         );
         return [...keys, ...values];

@@ -1,23 +1,16 @@
 import { createCipheriv, createHash, createPrivateKey, hkdfSync, randomBytes, type JsonWebKey } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import type { Express } from 'express';
 import { SignJWT, decodeJwt } from 'jose';
 import {
   MemoryStore,
-  RedisStore,
   type ConsentRecord,
   type NetAuthOptions,
   type StaticSubscriber,
   type Store,
 } from '../../../lib/index.js';
-import {
-  RedisServer,
-  freshPrefix,
-  redisServerMissing,
-  requireRedisServer,
-  skipRedisTests,
-} from '../../helpers/redis-server.js';
+import { redisServerMissing, skipRedisTests, useRedisServer } from '../../helpers/redis-server.js';
 import { APP2, ISSUER, POLICY, SIM_SWAP, createTestGateway } from '../../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../../helpers/requests.js';
 import { KEY_A } from '../../helpers/keys.js';
@@ -312,20 +305,7 @@ const skipRedis = skipRedisTests('the consent grant rekeying on Redis');
 describe.skipIf(skipRedis)(
   `the consent grant ids on Redis (issue 42, finding 3)${skipRedis ? ` (skipped: ${redisServerMissing()})` : ''}`,
   () => {
-    let server: RedisServer;
-    const stores: RedisStore[] = [];
-    beforeAll(async () => {
-      requireRedisServer();
-      server = await RedisServer.start();
-    });
-    afterAll(async () => {
-      for (const store of stores) await store.close();
-      await server?.destroy();
-    });
-    legacyConsentTest('redis', () => {
-      const store = new RedisStore({ url: server.url, prefix: freshPrefix() });
-      stores.push(store);
-      return store;
-    });
+    const redis = useRedisServer();
+    legacyConsentTest('redis', () => redis.store());
   },
 );

@@ -1,16 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import request from 'supertest';
-import { MemoryStore, RedisStore, type Store } from '../../../lib/index.js';
+import { MemoryStore, type Store } from '../../../lib/index.js';
 import { APP1, APP2, CIBA, ISSUER, SIM_SWAP, createTestGateway, type TestGateway } from '../../helpers/gateway.js';
 import { startBackchannel } from '../../helpers/requests.js';
 import { handProof, proofKey, type ProofKey } from '../../helpers/dpop.js';
-import {
-  RedisServer,
-  freshPrefix,
-  redisServerMissing,
-  requireRedisServer,
-  skipRedisTests,
-} from '../../helpers/redis-server.js';
+import { redisServerMissing, skipRedisTests, useRedisServer } from '../../helpers/redis-server.js';
 import { ask } from '../../helpers/redis-cluster.js';
 import { wrapStore } from '../../helpers/store-wrapper.js';
 
@@ -173,27 +167,17 @@ const skipRedis = skipRedisTests('the DPoP replay bound on Redis');
 describe.skipIf(skipRedis)(
   `DPoP replay entries bounded per key [redis]${skipRedis ? ` (skipped: ${redisServerMissing()})` : ''}`,
   () => {
-    let redis: RedisServer;
+    const redis = useRedisServer();
     let prefix: string;
-    const stores: Store[] = [];
-    beforeAll(async () => {
-      requireRedisServer();
-      redis = await RedisServer.start();
-    });
-    afterAll(async () => {
-      await Promise.all(stores.map((s) => s.close?.()));
-      await redis?.destroy();
-    });
     replayBoundTests(() => ({
       name: 'redis',
       store: () => {
-        prefix = freshPrefix();
-        const store = new RedisStore({ url: redis.url, prefix });
-        stores.push(store);
+        const store = redis.store();
+        prefix = store.prefix;
         return store;
       },
       // RedisStore keeps a jti record under `<prefix>j`.
-      replayEntries: async () => ((await ask(redis, ['KEYS', `${prefix}j*`])) as string[]).length,
+      replayEntries: async () => ((await ask(redis.server(), ['KEYS', `${prefix}j*`])) as string[]).length,
     }));
   },
 );
