@@ -2,10 +2,11 @@
  * Sentinel's word on which node is master, for a store behind a node-redis createSentinel() client. The client
  * follows Sentinel's announcements; between a failover and the moment it moves (or while it stays on a hung node
  * that wakes up still believing it is master) its commands reach a node Sentinel no longer names, and a write done
- * there is gone once Sentinel demotes it. So the store asks Sentinel itself (`SENTINEL MASTER`, on the Sentinel
- * the client listens to) after a command timed out or failed, after a write no replica confirmed, when the client
- * reports a new master, and every 10 s; and it refuses commands (503) while the client's node is not the one
- * Sentinel names, reports itself a replica, or is down or being failed over for Sentinel. The Sentinel is asked
+ * there is gone once Sentinel demotes it. So the store asks Sentinel itself (`SENTINEL GET-MASTER-ADDR-BY-NAME`
+ * and `SENTINEL MASTER`, on the Sentinel the client listens to) after a command timed out or failed, after a write
+ * no replica confirmed, when the client reports a new master, and every 10 s; and it refuses commands (503) while
+ * the client's node is not the one Sentinel names, reports itself a replica, or is down or being failed over for
+ * Sentinel. The Sentinel is asked
  * over its own short connection, in RESP, without credentials: a Sentinel that requires a password cannot be asked,
  * and then only the client's own view counts (reported as `sentinel-quorum`, once a minute).
  */
@@ -171,14 +172,16 @@ export class SentinelGuard {
       return;
     }
     let named: Map<string, string>;
+    let advertised: string | undefined;
     try {
       this.name ??= await this.nameOf(sentinel, current);
       if (this.name === undefined) return;
-      const [master, quorum] = await query(
+      const [master, quorum, addr] = await query(
         sentinel,
         [
           ['SENTINEL', 'MASTER', this.name],
           ['SENTINEL', 'CKQUORUM', this.name],
+          ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name],
         ],
         this.timeout,
       );
@@ -186,13 +189,19 @@ export class SentinelGuard {
       // Field, value, field, value...
       const fields = Array.isArray(master) ? master.map(String) : [];
       named = new Map(fields.flatMap((field, i) => (i % 2 === 0 ? [[field, fields[i + 1] ?? '']] : [])));
+      if (Array.isArray(addr) && addr.length === 2) advertised = `${String(addr[0])}:${String(addr[1])}`;
     } catch {
       // No Sentinel answers: no failover can happen now; the client's node is taken at its word.
       this.fault('sentinel-quorum', address(sentinel));
       return;
     }
     if (!named.has('ip') || !named.has('port')) return;
-    const master = `${named.get('ip')}:${named.get('port')}`;
+    const monitored = `${named.get('ip')}:${named.get('port')}`;
+    // SENTINEL MASTER keeps the old master's address until the failover ends; GET-MASTER-ADDR-BY-NAME names the
+    // promoted replica as soon as it has acknowledged the switch (what clients are told to follow). Then the flags
+    // and role below describe the old master, not the node to write to.
+    const master = advertised ?? monitored;
+    const switched = master !== monitored;
     // Down, or being replaced: what it takes now may be gone once the failover ends.
     const failing = /s_down|o_down|failover_in_progress/.exec(named.get('flags') ?? '')?.[0];
     // The client may have moved meanwhile (a failover): then this answer may predate it, and would refuse the node it
@@ -210,10 +219,10 @@ export class SentinelGuard {
       // so never on the common path.
       const reply = await within(this.client.sendCommand(false, ['ROLE'], { timeout: this.timeout }), this.timeout);
       if (Array.isArray(reply) && String(reply[0]) === 'master') this.fault('second-master', address(on));
-    } else if (reported !== 'master') {
+    } else if (!switched && reported !== 'master') {
       // What the node itself last told Sentinel (INFO): a replica refuses writes anyway.
       this.refusal = `Redis at ${address(on)} reports itself a ${reported}`;
-    } else if (failing !== undefined) {
+    } else if (!switched && failing !== undefined) {
       this.refusal = `Redis at ${address(on)} is ${failing} for Sentinel`;
     } else {
       this.refusal = undefined;
