@@ -18,7 +18,7 @@ const REVIEWED: Record<string, string> = {
   'lib/stores/redis-scripts.ts': "SHA-1 of a Lua script's source (EVALSHA)",
   'lib/ops/rate-limits.ts': 'counter key of an id longer than 128 characters: in Redis only, never in a response',
   'lib/gateway/tokens/redemptions.ts':
-    'one-step KDF (SHA-256) of the code, auth_req_id or refresh token the client presented: the key that seals its tokens, never stored',
+    'one-step KDF (SHA-256) of the code, auth_req_id or refresh token the client presented and a random salt: the opaque tokens issued for it (keyed by the salt, which only the store holds), or the key that seals a JWT',
   'lib/registry/secret-history.ts':
     'HMAC under a random per-process key of (client id, registered hash, secret): in memory only, never in a response',
   'lib/ops/event-source.ts': 'HMAC-SHA-256 of a network prefix, keyed from pairwiseSalt: events only',

@@ -4,6 +4,7 @@ import { OAuthError } from '../../errors.js';
 import type { CodeRecord } from '../requests/authorization-codes.js';
 import type { Grant, GrantCollaborators } from './grant.js';
 import { issueAccessToken, redeemedBefore, reportIssued, type TokenResponse } from '../tokens/access-tokens.js';
+import { redemptionOf } from '../tokens/redemptions.js';
 import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import { limitSubscriber } from '../requests/subscriber-limit.js';
@@ -67,7 +68,7 @@ export const authorizationCodeGrant: Grant = {
     verifyPkce(record, verifier);
     // Asked for now: read beside the subscriber's limit, or (limits off) beside the consume that issues the tokens.
     const revoked = askRevoked(ctx.notBefore, record);
-    const exchanged = { kind: 'code', id: key, secret: code } as const;
+    const exchanged = redemptionOf('code', key, code);
     // A retry of a redemption whose answer was lost (a late store reply: 503), or a concurrent duplicate, by the
     // same client (and DPoP key) within lifetimes.redemptionRetry gets the same tokens; anything else is a replay.
     const again = () => redeemedBefore(ctx, exchanged, client.clientId, options.dpopJkt);
@@ -87,7 +88,15 @@ export const authorizationCodeGrant: Grant = {
     // Consuming the code and storing the token are one atomic step: a replay that finds the code consumed and
     // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent
     // redemptions exactly one wins; the others are replays.
-    const refresh = offeredRefreshToken(ctx, client, record, record.grantId, record.consentGrants, options.dpopJkt);
+    const refresh = offeredRefreshToken(
+      ctx,
+      client,
+      record,
+      record.grantId,
+      record.consentGrants,
+      options.dpopJkt,
+      exchanged,
+    );
     const tokens = await issueAccessToken(ctx, record, record.grantId, record.consentGrants, exchanged, {
       ...options,
       refresh,

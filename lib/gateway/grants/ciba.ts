@@ -3,6 +3,7 @@ import { OAuthError } from '../../errors.js';
 import { CIBA_GRANT } from '../../registry/clients.js';
 import type { Grant, GrantCollaborators } from './grant.js';
 import { issueAccessToken, redeemedBefore, reportIssued, type TokenResponse } from '../tokens/access-tokens.js';
+import { redemptionOf } from '../tokens/redemptions.js';
 import { offeredRefreshToken } from '../tokens/refresh-tokens.js';
 import { idTokenRequested, issueIdToken } from '../tokens/id-tokens.js';
 import type { BackchannelRecord, PollRecord } from '../requests/backchannel-requests.js';
@@ -76,7 +77,7 @@ export const cibaGrant: Grant = {
     if (!stored || stored.value.clientId !== client.clientId)
       throw new OAuthError('invalid_grant', 'unknown auth_req_id');
     const record = stored.value;
-    const exchanged = { kind: 'backchannel', id: key, secret: authReqId } as const;
+    const exchanged = redemptionOf('backchannel', key, authReqId);
     // A retry of a poll whose answer was lost (a late store reply: 503) gets the tokens that poll stored.
     const again = () => redeemedBefore(ctx, exchanged, client.clientId, options.dpopJkt);
     if (stored.consumed) {
@@ -113,7 +114,15 @@ export const cibaGrant: Grant = {
 
     // Single use: of concurrent polls for an approved request exactly one wins the token. Consuming the request
     // and storing its token are one atomic step: a failure (503) leaves the request approved, to poll again.
-    const refresh = offeredRefreshToken(ctx, client, record, record.grantId, result.consentGrants, options.dpopJkt);
+    const refresh = offeredRefreshToken(
+      ctx,
+      client,
+      record,
+      record.grantId,
+      result.consentGrants,
+      options.dpopJkt,
+      exchanged,
+    );
     const tokens = await issueAccessToken(ctx, record, record.grantId, result.consentGrants, exchanged, {
       ...options,
       refresh,

@@ -11,6 +11,7 @@ import {
   type StoredAuthorization,
 } from '../requests/authorization.js';
 import { issueAccessToken, redeemedBefore, reportIssued, tokenKey } from '../tokens/access-tokens.js';
+import { redemptionOf } from '../tokens/redemptions.js';
 import { findRefreshToken, mintRefreshToken, type RefreshTokenRecord } from '../tokens/refresh-tokens.js';
 import { refuseRevoked } from '../levers/not-before.js';
 
@@ -109,7 +110,7 @@ export const refreshTokenGrant: Grant = {
     const record = stored.value;
     if (record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the refresh_token has expired');
     await refuseRevoked(ctx.notBefore, record, 'refresh_token');
-    const exchanged = { kind: 'refresh_token', id: tokenKey(presented), secret: presented } as const;
+    const exchanged = redemptionOf('refresh_token', tokenKey(presented), presented);
     // A retry of a refresh whose answer was lost (a late store reply: 503), or a concurrent duplicate, by the same
     // client (and DPoP key) within lifetimes.redemptionRetry gets the same tokens; anything else is a reuse.
     const again = () => redeemedBefore(ctx, exchanged, client.clientId, options.dpopJkt);
@@ -128,7 +129,7 @@ export const refreshTokenGrant: Grant = {
     // Before anything is used: the refresh token stays good for a retry after Retry-After.
     await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId);
 
-    const refresh = mintRefreshToken(ctx, record, record.grantId, consentGrants, options.dpopJkt);
+    const refresh = mintRefreshToken(ctx, record, record.grantId, consentGrants, options.dpopJkt, exchanged);
     const tokens = await issueAccessToken(ctx, authorization, record.grantId, consentGrants, exchanged, {
       ...options,
       refresh,

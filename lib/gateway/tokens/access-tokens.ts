@@ -14,6 +14,7 @@ import { jtiOf, looksLikeJwt, signAccessToken } from './jwt-access-tokens.js';
 import { authorizedAtOf, revokedError, type NotBeforeMarkers, type Presented } from '../levers/not-before.js';
 import {
   redeemAgain,
+  redeemedToken,
   redemptionWrite,
   type Redeemed,
   type RedemptionKeeping,
@@ -234,7 +235,8 @@ export async function issueAccessToken(
       ...(jkt === null ? {} : { jkt }),
     });
   } else {
-    token = taggedId(tag, 32);
+    // Derived from the presented value when redeemed (a retry derives it again: redemptions.ts).
+    token = exchanged ? redeemedToken(exchanged, 'access', tag) : taggedId(tag, 32);
   }
   const { clientId, subscriberId, phoneNumber, purpose, scopes, scope, identifiedBy, authorizedAt } = authorization;
   const record: AccessTokenRecord = {

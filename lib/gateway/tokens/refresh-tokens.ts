@@ -4,6 +4,7 @@ import { placementTag, type Store, type StoredRecord } from '../../stores/store.
 import type { Lifetimes } from '../options.js';
 import { authorizationOf, type StoredAuthorization } from '../requests/authorization.js';
 import { tokenKey, type MintedRefreshToken } from './access-tokens.js';
+import { redeemedToken, type Redeemed } from './redemptions.js';
 
 /**
  * What the store keeps for a refresh token (kind `refresh_token`), under the SHA-256 of the token, never the token.
@@ -43,8 +44,11 @@ export function mintRefreshToken(
   grantId: string,
   consentGrants: readonly string[],
   jkt: string | undefined,
+  from?: Redeemed,
 ): MintedRefreshToken {
-  const token = taggedId(placementTag(grantId) ?? randomTag(), 32);
+  const tag = placementTag(grantId) ?? randomTag();
+  // Issued for a redemption: derived from the presented value, so a retry derives it again (redemptions.ts).
+  const token = from ? redeemedToken(from, 'refresh', tag) : taggedId(tag, 32);
   const issuedAt = ctx.now();
   const lifetime = ctx.lifetimes.refreshToken;
   const record: RefreshTokenRecord = {
@@ -77,10 +81,11 @@ export function offeredRefreshToken(
   grantId: string,
   consentGrants: readonly string[],
   jkt: string | undefined,
+  from?: Redeemed,
 ): MintedRefreshToken | undefined {
   if (!client.grantTypes.includes('refresh_token') || !authorization.scope.split(' ').includes('offline_access'))
     return undefined;
-  return mintRefreshToken(ctx, authorization, grantId, consentGrants, jkt);
+  return mintRefreshToken(ctx, authorization, grantId, consentGrants, jkt, from);
 }
 
 /** The stored record of a presented refresh token, used or not (expired ones included), or undefined. */

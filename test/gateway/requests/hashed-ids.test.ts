@@ -69,7 +69,8 @@ async function flows(store: Store, stored: () => Promise<string[]>): Promise<voi
   expect(redeemed.status).toBe(200);
   const polled = await pollToken(gw.app, authReqId);
   expect(polled.status).toBe(200);
-  // The redemption records kept for a retry hold the tokens sealed: neither a token nor the code is readable.
+  // The redemption records kept for a retry hold no token (a retry derives them again): neither a token nor the code
+  // is readable.
   const redeemedRecords = (await stored()).join('\n');
   for (const secret of [code, authReqId].map(secretOf)) expect(redeemedRecords).not.toContain(secret);
   for (const token of [redeemed.body.access_token, polled.body.access_token] as string[])
