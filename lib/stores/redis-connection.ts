@@ -390,9 +390,9 @@ export class RedisConnection {
     try {
       this.guard?.admit();
       // The deadline counts a created client's first connection attempt too, while it lasts.
-      const starting = this.attempted ? undefined : this.started();
+      const starting = this.url !== undefined && !this.attempted;
       return await this.deadlines.bound(
-        starting === undefined ? this.send(key, args) : starting.then(() => this.send(key, args)),
+        starting ? this.started().then(() => this.send(key, args)) : this.send(key, args),
       );
     } catch (err) {
       if (isErrorReply(err) && !TRANSIENT_REPLIES.test(err.message)) throw err;
@@ -552,9 +552,12 @@ export class RedisConnection {
     await this.started();
   }
 
-  /** For a created client: its first connection attempt, started once (on open() or the first command). */
-  private started(): Promise<void> | undefined {
-    if (this.url === undefined) return undefined;
+  /**
+   * For a created client: its first connection attempt, started once (on open() or the first command); settled at
+   * once for a client the caller connected.
+   */
+  private started(): Promise<void> {
+    if (this.url === undefined) return Promise.resolve();
     this.firstAttempt ??= this.connectOwned()
       .catch((error: unknown) => {
         this.failure ??= error;

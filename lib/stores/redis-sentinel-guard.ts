@@ -117,6 +117,8 @@ export class SentinelGuard {
   private name: string | undefined;
   /** Why commands are refused now; undefined while the client's node is the master Sentinel names. */
   private refusal: string | undefined;
+  /** The node the refusal is about (`host:port`). */
+  private refused: string | undefined;
   private looking: Promise<void> | undefined;
   private last = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -141,14 +143,29 @@ export class SentinelGuard {
   /** Throws StoreUnavailableError while commands are refused, and looks again (at most every 250 ms). */
   admit(): void {
     if (this.refusal === undefined) return;
+    const refusal = this.standing();
+    if (refusal === undefined) {
+      // The client has moved (a failover) since the look that refused its old node: look at this one now.
+      void this.verify(true);
+      return;
+    }
     void this.verify();
-    throw new StoreUnavailableError(this.refusal);
+    throw new StoreUnavailableError(refusal);
+  }
+
+  /**
+   * The refusal, if it is about the node the client is on (or the client is between masters). A node the client
+   * moved to after that look is judged as any node is before its first look: admitted until a look refuses it.
+   */
+  private standing(): string | undefined {
+    const on = this.client.getMasterNode();
+    return on !== undefined && address(on) !== this.refused ? undefined : this.refusal;
   }
 
   /** Whether the client's node is, as far as Sentinel says, the master: after a look (`force`: not one of 250 ms ago). */
   async confirms(): Promise<boolean> {
     await this.verify(true);
-    return this.refusal === undefined;
+    return this.standing() === undefined;
   }
 
   /** Asks Sentinel which node is master, once at a time; at most every 250 ms unless `force`. */
@@ -213,6 +230,7 @@ export class SentinelGuard {
       return;
     }
     const reported = named.get('role-reported') ?? 'master';
+    this.refused = address(on);
     if (address(on) !== master) {
       this.refusal = `Redis at ${address(on)} is not the master Sentinel names (${master})`;
       // Its own word, for the report only: asked on the client's connection, behind whatever waits there (a WAIT),

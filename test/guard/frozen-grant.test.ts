@@ -1,18 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import type { Request, Response } from 'express';
-import { MemoryStore, RedisStore, type NetAuthAnyGrant, type NetAuthGrant, type Store } from '../../lib/index.js';
+import { MemoryStore, type NetAuthAnyGrant, type NetAuthGrant, type Store } from '../../lib/index.js';
 import { POPULATION, SERVICE_AUTH, createGrantsGateway, tokenRequest } from '../helpers/grants.js';
 import { SIM_SWAP } from '../helpers/gateway.js';
 import { pollToken, startBackchannel } from '../helpers/requests.js';
 import { KEY_A } from '../helpers/keys.js';
-import {
-  RedisServer,
-  freshPrefix,
-  redisServerMissing,
-  requireRedisServer,
-  skipRedisTests,
-} from '../helpers/redis-server.js';
+import { redisServerMissing, skipRedisTests, useRedisServer } from '../helpers/redis-server.js';
 
 /**
  * Issue 42, finding 11: the grant a route gets is the same kind of object on every path. `scopes` was frozen for
@@ -75,21 +69,8 @@ const skip = skipRedisTests('the frozen-scopes tests on Redis');
 describe.skipIf(skip)(
   `the guard hands routes frozen scopes [redis]${skip ? ` (skipped: ${redisServerMissing()})` : ''}`,
   () => {
-    let server: RedisServer;
-    const stores: RedisStore[] = [];
-    beforeAll(async () => {
-      requireRedisServer();
-      server = await RedisServer.start();
-    });
-    afterAll(async () => {
-      for (const store of stores) await store.close();
-      await server?.destroy();
-    });
-    frozenTests(() => {
-      const store = new RedisStore({ url: server.url, prefix: freshPrefix() });
-      stores.push(store);
-      return store;
-    });
+    const redis = useRedisServer();
+    frozenTests(() => redis.store());
   },
 );
 

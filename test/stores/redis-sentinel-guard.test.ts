@@ -93,6 +93,20 @@ describe('SentinelGuard during a failover', () => {
     expect(faults).toEqual(['second-master']);
   });
 
+  it('a refusal of the old master does not refuse the promoted replica the client then moves to', async () => {
+    // Seen in test/stores/redis-sentinel-hang.test.ts under load: a look found the client still on the hung master
+    // and refused it; node-redis then moved to the promoted replica, where a write succeeded and the next read was
+    // refused by that earlier answer.
+    const sentinel = await startSentinel(sentinelState(PROMOTED, 'master', PROMOTED));
+    let on = OLD;
+    const guard = new SentinelGuard({ ...clientOn(OLD, sentinel), getMasterNode: () => on }, 1000, () => {});
+    expect(await guard.confirms()).toBe(false);
+    expect(() => guard.admit()).toThrow('Redis at 127.0.0.1:7001 is not the master Sentinel names (127.0.0.1:7002)');
+    on = PROMOTED;
+    expect(() => guard.admit()).not.toThrow();
+    expect(await guard.confirms()).toBe(true);
+  });
+
   it('refuses the master being failed over while no replica has taken its place', async () => {
     const sentinel = await startSentinel(sentinelState(OLD, 'master,s_down,o_down,failover_in_progress', OLD));
     const guard = new SentinelGuard(clientOn(OLD, sentinel), 1000, () => {});

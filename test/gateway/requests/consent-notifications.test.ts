@@ -1,19 +1,13 @@
 import { hashedRecordId } from '../../../lib/crypto.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  type BackchannelRequest,
-  type RegisteredClient,
-  MemoryStore,
-  RedisStore,
-  type Store,
-} from '../../../lib/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import { type BackchannelRequest, type RegisteredClient, MemoryStore, type Store } from '../../../lib/index.js';
 import { claimConsentNotification } from '../../../lib/gateway/requests/consent-notifications.js';
 import type { BackchannelRecord } from '../../../lib/gateway/requests/backchannel-requests.js';
 import { APP2, CIBA, CLIENTS, LOCATION, SIM_SWAP, basic, createTestGateway } from '../../helpers/gateway.js';
 import { bcAuthorize, pollToken, startBackchannel } from '../../helpers/requests.js';
 import { wrapStore } from '../../helpers/store-wrapper.js';
-import { RedisServer, freshPrefix, requireRedisServer, skipRedisTests } from '../../helpers/redis-server.js';
+import { skipRedisTests, useRedisServer } from '../../helpers/redis-server.js';
 
 /**
  * CIBA consent notifications are deduplicated per (client, subscriber, purpose, scope) while one is pending
@@ -127,26 +121,14 @@ describe('CIBA consent notifications, memory store', () => {
 });
 
 describe.skipIf(skipRedis)('CIBA consent notifications, Redis store', () => {
-  let server: RedisServer;
-  const stores: RedisStore[] = [];
-  beforeAll(async () => {
-    requireRedisServer();
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    await server?.destroy();
-  });
+  const redis = useRedisServer();
 
   it('50 parallel bc-authorize for one tuple: 50 auth_req_ids, one notification', async () => {
-    const store = new RedisStore({ url: server.url, prefix: freshPrefix() });
-    stores.push(store);
-    await fiftyAtOnce(store);
+    await fiftyAtOnce(redis.store());
   });
 
   it('50 claims at once, and 50 more once the first is answered: exactly one each time', async () => {
-    const store = new RedisStore({ url: server.url, prefix: freshPrefix() });
-    stores.push(store);
+    const store = redis.store();
     const now = Date.now();
     const request = (authReqId: string): BackchannelRecord => ({
       clientId: 'app-1',
