@@ -6,9 +6,9 @@
  * and `SENTINEL MASTER`, on the Sentinel the client listens to) after a command timed out or failed, after a write
  * no replica confirmed, when the client reports a new master, and every 10 s; and it refuses commands (503) while
  * the client's node is not the one Sentinel names, reports itself a replica, or is down or being failed over for
- * Sentinel. The Sentinel is asked
- * over its own short connection, in RESP, without credentials: a Sentinel that requires a password cannot be asked,
- * and then only the client's own view counts (reported as `sentinel-quorum`, once a minute).
+ * Sentinel. The Sentinel is asked over its own short connection, in RESP, without credentials: a Sentinel that
+ * requires a password cannot be asked, and then only the client's own view counts (reported as `sentinel-quorum`,
+ * once a minute).
  */
 import { createConnection } from 'node:net';
 import { StoreUnavailableError } from './store.js';
@@ -115,10 +115,8 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
 export class SentinelGuard {
   /** The name Sentinel monitors the client's master under (learned on the first look). */
   private name: string | undefined;
-  /** Why commands are refused now; undefined while the client's node is the master Sentinel names. */
-  private refusal: string | undefined;
-  /** The node the refusal is about (`host:port`). */
-  private refused: string | undefined;
+  /** The node (`host:port`) commands are refused on, and why; undefined while it is the master Sentinel names. */
+  private refusal: { node: string; reason: string } | undefined;
   private looking: Promise<void> | undefined;
   private last = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -159,7 +157,7 @@ export class SentinelGuard {
    */
   private standing(): string | undefined {
     const on = this.client.getMasterNode();
-    return on !== undefined && address(on) !== this.refused ? undefined : this.refusal;
+    return on !== undefined && address(on) !== this.refusal?.node ? undefined : this.refusal?.reason;
   }
 
   /** Whether the client's node is, as far as Sentinel says, the master: after a look (`force`: not one of 250 ms ago). */
@@ -230,18 +228,18 @@ export class SentinelGuard {
       return;
     }
     const reported = named.get('role-reported') ?? 'master';
-    this.refused = address(on);
-    if (address(on) !== master) {
-      this.refusal = `Redis at ${address(on)} is not the master Sentinel names (${master})`;
+    const node = address(on);
+    if (node !== master) {
+      this.refusal = { node, reason: `Redis at ${node} is not the master Sentinel names (${master})` };
       // Its own word, for the report only: asked on the client's connection, behind whatever waits there (a WAIT),
       // so never on the common path.
       const reply = await within(this.client.sendCommand(false, ['ROLE'], { timeout: this.timeout }), this.timeout);
-      if (Array.isArray(reply) && String(reply[0]) === 'master') this.fault('second-master', address(on));
+      if (Array.isArray(reply) && String(reply[0]) === 'master') this.fault('second-master', node);
     } else if (!switched && reported !== 'master') {
       // What the node itself last told Sentinel (INFO): a replica refuses writes anyway.
-      this.refusal = `Redis at ${address(on)} reports itself a ${reported}`;
+      this.refusal = { node, reason: `Redis at ${node} reports itself a ${reported}` };
     } else if (!switched && failing !== undefined) {
-      this.refusal = `Redis at ${address(on)} is ${failing} for Sentinel`;
+      this.refusal = { node, reason: `Redis at ${node} is ${failing} for Sentinel` };
     } else {
       this.refusal = undefined;
     }

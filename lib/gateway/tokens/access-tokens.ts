@@ -91,6 +91,8 @@ export interface TokenResponse {
 export interface MintedRefreshToken {
   token: string;
   write: RecordWrite;
+  /** Derived from the value a redemption presented (`redeemedToken`), so a retry derives it again. */
+  derived: boolean;
 }
 
 /**
@@ -269,7 +271,8 @@ export async function issueAccessToken(
   if (exchanged) {
     // Under its own grant only (on this shard: no extra round trip); a consent withdrawn deletes the token, and
     // a redemption whose token is gone is never handed out again.
-    writes.push(redemptionWrite(ctx, exchanged, clientId, jkt, response, [grantId]));
+    const derived = ctx.accessTokenFormat === 'opaque' && (options.refresh?.derived ?? true);
+    writes.push(redemptionWrite(ctx, exchanged, clientId, jkt, response, [grantId], derived));
     let consumed: boolean;
     try {
       consumed = await ctx.store.consume(exchanged.kind, exchanged.id, writes);

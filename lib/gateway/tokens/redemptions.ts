@@ -112,7 +112,10 @@ export interface RedemptionKeeping {
   lifetimes: Required<Lifetimes>;
 }
 
-/** The redemption record to write in the consume step, under the redeemed record's id (so on its shard). */
+/**
+ * The redemption record to write in the consume step, under the redeemed record's id (so on its shard). `derived`:
+ * every token of the answer is `redeemedToken(redeemed, ...)` (opaque ones); otherwise the answer is sealed.
+ */
 export function redemptionWrite(
   ctx: Pick<RedemptionKeeping, 'now' | 'lifetimes'>,
   redeemed: Redeemed,
@@ -120,15 +123,15 @@ export function redemptionWrite(
   jkt: string | null,
   tokens: TokenAnswer,
   grants: readonly string[],
+  derived: boolean,
 ): RecordWrite {
   const { access_token, token_type, scope, refresh_token } = tokens;
   const window = ctx.lifetimes.redemptionRetry;
   const until = ctx.now() + window * 1000;
   let value: RedemptionRecord;
   const refreshTag = refresh_token === undefined ? null : tagOf(refresh_token);
-  // Derived when issued for this redemption (opaque tokens); a JWT access token is sealed, with its refresh token.
-  const isDerived = (token: string, use: 'access' | 'refresh') => token === redeemedToken(redeemed, use, tagOf(token));
-  if (isDerived(access_token, 'access') && (refresh_token === undefined || isDerived(refresh_token, 'refresh'))) {
+  // Derived tokens are derived again on a retry; a JWT access token is sealed, with its refresh token.
+  if (derived) {
     const accessTag = tagOf(access_token);
     value = { clientId, jkt, sealed: null, salt: redeemed.salt, scope, accessTag, refreshTag, until };
   } else {
@@ -157,7 +160,9 @@ export async function redeemAgain(
   if (!record || record.clientId !== clientId || record.jkt !== jkt || record.until <= ctx.now()) return undefined;
   // A record with `sealed` null holds derived tokens; one written before them (v2) has no such fields.
   const answer =
-    typeof record.sealed === 'string' ? open(redeemed.secret, clientId, record.sealed) : again(redeemed.secret, record);
+    typeof record.sealed === 'string'
+      ? open(redeemed.secret, clientId, record.sealed)
+      : derivedAnswer(redeemed.secret, record);
   if (!answer) return undefined;
   const token = await live(answer);
   if (!token) return undefined;
@@ -167,7 +172,7 @@ export async function redeemAgain(
 }
 
 /** The derived tokens of `record`, derived again from the presented `secret`. */
-function again(secret: string, record: RedemptionRecord): SealedAnswer | undefined {
+function derivedAnswer(secret: string, record: RedemptionRecord): SealedAnswer | undefined {
   const { salt, scope, accessTag, refreshTag } = record;
   if (typeof salt !== 'string' || typeof scope !== 'string' || typeof accessTag !== 'string') return undefined;
   return {

@@ -61,6 +61,7 @@ export function mintRefreshToken(
   };
   return {
     token,
+    derived: from !== undefined,
     write: {
       kind: 'refresh_token',
       id: tokenKey(token),
