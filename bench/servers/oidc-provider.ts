@@ -8,13 +8,21 @@
  * - node-oidc-provider requires the `openid` scope on a CIBA request, and then signs an ID token (RS256, or ES256
  *   with BENCH_ID_TOKEN_ALG=ES256) on every token response; express-netauth's plain rows issue none, its ID-token
  *   rows sign one with the same algorithm.
- * - it runs on its own Koa stack (no Express in front) with its default memory adapter, an LRU of 1,000
- *   entries, so it never holds more than that; express-netauth's memory store keeps every token for its
- *   whole lifetime (1 h here).
+ * - it runs on its own Koa stack (no Express in front).
+ *
+ * Its memory adapter is its own, with one change: the default one keeps the last 1,000 records only (an LRU), so an
+ * access token is gone within the second it was issued, and introspecting or revoking it finds nothing. Like
+ * express-netauth's memory store, the adapter here keeps every record for its lifetime: the same adapter class on
+ * the same LRU, with the cap lifted.
  */
 import http from 'node:http';
 import { generateKeyPairSync } from 'node:crypto';
 import Provider, { type Configuration } from 'oidc-provider';
+// Not in the package's types: its own memory adapter and the LRU it stores in (lib/adapters/memory_adapter.js).
+// @ts-expect-error no declaration file
+import MemoryAdapter from 'oidc-provider/lib/adapters/memory_adapter.js';
+// @ts-expect-error no declaration file
+import LRU from 'oidc-provider/lib/helpers/lru.js';
 import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_PHONE, ISSUER_PATH, serve } from './common.js';
 import { SIM_SWAP_SCOPE } from './canned.js';
 import { webCryptoSignature } from './signature-cost.js';
@@ -31,7 +39,12 @@ const jwk = privateKey.export({ format: 'jwk' });
 
 const SUBSCRIBER_ID = 'sub-bench-1';
 
+// The default adapter's storage, with room for every record a process makes; the provider's default clock tolerance.
+const storage: unknown = new LRU({ maxSize: Number.MAX_SAFE_INTEGER });
+const adapter = (model: string): unknown => new MemoryAdapter(model, storage, 15);
+
 const configuration: Configuration = {
+  adapter: adapter as Configuration['adapter'],
   clients: [
     {
       client_id: BENCH_CLIENT_ID,
