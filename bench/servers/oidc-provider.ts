@@ -11,9 +11,9 @@
  * - it runs on its own Koa stack (no Express in front).
  *
  * Its memory adapter is its own, with one change: the default one keeps the last 1,000 records only (an LRU), so an
- * access token is gone within the second it was issued, and introspecting or revoking it finds nothing. Like
- * express-netauth's memory store, the adapter here keeps every record for its lifetime: the same adapter class on
- * the same LRU, with the cap lifted.
+ * access token is gone 1,000 flows later (under half a second here): userinfo refuses it, revoking it finds
+ * nothing. Like express-netauth's memory store, the adapter here keeps every record for its lifetime: the same
+ * adapter class on the same LRU, with the cap lifted.
  */
 import http from 'node:http';
 import { generateKeyPairSync } from 'node:crypto';
