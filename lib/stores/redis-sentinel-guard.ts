@@ -143,8 +143,9 @@ export class SentinelGuard {
     if (this.refusal === undefined) return;
     const refusal = this.standing();
     if (refusal === undefined) {
-      // The client has moved (a failover) since the look that refused its old node: look at this one now.
-      void this.verify(true);
+      // The client has moved (a failover) since the look that refused its old node: look at this one, at the pace
+      // of any look (a look that cannot judge it leaves the refusal, and every command would ask Sentinel again).
+      void this.verify();
       return;
     }
     void this.verify();

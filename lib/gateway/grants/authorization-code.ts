@@ -68,10 +68,10 @@ export const authorizationCodeGrant: Grant = {
     verifyPkce(record, verifier);
     // Asked for now: read beside the subscriber's limit, or (limits off) beside the consume that issues the tokens.
     const revoked = askRevoked(ctx.notBefore, record);
-    const exchanged = redemptionOf('code', key, code);
+    const presented = { kind: 'code', id: key, secret: code } as const;
     // A retry of a redemption whose answer was lost (a late store reply: 503), or a concurrent duplicate, by the
     // same client (and DPoP key) within lifetimes.redemptionRetry gets the same tokens; anything else is a replay.
-    const again = () => redeemedBefore(ctx, exchanged, client.clientId, options.dpopJkt);
+    const again = () => redeemedBefore(ctx, presented, client.clientId, options.dpopJkt);
     if (stored.consumed) {
       if (await revoked) throw revokedError('code');
       const tokens = await again();
@@ -88,6 +88,7 @@ export const authorizationCodeGrant: Grant = {
     // Consuming the code and storing the token are one atomic step: a replay that finds the code consumed and
     // revokes its grant always finds the token too, and a failure (503) leaves neither. Of concurrent
     // redemptions exactly one wins; the others are replays.
+    const exchanged = redemptionOf(presented);
     const refresh = offeredRefreshToken(
       ctx,
       client,

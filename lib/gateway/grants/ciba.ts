@@ -77,9 +77,9 @@ export const cibaGrant: Grant = {
     if (!stored || stored.value.clientId !== client.clientId)
       throw new OAuthError('invalid_grant', 'unknown auth_req_id');
     const record = stored.value;
-    const exchanged = redemptionOf('backchannel', key, authReqId);
+    const presented = { kind: 'backchannel', id: key, secret: authReqId } as const;
     // A retry of a poll whose answer was lost (a late store reply: 503) gets the tokens that poll stored.
-    const again = () => redeemedBefore(ctx, exchanged, client.clientId, options.dpopJkt);
+    const again = () => redeemedBefore(ctx, presented, client.clientId, options.dpopJkt);
     if (stored.consumed) {
       // Never handed again once the operator revoked the subscriber or client.
       await refuseRevoked(ctx.notBefore, record, 'auth_req_id');
@@ -114,6 +114,7 @@ export const cibaGrant: Grant = {
 
     // Single use: of concurrent polls for an approved request exactly one wins the token. Consuming the request
     // and storing its token are one atomic step: a failure (503) leaves the request approved, to poll again.
+    const exchanged = redemptionOf(presented);
     const refresh = offeredRefreshToken(
       ctx,
       client,

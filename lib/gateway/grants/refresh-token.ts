@@ -110,10 +110,10 @@ export const refreshTokenGrant: Grant = {
     const record = stored.value;
     if (record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the refresh_token has expired');
     await refuseRevoked(ctx.notBefore, record, 'refresh_token');
-    const exchanged = redemptionOf('refresh_token', tokenKey(presented), presented);
+    const redeeming = { kind: 'refresh_token', id: tokenKey(presented), secret: presented } as const;
     // A retry of a refresh whose answer was lost (a late store reply: 503), or a concurrent duplicate, by the same
     // client (and DPoP key) within lifetimes.redemptionRetry gets the same tokens; anything else is a reuse.
-    const again = () => redeemedBefore(ctx, exchanged, client.clientId, options.dpopJkt);
+    const again = () => redeemedBefore(ctx, redeeming, client.clientId, options.dpopJkt);
     if (stored.consumed) {
       const same = await again();
       if (!same) throw await reused(ctx, record);
@@ -129,6 +129,7 @@ export const refreshTokenGrant: Grant = {
     // Before anything is used: the refresh token stays good for a retry after Retry-After.
     await limitSubscriber(ctx, 'token', record.clientId, record.subscriberId);
 
+    const exchanged = redemptionOf(redeeming);
     const refresh = mintRefreshToken(ctx, record, record.grantId, consentGrants, options.dpopJkt, exchanged);
     const tokens = await issueAccessToken(ctx, authorization, record.grantId, consentGrants, exchanged, {
       ...options,

@@ -16,6 +16,7 @@ import {
   redeemAgain,
   redeemedToken,
   redemptionWrite,
+  type Presentation,
   type Redeemed,
   type RedemptionKeeping,
   type SealedAnswer,
@@ -131,13 +132,13 @@ export function tokenKey(token: string): string {
  */
 export type ExchangedRecord = Redeemed;
 
-const GRANT_OF: Record<Redeemed['kind'], GrantType> = {
+const GRANT_OF: Record<Presentation['kind'], GrantType> = {
   code: 'authorization_code',
   backchannel: CIBA_GRANT,
   refresh_token: 'refresh_token',
 };
 
-const PRESENTED: Record<Redeemed['kind'], Presented> = {
+const PRESENTED: Record<Presentation['kind'], Presented> = {
   code: 'code',
   backchannel: 'auth_req_id',
   refresh_token: 'refresh_token',
@@ -342,7 +343,7 @@ async function unused(ctx: AccessTokenFinding, answer: SealedAnswer): Promise<Ac
  */
 export async function redeemedBefore(
   ctx: AccessTokenFinding & RedemptionKeeping & { events: EventHub },
-  exchanged: Redeemed,
+  exchanged: Presentation,
   clientId: string,
   dpopJkt: string | undefined,
 ): Promise<TokenResponse | undefined> {

@@ -77,20 +77,27 @@ function open(secret: string, clientId: string, sealed: string): SealedAnswer | 
   }
 }
 
-/** The code, auth_req_id or refresh token being redeemed: its store record, and the value the client presented. */
-export interface Redeemed {
+/** The code, auth_req_id or refresh token presented for redemption: its store record, and the value itself. */
+export interface Presentation {
   kind: 'code' | 'backchannel' | 'refresh_token';
   /** The record's id (the presented value's hash, after its placement tag). */
   id: string;
   /** The presented code, auth_req_id or refresh token: the tokens (or their seal's key) are derived from it. */
   secret: string;
+}
+
+/** An attempt to redeem a presentation, about to issue tokens. */
+export interface Redeemed extends Presentation {
   /** This attempt's salt (256 random bits): a retry takes the salt of the attempt that won, from its record. */
   salt: string;
 }
 
-/** `secret`, presented for a redemption of `kind` whose record is `id`, with a fresh salt. */
-export function redemptionOf(kind: Redeemed['kind'], id: string, secret: string): Redeemed {
-  return { kind, id, secret, salt: randomId(32) };
+/**
+ * `presented`, with a fresh salt: made where tokens are about to be issued, not for a poll still pending or a retry
+ * (which derives with the salt its record keeps).
+ */
+export function redemptionOf(presented: Presentation): Redeemed {
+  return { ...presented, salt: randomId(32) };
 }
 
 /** The opaque `use` token of a redemption of `secret` under `salt`, after `tag`: 256 bits, like a random one. */
@@ -150,7 +157,7 @@ export function redemptionWrite(
  */
 export async function redeemAgain(
   ctx: Pick<RedemptionKeeping, 'store' | 'now'>,
-  redeemed: Redeemed,
+  redeemed: Presentation,
   clientId: string,
   jkt: string | null,
   live: (tokens: SealedAnswer) => Promise<{ expiresAt: number } | undefined>,
