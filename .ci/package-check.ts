@@ -176,7 +176,8 @@ async function start(dir: string, file: string, port: number): Promise<void> {
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  for (let i = 0; i < 100; i++) {
+  // Up to 60 s: a cold first run (a fresh install, nothing in the OS cache) on a slowed host once took over 10.
+  for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) break;
     try {
       await fetch(`http://127.0.0.1:${port}/`, { redirect: 'manual' });
