@@ -141,15 +141,11 @@ export class SentinelGuard {
   /** Throws StoreUnavailableError while commands are refused, and looks again (at most every 250 ms). */
   admit(): void {
     if (this.refusal === undefined) return;
+    // Also when the client has moved (a failover) since the look that refused its old node: the new node is admitted
+    // meanwhile and looked at, at the pace of any look.
     const refusal = this.standing();
-    if (refusal === undefined) {
-      // The client has moved (a failover) since the look that refused its old node: look at this one, at the pace
-      // of any look (a look that cannot judge it leaves the refusal, and every command would ask Sentinel again).
-      void this.verify();
-      return;
-    }
     void this.verify();
-    throw new StoreUnavailableError(refusal);
+    if (refusal !== undefined) throw new StoreUnavailableError(refusal);
   }
 
   /**
